@@ -1,0 +1,294 @@
+// The one piece of C++ in sfz: what tch does not expose of libtorch.
+//
+//  - the catalog: every operator the dispatcher knows, with its schema string;
+//  - boxed calls by operator handle, so that any ATen operator is callable by name with no
+//    generated binding (arguments are type-checked against the schema first: an unchecked boxed
+//    call raises false "INTERNAL ASSERT FAILED" errors);
+//  - error capture without the C++ backtrace (formatting one costs ~7 ms per failing call);
+//  - outputs flattened into a list of tensors and scalars that Rust reads back.
+//
+// No C++ exception may cross into Rust: every entry point catches everything.
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+#include <c10/util/Exception.h>
+#include <c10/util/Logging.h>
+#include <c10/core/GradMode.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <typeinfo>
+#include <vector>
+
+namespace {
+
+char* dup_string(const std::string& s) {
+  char* out = static_cast<char*>(std::malloc(s.size() + 1));
+  if (out != nullptr) {
+    std::memcpy(out, s.data(), s.size());
+    out[s.size()] = '\0';
+  }
+  return out;
+}
+
+std::vector<c10::OperatorName>& all_ops() {
+  static std::vector<c10::OperatorName> ops = c10::Dispatcher::singleton().getAllOpNames();
+  return ops;
+}
+
+// Error classes reported to Rust; keep in sync with `runtime::ffi::ErrorClass`.
+enum ErrorClass : int32_t {
+  kOk = 0,
+  kSchemaMismatch = 1,
+  kC10Error = 2,
+  kIndexError = 3,
+  kValueError = 4,
+  kTypeError = 5,
+  kNotImplemented = 6,
+  kLinAlgError = 7,
+  kOutOfMemory = 8,
+  kEnforceFinite = 9,
+  kBadAlloc = 20,
+  kOutOfRange = 21,
+  kInvalidArgument = 22,
+  kStdException = 23,
+  kUnknown = 30,
+};
+
+// The output of one call, flattened. Tensors are kept alive here until the next call.
+struct Output {
+  int32_t kind;  // 0 tensor, 1 int, 2 double, 3 bool, 4 none, 5 other
+  int64_t tensor_index;
+  int64_t i;
+  double d;
+};
+
+struct Call {
+  torch::jit::Stack stack;
+  std::vector<at::Tensor> out_tensors;
+  std::vector<Output> outputs;
+  std::string error;
+};
+
+void flatten(const c10::IValue& v, Call* call, int depth) {
+  Output o{5, -1, 0, 0.0};
+  if (v.isTensor()) {
+    o.kind = 0;
+    o.tensor_index = static_cast<int64_t>(call->out_tensors.size());
+    call->out_tensors.push_back(v.toTensor());
+  } else if (v.isInt()) {
+    o.kind = 1;
+    o.i = v.toInt();
+  } else if (v.isDouble()) {
+    o.kind = 2;
+    o.d = v.toDouble();
+  } else if (v.isBool()) {
+    o.kind = 3;
+    o.i = v.toBool() ? 1 : 0;
+  } else if (v.isNone()) {
+    o.kind = 4;
+  } else if (depth < 4 && v.isTuple()) {
+    for (const auto& e : v.toTupleRef().elements()) flatten(e, call, depth + 1);
+    return;
+  } else if (depth < 4 && v.isList()) {
+    for (const auto& e : v.toListRef()) flatten(e, call, depth + 1);
+    return;
+  }
+  call->outputs.push_back(o);
+}
+
+template <typename F>
+int32_t guarded(Call* call, F&& f) {
+  try {
+    f();
+    return kOk;
+  } catch (const c10::OutOfMemoryError& e) {
+    call->error = e.what_without_backtrace();
+    return kOutOfMemory;
+  } catch (const c10::IndexError& e) {
+    call->error = e.what_without_backtrace();
+    return kIndexError;
+  } catch (const c10::ValueError& e) {
+    call->error = e.what_without_backtrace();
+    return kValueError;
+  } catch (const c10::TypeError& e) {
+    call->error = e.what_without_backtrace();
+    return kTypeError;
+  } catch (const c10::NotImplementedError& e) {
+    call->error = e.what_without_backtrace();
+    return kNotImplemented;
+  } catch (const c10::LinAlgError& e) {
+    call->error = e.what_without_backtrace();
+    return kLinAlgError;
+  } catch (const c10::EnforceFiniteError& e) {
+    call->error = e.what_without_backtrace();
+    return kEnforceFinite;
+  } catch (const c10::Error& e) {
+    call->error = e.what_without_backtrace();
+    return kC10Error;
+  } catch (const std::bad_alloc& e) {
+    call->error = e.what();
+    return kBadAlloc;
+  } catch (const std::out_of_range& e) {
+    call->error = e.what();
+    return kOutOfRange;
+  } catch (const std::invalid_argument& e) {
+    call->error = e.what();
+    return kInvalidArgument;
+  } catch (const std::exception& e) {
+    call->error = std::string(typeid(e).name()) + ": " + e.what();
+    return kStdException;
+  } catch (...) {
+    call->error = "unknown C++ exception";
+    return kUnknown;
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+// Once per worker: no backtraces in errors (the 7 ms trap), one intra-op thread (a worker is a
+// single-threaded executor; parallelism comes from running several workers), no autograd.
+void sfz_init(int32_t threads) {
+  c10::SetStackTraceFetcher([]() -> std::string { return std::string(); });
+  if (threads > 0) {
+    at::set_num_threads(threads);
+  }
+  c10::GradMode::set_enabled(false);
+}
+
+int64_t sfz_op_count() { return static_cast<int64_t>(all_ops().size()); }
+
+// The schema of the i-th operator as text, e.g. "aten::add.Tensor(Tensor self, ...) -> Tensor".
+// The caller frees it with sfz_free. Null when i is out of range or the operator vanished.
+char* sfz_op_schema(int64_t i) {
+  auto& ops = all_ops();
+  if (i < 0 || static_cast<size_t>(i) >= ops.size()) return nullptr;
+  try {
+    auto handle = c10::Dispatcher::singleton().findOp(ops[i]);
+    if (!handle.has_value() || !handle->hasSchema()) return nullptr;
+    std::ostringstream out;
+    out << handle->schema();
+    return dup_string(out.str());
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+void sfz_free(char* p) { std::free(p); }
+
+// A handle to "name.overload" (overload "" for the default), or null with *err set.
+void* sfz_op_find(const char* name, const char* overload, char** err) {
+  try {
+    auto handle = c10::Dispatcher::singleton().findSchemaOrThrow(name, overload);
+    return new c10::OperatorHandle(handle);
+  } catch (const c10::Error& e) {
+    *err = dup_string(e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    *err = dup_string(e.what());
+  }
+  return nullptr;
+}
+
+void sfz_op_free(void* op) { delete static_cast<c10::OperatorHandle*>(op); }
+
+int64_t sfz_op_num_arguments(void* op) {
+  return static_cast<int64_t>(static_cast<c10::OperatorHandle*>(op)->schema().arguments().size());
+}
+
+void* sfz_call_new() { return new Call(); }
+void sfz_call_free(void* c) { delete static_cast<Call*>(c); }
+
+void sfz_call_reset(void* c) {
+  auto* call = static_cast<Call*>(c);
+  call->stack.clear();
+  call->out_tensors.clear();
+  call->outputs.clear();
+  call->error.clear();
+}
+
+void sfz_push_tensor(void* c, const at::Tensor* t) { static_cast<Call*>(c)->stack.emplace_back(*t); }
+void sfz_push_none(void* c) { static_cast<Call*>(c)->stack.emplace_back(); }
+void sfz_push_int(void* c, int64_t v) { static_cast<Call*>(c)->stack.emplace_back(v); }
+void sfz_push_double(void* c, double v) { static_cast<Call*>(c)->stack.emplace_back(v); }
+void sfz_push_bool(void* c, bool v) { static_cast<Call*>(c)->stack.emplace_back(v); }
+void sfz_push_str(void* c, const char* s) { static_cast<Call*>(c)->stack.emplace_back(std::string(s)); }
+void sfz_push_scalar_type(void* c, int32_t st) {
+  static_cast<Call*>(c)->stack.emplace_back(static_cast<c10::ScalarType>(st));
+}
+void sfz_push_int_list(void* c, const int64_t* v, int64_t n) {
+  static_cast<Call*>(c)->stack.emplace_back(std::vector<int64_t>(v, v + n));
+}
+void sfz_push_double_list(void* c, const double* v, int64_t n) {
+  static_cast<Call*>(c)->stack.emplace_back(std::vector<double>(v, v + n));
+}
+void sfz_push_bool_list(void* c, const bool* v, int64_t n) {
+  c10::List<bool> list;
+  for (int64_t k = 0; k < n; ++k) list.push_back(v[k]);
+  static_cast<Call*>(c)->stack.emplace_back(std::move(list));
+}
+void sfz_push_tensor_list(void* c, const at::Tensor* const* ts, int64_t n) {
+  std::vector<at::Tensor> list;
+  list.reserve(n);
+  for (int64_t k = 0; k < n; ++k) list.push_back(*ts[k]);
+  static_cast<Call*>(c)->stack.emplace_back(std::move(list));
+}
+// A Tensor?[] list (e.g. aten::index); null entries are None.
+void sfz_push_opt_tensor_list(void* c, const at::Tensor* const* ts, int64_t n) {
+  c10::List<std::optional<at::Tensor>> list;
+  for (int64_t k = 0; k < n; ++k) {
+    if (ts[k] == nullptr) {
+      list.push_back(std::nullopt);
+    } else {
+      list.push_back(*ts[k]);
+    }
+  }
+  static_cast<Call*>(c)->stack.emplace_back(std::move(list));
+}
+// The schema's default for argument `pos`; returns 0 when it has none.
+int32_t sfz_push_default(void* c, void* op, int64_t pos) {
+  const auto& args = static_cast<c10::OperatorHandle*>(op)->schema().arguments();
+  if (pos < 0 || static_cast<size_t>(pos) >= args.size() || !args[pos].default_value()) return 0;
+  static_cast<Call*>(c)->stack.push_back(*args[pos].default_value());
+  return 1;
+}
+
+// Checks the stack against the schema, then calls. Returns an ErrorClass; outputs or the error
+// message are read back with the accessors below.
+int32_t sfz_call_run(void* c, void* op) {
+  auto* call = static_cast<Call*>(c);
+  auto* handle = static_cast<c10::OperatorHandle*>(op);
+  int32_t checked = guarded(call, [&] { handle->schema().checkAndNormalizeInputs(call->stack); });
+  if (checked != kOk) return kSchemaMismatch;
+  int32_t status = guarded(call, [&] { handle->callBoxed(call->stack); });
+  if (status != kOk) return status;
+  status = guarded(call, [&] {
+    for (const auto& v : call->stack) flatten(v, call, 0);
+  });
+  return status;
+}
+
+const char* sfz_call_error(void* c) { return static_cast<Call*>(c)->error.c_str(); }
+int64_t sfz_call_num_outputs(void* c) { return static_cast<int64_t>(static_cast<Call*>(c)->outputs.size()); }
+
+// Output k: its kind (0 tensor, 1 int, 2 double, 3 bool, 4 none, 5 other) and scalar value.
+int32_t sfz_call_output(void* c, int64_t k, int64_t* i, double* d) {
+  const auto& o = static_cast<Call*>(c)->outputs.at(k);
+  *i = o.kind == 0 ? o.tensor_index : o.i;
+  *d = o.d;
+  return o.kind;
+}
+
+// A new owned handle to output tensor `index` (tch frees it).
+at::Tensor* sfz_call_tensor(void* c, int64_t index) {
+  return new at::Tensor(static_cast<Call*>(c)->out_tensors.at(index));
+}
+
+}  // extern "C"

@@ -1,0 +1,35 @@
+//! Raw bindings to `csrc/shim.cpp`. Only `runtime` uses these; every function here is
+//! exception-safe on the C++ side (errors come back as an `ErrorClass` and a message).
+use std::os::raw::{c_char, c_void};
+use torch_sys::C_tensor;
+
+extern "C" {
+    pub fn sfz_init(threads: i32);
+    pub fn sfz_op_count() -> i64;
+    pub fn sfz_op_schema(i: i64) -> *mut c_char;
+    pub fn sfz_free(p: *mut c_char);
+    pub fn sfz_op_find(name: *const c_char, overload: *const c_char, err: *mut *mut c_char) -> *mut c_void;
+    pub fn sfz_op_free(op: *mut c_void);
+    pub fn sfz_op_num_arguments(op: *mut c_void) -> i64;
+    pub fn sfz_call_new() -> *mut c_void;
+    pub fn sfz_call_free(c: *mut c_void);
+    pub fn sfz_call_reset(c: *mut c_void);
+    pub fn sfz_push_tensor(c: *mut c_void, t: *const C_tensor);
+    pub fn sfz_push_none(c: *mut c_void);
+    pub fn sfz_push_int(c: *mut c_void, v: i64);
+    pub fn sfz_push_double(c: *mut c_void, v: f64);
+    pub fn sfz_push_bool(c: *mut c_void, v: bool);
+    pub fn sfz_push_str(c: *mut c_void, s: *const c_char);
+    pub fn sfz_push_scalar_type(c: *mut c_void, st: i32);
+    pub fn sfz_push_int_list(c: *mut c_void, v: *const i64, n: i64);
+    pub fn sfz_push_double_list(c: *mut c_void, v: *const f64, n: i64);
+    pub fn sfz_push_bool_list(c: *mut c_void, v: *const bool, n: i64);
+    pub fn sfz_push_tensor_list(c: *mut c_void, ts: *const *const C_tensor, n: i64);
+    pub fn sfz_push_opt_tensor_list(c: *mut c_void, ts: *const *const C_tensor, n: i64);
+    pub fn sfz_push_default(c: *mut c_void, op: *mut c_void, pos: i64) -> i32;
+    pub fn sfz_call_run(c: *mut c_void, op: *mut c_void) -> i32;
+    pub fn sfz_call_error(c: *mut c_void) -> *const c_char;
+    pub fn sfz_call_num_outputs(c: *mut c_void) -> i64;
+    pub fn sfz_call_output(c: *mut c_void, k: i64, i: *mut i64, d: *mut f64) -> i32;
+    pub fn sfz_call_tensor(c: *mut c_void, index: i64) -> *mut C_tensor;
+}
