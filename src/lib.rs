@@ -1,2 +1,13 @@
+//! sfz: a spec-driven fuzzer for PyTorch APIs. See ARCHITECTURE.md for the stages and the types
+//! that flow between them.
+pub mod ast;
+pub mod case;
+pub mod diag;
+pub mod ops;
+pub mod outcome;
+pub mod spec;
+pub mod syntax;
+pub mod worker;
+
 #[cfg(feature = "torch")]
 pub mod runtime;

@@ -1,0 +1,51 @@
+//! How a planned API reaches its ATen operator: which operator, and where each schema argument
+//! comes from. The plan builds bindings once; workers resolve them to dispatcher handles once.
+use serde::{Deserialize, Serialize};
+
+use crate::case::Arg;
+
+/// One callable op: `aten::conv2d` overload `""`, and one source per schema argument.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OpBinding {
+    /// Qualified operator name, e.g. `aten::conv2d`.
+    pub name: String,
+    /// Overload name, `""` for the default overload.
+    pub overload: String,
+    /// One entry per schema argument, in schema order.
+    pub args: Vec<ArgSource>,
+}
+
+impl OpBinding {
+    /// `aten::sum.dim_IntList`, or `aten::exp` for the default overload.
+    pub fn qualified(&self) -> String {
+        if self.overload.is_empty() {
+            self.name.clone()
+        } else {
+            format!("{}.{}", self.name, self.overload)
+        }
+    }
+}
+
+/// Where the value of one schema argument comes from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ArgSource {
+    /// The case's argument at this index (spec parameter order). An `Arg::Omitted` there means
+    /// the schema default.
+    Param { index: usize, transform: Transform },
+    /// The schema's default value.
+    Default,
+    /// A fixed value.
+    Value(Arg),
+}
+
+/// A Python-level adjustment between the public API and the ATen operator.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub enum Transform {
+    #[default]
+    Identity,
+    /// None becomes this value (e.g. `padding_idx=None` is `-1` in `aten::embedding`).
+    NoneAs(Arg),
+    /// `F.embedding`'s `padding_idx`: None is -1, a negative index counts from the end of the
+    /// weight's first dimension (the case argument at `weight`).
+    EmbeddingPaddingIdx { weight: usize },
+}

@@ -1,0 +1,3 @@
+//! What sfz knows of libtorch's operators without loading libtorch: schemas (read from a worker),
+//! and how a Python API name maps to an ATen operator and its arguments.
+pub mod binding;

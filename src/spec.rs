@@ -1,0 +1,329 @@
+//! The checked spec: what `check` produces from the syntax tree and `plan` and `gen` consume.
+//!
+//! Names are resolved (parameters are indices, dtypes are `DType`s, constraint sets are expanded
+//! inline), types are known to agree, and every constraint remembers where it came from so that a
+//! violation or a rejected rule can point back at the text. Nothing here refers to libtorch.
+use serde::{Deserialize, Serialize};
+
+use crate::case::DType;
+use crate::diag::Span;
+
+/// All APIs and programs of the checked files, in source order.
+#[derive(Clone, Debug, Default)]
+pub struct Spec {
+    pub apis: Vec<ApiSpec>,
+}
+
+/// One `api` item, with the validated rules that target it folded in.
+#[derive(Clone, Debug)]
+pub struct ApiSpec {
+    /// The Python path, e.g. `torch.nn.functional.conv2d`.
+    pub name: String,
+    pub span: Span,
+    /// An explicit operator from `#[aten("aten::name.overload")]`, overriding name-based lookup.
+    pub aten: Option<String>,
+    /// Parameters in declaration order (Python's order).
+    pub params: Vec<ParamSpec>,
+    pub returns: Vec<ReturnSpec>,
+    /// Preconditions: what a valid call satisfies.
+    pub requires: Vec<Constraint>,
+    /// Postconditions on the outputs of a call that returned.
+    pub ensures: Vec<Constraint>,
+    pub oracles: Vec<OracleUse>,
+}
+
+impl ApiSpec {
+    pub fn param_index(&self, name: &str) -> Option<usize> {
+        self.params.iter().position(|p| p.name == name)
+    }
+}
+
+/// The kind of value a parameter holds (optionality is on `ParamSpec`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ParamType {
+    Tensor,
+    TensorList,
+    Int,
+    Float,
+    Bool,
+    Str,
+    /// A string from a fixed set (`"mean" | "sum"`).
+    Enum(Vec<String>),
+    /// A torch.dtype argument (e.g. softmax's `dtype=`).
+    Dtype,
+    /// A number that may be int or float (ATen `Scalar`).
+    Scalar,
+    /// `int[]`, or `int[N]` when the length is fixed.
+    IntList(Option<u32>),
+    FloatList(Option<u32>),
+    BoolList(Option<u32>),
+}
+
+impl ParamType {
+    pub fn describe(&self) -> String {
+        match self {
+            ParamType::Tensor => "Tensor".into(),
+            ParamType::TensorList => "Tensor[]".into(),
+            ParamType::Int => "int".into(),
+            ParamType::Float => "float".into(),
+            ParamType::Bool => "bool".into(),
+            ParamType::Str => "str".into(),
+            ParamType::Enum(vs) => vs.iter().map(|v| format!("{v:?}")).collect::<Vec<_>>().join(" | "),
+            ParamType::Dtype => "dtype".into(),
+            ParamType::Scalar => "Scalar".into(),
+            ParamType::IntList(n) => list_name("int", *n),
+            ParamType::FloatList(n) => list_name("float", *n),
+            ParamType::BoolList(n) => list_name("bool", *n),
+        }
+    }
+}
+
+fn list_name(elem: &str, len: Option<u32>) -> String {
+    match len {
+        Some(n) => format!("{elem}[{n}]"),
+        None => format!("{elem}[]"),
+    }
+}
+
+/// A constant value: a default, a literal in a constraint.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Value {
+    None,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Dtype(DType),
+    DtypeSet(Vec<DType>),
+    List(Vec<Value>),
+}
+
+#[derive(Clone, Debug)]
+pub struct ParamSpec {
+    pub name: String,
+    pub span: Span,
+    pub ty: ParamType,
+    /// `T?`: None is an accepted value.
+    pub optional: bool,
+    /// Declared after a bare `*`: Python takes it by keyword only.
+    pub kw_only: bool,
+    /// The default value; a parameter with a default may be omitted from a call.
+    pub default: Option<Value>,
+}
+
+#[derive(Clone, Debug)]
+pub struct ReturnSpec {
+    /// `result` for a single unnamed output, else the declared name or `result.N`.
+    pub name: String,
+    pub ty: ParamType,
+}
+
+/// Where a constraint came from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Origin {
+    /// Written in the api body (possibly through a constraint set).
+    Inline,
+    /// A `rule` item; its name and metadata.
+    Rule(RuleMeta),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum RuleStatus {
+    Candidate,
+    Validated,
+    Rejected,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum RuleSource {
+    Manual,
+    Llm,
+    Inferred,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct RuleMeta {
+    pub name: String,
+    pub status: RuleStatus,
+    pub source: RuleSource,
+    pub confidence: Option<f64>,
+}
+
+/// What a constraint is about, for violation modes and coverage (DocTer's categories).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Category {
+    Dtype,
+    Ndim,
+    Shape,
+    Range,
+    Enum,
+    Structure,
+    /// Relates two or more parameters.
+    Invariant,
+}
+
+/// One boolean constraint over the parameters (requires) or outputs (ensures).
+#[derive(Clone, Debug)]
+pub struct Constraint {
+    pub expr: TExpr,
+    pub span: Span,
+    /// The source text, for messages and reports.
+    pub text: String,
+    pub origin: Origin,
+    pub category: Category,
+    /// Parameters the constraint mentions.
+    pub params: Vec<usize>,
+}
+
+/// A resolved, typed expression.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TExpr {
+    Lit(Value),
+    Param(usize),
+    /// Output `i` of the call (in `ensures`).
+    Result(usize),
+    /// A variable bound by `forall`/`exists`, by index into the binding stack.
+    Bound(u32),
+    Prop(Box<TExpr>, Prop),
+    Index(Box<TExpr>, Box<TExpr>),
+    /// `xs[*]`: every element; the enclosing comparison holds for each.
+    Each(Box<TExpr>),
+    Unary(UnOp, Box<TExpr>),
+    Binary(BinOp, Box<TExpr>, Box<TExpr>),
+    Range { lo: Box<TExpr>, hi: Box<TExpr>, inclusive: bool },
+    List(Vec<TExpr>),
+    If(Box<TExpr>, Box<TExpr>, Box<TExpr>),
+    Forall { var: u32, range: Box<TExpr>, body: Box<TExpr> },
+    Exists { var: u32, range: Box<TExpr>, body: Box<TExpr> },
+    Call(Builtin, Vec<TExpr>),
+}
+
+/// A property of a tensor or a list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Prop {
+    Dtype,
+    Ndim,
+    Shape,
+    Numel,
+    /// The elements of a tensor, for value-range constraints.
+    Values,
+    /// The length of a list.
+    Len,
+}
+
+impl Prop {
+    pub fn name(self) -> &'static str {
+        match self {
+            Prop::Dtype => "dtype",
+            Prop::Ndim => "ndim",
+            Prop::Shape => "shape",
+            Prop::Numel => "numel",
+            Prop::Values => "values",
+            Prop::Len => "len",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum UnOp {
+    Not,
+    Neg,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BinOp {
+    Or,
+    And,
+    Implies,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    In,
+    NotIn,
+    Add,
+    Sub,
+    Mul,
+    /// Floor division on ints, true division on floats.
+    Div,
+    Rem,
+}
+
+impl BinOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Or => "or",
+            BinOp::And => "and",
+            BinOp::Implies => "=>",
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+            BinOp::In => "in",
+            BinOp::NotIn => "not in",
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Rem => "%",
+        }
+    }
+
+    pub fn is_comparison(self) -> bool {
+        matches!(self, BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::In | BinOp::NotIn)
+    }
+}
+
+/// Functions the language provides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Builtin {
+    Len,
+    Min,
+    Max,
+    Abs,
+    /// `finite(t)`: every element of t is finite.
+    Finite,
+    /// `contiguous(t)`.
+    Contiguous,
+    /// `broadcastable(a, b)`: the shapes broadcast together.
+    Broadcastable,
+}
+
+impl Builtin {
+    pub fn from_name(name: &str) -> Option<Builtin> {
+        Some(match name {
+            "len" => Builtin::Len,
+            "min" => Builtin::Min,
+            "max" => Builtin::Max,
+            "abs" => Builtin::Abs,
+            "finite" => Builtin::Finite,
+            "contiguous" => Builtin::Contiguous,
+            "broadcastable" => Builtin::Broadcastable,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Builtin::Len => "len",
+            Builtin::Min => "min",
+            Builtin::Max => "max",
+            Builtin::Abs => "abs",
+            Builtin::Finite => "finite",
+            Builtin::Contiguous => "contiguous",
+            Builtin::Broadcastable => "broadcastable",
+        }
+    }
+}
+
+/// An oracle named in an `oracles` clause, with its arguments.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OracleUse {
+    pub name: String,
+    pub span: Span,
+    pub args: Vec<(String, Value)>,
+}
