@@ -1,11 +1,14 @@
 //! sfz: a spec-driven fuzzer for PyTorch APIs. See ARCHITECTURE.md for the stages and the types
 //! that flow between them.
 pub mod ast;
+pub mod check;
 pub mod case;
+pub mod cli;
 pub mod diag;
 pub mod ops;
 pub mod outcome;
 pub mod spec;
+pub mod stdlib;
 pub mod syntax;
 pub mod worker;
 

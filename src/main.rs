@@ -1,1 +1,4 @@
-fn main() { println!("sfz"); }
+//! The `sfz` command. It never loads libtorch: cases run in `sfz-worker` processes.
+fn main() -> std::process::ExitCode {
+    sfz::cli::main()
+}

@@ -12,6 +12,19 @@ use crate::diag::Span;
 #[derive(Clone, Debug, Default)]
 pub struct Spec {
     pub apis: Vec<ApiSpec>,
+    /// Every `rule` item, whatever its status. Validated rules are also folded into their
+    /// API's `requires`.
+    pub rules: Vec<RuleSpec>,
+}
+
+/// A `rule` item: constraints on one API, with their provenance.
+#[derive(Clone, Debug)]
+pub struct RuleSpec {
+    pub meta: RuleMeta,
+    /// The target API's name.
+    pub api: String,
+    pub span: Span,
+    pub constraints: Vec<Constraint>,
 }
 
 /// One `api` item, with the validated rules that target it folded in.
@@ -147,6 +160,8 @@ pub struct RuleMeta {
     pub status: RuleStatus,
     pub source: RuleSource,
     pub confidence: Option<f64>,
+    /// Counts from validation, e.g. `[("pass", 120), ("fail", 0)]`.
+    pub evidence: Vec<(String, i64)>,
 }
 
 /// What a constraint is about, for violation modes and coverage (DocTer's categories).

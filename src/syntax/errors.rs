@@ -20,7 +20,8 @@ pub fn to_diagnostic(file: FileId, text: &str, base: usize, err: &Error<Rule>) -
         for tok in attempts.expected_tokens() {
             let token = tok.to_string();
             let is_range = token.chars().count() == 4 && token.contains("..");
-            if !token.trim().is_empty() && !is_range && token != "BUILTIN_RULE" {
+            let trivia = matches!(token.as_str(), "//" | "/*" | "\u{FEFF}");
+            if !token.trim().is_empty() && !is_range && !trivia && token != "BUILTIN_RULE" {
                 push_unique(&mut expected, format!("`{token}`"));
             }
         }
@@ -34,7 +35,7 @@ pub fn to_diagnostic(file: FileId, text: &str, base: usize, err: &Error<Rule>) -
     }
     expected.retain(|e| !e.is_empty());
     // Many token alternatives (every operator) read better as one word.
-    let operators = ["`+`", "`-`", "`*`", "`/`", "`%`", "`==`", "`!=`", "`<`", "`>`", "`<=`", "`>=`", "`..`", "`..=`", "`=>`", "`||`", "`&&`"];
+    let operators = ["`and`", "`or`", "`in`", "`not`", "`+`", "`-`", "`*`", "`/`", "`%`", "`==`", "`!=`", "`<`", "`>`", "`<=`", "`>=`", "`..`", "`..=`", "`=>`", "`||`", "`&&`"];
     if expected.iter().filter(|e| operators.contains(&e.as_str())).count() > 2 {
         expected.retain(|e| !operators.contains(&e.as_str()) && e != "`.`" && e != "`[`" && e != "`(`");
         expected.push("an operator".into());
@@ -50,6 +51,15 @@ pub fn to_diagnostic(file: FileId, text: &str, base: usize, err: &Error<Rule>) -
     };
     let len = found.as_ref().map_or(0, |t| t.len()).max(if at < text.len() { 1 } else { 0 });
     let mut diag = Diagnostic::new(E0001, message).with_label(Span::new(file, at, at + len), label_for(&found));
+    // A missing `;` shows at the next token, often on a later line: point at the line it ends.
+    if expected.iter().any(|e| e == "`;`") {
+        let before = text[..at].trim_end();
+        if !before.is_empty() && text[before.len()..at].contains('\n') {
+            let end = before.len();
+            let start = before[..end].char_indices().last().map_or(0, |(i, _)| i);
+            diag = diag.with_secondary(Span::new(file, start, end), "`;` may be missing after this");
+        }
+    }
     if found.as_deref() == Some("//") {
         diag = diag.with_help("`//` starts a comment; `/` on two ints is already floor division");
     }

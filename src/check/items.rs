@@ -1,0 +1,493 @@
+//! Items: APIs (parameters, defaults, returns, body), rules, constraint sets, dtype groups and
+//! oracle clauses.
+use super::expr::Env;
+use super::scope::{closest, ItemRef};
+use super::types::{const_value, param_type, value_fits, value_text, Ty};
+use super::{classify, Checker};
+use crate::ast::{self, ItemKind, ParamKind, StmtKind};
+use crate::case::DType;
+use crate::diag::{codes, Diagnostic, Span};
+use crate::spec::{
+    ApiSpec, Constraint, OracleUse, Origin, ParamSpec, ParamType, ReturnSpec, RuleMeta, RuleSource, RuleSpec, RuleStatus, TExpr,
+    Value,
+};
+
+/// Oracles an API gets when it has no `oracles` clause.
+pub const DEFAULT_ORACLES: &[&str] = &["crash", "hang", "internal_error"];
+
+impl Checker<'_> {
+    /// Reads a parameter list: names, types, optionality, keyword-only markers, defaults.
+    pub fn params(&mut self, module: usize, params: &[ast::Param]) -> Vec<ParamSpec> {
+        let mut out: Vec<ParamSpec> = Vec::new();
+        let mut kw_only = false;
+        let all_names: Vec<&str> = params
+            .iter()
+            .filter_map(|p| match &p.kind {
+                ParamKind::Named { name, .. } => Some(name.name.as_str()),
+                ParamKind::KwOnlyMarker => None,
+            })
+            .collect();
+        for p in params {
+            let ParamKind::Named { name, ty, default } = &p.kind else {
+                kw_only = true;
+                continue;
+            };
+            if let Some(prev) = out.iter().find(|q| q.name == name.name) {
+                self.error(
+                    Diagnostic::new(codes::E0005, format!("parameter `{}` is declared twice", name.name))
+                        .with_label(name.span, "declared again here")
+                        .with_secondary(prev.span, "first declared here"),
+                );
+                continue;
+            }
+            let mut alias = |n: &str| self.type_alias(module, n);
+            let mut diags = Vec::new();
+            let resolved = param_type(ty, &mut alias, &mut diags);
+            for d in diags {
+                self.error(d);
+            }
+            let Some((kind, optional)) = resolved else { continue };
+            let default = default.as_ref().and_then(|d| self.default_value(d, &name.name, &kind, optional, &out, &all_names));
+            out.push(ParamSpec { name: name.name.clone(), span: name.span, ty: kind, optional, kw_only, default });
+        }
+        out
+    }
+
+    fn default_value(
+        &mut self,
+        d: &ast::Expr,
+        param: &str,
+        ty: &ParamType,
+        optional: bool,
+        earlier: &[ParamSpec],
+        all: &[&str],
+    ) -> Option<Value> {
+        if let Some(v) = const_value(d) {
+            if v == Value::None && !optional {
+                self.error(
+                    Diagnostic::new(codes::E0010, format!("`{param}` defaults to None but is not optional"))
+                        .with_label(d.span, "None is not a value of this type")
+                        .with_help(format!("declare it optional: `{param}: {}? = None`", ty.describe())),
+                );
+                return None;
+            }
+            if !value_fits(&v, ty) {
+                self.error(
+                    Diagnostic::new(codes::E0010, format!("default of `{param}` does not fit its type"))
+                        .with_label(d.span, format!("expected a value of type {}", ty.describe()))
+                        .with_note(format!("found `{}`", value_text(&v))),
+                );
+                return None;
+            }
+            return Some(v);
+        }
+        // Not a constant: name the problem precisely when it refers to a parameter.
+        let mut names = Vec::new();
+        collect_names(d, &mut names);
+        if let Some((n, span)) = names.iter().find(|(n, _)| all.contains(&n.as_str())) {
+            if earlier.iter().any(|p| &p.name == n) {
+                self.error(
+                    Diagnostic::new(codes::E0010, format!("default of `{param}` refers to parameter `{n}`"))
+                        .with_label(*span, "defaults must be constants")
+                        .with_help("express the relation as a constraint in the body instead"),
+                );
+            } else {
+                self.error(
+                    Diagnostic::new(codes::E0008, format!("parameter `{n}` is used before it is declared"))
+                        .with_label(*span, format!("`{n}` is declared after `{param}`"))
+                        .with_help("defaults are constants; relate parameters with constraints in the body"),
+                );
+            }
+        } else {
+            self.error(
+                Diagnostic::new(codes::E0010, format!("default of `{param}` is not a constant"))
+                    .with_label(d.span, "expected a literal, a list of literals, a dtype or None"),
+            );
+        }
+        None
+    }
+
+    fn type_alias(&mut self, module: usize, name: &str) -> Option<ast::Type> {
+        let item = self.scopes.lookup(module, name)?;
+        match &self.loader.modules[item.module].ast.items[item.index].kind {
+            ItemKind::TypeAlias(t) => {
+                self.used.insert(item);
+                Some(t.ty.clone())
+            }
+            _ => None,
+        }
+    }
+
+    /// The dtypes of a `dtypes` item (memoised; None after an error or a cycle).
+    pub fn dtype_group(&mut self, item: ItemRef) -> Option<Vec<DType>> {
+        if let Some(v) = self.dtype_groups.get(&item) {
+            return v.clone();
+        }
+        if !self.in_progress.insert(item) {
+            let ItemKind::Dtypes(def) = &self.loader.modules[item.module].ast.items[item.index].kind else { return None };
+            self.error(
+                Diagnostic::new(codes::E0006, format!("dtype group `{}` is defined in terms of itself", def.name.name))
+                    .with_label(def.name.span, "cycle through this definition"),
+            );
+            return None;
+        }
+        let ItemKind::Dtypes(def) = &self.loader.modules[item.module].ast.items[item.index].kind else { return None };
+        let value = def.value.clone();
+        let mut env = Env::new(item.module, &[]);
+        let (t, ty) = self.expr(&mut env, &value);
+        let result = match t {
+            TExpr::Lit(Value::DtypeSet(ds)) => Some(ds),
+            _ => {
+                if !ty.is_error() {
+                    self.error(
+                        Diagnostic::new(codes::E0006, "a dtype group must be a list of dtypes")
+                            .with_label(value.span, format!("this is {}", ty.a()))
+                            .with_help("write `dtypes name = [float32, float64];` or combine groups with `+`"),
+                    );
+                }
+                None
+            }
+        };
+        self.in_progress.remove(&item);
+        self.dtype_groups.insert(item, result.clone());
+        result
+    }
+
+    /// The parameters of a constraint set (checked once, memoised).
+    pub fn set_params(&mut self, item: ItemRef) -> Vec<ParamSpec> {
+        if let Some(p) = self.set_params.get(&item) {
+            return p.clone();
+        }
+        let ItemKind::Constraints(set) = &self.loader.modules[item.module].ast.items[item.index].kind else { return Vec::new() };
+        let params = set.params.clone();
+        self.quiet += 1;
+        let specs = self.params(item.module, &params);
+        self.quiet -= 1;
+        self.set_params.insert(item, specs.clone());
+        specs
+    }
+
+    /// Checks a constraint set's body once on its own, with its parameters as the scope.
+    pub fn check_constraint_set(&mut self, item: ItemRef, set: &ast::ConstraintSet) {
+        let params = self.params(item.module, &set.params);
+        self.set_params.insert(item, params.clone());
+        for stmt in &set.body.stmts {
+            match &stmt.kind {
+                StmtKind::Require { expr, .. } => {
+                    let mut env = Env::new(item.module, &params);
+                    self.constraint(&mut env, expr);
+                }
+                _ => self.misplaced(stmt, "a constraint set holds only constraints"),
+            }
+        }
+    }
+
+    fn misplaced(&mut self, stmt: &ast::Stmt, why: &str) {
+        self.error(
+            Diagnostic::new(codes::E0016, "statement not allowed here")
+                .with_label(stmt.span, why.to_string())
+                .with_help("`let` belongs in programs; `ensures` and `oracles` in APIs"),
+        );
+    }
+
+    /// Checks an API item into an `ApiSpec`.
+    pub fn check_api(&mut self, module: usize, item: &ast::Item, api: &ast::Api) -> ApiSpec {
+        let aten = self.api_attrs(item);
+        let params = self.params(module, &api.params);
+        let returns = self.returns(module, api.returns.as_ref());
+        let file = self.loader.modules[module].file;
+        let mut spec = ApiSpec {
+            name: api.path.name.clone(),
+            span: api.path.span,
+            aten,
+            params,
+            returns,
+            requires: Vec::new(),
+            ensures: Vec::new(),
+            oracles: Vec::new(),
+        };
+        let mut saw_oracles = false;
+        for stmt in &api.body.stmts {
+            match &stmt.kind {
+                StmtKind::Require { expr, .. } => {
+                    let cs = self.requirement(module, &spec.params, expr, file, Origin::Inline);
+                    spec.requires.extend(cs);
+                }
+                StmtKind::Ensure(expr) => {
+                    let mut env = Env::new(module, &spec.params);
+                    env.results = Some(&spec.returns);
+                    let t = self.constraint(&mut env, expr);
+                    let text = self.loader.map.get(file).slice(expr.span).to_string();
+                    spec.ensures.push(classify::constraint(t, expr.span, text, Origin::Inline, &spec.params));
+                }
+                StmtKind::Oracles(refs) => {
+                    saw_oracles = true;
+                    for r in refs {
+                        if let Some(u) = self.oracle_use(module, r) {
+                            if !spec.oracles.iter().any(|o: &OracleUse| o.name == u.name) {
+                                spec.oracles.push(u);
+                            }
+                        }
+                    }
+                }
+                StmtKind::Let(..) => self.misplaced(stmt, "an API body holds constraints, `ensures` and `oracles`"),
+            }
+        }
+        if !saw_oracles {
+            spec.oracles = DEFAULT_ORACLES
+                .iter()
+                .map(|n| OracleUse { name: n.to_string(), span: api.path.span, args: Vec::new() })
+                .collect();
+        }
+        spec
+    }
+
+    /// One `requires` statement: a constraint, or a constraint set applied (several constraints).
+    fn requirement(&mut self, module: usize, params: &[ParamSpec], expr: &ast::Expr, file: crate::diag::FileId, origin: Origin) -> Vec<Constraint> {
+        let mut env = Env::new(module, params);
+        let whole = self.loader.map.get(file).slice(expr.span).to_string();
+        if let ast::ExprKind::Call(callee, args) = &expr.kind {
+            if let ast::ExprKind::Name(name) = &callee.kind {
+                if let Some(item) = self.scopes.lookup(module, name) {
+                    if let ItemKind::Constraints(_) = self.loader.modules[item.module].ast.items[item.index].kind {
+                        let def = self.loader.modules[item.module].ast.items[item.index].kind.name().map(|n| n.span);
+                        self.symbols.reference(callee.span, def, format!("constraints {name}"));
+                        return self
+                            .expand_set(&mut env, item, name, args, expr.span)
+                            .into_iter()
+                            .map(|(t, text)| classify::constraint(t, expr.span, format!("{whole}: {text}"), origin.clone(), params))
+                            .collect();
+                    }
+                }
+            }
+        }
+        let t = self.constraint(&mut env, expr);
+        vec![classify::constraint(t, expr.span, whole, origin, params)]
+    }
+
+    fn returns(&mut self, module: usize, returns: Option<&ast::Returns>) -> Vec<ReturnSpec> {
+        let read = |c: &mut Self, ty: &ast::Type| {
+            let mut alias = |n: &str| c.type_alias(module, n);
+            let mut diags = Vec::new();
+            let r = param_type(ty, &mut alias, &mut diags);
+            for d in diags {
+                c.error(d);
+            }
+            r.map(|(t, _)| t)
+        };
+        match returns {
+            None => vec![ReturnSpec { name: "result".into(), ty: ParamType::Tensor }],
+            Some(ast::Returns::Single(ty)) => {
+                if let ast::TypeKind::Tuple(elems) = &ty.kind {
+                    if elems.iter().any(|e| matches!(&e.kind, ast::TypeKind::Named(n) if n.name == "Tensor")) {
+                        return elems
+                            .iter()
+                            .enumerate()
+                            .filter_map(|(i, e)| read(self, e).map(|t| ReturnSpec { name: format!("result.{i}"), ty: t }))
+                            .collect();
+                    }
+                }
+                read(self, ty).map(|t| vec![ReturnSpec { name: "result".into(), ty: t }]).unwrap_or_default()
+            }
+            Some(ast::Returns::Named(fields)) => {
+                let mut out: Vec<ReturnSpec> = Vec::new();
+                for (name, ty) in fields {
+                    if out.iter().any(|r| r.name == name.name) {
+                        self.error(Diagnostic::new(codes::E0005, format!("output `{}` is declared twice", name.name)).with_label(name.span, "declared again here"));
+                        continue;
+                    }
+                    if let Some(t) = read(self, ty) {
+                        out.push(ReturnSpec { name: name.name.clone(), ty: t });
+                    }
+                }
+                out
+            }
+        }
+    }
+
+    fn oracle_use(&mut self, module: usize, r: &ast::OracleRef) -> Option<OracleUse> {
+        let item = self.scopes.lookup(module, &r.name.name).filter(|i| {
+            matches!(self.loader.modules[i.module].ast.items[i.index].kind, ItemKind::Oracle(_))
+        });
+        let Some(item) = item else {
+            let known = self.known_oracles();
+            let mut d = Diagnostic::new(codes::E0011, format!("unknown oracle `{}`", r.name.name)).with_label(r.name.span, "no such oracle");
+            d = match closest(&r.name.name, known.iter().map(String::as_str)) {
+                Some(s) => d.with_help(format!("did you mean `{s}`?")),
+                None => d.with_help(format!("the oracles are {}", known.join(", "))),
+            };
+            self.error(d);
+            return None;
+        };
+        let decl_item = &self.loader.modules[item.module].ast.items[item.index];
+        let ItemKind::Oracle(decl) = &decl_item.kind else { return None };
+        let docs = decl_item.docs.iter().map(|d| d.text.as_str()).collect::<Vec<_>>().join("\n");
+        self.symbols.reference(r.name.span, Some(decl.name.span), format!("oracle {}\n\n{docs}", decl.name.name));
+        let decl_params = self.params(item.module, &decl.params.clone());
+        let mut args: Vec<(String, Value)> = Vec::new();
+        for (i, a) in r.args.iter().enumerate() {
+            let param = match &a.name {
+                Some(n) => decl_params.iter().find(|p| p.name == n.name),
+                None => decl_params.get(i),
+            };
+            let Some(param) = param else {
+                let names: Vec<&str> = decl_params.iter().map(|p| p.name.as_str()).collect();
+                let what = a.name.as_ref().map_or("a positional argument".to_string(), |n| format!("`{}`", n.name));
+                self.error(
+                    Diagnostic::new(codes::E0012, format!("oracle `{}` takes no {what}", r.name.name))
+                        .with_label(a.name.as_ref().map_or(a.value.span, |n| n.span), "unknown argument")
+                        .with_help(if names.is_empty() { "this oracle takes no arguments".to_string() } else { format!("it takes {}", names.join(", ")) }),
+                );
+                continue;
+            };
+            if args.iter().any(|(n, _)| *n == param.name) {
+                self.error(Diagnostic::new(codes::E0012, format!("argument `{}` given twice", param.name)).with_label(a.value.span, "again here"));
+                continue;
+            }
+            match const_value(&a.value) {
+                Some(v) if value_fits(&v, &param.ty) && v != Value::None => args.push((param.name.clone(), v)),
+                _ => self.error(
+                    Diagnostic::new(codes::E0012, format!("invalid value for `{}`", param.name))
+                        .with_label(a.value.span, format!("expected a constant of type {}", param.ty.describe())),
+                ),
+            }
+        }
+        Some(OracleUse { name: r.name.name.clone(), span: r.span, args })
+    }
+
+    /// Names of every declared oracle (the prelude's).
+    pub fn known_oracles(&self) -> Vec<String> {
+        let Some(p) = self.scopes.prelude else { return Vec::new() };
+        let mut names: Vec<String> = self.loader.modules[p]
+            .ast
+            .items
+            .iter()
+            .filter_map(|i| match &i.kind {
+                ItemKind::Oracle(o) => Some(o.name.name.clone()),
+                _ => None,
+            })
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// `#[aten("aten::name.overload")]` is the one attribute an API takes.
+    fn api_attrs(&mut self, item: &ast::Item) -> Option<String> {
+        let mut aten = None;
+        for a in &item.attrs {
+            match (a.name.name.as_str(), a.args.as_slice()) {
+                ("aten", [ast::AttrArg { key: None, value: ast::Lit::Str(s), .. }]) if s.contains("::") => aten = Some(s.clone()),
+                ("aten", _) => self.error(
+                    Diagnostic::new(codes::E0016, "malformed `aten` attribute")
+                        .with_label(a.span, "expected one string naming an operator")
+                        .with_help("write `#[aten(\"aten::embedding\")]` or `#[aten(\"aten::sum.dim_IntList\")]`"),
+                ),
+                (other, _) => self.error(
+                    Diagnostic::new(codes::E0016, format!("unknown attribute `{other}` on an api"))
+                        .with_label(a.name.span, "not an api attribute")
+                        .with_help("an api takes `#[aten(\"aten::name.overload\")]`"),
+                ),
+            }
+        }
+        aten
+    }
+
+    /// Reads a rule's metadata attributes. A rule with none is a validated, manual rule.
+    fn rule_meta(&mut self, item: &ast::Item, name: &str) -> RuleMeta {
+        let mut meta = RuleMeta { name: name.to_string(), status: RuleStatus::Validated, source: RuleSource::Manual, confidence: None, evidence: Vec::new() };
+        for a in &item.attrs {
+            let one_ident = match a.args.as_slice() {
+                [ast::AttrArg { key: None, value: ast::Lit::Ident(s), .. }] => Some(s.as_str()),
+                _ => None,
+            };
+            let bad = |c: &mut Self, want: &str| {
+                c.error(Diagnostic::new(codes::E0016, format!("invalid `{}` attribute", a.name.name)).with_label(a.span, format!("expected {want}")));
+            };
+            match a.name.name.as_str() {
+                "status" => match one_ident {
+                    Some("candidate") => meta.status = RuleStatus::Candidate,
+                    Some("validated") => meta.status = RuleStatus::Validated,
+                    Some("rejected") => meta.status = RuleStatus::Rejected,
+                    _ => bad(self, "`candidate`, `validated` or `rejected`"),
+                },
+                "source" => match one_ident {
+                    Some("manual") => meta.source = RuleSource::Manual,
+                    Some("llm") => meta.source = RuleSource::Llm,
+                    Some("inferred") => meta.source = RuleSource::Inferred,
+                    _ => bad(self, "`manual`, `llm` or `inferred`"),
+                },
+                "confidence" => match a.args.as_slice() {
+                    [ast::AttrArg { key: None, value: ast::Lit::Float { value, .. }, .. }] if (0.0..=1.0).contains(value) => meta.confidence = Some(*value),
+                    [ast::AttrArg { key: None, value: ast::Lit::Int(v @ 0..=1), .. }] => meta.confidence = Some(*v as f64),
+                    _ => bad(self, "a number in 0..=1"),
+                },
+                "evidence" => {
+                    for arg in &a.args {
+                        match (&arg.key, &arg.value) {
+                            (Some(k), ast::Lit::Int(v)) if *v >= 0 => meta.evidence.push((k.name.clone(), *v)),
+                            _ => bad(self, "counts like `evidence(pass = 120, fail = 0)`"),
+                        }
+                    }
+                }
+                other => self.error(
+                    Diagnostic::new(codes::E0016, format!("unknown attribute `{other}` on a rule"))
+                        .with_label(a.name.span, "not a rule attribute")
+                        .with_help("a rule takes status, source, confidence and evidence"),
+                ),
+            }
+        }
+        meta
+    }
+
+    /// Checks a rule against its target API's parameters.
+    pub fn check_rule(&mut self, module: usize, item: &ast::Item, rule: &ast::Rule, apis: &[ApiSpec]) -> Option<RuleSpec> {
+        let meta = self.rule_meta(item, &rule.name.name);
+        let Some(api) = apis.iter().find(|a| a.name == rule.target.name) else {
+            let mut d = Diagnostic::new(codes::E0002, format!("cannot find API `{}`", rule.target.name)).with_label(rule.target.span, "no api item with this name is loaded");
+            if let Some(s) = closest(&rule.target.name, apis.iter().map(|a| a.name.as_str())) {
+                d = d.with_help(format!("did you mean `{s}`?"));
+            } else {
+                d = d.with_help("a rule refines an api defined in a checked file or one it imports");
+            }
+            self.error(d);
+            return None;
+        };
+        let file = self.loader.modules[module].file;
+        let mut constraints = Vec::new();
+        for stmt in &rule.body.stmts {
+            match &stmt.kind {
+                StmtKind::Require { expr, .. } => {
+                    constraints.extend(self.requirement(module, &api.params, expr, file, Origin::Rule(meta.clone())));
+                }
+                _ => self.misplaced(stmt, "a rule holds only constraints"),
+            }
+        }
+        Some(RuleSpec { meta, api: api.name.clone(), span: rule.name.span, constraints })
+    }
+
+    pub fn ty_of_param(p: &ParamSpec) -> Ty {
+        Ty::of_param(&p.ty, p.optional)
+    }
+
+    pub fn span_of(&self, item: ItemRef) -> Span {
+        self.loader.modules[item.module].ast.items[item.index].span
+    }
+}
+
+fn collect_names(e: &ast::Expr, out: &mut Vec<(String, Span)>) {
+    use ast::ExprKind::*;
+    match &e.kind {
+        Name(n) => out.push((n.clone(), e.span)),
+        Field(b, _) | Each(b) | Paren(b) | Unary(_, b) => collect_names(b, out),
+        Index(a, b) | Binary(_, a, b) | Range { lo: a, hi: b, .. } => {
+            collect_names(a, out);
+            collect_names(b, out);
+        }
+        Call(c, args) => {
+            collect_names(c, out);
+            args.iter().for_each(|a| collect_names(&a.value, out));
+        }
+        List(items) => items.iter().for_each(|i| collect_names(i, out)),
+        _ => {}
+    }
+}

@@ -1,0 +1,255 @@
+//! Syntax tree → checked spec. Resolves names across modules, checks types, expands constraint
+//! sets and folds validated rules into their APIs. Checking never fails: every user mistake is a
+//! diagnostic, and what could be checked is still returned.
+mod classify;
+mod expr;
+mod items;
+pub mod loader;
+mod scope;
+pub mod symbols;
+mod types;
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+pub use items::DEFAULT_ORACLES;
+pub use scope::{closest, edit_distance};
+pub use types::value_text;
+
+use crate::ast::ItemKind;
+use crate::case::DType;
+use crate::diag::{self, codes, Diagnostic, FileId, SourceMap};
+use crate::spec::{ApiSpec, ParamSpec, Spec};
+use loader::{Loader, ModId};
+use scope::{ItemRef, Scopes};
+use symbols::Symbols;
+
+/// The result of checking some files.
+pub struct Checked {
+    pub map: SourceMap,
+    pub spec: Spec,
+    /// Sorted by file and position.
+    pub diags: Vec<Diagnostic>,
+    pub symbols: Symbols,
+    /// The files named as roots, in order.
+    pub roots: Vec<FileId>,
+}
+
+impl Checked {
+    pub fn has_errors(&self) -> bool {
+        self.diags.iter().any(Diagnostic::is_error)
+    }
+}
+
+/// What to check: files or directories (searched for `*.sfz`), and in-memory texts that
+/// replace files on disk (an editor's unsaved buffers).
+#[derive(Clone, Debug, Default)]
+pub struct Inputs {
+    pub paths: Vec<PathBuf>,
+    pub overlays: HashMap<PathBuf, String>,
+}
+
+/// Checks files and directories.
+pub fn check_paths(paths: &[PathBuf]) -> Checked {
+    check(Inputs { paths: paths.to_vec(), overlays: HashMap::new() })
+}
+
+/// Checks one in-memory text as if it were the file `path` (imports resolve next to it).
+pub fn check_text(path: &Path, text: &str) -> Checked {
+    check(Inputs { paths: vec![path.to_path_buf()], overlays: HashMap::from([(path.to_path_buf(), text.to_string())]) })
+}
+
+/// The `.sfz` files a path names: itself, or those under it (sorted, recursively).
+pub fn expand_paths(paths: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut found = Vec::new();
+            collect_sfz(p, &mut found);
+            found.sort();
+            out.extend(found);
+        } else {
+            out.push(p.clone());
+        }
+    }
+    out
+}
+
+fn collect_sfz(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            collect_sfz(&p, out);
+        } else if p.extension().is_some_and(|x| x == "sfz") {
+            out.push(p);
+        }
+    }
+}
+
+pub fn check(inputs: Inputs) -> Checked {
+    let mut loader = Loader::with_overlays(inputs.overlays);
+    let prelude = loader.load_std("oracles");
+    let mut roots = Vec::new();
+    for path in expand_paths(&inputs.paths) {
+        if let Some(id) = loader.load_root(&path) {
+            roots.push(loader.modules[id].file);
+        }
+    }
+    let mut diags = std::mem::take(&mut loader.diags);
+    let scopes = Scopes::build(&loader, prelude, &mut diags);
+    let mut checker = Checker {
+        loader: &loader,
+        scopes,
+        diags,
+        quiet: 0,
+        used: HashSet::new(),
+        dtype_groups: HashMap::new(),
+        in_progress: HashSet::new(),
+        set_params: HashMap::new(),
+        symbols: Symbols::default(),
+        next_var: 0,
+    };
+    let spec = checker.run();
+    let Checker { mut diags, symbols, .. } = checker;
+    diag::sort(&mut diags);
+    diags.dedup();
+    Checked { map: loader.map, spec, diags, symbols, roots }
+}
+
+/// The state of one check.
+pub struct Checker<'l> {
+    loader: &'l Loader,
+    scopes: Scopes,
+    diags: Vec<Diagnostic>,
+    /// Above zero while re-checking text whose errors were already reported (constraint-set
+    /// expansion): diagnostics are dropped.
+    quiet: u32,
+    /// Items referred to at least once (for W0002).
+    used: HashSet<ItemRef>,
+    dtype_groups: HashMap<ItemRef, Option<Vec<DType>>>,
+    in_progress: HashSet<ItemRef>,
+    set_params: HashMap<ItemRef, Vec<ParamSpec>>,
+    symbols: Symbols,
+    /// Next id for a forall/exists variable.
+    next_var: u32,
+}
+
+impl Checker<'_> {
+    fn error(&mut self, d: Diagnostic) {
+        if self.quiet == 0 {
+            self.diags.push(d);
+        }
+    }
+
+    fn run(&mut self) -> Spec {
+        let loader = self.loader;
+        let mut apis: Vec<ApiSpec> = Vec::new();
+        let mut api_spans: HashMap<String, crate::diag::Span> = HashMap::new();
+        for (m, module) in loader.modules.iter().enumerate() {
+            for (index, item) in module.ast.items.iter().enumerate() {
+                let item_ref = ItemRef { module: m, index };
+                match &item.kind {
+                    ItemKind::Dtypes(_) => {
+                        self.dtype_group(item_ref);
+                    }
+                    ItemKind::Constraints(set) => self.check_constraint_set(item_ref, set),
+                    ItemKind::TypeAlias(alias) => {
+                        let mut diags = Vec::new();
+                        let mut resolve = |n: &str| if n == alias.name.name { None } else { self.alias_ast(m, n) };
+                        types::param_type(&alias.ty, &mut resolve, &mut diags);
+                        diags.into_iter().for_each(|d| self.error(d));
+                    }
+                    ItemKind::Oracle(o) => {
+                        self.params(m, &o.params);
+                    }
+                    ItemKind::Api(api) if !module.is_std() => {
+                        let spec = self.check_api(m, item, api);
+                        if let Some(prev) = api_spans.get(&spec.name) {
+                            self.error(
+                                Diagnostic::new(codes::E0005, format!("API `{}` is specified twice", spec.name))
+                                    .with_label(api.path.span, "specified again here")
+                                    .with_secondary(*prev, "first specified here"),
+                            );
+                            continue;
+                        }
+                        api_spans.insert(spec.name.clone(), spec.span);
+                        apis.push(spec);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let mut rules = Vec::new();
+        for (m, module) in loader.modules.iter().enumerate() {
+            for item in &module.ast.items {
+                if let ItemKind::Rule(rule) = &item.kind {
+                    if let Some(r) = self.check_rule(m, item, rule, &apis) {
+                        rules.push(r);
+                    }
+                }
+            }
+        }
+        for r in &rules {
+            if r.meta.status == crate::spec::RuleStatus::Validated {
+                if let Some(api) = apis.iter_mut().find(|a| a.name == r.api) {
+                    api.requires.extend(r.constraints.iter().cloned());
+                }
+            }
+        }
+        self.unused();
+        Spec { apis, rules }
+    }
+
+    fn alias_ast(&mut self, module: ModId, name: &str) -> Option<crate::ast::Type> {
+        let item = self.scopes.lookup(module, name)?;
+        match &self.loader.modules[item.module].ast.items[item.index].kind {
+            ItemKind::TypeAlias(t) => Some(t.ty.clone()),
+            _ => None,
+        }
+    }
+
+    /// W0001 for imports nothing used; W0002 for definitions nothing used, in files that
+    /// specify APIs (a file of shared definitions is meant to be imported).
+    fn unused(&mut self) {
+        let loader = self.loader;
+        for (m, module) in loader.modules.iter().enumerate() {
+            if module.is_std() {
+                continue;
+            }
+            let mut by_use: HashMap<crate::diag::Span, bool> = HashMap::new();
+            for import in self.scopes.imports[m].values() {
+                let used = import.used.get() || self.used.contains(&import.item);
+                let entry = by_use.entry(import.span).or_insert(false);
+                *entry |= used;
+            }
+            let mut unused: Vec<_> = by_use.into_iter().filter(|(_, used)| !used).map(|(s, _)| s).collect();
+            unused.sort();
+            for span in unused {
+                let name = loader.map.slice(span).to_string();
+                let what = if name == "*" { "nothing from this glob import is used".to_string() } else { format!("`{name}` is never used") };
+                self.error(
+                    Diagnostic::new(codes::W0001, format!("unused import `{name}`"))
+                        .with_label(span, what)
+                        .with_help("remove it from the `use` item"),
+                );
+            }
+            let specifies = module.ast.items.iter().any(|i| matches!(i.kind, ItemKind::Api(_) | ItemKind::Rule(_)));
+            if !specifies || !module.root {
+                continue;
+            }
+            for (index, item) in module.ast.items.iter().enumerate() {
+                let reusable = matches!(item.kind, ItemKind::Constraints(_) | ItemKind::Dtypes(_) | ItemKind::TypeAlias(_));
+                let item_ref = ItemRef { module: m, index };
+                if reusable && !self.used.contains(&item_ref) {
+                    let name = item.kind.name().expect("reusable items are named");
+                    self.error(
+                        Diagnostic::new(codes::W0002, format!("`{}` is never used", name.name))
+                            .with_label(name.span, format!("{} defined here", item.kind.keyword()))
+                            .with_help("apply it, or remove it"),
+                    );
+                }
+            }
+        }
+    }
+}

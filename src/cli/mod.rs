@@ -1,0 +1,79 @@
+//! The command line: clap definitions and dispatch. The only place that prints.
+mod check;
+mod explain;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+#[derive(Parser, Debug)]
+#[command(name = "sfz", version, about = "A spec-driven fuzzer for PyTorch APIs", long_about = None)]
+pub struct Cli {
+    /// When to colour output.
+    #[arg(long, value_enum, default_value_t = Color::Auto, global = true)]
+    pub color: Color,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Parse and type-check spec files; exit 1 if any has an error.
+    Check(check::Args),
+    /// Explain a diagnostic code, e.g. `sfz explain E0002`.
+    Explain(explain::Args),
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Color {
+    Auto,
+    Always,
+    Never,
+}
+
+impl Color {
+    /// Whether to colour what goes to stderr.
+    pub fn stderr(self) -> bool {
+        use std::io::IsTerminal;
+        match self {
+            Color::Always => true,
+            Color::Never => false,
+            Color::Auto => std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+        }
+    }
+}
+
+/// Output format of commands that report to tools.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Human,
+    Json,
+}
+
+/// Runs the command line; the exit code is 0 on success, 1 when the command found problems
+/// (spec errors, findings are not problems), 2 for usage or environment errors.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Check(args) => check::run(args, cli.color),
+        Command::Explain(args) => explain::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Paths given on the command line that do not exist, as one error.
+pub fn missing_paths(paths: &[PathBuf]) -> anyhow::Result<()> {
+    let missing: Vec<String> = paths.iter().filter(|p| !p.exists()).map(|p| p.display().to_string()).collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        anyhow::bail!("no such file or directory: {}", missing.join(", "))
+    }
+}
