@@ -300,6 +300,8 @@ pub enum Builtin {
     Min,
     Max,
     Abs,
+    /// `prod(xs)`: the product of a list of ints (1 for an empty list).
+    Prod,
     /// `finite(t)`: every element of t is finite.
     Finite,
     /// `contiguous(t)`.
@@ -315,6 +317,7 @@ impl Builtin {
             "min" => Builtin::Min,
             "max" => Builtin::Max,
             "abs" => Builtin::Abs,
+            "prod" => Builtin::Prod,
             "finite" => Builtin::Finite,
             "contiguous" => Builtin::Contiguous,
             "broadcastable" => Builtin::Broadcastable,
@@ -328,6 +331,7 @@ impl Builtin {
             Builtin::Min => "min",
             Builtin::Max => "max",
             Builtin::Abs => "abs",
+            Builtin::Prod => "prod",
             Builtin::Finite => "finite",
             Builtin::Contiguous => "contiguous",
             Builtin::Broadcastable => "broadcastable",

@@ -447,13 +447,13 @@ impl Checker<'_> {
                 return (conj.unwrap_or(TExpr::Lit(Value::Bool(true))), Ty::Bool);
             }
         }
-        let mut candidates: Vec<&str> = vec!["len", "min", "max", "abs", "finite", "contiguous", "broadcastable"];
+        let mut candidates: Vec<&str> = vec!["len", "min", "max", "abs", "prod", "finite", "contiguous", "broadcastable"];
         let visible = self.scopes.visible(env.module);
         candidates.extend(visible.iter().map(String::as_str));
         let mut d = Diagnostic::new(codes::E0002, format!("cannot find function `{name}`")).with_label(callee.span, "not a function or constraint set");
         d = match closest(name, candidates) {
             Some(s) => d.with_help(format!("did you mean `{s}`?")),
-            None => d.with_help("the built-in functions are len, min, max, abs, finite, contiguous and broadcastable"),
+            None => d.with_help("the built-in functions are len, min, max, abs, prod, finite, contiguous and broadcastable"),
         };
         self.error(d);
         (TExpr::Lit(Value::None), Ty::Error)
@@ -468,7 +468,7 @@ impl Checker<'_> {
             })
             .collect();
         let arity_ok = match b {
-            Builtin::Len | Builtin::Abs | Builtin::Finite | Builtin::Contiguous => checked.len() == 1,
+            Builtin::Len | Builtin::Abs | Builtin::Prod | Builtin::Finite | Builtin::Contiguous => checked.len() == 1,
             Builtin::Min | Builtin::Max => !checked.is_empty(),
             Builtin::Broadcastable => checked.len() >= 2,
         };
@@ -489,6 +489,13 @@ impl Checker<'_> {
                 let (_, ty, s) = &checked[0];
                 if !matches!(ty.strip_opt(), Ty::List(_) | Ty::Error) {
                     self.mismatch(*s, "a list", ty);
+                }
+                Ty::Int
+            }
+            Builtin::Prod => {
+                let (_, ty, s) = &checked[0];
+                if !matches!(ty.strip_opt(), Ty::List(e) if matches!(**e, Ty::Int | Ty::Error)) && !ty.is_error() {
+                    self.mismatch(*s, "a list of ints", ty);
                 }
                 Ty::Int
             }

@@ -145,8 +145,11 @@ impl Checker<'_> {
     fn run(&mut self) -> Spec {
         let loader = self.loader;
         let mut apis: Vec<ApiSpec> = Vec::new();
-        let mut api_spans: HashMap<String, crate::diag::Span> = HashMap::new();
+        // Which module each API came from: rules prefer the API of their own module.
+        let mut api_modules: Vec<ModId> = Vec::new();
         for (m, module) in loader.modules.iter().enumerate() {
+            // Two files may each specify an API; one file may not specify it twice.
+            let mut api_spans: HashMap<String, crate::diag::Span> = HashMap::new();
             for (index, item) in module.ast.items.iter().enumerate() {
                 let item_ref = ItemRef { module: m, index };
                 match &item.kind {
@@ -164,7 +167,11 @@ impl Checker<'_> {
                         self.params(m, &o.params);
                     }
                     ItemKind::Api(api) if !module.is_std() => {
+                        let errors_before = self.error_count();
                         let spec = self.check_api(m, item, api);
+                        if self.error_count() == errors_before {
+                            self.satisfiable(&spec);
+                        }
                         if let Some(prev) = api_spans.get(&spec.name) {
                             self.error(
                                 Diagnostic::new(codes::E0005, format!("API `{}` is specified twice", spec.name))
@@ -175,6 +182,7 @@ impl Checker<'_> {
                         }
                         api_spans.insert(spec.name.clone(), spec.span);
                         apis.push(spec);
+                        api_modules.push(m);
                     }
                     _ => {}
                 }
@@ -184,21 +192,46 @@ impl Checker<'_> {
         for (m, module) in loader.modules.iter().enumerate() {
             for item in &module.ast.items {
                 if let ItemKind::Rule(rule) = &item.kind {
-                    if let Some(r) = self.check_rule(m, item, rule, &apis) {
-                        rules.push(r);
+                    // The API in the rule's own module if there is one, else the first loaded.
+                    let own: Vec<ApiSpec> = apis.iter().zip(&api_modules).filter(|(_, &am)| am == m).map(|(a, _)| a.clone()).collect();
+                    let target = if own.iter().any(|a| a.name == rule.target.name) { &own } else { &apis };
+                    if let Some(r) = self.check_rule(m, item, rule, target) {
+                        rules.push((r, m));
                     }
                 }
             }
         }
-        for r in &rules {
+        for (r, m) in &rules {
             if r.meta.status == crate::spec::RuleStatus::Validated {
-                if let Some(api) = apis.iter_mut().find(|a| a.name == r.api) {
-                    api.requires.extend(r.constraints.iter().cloned());
+                let own = apis.iter().zip(&api_modules).position(|(a, am)| a.name == r.api && am == m);
+                let any = apis.iter().position(|a| a.name == r.api);
+                if let Some(i) = own.or(any) {
+                    apis[i].requires.extend(r.constraints.iter().cloned());
                 }
             }
         }
         self.unused();
-        Spec { apis, rules }
+        Spec { apis, rules: rules.into_iter().map(|(r, _)| r).collect() }
+    }
+
+    fn error_count(&self) -> usize {
+        self.diags.iter().filter(|d| d.is_error()).count()
+    }
+
+    /// E0009 when no call can meet the API's constraints, with the conflicting ones labelled.
+    fn satisfiable(&mut self, api: &ApiSpec) {
+        let Err(crate::solve::SolveError::Unsat { core }) = crate::solve::check_sat(api, &crate::solve::Limits::default()) else { return };
+        let mut d = Diagnostic::new(codes::E0009, format!("the constraints of `{}` cannot all hold", api.name))
+            .with_label(api.span, "no input satisfies this API's constraints");
+        for &i in &core {
+            if let Some(c) = api.requires.get(i) {
+                d = d.with_secondary(c.span, "conflicts");
+            }
+        }
+        if core.is_empty() {
+            d = d.with_note("the conflict involves the limits sfz generates within (rank <= 4, dims <= 8, at most 1000 elements per tensor)");
+        }
+        self.error(d.with_help("relax or remove one of the conflicting constraints"));
     }
 
     fn alias_ast(&mut self, module: ModId, name: &str) -> Option<crate::ast::Type> {

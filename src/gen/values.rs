@@ -1,0 +1,348 @@
+//! From a solved symbolic model to concrete arguments: tensor recipes (dtype and shape from the
+//! model, a fill whose range comes from the spec's value constraints), ints and enums as solved,
+//! floats drawn within the bounds their constraints give.
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::case::{Arg, DType, Fill, TensorRecipe};
+use crate::eval::{self, Bindings, TensorVal, Val};
+use crate::solve::{SymModel, SymValue};
+use crate::spec::{ApiSpec, BinOp, ParamType, Prop, TExpr, Value};
+
+/// Default element range when the spec gives none.
+const DEFAULT_SPAN: f64 = 10.0;
+
+/// Bounds on one value, from the constraints that compare it with expressions.
+#[derive(Clone, Copy, Debug)]
+struct Bounds {
+    lo: Option<f64>,
+    hi: Option<f64>,
+    /// `lo` is excluded (`x > lo`); `hi` is excluded unless `hi_closed`.
+    lo_open: bool,
+    hi_closed: bool,
+}
+
+impl Bounds {
+    fn none() -> Self {
+        Bounds { lo: None, hi: None, lo_open: false, hi_closed: false }
+    }
+
+    fn tighten_lo(&mut self, v: f64, open: bool) {
+        if self.lo.is_none_or(|l| v > l) {
+            self.lo = Some(v);
+            self.lo_open = open;
+        }
+    }
+
+    fn tighten_hi(&mut self, v: f64, closed: bool) {
+        if self.hi.is_none_or(|h| v < h) {
+            self.hi = Some(v);
+            self.hi_closed = closed;
+        }
+    }
+}
+
+/// The parameter values known before anything concrete is drawn: shapes, ints, enums.
+pub fn symbolic_vals(model: &SymModel) -> Vec<Val> {
+    model
+        .iter()
+        .map(|v| match v {
+            SymValue::Absent => Val::None,
+            SymValue::Tensor { dtype, shape } => Val::Tensor(unknown_values(*dtype, shape)),
+            SymValue::TensorList(ts) => Val::List(ts.iter().map(|(d, s)| Val::Tensor(unknown_values(*d, s))).collect()),
+            SymValue::Int(i) => Val::Int(*i),
+            SymValue::Bool(b) => Val::Bool(*b),
+            SymValue::Enum(s) => Val::Str(s.clone()),
+            SymValue::Dtype(d) => Val::Dtype(*d),
+            SymValue::IntList(v) => Val::List(v.iter().map(|&i| Val::Int(i)).collect()),
+            SymValue::BoolList(v) => Val::List(v.iter().map(|&b| Val::Bool(b)).collect()),
+            SymValue::Concrete => Val::Unknown,
+        })
+        .collect()
+}
+
+fn unknown_values(dtype: DType, shape: &[i64]) -> TensorVal {
+    TensorVal {
+        dtype: Some(dtype),
+        shape: shape.to_vec(),
+        min: f64::NEG_INFINITY,
+        max: f64::INFINITY,
+        max_closed: true,
+        nonfinite: true,
+        contiguous: None,
+    }
+}
+
+/// Bounds that the `requires` constraints put on parameter `p` (its values for a tensor, itself
+/// for a number), given what is already known.
+fn bounds_of(api: &ApiSpec, p: usize, known: &[Val]) -> Bounds {
+    let mut b = Bounds::none();
+    let is_target = |e: &TExpr| match e {
+        TExpr::Prop(base, Prop::Values) => matches!(**base, TExpr::Param(i) if i == p),
+        TExpr::Param(i) => *i == p,
+        _ => false,
+    };
+    let bindings = Bindings { params: known, results: &[] };
+    let number = |e: &TExpr| eval_number(e, &bindings);
+    for c in &api.requires {
+        let TExpr::Binary(op, l, r) = &c.expr else { continue };
+        match (op, is_target(l), is_target(r)) {
+            (BinOp::In, true, false) => {
+                if let TExpr::Range { lo, hi, inclusive } = &**r {
+                    if let Some(v) = number(lo) {
+                        b.tighten_lo(v, false);
+                    }
+                    if let Some(v) = number(hi) {
+                        b.tighten_hi(v, *inclusive);
+                    }
+                }
+            }
+            (BinOp::Ge | BinOp::Gt, true, false) => {
+                if let Some(v) = number(r) {
+                    b.tighten_lo(v, *op == BinOp::Gt);
+                }
+            }
+            (BinOp::Le | BinOp::Lt, true, false) => {
+                if let Some(v) = number(r) {
+                    b.tighten_hi(v, *op == BinOp::Le);
+                }
+            }
+            (BinOp::Le | BinOp::Lt, false, true) => {
+                if let Some(v) = number(l) {
+                    b.tighten_lo(v, *op == BinOp::Lt);
+                }
+            }
+            (BinOp::Ge | BinOp::Gt, false, true) => {
+                if let Some(v) = number(l) {
+                    b.tighten_hi(v, *op == BinOp::Ge);
+                }
+            }
+            _ => {}
+        }
+    }
+    b
+}
+
+/// The numeric value of an int or float expression over known parameters: literals,
+/// parameters, ndim/numel/shape reads, arithmetic and min/max/abs/len.
+pub fn eval_number(e: &TExpr, b: &Bindings) -> Option<f64> {
+    use TExpr::*;
+    Some(match e {
+        Lit(Value::Int(i)) => *i as f64,
+        Lit(Value::Float(f)) => *f,
+        Param(i) => match b.params.get(*i)? {
+            Val::Int(v) => *v as f64,
+            Val::Float(v) => *v,
+            _ => return None,
+        },
+        Prop(base, crate::spec::Prop::Ndim) => eval_tensor(base, b)?.shape.len() as f64,
+        Prop(base, crate::spec::Prop::Numel) => eval_tensor(base, b)?.numel() as f64,
+        Index(base, index) => {
+            let i = eval_number(index, b)? as i64;
+            let list: Vec<f64> = match &**base {
+                Prop(t, crate::spec::Prop::Shape) => eval_tensor(t, b)?.shape.iter().map(|&d| d as f64).collect(),
+                Param(p) => match b.params.get(*p)? {
+                    Val::List(xs) => xs.iter().map(|x| if let Val::Int(v) = x { Some(*v as f64) } else { None }).collect::<Option<_>>()?,
+                    _ => return None,
+                },
+                _ => return None,
+            };
+            let k = if i < 0 { i + list.len() as i64 } else { i };
+            *list.get(usize::try_from(k).ok()?)?
+        }
+        Unary(crate::spec::UnOp::Neg, inner) => -eval_number(inner, b)?,
+        Binary(op, l, r) => {
+            let (x, y) = (eval_number(l, b)?, eval_number(r, b)?);
+            match op {
+                BinOp::Add => x + y,
+                BinOp::Sub => x - y,
+                BinOp::Mul => x * y,
+                BinOp::Div if y != 0.0 => (x / y).floor(),
+                BinOp::Rem if y != 0.0 => x.rem_euclid(y),
+                _ => return None,
+            }
+        }
+        Call(crate::spec::Builtin::Max, args) => args.iter().map(|a| eval_number(a, b)).collect::<Option<Vec<_>>>()?.into_iter().fold(f64::NEG_INFINITY, f64::max),
+        Call(crate::spec::Builtin::Min, args) => args.iter().map(|a| eval_number(a, b)).collect::<Option<Vec<_>>>()?.into_iter().fold(f64::INFINITY, f64::min),
+        Call(crate::spec::Builtin::Abs, args) => eval_number(&args[0], b)?.abs(),
+        Call(crate::spec::Builtin::Prod, args) => match &args[0] {
+            Param(p) => match b.params.get(*p)? {
+                Val::List(xs) => xs.iter().map(|x| if let Val::Int(v) = x { Some(*v as f64) } else { None }).product::<Option<f64>>()?,
+                _ => return None,
+            },
+            Prop(t, crate::spec::Prop::Shape) => eval_tensor(t, b)?.numel() as f64,
+            _ => return None,
+        },
+        Call(crate::spec::Builtin::Len, args) => match &args[0] {
+            Param(p) => match b.params.get(*p)? {
+                Val::List(xs) => xs.len() as f64,
+                _ => return None,
+            },
+            Prop(t, crate::spec::Prop::Shape) => eval_tensor(t, b)?.shape.len() as f64,
+            _ => return None,
+        },
+        _ => return None,
+    })
+}
+
+fn eval_tensor(e: &TExpr, b: &Bindings) -> Option<TensorVal> {
+    match e {
+        TExpr::Param(i) => match b.params.get(*i)? {
+            Val::Tensor(t) => Some(t.clone()),
+            _ => None,
+        },
+        TExpr::Index(base, index) => {
+            let i = eval_number(index, b)? as i64;
+            let TExpr::Param(p) = **base else { return None };
+            let Val::List(xs) = b.params.get(p)? else { return None };
+            let k = if i < 0 { i + xs.len() as i64 } else { i };
+            match xs.get(usize::try_from(k).ok()?)? {
+                Val::Tensor(t) => Some(t.clone()),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The fill of a tensor of this dtype within these bounds.
+fn fill_for(dtype: DType, b: Bounds) -> Fill {
+    if dtype == DType::Bool {
+        return Fill::Int { lo: 0, hi: 2 };
+    }
+    if dtype.is_integral() {
+        let (tmin, tmax) = dtype.int_bounds().expect("integral dtypes have bounds");
+        let lo = b.lo.map(|v| if b.lo_open { v.floor() as i64 + 1 } else { v.ceil() as i64 });
+        let hi = b.hi.map(|v| if b.hi_closed { v.floor() as i64 + 1 } else { v.ceil() as i64 });
+        let (lo, hi) = match (lo, hi) {
+            (Some(l), Some(h)) => (l, h),
+            (Some(l), None) => (l, l.saturating_add(DEFAULT_SPAN as i64 * 2)),
+            (None, Some(h)) => (h.saturating_sub(DEFAULT_SPAN as i64 * 2), h),
+            (None, None) => (-(DEFAULT_SPAN as i64), DEFAULT_SPAN as i64 + 1),
+        };
+        let lo = lo.clamp(tmin, tmax);
+        let hi = hi.clamp(tmin.saturating_add(1), tmax.saturating_add(1).max(tmin + 1)).max(lo + 1);
+        return Fill::Int { lo, hi };
+    }
+    let (lo, hi) = match (b.lo, b.hi) {
+        (Some(l), Some(h)) => (l, h),
+        (Some(l), None) => (l, l + 2.0 * DEFAULT_SPAN),
+        (None, Some(h)) => (h - 2.0 * DEFAULT_SPAN, h),
+        (None, None) => (-DEFAULT_SPAN, DEFAULT_SPAN),
+    };
+    if lo >= hi {
+        return Fill::Constant(lo);
+    }
+    // An open lower bound (`values > 0`) excludes lo itself: start just above it.
+    let lo = if b.lo_open { lo + (hi - lo) * 1e-6 } else { lo };
+    Fill::Uniform { lo, hi }
+}
+
+fn recipe(dtype: DType, shape: &[i64], bounds: Bounds, rng: &mut ChaCha8Rng) -> TensorRecipe {
+    TensorRecipe {
+        dtype,
+        shape: shape.to_vec(),
+        fill: fill_for(dtype, bounds),
+        seed: rng.random_range(0..1u64 << 53),
+        layout: Default::default(),
+        specials: Vec::new(),
+    }
+}
+
+fn draw_float(b: Bounds, rng: &mut ChaCha8Rng) -> f64 {
+    let (lo, hi) = match (b.lo, b.hi) {
+        (Some(l), Some(h)) if l < h => (l, h),
+        (Some(l), Some(_)) => return l,
+        (Some(l), None) => (l, l + 4.0),
+        (None, Some(h)) => (h - 4.0, h),
+        (None, None) => (-4.0, 4.0),
+    };
+    let v = rng.random_range(lo..hi);
+    if b.lo_open && v <= lo {
+        lo + (hi - lo) * 0.5
+    } else {
+        v
+    }
+}
+
+/// Concrete arguments for one model. Parameters with a default are sometimes left out, so the
+/// op's own default is exercised too.
+pub fn concretize(api: &ApiSpec, model: &SymModel, rng: &mut ChaCha8Rng) -> Vec<Arg> {
+    let mut known = symbolic_vals(model);
+    let mut args = Vec::with_capacity(model.len());
+    for (i, (v, p)) in model.iter().zip(&api.params).enumerate() {
+        let bounds = bounds_of(api, i, &known);
+        let arg = match v {
+            SymValue::Absent => {
+                if p.default == Some(Value::None) && rng.random_bool(0.5) {
+                    Arg::Omitted
+                } else {
+                    Arg::None
+                }
+            }
+            SymValue::Tensor { dtype, shape } => Arg::Tensor(recipe(*dtype, shape, bounds, rng)),
+            SymValue::TensorList(ts) => Arg::TensorList(ts.iter().map(|(d, s)| recipe(*d, s, bounds, rng)).collect()),
+            SymValue::Int(x) => Arg::Int(*x),
+            SymValue::Bool(x) => Arg::Bool(*x),
+            SymValue::Enum(s) => Arg::Str(s.clone()),
+            SymValue::Dtype(d) => Arg::Dtype(*d),
+            SymValue::IntList(xs) => Arg::IntList(xs.clone()),
+            SymValue::BoolList(xs) => Arg::BoolList(xs.clone()),
+            SymValue::Concrete => match &p.ty {
+                ParamType::Float | ParamType::Scalar => Arg::Float(draw_float(bounds, rng)),
+                ParamType::FloatList(n) => {
+                    let len = n.unwrap_or_else(|| rng.random_range(0..=4)) as usize;
+                    Arg::FloatList((0..len).map(|_| draw_float(bounds, rng)).collect())
+                }
+                ParamType::Str => match &p.default {
+                    Some(Value::Str(s)) => Arg::Str(s.clone()),
+                    _ => Arg::Str(String::new()),
+                },
+                _ => Arg::Omitted,
+            },
+        };
+        // Leave out a defaulted parameter now and then when the case equals its default anyway.
+        let arg = match (&p.default, &arg) {
+            (Some(d), a) if rng.random_bool(0.25) && equals_default(a, d) => Arg::Omitted,
+            _ => arg,
+        };
+        known[i] = Val::of_arg(&arg);
+        args.push(arg);
+    }
+    args
+}
+
+fn equals_default(a: &Arg, d: &Value) -> bool {
+    match (a, d) {
+        (Arg::Int(x), Value::Int(y)) => x == y,
+        (Arg::Bool(x), Value::Bool(y)) => x == y,
+        (Arg::Str(x), Value::Str(y)) => x == y,
+        (Arg::IntList(xs), Value::List(ys)) => xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| *y == Value::Int(*x)),
+        _ => false,
+    }
+}
+
+/// Whether the arguments satisfy every `requires` constraint (None where undecidable).
+pub fn conforms(api: &ApiSpec, args: &[Arg]) -> Vec<Option<bool>> {
+    let vals: Vec<Val> = args.iter().zip(&api.params).map(|(a, p)| match a {
+        Arg::Omitted => p.default.as_ref().map(value_val).unwrap_or(Val::None),
+        a => Val::of_arg(a),
+    }).collect();
+    let optional: Vec<bool> = api.params.iter().map(|p| p.optional).collect();
+    let b = Bindings { params: &vals, results: &[] };
+    api.requires.iter().map(|c| eval::holds(&c.expr, &b, &c.params, &optional)).collect()
+}
+
+/// A default value as a concrete value.
+pub fn value_val(v: &Value) -> Val {
+    match v {
+        Value::None => Val::None,
+        Value::Bool(b) => Val::Bool(*b),
+        Value::Int(i) => Val::Int(*i),
+        Value::Float(f) => Val::Float(*f),
+        Value::Str(s) => Val::Str(s.clone()),
+        Value::Dtype(d) => Val::Dtype(*d),
+        Value::DtypeSet(ds) => Val::DtypeSet(ds.clone()),
+        Value::List(items) => Val::List(items.iter().map(value_val).collect()),
+    }
+}

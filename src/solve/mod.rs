@@ -1,0 +1,259 @@
+//! The symbolic part of input generation, solved with z3: per API, which dtypes, ranks, shapes,
+//! ints, enum values, optional presences and list lengths satisfy its constraints. Solving runs
+//! ahead of execution into a pool of models; it is never on the per-case path.
+//!
+//! z3 contexts are thread-local: a `Problem` lives on the thread that built it, and only plain
+//! `SymModel`s leave it.
+mod encode;
+mod vars;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use z3::ast::{Bool, Int};
+use z3::{Params, SatResult, Solver};
+
+pub use vars::{SymModel, SymValue};
+
+use crate::spec::{ApiSpec, BinOp, Constraint, Prop, TExpr};
+use encode::Encoder;
+use vars::{ParamVars, Var};
+
+/// Bounds that keep generated inputs small and the solver fast.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    pub max_ndim: u32,
+    /// Largest size of one dimension.
+    pub max_dim: i64,
+    /// Largest element count of one tensor.
+    pub max_numel: i64,
+    /// Domain of int parameters and int-list elements the spec leaves unbounded.
+    pub int_range: (i64, i64),
+    pub max_list_len: u32,
+    pub max_tensor_list: u32,
+    /// Per solver call, in milliseconds.
+    pub timeout_ms: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_ndim: 4, max_dim: 8, max_numel: 1000, int_range: (-8, 32), max_list_len: 5, max_tensor_list: 4, timeout_ms: 2000 }
+    }
+}
+
+/// Why an API has no models.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum SolveError {
+    /// The constraints contradict each other; the indices are into `ApiSpec::requires` (a
+    /// subset that already conflicts, when z3 found one).
+    #[error("the constraints are unsatisfiable")]
+    Unsat { core: Vec<usize> },
+    #[error("the solver gave up after {0} ms")]
+    Timeout(u32),
+    #[error("the solver failed: {0}")]
+    Unknown(String),
+}
+
+/// One API's constraints in a solver.
+pub struct Problem {
+    solver: Solver,
+    vars: Vec<ParamVars>,
+    /// For each `requires` constraint: its tracking literal, or None when it is concrete.
+    tracked: Vec<Option<Bool>>,
+    limits: Limits,
+}
+
+impl Problem {
+    /// Declares the parameters and asserts the encodable constraints, each tracked by a literal
+    /// so an unsat core names them. `skip` leaves constraints out (violation modes).
+    pub fn new(api: &ApiSpec, limits: &Limits, skip: &[usize]) -> Problem {
+        let solver = Solver::new();
+        let mut params = Params::new();
+        params.set_u32("timeout", limits.timeout_ms);
+        solver.set_params(&params);
+        let vars = vars::declare(&solver, &api.params, limits);
+        let mut tracked = Vec::new();
+        for (i, c) in api.requires.iter().enumerate() {
+            if skip.contains(&i) {
+                tracked.push(None);
+                continue;
+            }
+            let mut enc = Encoder::new(&vars, limits);
+            match enc.constraint(&c.expr, &c.params) {
+                Ok(b) => {
+                    let lit = Bool::new_const(format!("c{i}"));
+                    solver.assert_and_track(b, &lit);
+                    tracked.push(Some(lit));
+                }
+                Err(_) => {
+                    implied_by_values(&solver, &vars, limits, c);
+                    tracked.push(None);
+                }
+            }
+        }
+        Problem { solver, vars, tracked, limits: limits.clone() }
+    }
+
+    /// Whether the constraint at this index reached the solver (it is not concrete).
+    pub fn is_symbolic(&self, index: usize) -> bool {
+        self.tracked.get(index).is_some_and(Option::is_some)
+    }
+
+    /// Whether any model exists.
+    pub fn check(&self) -> Result<(), SolveError> {
+        match self.solver.check() {
+            SatResult::Sat => Ok(()),
+            SatResult::Unsat => {
+                let core = self.solver.get_unsat_core();
+                let names: Vec<String> = core.iter().map(|b| b.to_string()).collect();
+                let idx = self
+                    .tracked
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, lit)| lit.as_ref().is_some_and(|l| names.contains(&l.to_string())))
+                    .map(|(i, _)| i)
+                    .collect();
+                Err(SolveError::Unsat { core: idx })
+            }
+            SatResult::Unknown => Err(self.unknown()),
+        }
+    }
+
+    fn unknown(&self) -> SolveError {
+        let reason = self.solver.get_reason_unknown().unwrap_or_default();
+        if reason.contains("timeout") || reason.contains("canceled") {
+            SolveError::Timeout(self.limits.timeout_ms)
+        } else {
+            SolveError::Unknown(reason)
+        }
+    }
+
+    /// Up to `count` distinct models, spread over the domains: each is found with a random target
+    /// for a random subset of the variables (dropped when it conflicts), and blocked afterwards so
+    /// it is not found again. Fewer come back when the space is smaller.
+    pub fn sample(&self, count: usize, seed: u64) -> Result<Vec<SymModel>, SolveError> {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut params = Params::new();
+        params.set_u32("random_seed", (seed & 0x7fff_ffff) as u32);
+        params.set_u32("timeout", self.limits.timeout_ms);
+        self.solver.set_params(&params);
+        let (ints, bools) = vars::decision_vars(&self.vars);
+        let mut out = Vec::new();
+        self.solver.push();
+        let mut misses = 0;
+        while out.len() < count && misses < 8 {
+            let targets = self.targets(&ints, &bools, &mut rng);
+            let found = self.solve_towards(&targets)?;
+            let Some(model) = found else { break };
+            let sym = vars::read(&model, &self.vars);
+            // Block this exact assignment of the decision variables.
+            let mut differ: Vec<Bool> = ints.iter().filter_map(|v| model.eval(v, true).map(|x| v.eq(&x).not())).collect();
+            differ.extend(bools.iter().filter_map(|b| model.eval(b, true).map(|x| b.iff(&x).not())));
+            if differ.is_empty() {
+                out.push(sym);
+                break;
+            }
+            self.solver.assert(Bool::or(&differ));
+            if out.contains(&sym) {
+                misses += 1;
+            } else {
+                out.push(sym);
+            }
+        }
+        self.solver.pop(1);
+        if out.is_empty() {
+            self.check()?;
+        }
+        Ok(out)
+    }
+
+    /// Random targets: each variable gets one with probability 1/2, uniform in its domain.
+    fn targets(&self, ints: &[Int], bools: &[Bool], rng: &mut ChaCha8Rng) -> Vec<Bool> {
+        let mut targets = Vec::new();
+        let domain = self.limits.int_range;
+        for v in ints {
+            if rng.random_bool(0.5) {
+                let name = v.to_string();
+                let value = if name.ends_with(".ndim") {
+                    rng.random_range(0..=self.limits.max_ndim as i64)
+                } else if name.contains(".shape[") {
+                    // Small sizes are where most behaviour lives; 0 and 1 are edge cases.
+                    *[0, 1, 1, 2, 2, 3, 3, 4, 5, 8].get(rng.random_range(0..10)).unwrap_or(&2)
+                } else if name.ends_with(".dtype") {
+                    rng.random_range(0..crate::case::DType::ALL.len() as i64)
+                } else if name.ends_with(".len") {
+                    rng.random_range(0..=self.limits.max_list_len as i64)
+                } else {
+                    rng.random_range(domain.0..=domain.1)
+                };
+                targets.push(v.eq(value));
+            }
+        }
+        for b in bools {
+            if rng.random_bool(0.5) {
+                targets.push(b.iff(Bool::from_bool(rng.random_bool(0.5))));
+            }
+        }
+        targets
+    }
+
+    /// Solves with as many of the targets as are consistent with the constraints.
+    fn solve_towards(&self, targets: &[Bool]) -> Result<Option<z3::Model>, SolveError> {
+        let mut targets: Vec<Bool> = targets.to_vec();
+        for _ in 0..4 {
+            self.solver.push();
+            let lits: Vec<Bool> = (0..targets.len()).map(|i| Bool::new_const(format!("target{i}"))).collect();
+            for (l, t) in lits.iter().zip(&targets) {
+                self.solver.assert(l.implies(t));
+            }
+            let result = self.solver.check_assumptions(&lits);
+            match result {
+                SatResult::Sat => {
+                    let model = self.solver.get_model();
+                    self.solver.pop(1);
+                    return Ok(model);
+                }
+                SatResult::Unsat => {
+                    let core: Vec<String> = self.solver.get_unsat_core().iter().map(|b| b.to_string()).collect();
+                    self.solver.pop(1);
+                    if core.is_empty() {
+                        return Ok(None);
+                    }
+                    let before = targets.len();
+                    targets = lits.iter().zip(targets).filter(|(l, _)| !core.contains(&l.to_string())).map(|(_, t)| t).collect();
+                    if targets.len() == before {
+                        targets.clear();
+                    }
+                }
+                SatResult::Unknown => {
+                    self.solver.pop(1);
+                    return Err(self.unknown());
+                }
+            }
+        }
+        match self.solver.check() {
+            SatResult::Sat => Ok(self.solver.get_model()),
+            SatResult::Unsat => Ok(None),
+            SatResult::Unknown => Err(self.unknown()),
+        }
+    }
+}
+
+/// A value-range constraint `t.values in lo..hi` is concrete, but it implies something symbolic:
+/// a non-empty tensor needs a non-empty range (gather's `index.values in 0..input.shape[dim]`
+/// needs `input.shape[dim] > 0` unless `index` is empty).
+fn implied_by_values(solver: &Solver, vars: &[ParamVars], limits: &Limits, c: &Constraint) {
+    let TExpr::Binary(BinOp::In, lhs, rhs) = &c.expr else { return };
+    let (TExpr::Prop(base, Prop::Values), TExpr::Range { lo, hi, inclusive }) = (&**lhs, &**rhs) else { return };
+    let TExpr::Param(p) = **base else { return };
+    let Some(Var::Tensor(t)) = vars.get(p).map(|v| &v.var) else { return };
+    let nonempty_range = TExpr::Binary(if *inclusive { BinOp::Le } else { BinOp::Lt }, lo.clone(), hi.clone());
+    let mut enc = Encoder::new(vars, limits);
+    if let Ok(b) = enc.constraint(&nonempty_range, &c.params) {
+        solver.assert(Bool::or(&[Int::mul(&t.dims).eq(0), b]));
+    }
+}
+
+/// Checks that an API's constraints can be met together.
+pub fn check_sat(api: &ApiSpec, limits: &Limits) -> Result<(), SolveError> {
+    Problem::new(api, limits, &[]).check()
+}

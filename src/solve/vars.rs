@@ -1,0 +1,282 @@
+//! The solver variables of an API's parameters, their domains, and reading a model back as
+//! plain data (`SymModel`) that can leave the solver's thread.
+use serde::{Deserialize, Serialize};
+use z3::ast::{Bool, Int};
+use z3::{Model, Solver};
+
+use super::Limits;
+use crate::case::DType;
+use crate::spec::{ParamSpec, ParamType};
+
+/// The symbolic shape of one tensor.
+#[derive(Clone, Debug)]
+pub struct TensorVars {
+    /// Index into `DType::ALL`.
+    pub dtype: Int,
+    pub ndim: Int,
+    /// One per possible dimension; dims at or past `ndim` are pinned to 1 so a model is canonical.
+    pub dims: Vec<Int>,
+}
+
+#[derive(Clone, Debug)]
+pub enum Var {
+    Tensor(TensorVars),
+    TensorList { len: Int, items: Vec<TensorVars> },
+    Int(Int),
+    Bool(Bool),
+    /// Index into the enum's values.
+    Enum(Int, Vec<String>),
+    /// Index into `DType::ALL`.
+    Dtype(Int),
+    IntList { len: Int, items: Vec<Int> },
+    BoolList { len: Int, items: Vec<Bool> },
+    /// Floats, strings and float lists are drawn concretely, outside the solver.
+    Concrete,
+}
+
+#[derive(Clone, Debug)]
+pub struct ParamVars {
+    /// For optional parameters: whether a value (not None) is passed.
+    pub present: Option<Bool>,
+    pub var: Var,
+}
+
+/// The solved symbolic part of one parameter.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum SymValue {
+    /// An optional parameter passed as None.
+    Absent,
+    Tensor { dtype: DType, shape: Vec<i64> },
+    TensorList(Vec<(DType, Vec<i64>)>),
+    Int(i64),
+    Bool(bool),
+    Enum(String),
+    Dtype(DType),
+    IntList(Vec<i64>),
+    BoolList(Vec<bool>),
+    /// Drawn later, concretely (floats, strings).
+    Concrete,
+}
+
+/// One solution: a symbolic value per parameter, in declaration order.
+pub type SymModel = Vec<SymValue>;
+
+fn dtype_index(d: DType) -> i64 {
+    DType::ALL.iter().position(|&x| x == d).expect("DType::ALL lists every dtype") as i64
+}
+
+pub fn dtype_const(d: DType) -> Int {
+    Int::from_i64(dtype_index(d))
+}
+
+fn tensor_vars(solver: &Solver, name: &str, limits: &Limits) -> TensorVars {
+    let dtype = Int::new_const(format!("{name}.dtype"));
+    let ndim = Int::new_const(format!("{name}.ndim"));
+    solver.assert(dtype.ge(0));
+    solver.assert(dtype.lt(DType::ALL.len() as i64));
+    solver.assert(ndim.ge(0));
+    solver.assert(ndim.le(limits.max_ndim as i64));
+    let dims: Vec<Int> = (0..limits.max_ndim)
+        .map(|k| {
+            let d = Int::new_const(format!("{name}.shape[{k}]"));
+            solver.assert(d.ge(0));
+            solver.assert(d.le(limits.max_dim));
+            solver.assert(Int::from_i64(k as i64).ge(&ndim).implies(d.eq(1)));
+            d
+        })
+        .collect();
+    // Keep tensors small: the product of the dims bounds the element count.
+    let numel = Int::mul(&dims);
+    solver.assert(numel.le(limits.max_numel));
+    TensorVars { dtype, ndim, dims }
+}
+
+fn list_len(solver: &Solver, name: &str, fixed: Option<u32>, max: u32) -> Int {
+    let len = Int::new_const(format!("{name}.len"));
+    match fixed {
+        Some(n) => solver.assert(len.eq(n as i64)),
+        None => {
+            solver.assert(len.ge(0));
+            solver.assert(len.le(max as i64));
+        }
+    }
+    len
+}
+
+/// Declares the variables of every parameter and asserts their domains.
+pub fn declare(solver: &Solver, params: &[ParamSpec], limits: &Limits) -> Vec<ParamVars> {
+    params
+        .iter()
+        .map(|p| {
+            let name = &p.name;
+            let present = p.optional.then(|| Bool::new_const(format!("{name}.present")));
+            let var = match &p.ty {
+                ParamType::Tensor => Var::Tensor(tensor_vars(solver, name, limits)),
+                ParamType::TensorList => {
+                    let len = Int::new_const(format!("{name}.len"));
+                    solver.assert(len.ge(1));
+                    solver.assert(len.le(limits.max_tensor_list as i64));
+                    let items: Vec<TensorVars> = (0..limits.max_tensor_list).map(|k| tensor_vars(solver, &format!("{name}[{k}]"), limits)).collect();
+                    for (k, t) in items.iter().enumerate() {
+                        solver.assert(Int::from_i64(k as i64).ge(&len).implies(pinned_tensor(t)));
+                    }
+                    Var::TensorList { len, items }
+                }
+                ParamType::Int => {
+                    let v = Int::new_const(name.as_str());
+                    solver.assert(v.ge(limits.int_range.0));
+                    solver.assert(v.le(limits.int_range.1));
+                    Var::Int(v)
+                }
+                ParamType::Bool => Var::Bool(Bool::new_const(name.as_str())),
+                ParamType::Enum(values) => {
+                    let v = Int::new_const(name.as_str());
+                    solver.assert(v.ge(0));
+                    solver.assert(v.lt(values.len() as i64));
+                    Var::Enum(v, values.clone())
+                }
+                ParamType::Dtype => {
+                    let v = Int::new_const(name.as_str());
+                    solver.assert(v.ge(0));
+                    solver.assert(v.lt(DType::ALL.len() as i64));
+                    Var::Dtype(v)
+                }
+                ParamType::IntList(fixed) => {
+                    let len = list_len(solver, name, *fixed, limits.max_list_len);
+                    let n = fixed.unwrap_or(limits.max_list_len);
+                    let items = (0..n)
+                        .map(|k| {
+                            let v = Int::new_const(format!("{name}[{k}]"));
+                            solver.assert(v.ge(limits.int_range.0));
+                            solver.assert(v.le(limits.int_range.1));
+                            solver.assert(Int::from_i64(k as i64).ge(&len).implies(v.eq(0)));
+                            v
+                        })
+                        .collect();
+                    Var::IntList { len, items }
+                }
+                ParamType::BoolList(fixed) => {
+                    let len = list_len(solver, name, *fixed, limits.max_list_len);
+                    let n = fixed.unwrap_or(limits.max_list_len);
+                    let items = (0..n)
+                        .map(|k| {
+                            let b = Bool::new_const(format!("{name}[{k}]"));
+                            solver.assert(Int::from_i64(k as i64).ge(&len).implies(b.not()));
+                            b
+                        })
+                        .collect();
+                    Var::BoolList { len, items }
+                }
+                ParamType::Float | ParamType::Scalar | ParamType::Str | ParamType::FloatList(_) => Var::Concrete,
+            };
+            // An absent optional parameter pins its variables, so each model reads back once.
+            if let Some(p) = &present {
+                if let Some(pinned) = pinned(&var) {
+                    solver.assert(p.not().implies(pinned));
+                }
+            }
+            ParamVars { present, var }
+        })
+        .collect()
+}
+
+fn pinned_tensor(t: &TensorVars) -> Bool {
+    Bool::and(&[t.dtype.eq(0), t.ndim.eq(0)])
+}
+
+/// The canonical values of a parameter's variables when they do not matter.
+fn pinned(var: &Var) -> Option<Bool> {
+    Some(match var {
+        Var::Tensor(t) => pinned_tensor(t),
+        Var::TensorList { len, .. } => len.eq(1),
+        Var::Int(v) | Var::Enum(v, _) | Var::Dtype(v) => v.eq(0),
+        Var::Bool(b) => b.not(),
+        Var::IntList { len, .. } | Var::BoolList { len, .. } => len.eq(0),
+        Var::Concrete => return None,
+    })
+}
+
+fn int_of(model: &Model, v: &Int) -> i64 {
+    model.eval(v, true).and_then(|x| x.as_i64()).unwrap_or(0)
+}
+
+fn bool_of(model: &Model, v: &Bool) -> bool {
+    model.eval(v, true).and_then(|x| x.as_bool()).unwrap_or(false)
+}
+
+fn tensor_of(model: &Model, t: &TensorVars) -> (DType, Vec<i64>) {
+    let dtype = DType::ALL[int_of(model, &t.dtype).clamp(0, DType::ALL.len() as i64 - 1) as usize];
+    let ndim = int_of(model, &t.ndim).max(0) as usize;
+    (dtype, t.dims.iter().take(ndim).map(|d| int_of(model, d)).collect())
+}
+
+/// Reads a model back as plain data.
+pub fn read(model: &Model, vars: &[ParamVars]) -> SymModel {
+    vars.iter()
+        .map(|pv| {
+            if let Some(p) = &pv.present {
+                if !bool_of(model, p) {
+                    return SymValue::Absent;
+                }
+            }
+            match &pv.var {
+                Var::Tensor(t) => {
+                    let (dtype, shape) = tensor_of(model, t);
+                    SymValue::Tensor { dtype, shape }
+                }
+                Var::TensorList { len, items } => {
+                    let n = int_of(model, len).max(0) as usize;
+                    SymValue::TensorList(items.iter().take(n).map(|t| tensor_of(model, t)).collect())
+                }
+                Var::Int(v) => SymValue::Int(int_of(model, v)),
+                Var::Bool(v) => SymValue::Bool(bool_of(model, v)),
+                Var::Enum(v, values) => SymValue::Enum(values[int_of(model, v).clamp(0, values.len() as i64 - 1) as usize].clone()),
+                Var::Dtype(v) => SymValue::Dtype(DType::ALL[int_of(model, v).clamp(0, DType::ALL.len() as i64 - 1) as usize]),
+                Var::IntList { len, items } => {
+                    let n = int_of(model, len).max(0) as usize;
+                    SymValue::IntList(items.iter().take(n).map(|v| int_of(model, v)).collect())
+                }
+                Var::BoolList { len, items } => {
+                    let n = int_of(model, len).max(0) as usize;
+                    SymValue::BoolList(items.iter().take(n).map(|v| bool_of(model, v)).collect())
+                }
+                Var::Concrete => SymValue::Concrete,
+            }
+        })
+        .collect()
+}
+
+/// Every solver variable that decides a model, for blocking clauses and random targets.
+pub fn decision_vars(vars: &[ParamVars]) -> (Vec<Int>, Vec<Bool>) {
+    let mut ints = Vec::new();
+    let mut bools = Vec::new();
+    let tensor = |t: &TensorVars, ints: &mut Vec<Int>| {
+        ints.push(t.dtype.clone());
+        ints.push(t.ndim.clone());
+        ints.extend(t.dims.iter().cloned());
+    };
+    for pv in vars {
+        if let Some(p) = &pv.present {
+            bools.push(p.clone());
+        }
+        match &pv.var {
+            Var::Tensor(t) => tensor(t, &mut ints),
+            Var::TensorList { len, items } => {
+                ints.push(len.clone());
+                items.iter().for_each(|t| tensor(t, &mut ints));
+            }
+            Var::Int(v) | Var::Enum(v, _) | Var::Dtype(v) => ints.push(v.clone()),
+            Var::Bool(b) => bools.push(b.clone()),
+            Var::IntList { len, items } => {
+                ints.push(len.clone());
+                ints.extend(items.iter().cloned());
+            }
+            Var::BoolList { len, items } => {
+                ints.push(len.clone());
+                bools.extend(items.iter().cloned());
+            }
+            Var::Concrete => {}
+        }
+    }
+    (ints, bools)
+}
