@@ -13,7 +13,7 @@ use crate::spec::{
 };
 
 /// Oracles an API gets when it has no `oracles` clause.
-pub const DEFAULT_ORACLES: &[&str] = &["crash", "hang", "internal_error"];
+pub const DEFAULT_ORACLES: &[&str] = &["crash", "hang", "internal_error", "oom"];
 
 impl Checker<'_> {
     /// Reads a parameter list: names, types, optionality, keyword-only markers, defaults.

@@ -1,0 +1,5 @@
+//! Findings: stored the moment they are found, deduplicated by cause, each with a standalone
+//! Python reproducer.
+pub mod store;
+
+pub use store::{finding_id, Finding, Key, Store, StoreError};

@@ -1,0 +1,98 @@
+//! What a libtorch error means for a fuzzer. Argument validation (TORCH_CHECK and its typed
+//! variants) is libtorch doing its job; a mistyped call is the spec's fault; only a failed
+//! internal assertion or a C++ exception that escaped every check is a libtorch bug.
+use crate::outcome::ErrorClass;
+
+/// The meaning of an error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The arguments were rejected by a check: an invalid input, not a bug.
+    Argument,
+    /// The arguments did not match the operator's schema: the spec declares wrong types.
+    Schema,
+    /// TORCH_INTERNAL_ASSERT failed: a libtorch bug. The signature is the assert's location.
+    Internal { signature: String },
+    /// A C++ exception escaped libtorch's checks (`std::out_of_range` from an unchecked `.at()`).
+    Unchecked { signature: String },
+    /// An allocation failed.
+    OutOfMemory,
+}
+
+pub fn classify(class: ErrorClass, message: &str) -> ErrorKind {
+    match class {
+        ErrorClass::Schema => ErrorKind::Schema,
+        ErrorClass::OutOfMemory | ErrorClass::BadAlloc => ErrorKind::OutOfMemory,
+        _ if message.contains("INTERNAL ASSERT FAILED") => ErrorKind::Internal { signature: assert_location(message) },
+        ErrorClass::OutOfRange | ErrorClass::InvalidArgument | ErrorClass::StdException | ErrorClass::Unknown => {
+            ErrorKind::Unchecked { signature: format!("{class:?}: {}", normalize(first_line(message))) }
+        }
+        _ if message.contains("can't allocate memory") || message.contains("out of memory") => ErrorKind::OutOfMemory,
+        _ => ErrorKind::Argument,
+    }
+}
+
+/// `INTERNAL ASSERT FAILED at "/path/aten/src/ATen/native/Foo.cpp":123` → `aten/src/ATen/native/Foo.cpp:123`.
+/// The same assert reached by different inputs is one bug.
+pub fn assert_location(message: &str) -> String {
+    let Some(at) = message.find("INTERNAL ASSERT FAILED at") else { return normalize(first_line(message)) };
+    let rest = &message[at + "INTERNAL ASSERT FAILED at".len()..];
+    let rest = rest.trim_start().trim_start_matches('"');
+    let (path, tail) = rest.split_once('"').unwrap_or((rest, ""));
+    let line: String = tail.trim_start_matches(':').chars().take_while(char::is_ascii_digit).collect();
+    // Keep the repository-relative part of the build path.
+    let path = ["aten/", "c10/", "torch/", "caffe2/"].iter().find_map(|root| path.find(root).map(|i| &path[i..])).unwrap_or(path);
+    format!("INTERNAL ASSERT {path}:{line}")
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim()
+}
+
+/// A message with its input-dependent parts (numbers, addresses, quoted names of sizes) made
+/// uniform, so one cause gives one signature.
+pub fn normalize(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut chars = message.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '0' && chars.peek() == Some(&'x') {
+            chars.next();
+            while chars.peek().is_some_and(|d| d.is_ascii_hexdigit()) {
+                chars.next();
+            }
+            out.push_str("0xADDR");
+        } else if c.is_ascii_digit() || (c == '-' && chars.peek().is_some_and(|d| d.is_ascii_digit()) && !out.ends_with(|p: char| p.is_alphanumeric())) {
+            while chars.peek().is_some_and(|d| d.is_ascii_digit() || *d == '.' || *d == 'e') {
+                chars.next();
+            }
+            out.push('N');
+        } else {
+            out.push(c);
+        }
+    }
+    let collapsed: String = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    collapsed.chars().take(240).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn argument_errors_are_not_bugs() {
+        assert_eq!(classify(ErrorClass::C10, "Dimension out of range (expected to be in range of [-1, 0], but got 3)"), ErrorKind::Argument);
+        assert_eq!(classify(ErrorClass::Index, "index 5 is out of bounds for dimension 0 with size 3"), ErrorKind::Argument);
+        assert_eq!(classify(ErrorClass::Schema, "Expected a value of type 'int'"), ErrorKind::Schema);
+    }
+
+    #[test]
+    fn internal_asserts_are_keyed_by_location() {
+        let msg = "false INTERNAL ASSERT FAILED at \"/pytorch/aten/src/ATen/native/Foo.cpp\":123, please report a bug to PyTorch. x=3";
+        assert_eq!(classify(ErrorClass::C10, msg), ErrorKind::Internal { signature: "INTERNAL ASSERT aten/src/ATen/native/Foo.cpp:123".into() });
+    }
+
+    #[test]
+    fn normalization_hides_sizes_and_addresses() {
+        assert_eq!(normalize("size [2, 3] at 0x7ffd12 vs -4"), normalize("size [7, 11] at 0x55aa00 vs -1"));
+        assert_ne!(normalize("expected int"), normalize("expected float"));
+    }
+}

@@ -1,0 +1,189 @@
+//! Verdicts on executions: which oracles fire for a case and with what signature. A signature
+//! names the cause (an assert's location, a signal, a normalised message), so findings group by
+//! cause rather than by input.
+pub mod errors;
+
+use crate::case::Case;
+use crate::eval::{self, Bindings, Val};
+use crate::outcome::{signal_name, Execution, Outcome, Output};
+use crate::spec::ApiSpec;
+use errors::ErrorKind;
+
+/// Inputs smaller than this that exhaust memory are reported: a small input asking for
+/// gigabytes is a size computation gone wrong.
+pub const OOM_INPUT_ELEMENTS: u64 = 1 << 20;
+
+/// How one case ended, for statistics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Status {
+    /// Returned normally.
+    Ok,
+    /// Rejected by libtorch's argument checks.
+    Invalid,
+    /// The call did not match the operator's schema (a spec error).
+    Schema,
+    /// An internal error, a crash, a hang or an out-of-memory.
+    Failed,
+}
+
+/// One oracle firing.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Detection {
+    pub oracle: &'static str,
+    /// Stable across inputs with the same cause.
+    pub signature: String,
+    /// The message a human reads: the error text, the signal, the violated postcondition.
+    pub message: String,
+    pub signal: Option<i32>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Verdict {
+    pub status: Status,
+    pub detections: Vec<Detection>,
+    /// The libtorch error text when the call raised (for validity feedback).
+    pub error: Option<String>,
+}
+
+/// Judges one execution against the API's oracles and postconditions.
+pub fn judge(api: &ApiSpec, case: &Case, exec: &Execution) -> Verdict {
+    let enabled = |name: &str| api.oracles.iter().any(|o| o.name == name);
+    let mut detections = Vec::new();
+    let mut error = None;
+    let status = match exec {
+        Execution::Crashed { signal, stderr } => {
+            // We only SIGKILL on timeouts (reported as such); a SIGKILL here is the kernel's
+            // out-of-memory killer.
+            if *signal == libc::SIGKILL {
+                if enabled("oom") {
+                    detections.push(Detection { oracle: "oom", signature: "killed (out of memory)".into(), message: tail(stderr), signal: Some(*signal) });
+                }
+            } else if enabled("crash") {
+                detections.push(Detection {
+                    oracle: "crash",
+                    signature: crash_signature(&signal_name(*signal), stderr),
+                    message: format!("worker killed by {}\n{}", signal_name(*signal), tail(stderr)),
+                    signal: Some(*signal),
+                });
+            }
+            Status::Failed
+        }
+        Execution::Exited { code, stderr } => {
+            if enabled("crash") {
+                detections.push(Detection {
+                    oracle: "crash",
+                    signature: crash_signature(&format!("exit {code}"), stderr),
+                    message: format!("worker exited with status {code}\n{}", tail(stderr)),
+                    signal: None,
+                });
+            }
+            Status::Failed
+        }
+        Execution::TimedOut { millis } => {
+            if enabled("hang") {
+                detections.push(Detection { oracle: "hang", signature: "timeout".into(), message: format!("no answer after {millis} ms"), signal: None });
+            }
+            Status::Failed
+        }
+        Execution::Completed(Outcome::Raised { class, message, .. }) => {
+            error = Some(message.clone());
+            match errors::classify(*class, message) {
+                ErrorKind::Argument => Status::Invalid,
+                ErrorKind::Schema => Status::Schema,
+                ErrorKind::Internal { signature } | ErrorKind::Unchecked { signature } => {
+                    if enabled("internal_error") {
+                        detections.push(Detection { oracle: "internal_error", signature, message: message.clone(), signal: None });
+                    }
+                    Status::Failed
+                }
+                ErrorKind::OutOfMemory => {
+                    if enabled("oom") && case.input_elements() < OOM_INPUT_ELEMENTS {
+                        detections.push(Detection { oracle: "oom", signature: errors::normalize(message), message: message.clone(), signal: None });
+                        Status::Failed
+                    } else {
+                        Status::Invalid
+                    }
+                }
+            }
+        }
+        Execution::Completed(Outcome::Returned { outputs, .. }) => {
+            if enabled("nan_inf") && case.inputs_finite() {
+                if let Some(d) = nonfinite(outputs) {
+                    detections.push(d);
+                }
+            }
+            detections.extend(postconditions(api, case, outputs));
+            Status::Ok
+        }
+    };
+    Verdict { status, detections, error }
+}
+
+fn nonfinite(outputs: &[Output]) -> Option<Detection> {
+    outputs.iter().enumerate().find_map(|(i, o)| {
+        let Output::Tensor(t) = o else { return None };
+        if t.nan == 0 && t.inf == 0 {
+            return None;
+        }
+        let what = match (t.nan > 0, t.inf > 0) {
+            (true, true) => "NaN and inf",
+            (true, false) => "NaN",
+            _ => "inf",
+        };
+        let dtype = t.dtype.map_or("?".to_string(), |d| d.to_string());
+        Some(Detection {
+            oracle: "nan_inf",
+            signature: format!("{what} in output {i} ({dtype})"),
+            message: format!("output {i} ({dtype}, shape {:?}) holds {} NaN and {} inf from finite inputs", t.shape, t.nan, t.inf),
+            signal: None,
+        })
+    })
+}
+
+/// `ensures` clauses that the outputs violate.
+fn postconditions(api: &ApiSpec, case: &Case, outputs: &[Output]) -> Vec<Detection> {
+    if api.ensures.is_empty() {
+        return Vec::new();
+    }
+    let params: Vec<Val> = case
+        .args
+        .iter()
+        .zip(&api.params)
+        .map(|(a, p)| match a {
+            crate::case::Arg::Omitted => p.default.as_ref().map(crate::gen::values::value_val).unwrap_or(Val::None),
+            a => Val::of_arg(a),
+        })
+        .collect();
+    let results: Vec<Val> = outputs.iter().map(Val::of_output).collect();
+    let optional: Vec<bool> = api.params.iter().map(|p| p.optional).collect();
+    let b = Bindings { params: &params, results: &results };
+    api.ensures
+        .iter()
+        .filter(|c| eval::holds(&c.expr, &b, &c.params, &optional) == Some(false))
+        .map(|c| Detection {
+            oracle: "postcondition",
+            signature: format!("ensures {}", c.text),
+            message: format!("postcondition `{}` does not hold", c.text),
+            signal: None,
+        })
+        .collect()
+}
+
+/// A crash is keyed by its signal and the last meaningful stderr line (an uncaught exception's
+/// type, an abort message), normalised.
+fn crash_signature(what: &str, stderr: &str) -> String {
+    let last = stderr
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with("Exception raised from") && !l.starts_with("frame #"));
+    match last {
+        Some(l) => format!("{what}: {}", errors::normalize(l)),
+        None => what.to_string(),
+    }
+}
+
+fn tail(s: &str) -> String {
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(20)..].join("\n")
+}
