@@ -116,8 +116,10 @@ impl Loader {
                 _ => None,
             })
             .collect();
+        // Imports resolve next to the importing file; they are named in messages relative to
+        // it as the user named it, so output does not depend on where the checkout lives.
         let base_dir = match &self.modules[id].key {
-            ModKey::File(p) => p.parent().map(Path::to_path_buf).unwrap_or_default(),
+            ModKey::File(_) => Path::new(&self.map.get(self.modules[id].file).name).parent().map(Path::to_path_buf).unwrap_or_default(),
             ModKey::Std(_) => PathBuf::new(),
         };
         let is_std = self.modules[id].is_std();

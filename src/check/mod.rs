@@ -167,9 +167,10 @@ impl Checker<'_> {
                         self.params(m, &o.params);
                     }
                     ItemKind::Api(api) if !module.is_std() => {
-                        let errors_before = self.error_count();
                         let spec = self.check_api(m, item, api);
-                        if self.error_count() == errors_before {
+                        // Only a well-formed API is worth a satisfiability check: a reported
+                        // mistake (an out-of-range literal read as 0) would make it noise.
+                        if !self.has_errors_in(item.span) {
                             self.satisfiable(&spec);
                         }
                         if let Some(prev) = api_spans.get(&spec.name) {
@@ -214,8 +215,12 @@ impl Checker<'_> {
         Spec { apis, rules: rules.into_iter().map(|(r, _)| r).collect() }
     }
 
-    fn error_count(&self) -> usize {
-        self.diags.iter().filter(|d| d.is_error()).count()
+    fn has_errors_in(&self, span: crate::diag::Span) -> bool {
+        self.diags
+            .iter()
+            .filter(|d| d.is_error())
+            .filter_map(Diagnostic::primary_span)
+            .any(|s| s.file == span.file && s.lo >= span.lo && s.hi <= span.hi)
     }
 
     /// E0009 when no call can meet the API's constraints, with the conflicting ones labelled.

@@ -7,7 +7,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::case::Arg;
-use crate::solve::{Limits, Problem, SolveError, SymModel};
+use crate::solve::{Limits, SolveError, SymModel};
 use crate::spec::ApiSpec;
 
 /// Generation settings.
@@ -35,8 +35,7 @@ pub fn mix(mut x: u64) -> u64 {
 
 /// Solves the pool of one API on the calling thread.
 pub fn solve_pool(api: &ApiSpec, config: &GenConfig, api_index: usize) -> Result<Vec<SymModel>, SolveError> {
-    let problem = Problem::new(api, &config.limits, &[]);
-    problem.sample(config.pool_size, mix(config.seed ^ mix(api_index as u64)))
+    crate::solve::sample(api, &config.limits, config.pool_size, mix(config.seed ^ mix(api_index as u64)))
 }
 
 /// One generated call.

@@ -253,7 +253,18 @@ fn implied_by_values(solver: &Solver, vars: &[ParamVars], limits: &Limits, c: &C
     }
 }
 
+/// Runs `f` in a fresh z3 context. z3's thread-local context keeps state between problems
+/// (caches, counters), which would make a pool depend on what was solved before it.
+pub fn fresh<R: Send + Sync>(f: impl FnOnce() -> R + Send + Sync) -> R {
+    z3::with_z3_config(&z3::Config::new(), f)
+}
+
 /// Checks that an API's constraints can be met together.
 pub fn check_sat(api: &ApiSpec, limits: &Limits) -> Result<(), SolveError> {
-    Problem::new(api, limits, &[]).check()
+    fresh(|| Problem::new(api, limits, &[]).check())
+}
+
+/// Up to `count` diverse models of an API's constraints, a function of the seed alone.
+pub fn sample(api: &ApiSpec, limits: &Limits, count: usize, seed: u64) -> Result<Vec<SymModel>, SolveError> {
+    fresh(|| Problem::new(api, limits, &[]).sample(count, seed))
 }

@@ -34,6 +34,18 @@ pub fn to_diagnostic(file: FileId, text: &str, base: usize, err: &Error<Rule>) -
         }
     }
     expected.retain(|e| !e.is_empty());
+    // Tokens that only start a described construct add nothing next to its description.
+    let has = |d: &str| expected.iter().any(|e| e == d);
+    let (name, ty, expr) = (has("a name"), has("a type"), has("an expression"));
+    if name || ty || expr {
+        expected.retain(|e| e != "`_`");
+    }
+    if ty || expr {
+        expected.retain(|e| e != "`\"`" && e != "`(`");
+    }
+    if expr {
+        expected.retain(|e| e != "`[`" && e != "`!`" && e != "`-`");
+    }
     // Many token alternatives (every operator) read better as one word.
     let operators = ["`and`", "`or`", "`in`", "`not`", "`+`", "`-`", "`*`", "`/`", "`%`", "`==`", "`!=`", "`<`", "`>`", "`<=`", "`>=`", "`..`", "`..=`", "`=>`", "`||`", "`&&`"];
     if expected.iter().filter(|e| operators.contains(&e.as_str())).count() > 2 {

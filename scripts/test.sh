@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Every test: installs what is missing (as scripts/setup.sh does), then runs the whole suite
+# against real libtorch and z3. `.ci/run` calls exactly this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh --quiet
+cargo test --all-targets "$@"
