@@ -1,0 +1,241 @@
+//! `sfz fuzz`: check specs, plan them against libtorch's operators, solve their pools, run the
+//! campaign with a progress bar, print the summary.
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::Color;
+use crate::diag::{self, RenderConfig};
+use crate::findings::{Finding, Store};
+use crate::fuzz::{self, FuzzConfig, Observer, Skipped, Summary};
+use crate::gen::GenConfig;
+use crate::worker::supervisor::{self, PoolConfig};
+use crate::{check, plan};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Spec files, or directories to search for `*.sfz`.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Seed of the run: the same seed and iterations execute the same cases.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Stop after this long (`30s`, `10m`, `1h`). Without --time or --iterations, runs until Ctrl-C.
+    #[arg(long, value_parser = parse_duration)]
+    pub time: Option<Duration>,
+    /// Stop after this many cases.
+    #[arg(long)]
+    pub iterations: Option<u64>,
+    /// Worker processes (default: one per core).
+    #[arg(long, short = 'j')]
+    pub workers: Option<usize>,
+    /// Cases sent ahead to each worker; more hides pipe latency.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub in_flight: u64,
+    /// A case running longer than this is a hang.
+    #[arg(long, value_parser = parse_duration, default_value = "2s")]
+    pub timeout: Duration,
+    /// Memory limit of each worker, in MiB.
+    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(64..))]
+    pub memory_mb: u64,
+    /// Models solved per API before fuzzing starts.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub pool_size: u64,
+    /// Only APIs whose name contains one of these strings.
+    #[arg(long)]
+    pub api: Vec<String>,
+    /// Folder for findings and reproducers.
+    #[arg(long, default_value = "sfz-out")]
+    pub out: PathBuf,
+    /// Print the summary as one JSON object on stdout (and no progress bar).
+    #[arg(long)]
+    pub json: bool,
+    /// The worker executable (default: `sfz-worker` next to `sfz`).
+    #[arg(long)]
+    pub worker: Option<PathBuf>,
+}
+
+/// `500ms`, `30s`, `10m`, `2h`, or a plain number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, unit) = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).map_or((s, ""), |i| s.split_at(i));
+    let v: f64 = num.parse().map_err(|_| format!("`{s}` is not a duration; write e.g. 30s, 10m or 1h"))?;
+    let secs = match unit {
+        "" | "s" => v,
+        "ms" => v / 1000.0,
+        "m" | "min" => v * 60.0,
+        "h" => v * 3600.0,
+        other => return Err(format!("unknown unit `{other}` in `{s}`; use ms, s, m or h")),
+    };
+    if !secs.is_finite() || secs <= 0.0 {
+        return Err(format!("`{s}` must be a positive duration"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+struct Progress {
+    bar: ProgressBar,
+    quiet: bool,
+}
+
+impl Observer for Progress {
+    fn progress(&self, executions: u64, findings: u64, elapsed: Duration) {
+        let rate = executions as f64 / elapsed.as_secs_f64().max(1e-9);
+        self.bar.set_position(executions);
+        self.bar.set_message(format!("{rate:>9.0} execs/s  {findings} findings"));
+    }
+
+    fn finding(&self, f: &Finding) {
+        if !self.quiet {
+            let first = f.message.lines().next().unwrap_or("");
+            self.bar.println(format!("new {} on {}: {first}\n    reproducer: {}", f.oracle, f.api, f.repro));
+        }
+    }
+}
+
+pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
+    super::missing_paths(&args.paths)?;
+    // Fail on an unusable output folder before any work starts.
+    let store = Store::open(&args.out)?;
+    for line in &store.skipped {
+        eprintln!("warning: skipped an unreadable line of an earlier run: {line}");
+    }
+    let render = RenderConfig { color: color.stderr() };
+
+    let checked = check::check_paths(&args.paths);
+    if checked.has_errors() {
+        eprint!("{}", diag::render_all(&checked.map, &checked.diags, render));
+        eprintln!("sfz: the specs have errors; fix them first (`sfz check` shows the same)");
+        return Ok(ExitCode::from(1));
+    }
+
+    let worker_exe = match &args.worker {
+        Some(p) => p.clone(),
+        None => supervisor::default_worker_exe()?,
+    };
+    let catalog = supervisor::fetch_catalog(&worker_exe)?;
+    let mut spec = checked.spec;
+    if !args.api.is_empty() {
+        spec.apis.retain(|a| args.api.iter().any(|f| a.name.contains(f.as_str())));
+    }
+    let (plans, plan_diags) = plan::plan(&spec, &catalog.catalog);
+    let mut skipped: Vec<Skipped> = Vec::new();
+    if !plan_diags.is_empty() {
+        eprint!("{}", diag::render_all(&checked.map, &plan_diags, render));
+        for d in &plan_diags {
+            skipped.push(Skipped { api: d.message.clone(), reason: format!("{}: {}", d.code, d.message) });
+        }
+    }
+
+    let gen_config = GenConfig { seed: args.seed, pool_size: args.pool_size as usize, ..Default::default() };
+    let (pools, pool_diags, pool_skips) = plan::solve_pools(&plans, &gen_config);
+    eprint!("{}", diag::render_all(&checked.map, &pool_diags, render));
+    skipped.extend(pool_skips);
+
+    let workers = args.workers.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
+    let config = FuzzConfig {
+        seed: args.seed,
+        iterations: args.iterations,
+        time: args.time,
+        pool: PoolConfig {
+            worker_exe,
+            workers,
+            in_flight: args.in_flight as usize,
+            timeout: args.timeout,
+            memory_mb: args.memory_mb,
+            ops: Vec::new(),
+        },
+        torch_version: catalog.torch_version.clone(),
+    };
+    install_interrupt_handler();
+    let bar = if args.json { ProgressBar::hidden() } else { ProgressBar::new_spinner() };
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {elapsed_precise} {pos:>10} execs {msg}").unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    bar.enable_steady_tick(Duration::from_millis(200));
+    let observer = Progress { bar: bar.clone(), quiet: args.json };
+    let summary = match fuzz::run(&plans, pools, skipped, &store, &config, &observer) {
+        Ok(s) => s,
+        Err(fuzz::FuzzError::NothingToFuzz) => {
+            bar.finish_and_clear();
+            eprintln!("sfz: nothing to fuzz: every API was skipped (see the messages above)");
+            return Ok(ExitCode::from(1));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    bar.finish_and_clear();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        eprint!("{}", table(&summary));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Ctrl-C stops the campaign; the summary is still printed and nothing found is lost.
+fn install_interrupt_handler() {
+    extern "C" fn on_interrupt(_: libc::c_int) {
+        fuzz::INTERRUPTED.store(true, Ordering::Relaxed);
+    }
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, on_interrupt as *const () as libc::sighandler_t);
+    }
+}
+
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The end-of-run table.
+pub fn table(s: &Summary) -> String {
+    let mut out = String::new();
+    let pct = |part: u64, whole: u64| if whole == 0 { 0.0 } else { 100.0 * part as f64 / whole as f64 };
+    out.push_str(&format!(
+        "\n  executions  {} in {:.1} s ({} execs/s, {} worker{})\n",
+        thousands(s.executions),
+        s.seconds,
+        thousands(s.execs_per_second.round() as u64),
+        s.workers,
+        if s.workers == 1 { "" } else { "s" }
+    ));
+    out.push_str(&format!("  invalid     {} ({:.1}% rejected by argument checks)\n", thousands(s.invalid_arguments), pct(s.invalid_arguments, s.executions)));
+    let by: Vec<String> = s.findings_by_oracle.iter().map(|(o, n)| format!("{o} {n}")).collect();
+    out.push_str(&format!(
+        "  findings    {} new{}, {} duplicate occurrences, {} worker restarts\n",
+        s.findings,
+        if by.is_empty() { String::new() } else { format!(" ({})", by.join(", ")) },
+        thousands(s.duplicates),
+        s.worker_restarts
+    ));
+    out.push_str(&format!("  seed        {}   findings in {}\n\n", s.seed, s.out));
+    let width = s.apis.iter().map(|a| a.api.len()).max().unwrap_or(3).max(3);
+    out.push_str(&format!("  {:width$}  {:>10}  {:>7}  {:>8}\n", "API", "execs", "valid", "failures"));
+    for a in &s.apis {
+        out.push_str(&format!("  {:width$}  {:>10}  {:>6.1}%  {:>8}\n", a.api, thousands(a.executions), 100.0 * a.valid_rate, a.failures));
+    }
+    let rejected: Vec<&crate::fuzz::stats::ApiSummary> = s.apis.iter().filter(|a| !a.rejected_valid.is_empty()).collect();
+    if !rejected.is_empty() {
+        out.push_str("\n  libtorch rejected inputs the spec allows (a constraint missing from the spec?):\n");
+        for a in rejected {
+            for (msg, n) in a.rejected_valid.iter().take(3) {
+                out.push_str(&format!("    {} ({n}x): {msg}\n", a.api));
+            }
+        }
+    }
+    for sk in &s.skipped {
+        out.push_str(&format!("  skipped {}: {}\n", sk.api, sk.reason));
+    }
+    out
+}

@@ -1,0 +1,163 @@
+//! Counters of a run, shared by the worker threads, and the summary they add up to.
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use serde::Serialize;
+
+use crate::oracle::Status;
+
+/// Per-API counters.
+#[derive(Default)]
+pub struct ApiCounters {
+    pub executions: AtomicU64,
+    pub invalid: AtomicU64,
+    pub schema: AtomicU64,
+    pub failed: AtomicU64,
+    /// Cases the evaluator found violating a constraint (generation could not satisfy it).
+    pub nonconforming: AtomicU64,
+}
+
+/// Counters of one run.
+pub struct Counters {
+    pub apis: Vec<ApiCounters>,
+    pub findings: AtomicU64,
+    pub duplicates: AtomicU64,
+    /// Findings per oracle (new ones only).
+    pub by_oracle: Mutex<BTreeMap<String, u64>>,
+    /// Worker restarts after a crash or a hang.
+    pub restarts: AtomicU64,
+    /// The first few distinct libtorch errors for conforming cases, per API (validity feedback).
+    pub rejections: Mutex<BTreeMap<String, BTreeMap<String, u64>>>,
+}
+
+impl Counters {
+    pub fn new(apis: usize) -> Self {
+        Counters {
+            apis: (0..apis).map(|_| ApiCounters::default()).collect(),
+            findings: AtomicU64::new(0),
+            duplicates: AtomicU64::new(0),
+            by_oracle: Mutex::new(BTreeMap::new()),
+            restarts: AtomicU64::new(0),
+            rejections: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    pub fn count(&self, api: usize, status: Status, conforms: bool) {
+        let c = &self.apis[api];
+        c.executions.fetch_add(1, Ordering::Relaxed);
+        match status {
+            Status::Ok => {}
+            Status::Invalid => {
+                c.invalid.fetch_add(1, Ordering::Relaxed);
+            }
+            Status::Schema => {
+                c.schema.fetch_add(1, Ordering::Relaxed);
+            }
+            Status::Failed => {
+                c.failed.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        if !conforms {
+            c.nonconforming.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Records why libtorch rejected a case the spec says is valid (a missing constraint?).
+    pub fn rejection(&self, api: &str, message: &str) {
+        let key = crate::oracle::errors::normalize(message.lines().next().unwrap_or(""));
+        let mut r = self.rejections.lock().expect("counters lock");
+        let per_api = r.entry(api.to_string()).or_default();
+        if per_api.len() < 8 || per_api.contains_key(&key) {
+            *per_api.entry(key).or_insert(0) += 1;
+        }
+    }
+
+    pub fn executions(&self) -> u64 {
+        self.apis.iter().map(|a| a.executions.load(Ordering::Relaxed)).sum()
+    }
+
+    pub fn invalid(&self) -> u64 {
+        self.apis.iter().map(|a| a.invalid.load(Ordering::Relaxed) + a.schema.load(Ordering::Relaxed)).sum()
+    }
+}
+
+/// Per-API figures in the summary.
+#[derive(Clone, Debug, Serialize)]
+pub struct ApiSummary {
+    pub api: String,
+    pub executions: u64,
+    pub invalid_arguments: u64,
+    /// Calls that did not match the operator's schema (the spec's parameter types are wrong).
+    pub schema_mismatches: u64,
+    pub failures: u64,
+    /// Fraction of executions libtorch accepted.
+    pub valid_rate: f64,
+    /// Errors libtorch raised for cases the spec says are valid, with counts.
+    pub rejected_valid: BTreeMap<String, u64>,
+}
+
+/// What a run did, as `--json` prints it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    pub executions: u64,
+    pub seconds: f64,
+    pub execs_per_second: f64,
+    pub invalid_arguments: u64,
+    pub findings: u64,
+    pub duplicates: u64,
+    pub findings_by_oracle: BTreeMap<String, u64>,
+    pub worker_restarts: u64,
+    pub workers: usize,
+    pub seed: u64,
+    pub apis: Vec<ApiSummary>,
+    /// APIs left out, with why (unknown operator, unsatisfiable constraints, solver timeout).
+    pub skipped: Vec<Skipped>,
+    pub out: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Skipped {
+    pub api: String,
+    pub reason: String,
+}
+
+impl Counters {
+    pub fn summary(&self, names: &[String], seconds: f64, workers: usize, seed: u64, skipped: Vec<Skipped>, out: String) -> Summary {
+        let rejections = self.rejections.lock().expect("counters lock").clone();
+        let apis = names
+            .iter()
+            .zip(&self.apis)
+            .map(|(name, c)| {
+                let executions = c.executions.load(Ordering::Relaxed);
+                let invalid = c.invalid.load(Ordering::Relaxed);
+                let schema = c.schema.load(Ordering::Relaxed);
+                ApiSummary {
+                    api: name.clone(),
+                    executions,
+                    invalid_arguments: invalid,
+                    schema_mismatches: schema,
+                    failures: c.failed.load(Ordering::Relaxed),
+                    valid_rate: if executions == 0 { 0.0 } else { 1.0 - (invalid + schema) as f64 / executions as f64 },
+                    rejected_valid: rejections.get(name).cloned().unwrap_or_default(),
+                }
+            })
+            .collect();
+        let executions = self.executions();
+        Summary {
+            executions,
+            seconds,
+            execs_per_second: if seconds > 0.0 { executions as f64 / seconds } else { 0.0 },
+            invalid_arguments: self.invalid(),
+            findings: self.findings.load(Ordering::Relaxed),
+            duplicates: self.duplicates.load(Ordering::Relaxed),
+            findings_by_oracle: self.by_oracle.lock().expect("counters lock").clone(),
+            worker_restarts: self.restarts.load(Ordering::Relaxed),
+            workers,
+            seed,
+            apis,
+            skipped,
+            out,
+        }
+    }
+}
