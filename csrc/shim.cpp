@@ -25,6 +25,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdio>
 #include <limits>
 #include <sstream>
 
@@ -251,7 +252,18 @@ void tensor_stats(const at::Tensor& t, TensorInfo* info) {
 }
 
 // Test-only operators. Each misbehaves in one way a real kernel bug could.
-void test_raise_signal(int64_t sig) { std::raise(static_cast<int>(sig)); }
+// Says so on stderr first, which lets tests check that crash reports carry the stderr tail.
+void test_raise_signal(int64_t sig) {
+  std::fprintf(stderr, "sfz_test: raising signal %d\n", static_cast<int>(sig));
+  std::fflush(stderr);
+  std::raise(static_cast<int>(sig));
+}
+
+// A real invalid memory access, not a raised signal.
+void test_segfault() {
+  volatile int* p = nullptr;
+  *p = 1;
+}
 
 void test_spin(int64_t ms) {
   auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
@@ -270,6 +282,7 @@ void test_exit(int64_t code) { std::_Exit(static_cast<int>(code)); }
 
 TORCH_LIBRARY(sfz_test, m) {
   m.def("raise_signal(int sig) -> ()", &test_raise_signal);
+  m.def("segfault() -> ()", &test_segfault);
   m.def("spin(int ms) -> ()", &test_spin);
   m.def("alloc(int mb) -> Tensor", &test_alloc);
   m.def("internal_assert() -> ()", &test_internal_assert);
