@@ -17,5 +17,3 @@ pub mod stdlib;
 pub mod syntax;
 pub mod worker;
 
-#[cfg(feature = "torch")]
-pub mod runtime;

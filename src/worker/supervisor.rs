@@ -77,7 +77,7 @@ pub fn default_worker_exe() -> PathBuf {
 #[derive(Debug, thiserror::Error)]
 pub enum PoolError {
     /// No file at the worker path.
-    #[error("the worker binary `{}` does not exist; build it with `cargo build` (the `sfz-worker` binary, feature `torch`) or pass its path", path.display())]
+    #[error("the worker binary `{}` does not exist; build it with `cargo build` (the `sfz-worker` package) or pass its path", path.display())]
     WorkerMissing { path: PathBuf },
     /// The dynamic loader could not find libtorch; `stderr` is what it said.
     #[error("the worker cannot load libtorch:\n{stderr}\nrun scripts/setup.sh to install libtorch 2.13.0, then rebuild")]
@@ -150,7 +150,7 @@ impl Pool {
     /// Starts `config.workers` workers (concurrently) and loads the ops into each.
     pub fn start(config: PoolConfig) -> Result<Pool, PoolError> {
         ignore_sigpipe();
-        let started: Vec<Result<(Worker, Vec<Option<String>>, String), PoolError>> = thread::scope(|s| {
+        let started: Vec<Result<Started, PoolError>> = thread::scope(|s| {
             let handles: Vec<_> = (0..config.workers.max(1)).map(|_| s.spawn(|| Worker::start(&config))).collect();
             handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(PoolError::Protocol("worker start-up panicked (a bug in sfz)".into())))).collect()
         });
@@ -242,7 +242,11 @@ impl Pool {
                 failed = worker.send(&Request::Run { id: *id, case: case.clone() }).is_err();
                 sent += 1;
             }
-            while !failed && !exhausted && queue.len() < in_flight {
+            // Refill in batches, once the queue is half empty: requests go out many per write and
+            // the worker, which flushes when its input runs dry, answers many per write, instead
+            // of one wake-up per case on each side. Half the window stays queued meanwhile.
+            let refill = queue.len() <= in_flight / 2;
+            while refill && !failed && !exhausted && queue.len() < in_flight {
                 match next() {
                     Some((id, case)) => {
                         failed = worker.send(&Request::Run { id, case: case.clone() }).is_err();
@@ -437,6 +441,9 @@ impl Tail {
     }
 }
 
+/// A started worker, its load errors and its libtorch version.
+type Started = (Worker, Vec<Option<String>>, String);
+
 /// One worker process seen from the parent.
 struct Worker {
     child: Child,
@@ -452,7 +459,7 @@ struct Worker {
 impl Worker {
     /// Spawns a worker, waits for `Ready`, and loads the config's ops (unless there are none).
     /// Returns the worker, its load errors and its libtorch version.
-    fn start(config: &PoolConfig) -> Result<(Worker, Vec<Option<String>>, String), PoolError> {
+    fn start(config: &PoolConfig) -> Result<Started, PoolError> {
         let path = &config.worker_exe;
         if !path.is_file() {
             return Err(PoolError::WorkerMissing { path: path.clone() });

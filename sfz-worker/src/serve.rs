@@ -7,8 +7,8 @@ use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::os::fd::{FromRawFd, RawFd};
 
-use super::progress::Progress;
-use super::protocol::{read_frame, write_frame, Request, Response};
+use sfz::worker::progress::Progress;
+use sfz::worker::protocol::{read_frame, write_frame, Request, Response};
 use crate::runtime::{self, Executor};
 
 /// Settings of one worker process.

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use sfz::case::{Arg, Case, DType, Fill, Layout, TensorRecipe};
 use sfz::ops::binding::{ArgSource, OpBinding, Transform};
-use sfz::outcome::{ErrorClass, Execution, Outcome};
+use sfz::outcome::{Execution, Outcome};
 use sfz::worker::supervisor::{fetch_catalog, Pool, PoolConfig, PoolError, RunStats};
 
 const RAISE: u32 = 0;
@@ -80,7 +80,7 @@ fn crashes_are_attributed_to_the_case_that_crashed_and_the_run_goes_on() {
         .collect();
     let (results, stats) = run(&pool, cases);
     for (i, e) in &results {
-        match crashes.iter().find(|(at, _)| *at as u64 == *i) {
+        match crashes.iter().find(|(at, _)| *at == *i) {
             Some((_, sig)) => {
                 let Execution::Crashed { signal, stderr } = e else { panic!("case {i}: {e:?}") };
                 assert_eq!(signal, sig, "case {i}");
@@ -173,7 +173,7 @@ fn the_catalog_comes_from_a_worker() {
     assert!(schemas.len() >= 3466, "{}", schemas.len());
     assert!(schemas.iter().any(|s| s.starts_with("aten::conv2d(Tensor input")));
     assert!(schemas.iter().any(|s| s == "sfz_test::raise_signal(int sig) -> ()"));
-    let fixture = include_str!("fixtures/schemas-2.13.0.txt");
+    let fixture = include_str!("../../tests/fixtures/schemas-2.13.0.txt");
     let mut ours: Vec<&str> = schemas.iter().map(String::as_str).filter(|s| !s.starts_with("sfz_test::")).collect();
     ours.sort_unstable();
     assert_eq!(ours, fixture.lines().collect::<Vec<_>>(), "the fixture is this libtorch's catalog");

@@ -4,7 +4,7 @@
 //!     sfz-worker [--memory-mb N] [--threads N] [--progress-fd FD]
 use std::process::ExitCode;
 
-use sfz::worker::serve::{serve, ServeConfig};
+use sfz_worker::serve::{serve, ServeConfig};
 
 fn main() -> ExitCode {
     let config = match parse_args(std::env::args().skip(1)) {
