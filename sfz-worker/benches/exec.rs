@@ -193,30 +193,36 @@ fn main() {
         }
     }
 
-    // 5. Respawn: every case kills its worker.
+    // 5. Respawn: every case kills its worker, with and without the fork server.
     let crash = OpBinding {
         name: "sfz_test::raise_signal".into(),
         overload: String::new(),
         args: vec![ArgSource::Param { index: 0, transform: Transform::Identity }],
         schema: String::new(),
     };
-    let pool = Pool::start(PoolConfig { worker_exe: worker_exe.clone(), workers: 1, in_flight: 1, ops: vec![crash], ..PoolConfig::default() }).expect("pool starts");
-    let next_id = AtomicU64::new(0);
-    let next = || {
-        let id = next_id.fetch_add(1, Ordering::Relaxed);
-        (id < if full { 20 } else { 3 }).then(|| (id, Case { op: 0, args: vec![Arg::Int(libc::SIGSEGV as i64)] }))
-    };
-    let stats = pool.run(&next, &|_, _, _| {});
-    println!(
-        "respawn after a crash                    {:>9.1} ms mean over {} restarts ({} crashes/s)",
-        stats.mean_respawn().unwrap_or_default().as_secs_f64() * 1e3,
-        stats.restarts,
-        rate(stats.crashed, stats.elapsed).trim()
-    );
+    for fork_server in [true, false] {
+        let pool = Pool::start(PoolConfig { worker_exe: worker_exe.clone(), workers: 1, in_flight: 1, fork_server, ops: vec![crash.clone()], ..PoolConfig::default() }).expect("pool starts");
+        assert_eq!(pool.uses_fork_server(), fork_server);
+        let next_id = AtomicU64::new(0);
+        let crashes = if full { if fork_server { 200 } else { 20 } } else { 3 };
+        let next = || {
+            let id = next_id.fetch_add(1, Ordering::Relaxed);
+            (id < crashes).then(|| (id, Case { op: 0, args: vec![Arg::Int(libc::SIGSEGV as i64)] }))
+        };
+        let stats = pool.run(&next, &|_, _, _| {});
+        assert_eq!(stats.crashed, crashes);
+        println!(
+            "respawn after a crash ({})  {:>8.1} ms mean over {} restarts ({} crashes/s)",
+            if fork_server { "fork server" } else { "fresh spawn" },
+            stats.mean_respawn().unwrap_or_default().as_secs_f64() * 1e3,
+            stats.restarts,
+            rate(stats.crashed, stats.elapsed).trim()
+        );
+    }
     let t = Instant::now();
     let n = if full { 5 } else { 1 };
     for _ in 0..n {
-        drop(Pool::start(PoolConfig { worker_exe: worker_exe.clone(), workers: 1, ops: ops.clone(), ..PoolConfig::default() }).expect("pool starts"));
+        drop(Pool::start(PoolConfig { worker_exe: worker_exe.clone(), workers: 1, fork_server: false, ops: ops.clone(), ..PoolConfig::default() }).expect("pool starts"));
     }
-    println!("cold pool start (1 worker, 20 ops loaded) {:>8.1} ms", t.elapsed().as_secs_f64() * 1e3 / n as f64);
+    println!("cold start of one worker (20 ops loaded)  {:>8.1} ms", t.elapsed().as_secs_f64() * 1e3 / n as f64);
 }
