@@ -176,6 +176,26 @@ fn two_workers_share_a_run_with_crashes_in_both() {
 }
 
 #[test]
+fn a_worker_that_cannot_be_restarted_ends_its_share_of_the_run_cleanly() {
+    // A link to the worker that disappears once the pool is up: the first crash needs a new
+    // process, which cannot start.
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("sfz-worker");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_sfz-worker"), &exe).unwrap();
+    let pool = Pool::start(PoolConfig { worker_exe: exe.clone(), fork_server: false, ..config(1, 4) }).unwrap();
+    std::fs::remove_file(&exe).unwrap();
+    let queue = Mutex::new((0..10u64).map(|i| (i, if i == 2 { special(RAISE, libc::SIGSEGV as i64) } else { exp_case(i) })).collect::<VecDeque<_>>());
+    let seen = Mutex::new(Vec::new());
+    let stats = pool.run(&|| queue.lock().unwrap().pop_front(), &|id, _, e| seen.lock().unwrap().push((id, e)));
+    let seen = seen.into_inner().unwrap();
+    assert!(seen.iter().any(|(id, e)| *id == 2 && matches!(e, Execution::Crashed { .. })), "{seen:?}");
+    assert!(stats.errors.iter().any(|e| e.contains("cannot restart a worker") && e.contains("does not exist")), "{:?}", stats.errors);
+    // Cases taken but never run are counted, not lost silently.
+    assert_eq!(stats.cases + stats.unrun, 10 - queue.lock().unwrap().len() as u64, "{stats:?}");
+    assert!(stats.unrun > 0);
+}
+
+#[test]
 fn a_missing_worker_binary_is_a_clear_error() {
     let e = Pool::start(PoolConfig { worker_exe: PathBuf::from("/nonexistent/sfz-worker"), ..config(1, 1) }).err().expect("no pool");
     assert!(matches!(e, PoolError::WorkerMissing { .. }));

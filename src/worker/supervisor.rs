@@ -258,7 +258,17 @@ impl Pool {
         loop {
             if slot.is_none() {
                 let t = Instant::now();
-                match Worker::start(&self.config, self.forkserver.as_ref()) {
+                // A restart can fail for passing reasons (fork's EAGAIN, memory pressure right
+                // after an out-of-memory case); try a few times before giving the slot up.
+                let mut attempt = Worker::start(&self.config, self.forkserver.as_ref());
+                for pause in [50, 500] {
+                    if attempt.is_ok() {
+                        break;
+                    }
+                    thread::sleep(Duration::from_millis(pause));
+                    attempt = Worker::start(&self.config, self.forkserver.as_ref());
+                }
+                match attempt {
                     Ok((w, _, _)) => {
                         *slot = Some(w);
                         stats.restarts += 1;
