@@ -19,5 +19,3 @@ pub mod stdlib;
 pub mod syntax;
 pub mod worker;
 
-#[cfg(feature = "torch")]
-pub mod runtime;

@@ -1,5 +1,5 @@
 //! Standalone Python reproducers: a script that rebuilds every input exactly as the worker did
-//! (see `runtime::materialize` for the recipe semantics, `PY_MAKE` for their Python text) and
+//! (see `sfz_worker::runtime::materialize` for the recipe semantics, `PY_MAKE` for their Python text) and
 //! makes the one call.
 //!
 //! The call goes through the public API (`torch.nn.functional.conv2d(x, w, ...)`, `x.add(y)`)
@@ -17,7 +17,8 @@ use crate::ops::registry::{self, PyCall};
 use crate::ops::schema;
 use crate::spec::ApiSpec;
 
-/// The Python function that builds a tensor from a recipe, exactly as `runtime::materialize`.
+/// The Python function that builds a tensor from a recipe, exactly as the worker's
+/// `sfz_worker::runtime::materialize` does.
 pub const PY_MAKE: &str = r#"def make(dtype, shape, fill, seed, layout="contiguous", specials=()):
     kind, a, b = fill
     if kind == "uniform":

@@ -253,7 +253,7 @@ pub fn resolve(api: &ApiSpec, catalog: &Catalog) -> Result<OpBinding, ResolveErr
             Err(reason) => rejections.push(Rejection { schema: schema.text.clone(), reason }),
         }
     }
-    fits.sort_by(|a, b| b.0.cmp(&a.0));
+    fits.sort_by_key(|(score, _)| Reverse(*score));
     match fits.as_slice() {
         [] => Err(ResolveError::NoMatch { api: api.name.clone(), op, rejections }),
         [(best, _), (second, _), ..] if best == second => Err(ResolveError::Ambiguous {

@@ -1,7 +1,7 @@
-//! Isolated execution: worker processes that run cases against libtorch, and the supervisor in
-//! the parent that feeds them, watches them die, and restarts them.
+//! Isolated execution seen from the parent: the protocol spoken with `sfz-worker` processes
+//! (the `sfz-worker` package), the shared progress page, and the supervisor that feeds workers,
+//! watches them die, and restarts them.
+pub mod forkserver;
 pub mod progress;
 pub mod protocol;
-#[cfg(feature = "torch")]
-pub mod serve;
 pub mod supervisor;

@@ -15,11 +15,14 @@ use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
+use std::fs::File;
+use std::os::fd::OwnedFd;
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use super::forkserver::{self, ForkServer};
 use super::progress::{monotonic_ns, Progress};
 use super::protocol::{read_frame, write_frame, Request, Response};
 use crate::case::Case;
@@ -49,6 +52,9 @@ pub struct PoolConfig {
     pub memory_mb: Option<u64>,
     /// How long a worker may take to load libtorch and say it is ready.
     pub startup_timeout: Duration,
+    /// Fork workers from a fork server that loaded libtorch once (a restart costs a fork, not a
+    /// libtorch load). Without it, or if it cannot start, each worker is a fresh process.
+    pub fork_server: bool,
     /// The operators cases refer to by index.
     pub ops: Vec<OpBinding>,
 }
@@ -62,6 +68,7 @@ impl Default for PoolConfig {
             timeout: Duration::from_secs(10),
             memory_mb: Some(4096),
             startup_timeout: Duration::from_secs(60),
+            fork_server: true,
             ops: Vec::new(),
         }
     }
@@ -77,7 +84,7 @@ pub fn default_worker_exe() -> PathBuf {
 #[derive(Debug, thiserror::Error)]
 pub enum PoolError {
     /// No file at the worker path.
-    #[error("the worker binary `{}` does not exist; build it with `cargo build` (the `sfz-worker` binary, feature `torch`) or pass its path", path.display())]
+    #[error("the worker binary `{}` does not exist; build it with `cargo build` (the `sfz-worker` package) or pass its path", path.display())]
     WorkerMissing { path: PathBuf },
     /// The dynamic loader could not find libtorch; `stderr` is what it said.
     #[error("the worker cannot load libtorch:\n{stderr}\nrun scripts/setup.sh to install libtorch 2.13.0, then rebuild")]
@@ -141,7 +148,11 @@ impl RunStats {
 /// A pool of started workers.
 pub struct Pool {
     config: PoolConfig,
+    /// Declared before `forkserver` so that workers are gone before their server.
     slots: Vec<Mutex<Option<Worker>>>,
+    forkserver: Option<Arc<ForkServer>>,
+    /// Why the fork server is not in use, when it was asked for.
+    forkserver_error: Option<String>,
     load_errors: Vec<Option<String>>,
     torch_version: String,
 }
@@ -150,8 +161,20 @@ impl Pool {
     /// Starts `config.workers` workers (concurrently) and loads the ops into each.
     pub fn start(config: PoolConfig) -> Result<Pool, PoolError> {
         ignore_sigpipe();
-        let started: Vec<Result<(Worker, Vec<Option<String>>, String), PoolError>> = thread::scope(|s| {
-            let handles: Vec<_> = (0..config.workers.max(1)).map(|_| s.spawn(|| Worker::start(&config))).collect();
+        if !config.worker_exe.is_file() {
+            return Err(PoolError::WorkerMissing { path: config.worker_exe.clone() });
+        }
+        let (forkserver, forkserver_error) = if config.fork_server {
+            match ForkServer::start(&config.worker_exe, config.startup_timeout) {
+                Ok(f) => (Some(Arc::new(f)), None),
+                Err(e) => (None, Some(e.to_string())),
+            }
+        } else {
+            (None, None)
+        };
+        let server = forkserver.as_ref();
+        let started: Vec<Result<Started, PoolError>> = thread::scope(|s| {
+            let handles: Vec<_> = (0..config.workers.max(1)).map(|_| s.spawn(|| Worker::start(&config, server))).collect();
             handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(PoolError::Protocol("worker start-up panicked (a bug in sfz)".into())))).collect()
         });
         let mut slots = Vec::new();
@@ -163,7 +186,22 @@ impl Pool {
             torch_version = version;
             slots.push(Mutex::new(Some(worker)));
         }
-        Ok(Pool { config, slots, load_errors, torch_version })
+        Ok(Pool { config, slots, forkserver, forkserver_error, load_errors, torch_version })
+    }
+
+    /// True when workers are forked from a fork server.
+    pub fn uses_fork_server(&self) -> bool {
+        self.forkserver.as_ref().is_some_and(|f| f.alive())
+    }
+
+    /// The fork server's process id, when there is one.
+    pub fn fork_server_pid(&self) -> Option<u32> {
+        self.forkserver.as_ref().map(|f| f.pid())
+    }
+
+    /// Why the fork server asked for in the config is not in use.
+    pub fn fork_server_error(&self) -> Option<&str> {
+        self.forkserver_error.as_deref()
     }
 
     /// Per op of the config: None when every worker resolved it, else why not.
@@ -220,7 +258,17 @@ impl Pool {
         loop {
             if slot.is_none() {
                 let t = Instant::now();
-                match Worker::start(&self.config) {
+                // A restart can fail for passing reasons (fork's EAGAIN, memory pressure right
+                // after an out-of-memory case); try a few times before giving the slot up.
+                let mut attempt = Worker::start(&self.config, self.forkserver.as_ref());
+                for pause in [50, 500] {
+                    if attempt.is_ok() {
+                        break;
+                    }
+                    thread::sleep(Duration::from_millis(pause));
+                    attempt = Worker::start(&self.config, self.forkserver.as_ref());
+                }
+                match attempt {
                     Ok((w, _, _)) => {
                         *slot = Some(w);
                         stats.restarts += 1;
@@ -242,7 +290,11 @@ impl Pool {
                 failed = worker.send(&Request::Run { id: *id, case: case.clone() }).is_err();
                 sent += 1;
             }
-            while !failed && !exhausted && queue.len() < in_flight {
+            // Refill in batches, once the queue is half empty: requests go out many per write and
+            // the worker, which flushes when its input runs dry, answers many per write, instead
+            // of one wake-up per case on each side. Half the window stays queued meanwhile.
+            let refill = queue.len() <= in_flight / 2;
+            while refill && !failed && !exhausted && queue.len() < in_flight {
                 match next() {
                     Some((id, case)) => {
                         failed = worker.send(&Request::Run { id, case: case.clone() }).is_err();
@@ -308,24 +360,32 @@ impl Pool {
                     let culprit = w.progress.running();
                     let (status, stderr) = w.reap_dying();
                     let position = culprit.and_then(|r| queue.iter().position(|(id, _)| *id == r.id));
-                    match position.and_then(|pos| queue.remove(pos)) {
-                        Some((id, case)) => {
-                            stats.cases += 1;
-                            let exec = match (status.signal(), status.code()) {
-                                (Some(signal), _) => {
-                                    stats.crashed += 1;
-                                    Execution::Crashed { signal, stderr }
-                                }
-                                (None, code) => {
-                                    stats.exited += 1;
-                                    Execution::Exited { code: code.unwrap_or(-1), stderr }
-                                }
-                            };
-                            sink(id, &case, exec);
+                    match (position, status) {
+                        (Some(pos), Some(status)) => {
+                            if let Some((id, case)) = queue.remove(pos) {
+                                stats.cases += 1;
+                                let exec = match (status.signal(), status.code()) {
+                                    (Some(signal), _) => {
+                                        stats.crashed += 1;
+                                        Execution::Crashed { signal, stderr }
+                                    }
+                                    (None, code) => {
+                                        stats.exited += 1;
+                                        Execution::Exited { code: code.unwrap_or(-1), stderr }
+                                    }
+                                };
+                                sink(id, &case, exec);
+                            }
                         }
-                        None => {
+                        // The fork server died before it could tell how the worker ended: run
+                        // the case again on a spawned worker rather than guess.
+                        (Some(_), None) => {
                             blind_deaths += 1;
-                            stats.errors.push(format!("a worker died outside any case ({}): {}", describe(&status), last_line(&stderr)));
+                            stats.errors.push("a forked worker died after its fork server; running its case again".into());
+                        }
+                        (None, status) => {
+                            blind_deaths += 1;
+                            stats.errors.push(format!("a worker died outside any case ({}): {}", describe(status.as_ref()), last_line(&stderr)));
                         }
                     }
                 }
@@ -365,7 +425,7 @@ impl Drop for Pool {
 pub fn fetch_catalog(worker_exe: &Path) -> Result<Vec<String>, PoolError> {
     ignore_sigpipe();
     let config = PoolConfig { worker_exe: worker_exe.to_path_buf(), memory_mb: None, ..PoolConfig::default() };
-    let (mut worker, _, _) = Worker::start(&config)?;
+    let (mut worker, _, _) = Worker::start(&config, None)?;
     let result = (|| {
         worker.send(&Request::Catalog)?;
         worker.flush()?;
@@ -387,7 +447,8 @@ fn ignore_sigpipe() {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
 }
 
-fn describe(status: &ExitStatus) -> String {
+fn describe(status: Option<&ExitStatus>) -> String {
+    let Some(status) = status else { return "status unknown".into() };
     match (status.signal(), status.code()) {
         (Some(s), _) => crate::outcome::signal_name(s),
         (None, Some(c)) => format!("exit status {c}"),
@@ -437,11 +498,14 @@ impl Tail {
     }
 }
 
+/// A started worker, its load errors and its libtorch version.
+type Started = (Worker, Vec<Option<String>>, String);
+
 /// One worker process seen from the parent.
 struct Worker {
-    child: Child,
-    stdin: BufWriter<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
+    process: Process,
+    stdin: BufWriter<File>,
+    stdout: BufReader<File>,
     stderr: Arc<Mutex<Tail>>,
     stderr_thread: Option<JoinHandle<()>>,
     progress: Progress,
@@ -450,14 +514,101 @@ struct Worker {
 }
 
 impl Worker {
-    /// Spawns a worker, waits for `Ready`, and loads the config's ops (unless there are none).
-    /// Returns the worker, its load errors and its libtorch version.
-    fn start(config: &PoolConfig) -> Result<(Worker, Vec<Option<String>>, String), PoolError> {
+    /// Starts a worker (forked from `server` when there is one alive, else spawned), waits for
+    /// `Ready`, and loads the config's ops (unless there are none). Returns the worker, its load
+    /// errors and its libtorch version.
+    fn start(config: &PoolConfig, server: Option<&Arc<ForkServer>>) -> Result<Started, PoolError> {
         let path = &config.worker_exe;
         if !path.is_file() {
             return Err(PoolError::WorkerMissing { path: path.clone() });
         }
         let progress = Progress::create().map_err(|source| PoolError::Spawn { path: path.clone(), source })?;
+        let forked = server.filter(|f| f.alive()).and_then(|f| Worker::fork(config, f, &progress).ok());
+        let (process, stdin, stdout, stderr) = match forked {
+            Some(parts) => parts,
+            None => Worker::spawn(config, &progress)?,
+        };
+        for fd in [stdin.as_raw_fd(), stdout.as_raw_fd()] {
+            // SAFETY: fcntl on our end of a pipe; failure only leaves the default size.
+            unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, PIPE_BYTES) };
+        }
+        let tail = Arc::new(Mutex::new(Tail::default()));
+        let stderr_thread = {
+            let tail = Arc::clone(&tail);
+            let mut stderr = stderr;
+            thread::Builder::new()
+                .name("sfz-worker-stderr".into())
+                .spawn(move || {
+                    let mut chunk = [0u8; 4096];
+                    while let Ok(n) = stderr.read(&mut chunk) {
+                        if n == 0 {
+                            break;
+                        }
+                        tail.lock().unwrap_or_else(|e| e.into_inner()).push(&chunk[..n]);
+                    }
+                })
+                .ok()
+        };
+        let mut worker = Worker {
+            process,
+            stdin: BufWriter::with_capacity(1 << 16, stdin),
+            stdout: BufReader::with_capacity(1 << 16, stdout),
+            stderr: tail,
+            stderr_thread,
+            progress,
+            buf: Vec::new(),
+            reaped: false,
+        };
+        let deadline = Some(Instant::now() + config.startup_timeout);
+        let version = match worker.recv(deadline) {
+            Recv::Frame(Response::Ready { torch_version, .. }) => torch_version,
+            Recv::Frame(other) => return Err(worker.fail(PoolError::Protocol(format!("expected Ready, got {other:?}")))),
+            Recv::Timeout => {
+                worker.kill();
+                let (_, stderr) = worker.reap();
+                return Err(PoolError::StartupTimeout { timeout: config.startup_timeout, stderr });
+            }
+            Recv::Closed(_) => {
+                let (status, stderr) = worker.reap_dying();
+                if stderr.contains("cannot open shared object file") || stderr.contains("error while loading shared libraries") {
+                    return Err(PoolError::LibtorchMissing { stderr });
+                }
+                return Err(PoolError::StartupFailed { status: describe(status.as_ref()), stderr });
+            }
+        };
+        let mut errors = Vec::new();
+        if !config.ops.is_empty() {
+            if let Err(e) = worker.send(&Request::Load { ops: config.ops.clone() }).and_then(|()| worker.flush()) {
+                return Err(worker.fail(PoolError::Io(e)));
+            }
+            match worker.recv(deadline) {
+                Recv::Frame(Response::Loaded { errors: e }) => errors = e,
+                Recv::Frame(other) => return Err(worker.fail(PoolError::Protocol(format!("expected Loaded, got {other:?}")))),
+                Recv::Timeout => return Err(worker.fail(PoolError::Protocol("no answer to Load within the start-up timeout".into()))),
+                Recv::Closed(why) => {
+                    let (status, stderr) = worker.reap();
+                    return Err(PoolError::StartupFailed { status: format!("{} while loading ops: {why}", describe(status.as_ref())), stderr });
+                }
+            }
+        }
+        Ok((worker, errors, version))
+    }
+
+    /// A worker forked by the fork server: our ends of its pipes.
+    fn fork(config: &PoolConfig, server: &Arc<ForkServer>, progress: &Progress) -> io::Result<(Process, File, File, File)> {
+        let (stdin_r, stdin_w) = forkserver::pipe()?;
+        let (stdout_r, stdout_w) = forkserver::pipe()?;
+        let (stderr_r, stderr_w) = forkserver::pipe()?;
+        let fds = [stdin_r.as_raw_fd(), stdout_w.as_raw_fd(), stderr_w.as_raw_fd(), progress.fd()];
+        let pid = server.fork(config.memory_mb, fds, config.startup_timeout)?;
+        // The child has its copies; ours of its ends must close, or we never see its EOF.
+        drop((stdin_r, stdout_w, stderr_w));
+        Ok((Process::Forked { pid, server: Arc::clone(server), status: None }, stdin_w, stdout_r, stderr_r))
+    }
+
+    /// A worker spawned as a fresh process: our ends of its pipes.
+    fn spawn(config: &PoolConfig, progress: &Progress) -> Result<(Process, File, File, File), PoolError> {
+        let path = &config.worker_exe;
         // The child gets the progress page as fd 3. Take a descriptor above 3 so dup2 always
         // copies (dup2 onto itself would keep close-on-exec set).
         // SAFETY: fcntl on an fd we own.
@@ -486,70 +637,8 @@ impl Worker {
             let _ = child.wait();
             return Err(PoolError::Protocol("the worker's pipes were not set up".into()));
         };
-        for fd in [stdin.as_raw_fd(), stdout.as_raw_fd()] {
-            // SAFETY: fcntl on our end of a pipe; failure only leaves the default size.
-            unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, PIPE_BYTES) };
-        }
-        let tail = Arc::new(Mutex::new(Tail::default()));
-        let stderr_thread = {
-            let tail = Arc::clone(&tail);
-            let mut stderr = stderr;
-            thread::Builder::new()
-                .name("sfz-worker-stderr".into())
-                .spawn(move || {
-                    let mut chunk = [0u8; 4096];
-                    while let Ok(n) = stderr.read(&mut chunk) {
-                        if n == 0 {
-                            break;
-                        }
-                        tail.lock().unwrap_or_else(|e| e.into_inner()).push(&chunk[..n]);
-                    }
-                })
-                .ok()
-        };
-        let mut worker = Worker {
-            child,
-            stdin: BufWriter::with_capacity(1 << 16, stdin),
-            stdout: BufReader::with_capacity(1 << 16, stdout),
-            stderr: tail,
-            stderr_thread,
-            progress,
-            buf: Vec::new(),
-            reaped: false,
-        };
-        let deadline = Some(Instant::now() + config.startup_timeout);
-        let version = match worker.recv(deadline) {
-            Recv::Frame(Response::Ready { torch_version, .. }) => torch_version,
-            Recv::Frame(other) => return Err(worker.fail(PoolError::Protocol(format!("expected Ready, got {other:?}")))),
-            Recv::Timeout => {
-                worker.kill();
-                let (_, stderr) = worker.reap();
-                return Err(PoolError::StartupTimeout { timeout: config.startup_timeout, stderr });
-            }
-            Recv::Closed(_) => {
-                let (status, stderr) = worker.reap_dying();
-                if stderr.contains("cannot open shared object file") || stderr.contains("error while loading shared libraries") {
-                    return Err(PoolError::LibtorchMissing { stderr });
-                }
-                return Err(PoolError::StartupFailed { status: describe(&status), stderr });
-            }
-        };
-        let mut errors = Vec::new();
-        if !config.ops.is_empty() {
-            if let Err(e) = worker.send(&Request::Load { ops: config.ops.clone() }).and_then(|()| worker.flush()) {
-                return Err(worker.fail(PoolError::Io(e)));
-            }
-            match worker.recv(deadline) {
-                Recv::Frame(Response::Loaded { errors: e }) => errors = e,
-                Recv::Frame(other) => return Err(worker.fail(PoolError::Protocol(format!("expected Loaded, got {other:?}")))),
-                Recv::Timeout => return Err(worker.fail(PoolError::Protocol("no answer to Load within the start-up timeout".into()))),
-                Recv::Closed(why) => {
-                    let (status, stderr) = worker.reap();
-                    return Err(PoolError::StartupFailed { status: format!("{} while loading ops: {why}", describe(&status)), stderr });
-                }
-            }
-        }
-        Ok((worker, errors, version))
+        let file = |fd: OwnedFd| File::from(fd);
+        Ok((Process::Spawned(child), file(stdin.into()), file(stdout.into()), file(stderr.into())))
     }
 
     /// Kills the worker and returns `e`.
@@ -633,26 +722,27 @@ impl Worker {
     }
 
     fn kill(&mut self) {
-        let _ = self.child.kill();
+        self.process.kill();
     }
 
     /// Reaps a worker that closed its output or its input: normally it is dying already, so its
     /// real status is waited for; one still alive after a grace period is killed.
-    fn reap_dying(&mut self) -> (ExitStatus, String) {
+    fn reap_dying(&mut self) -> (Option<ExitStatus>, String) {
         let grace = Instant::now() + Duration::from_secs(2);
         while Instant::now() < grace {
-            match self.child.try_wait() {
-                Ok(Some(_)) | Err(_) => break,
-                Ok(None) => thread::sleep(Duration::from_millis(1)),
+            if self.process.ended() {
+                break;
             }
+            thread::sleep(Duration::from_millis(1));
         }
         self.kill();
         self.reap()
     }
 
-    /// Waits for the process to end and for its stderr to drain; its status and stderr tail.
-    fn reap(&mut self) -> (ExitStatus, String) {
-        let status = self.child.wait().unwrap_or_else(|_| ExitStatus::from_raw(-1));
+    /// Waits for the process to end and for its stderr to drain; its status (None when a dead
+    /// fork server took it with it) and stderr tail.
+    fn reap(&mut self) -> (Option<ExitStatus>, String) {
+        let status = self.process.wait();
         self.reaped = true;
         if let Some(t) = self.stderr_thread.take() {
             let _ = t.join();
@@ -666,7 +756,58 @@ impl Drop for Worker {
     fn drop(&mut self) {
         if !self.reaped {
             self.kill();
-            let _ = self.child.wait();
+            let _ = self.process.wait();
+        }
+    }
+}
+
+/// A worker process: our child, or the fork server's.
+enum Process {
+    Spawned(Child),
+    Forked { pid: i32, server: Arc<ForkServer>, status: Option<ExitStatus> },
+}
+
+impl Process {
+    fn kill(&mut self) {
+        match self {
+            Process::Spawned(c) => {
+                let _ = c.kill();
+            }
+            // The server kills it only if it is still its unreaped child. Without a server the
+            // orphan is alive or unreaped by init, so its pid is still its own.
+            Process::Forked { pid, server, status: None } if server.alive() => server.kill(*pid),
+            Process::Forked { pid, status: None, .. } => {
+                // SAFETY: signalling a process we started.
+                unsafe { libc::kill(*pid, libc::SIGKILL) };
+            }
+            Process::Forked { .. } => {}
+        }
+    }
+
+    /// True once the process has ended (its status is then known).
+    fn ended(&mut self) -> bool {
+        match self {
+            Process::Spawned(c) => !matches!(c.try_wait(), Ok(None)),
+            Process::Forked { pid, server, status } => {
+                if status.is_none() {
+                    *status = server.wait(*pid, Some(Instant::now())).map(ExitStatus::from_raw);
+                }
+                status.is_some() || !server.alive()
+            }
+        }
+    }
+
+    /// Waits for the process to end; None when its status cannot be known (the fork server
+    /// died first and init reaps its orphans).
+    fn wait(&mut self) -> Option<ExitStatus> {
+        match self {
+            Process::Spawned(c) => c.wait().ok(),
+            Process::Forked { pid, server, status } => {
+                if status.is_none() {
+                    *status = server.wait(*pid, None).map(ExitStatus::from_raw);
+                }
+                *status
+            }
         }
     }
 }

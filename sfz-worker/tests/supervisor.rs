@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use sfz::case::{Arg, Case, DType, Fill, Layout, TensorRecipe};
 use sfz::ops::binding::{ArgSource, OpBinding, Transform};
-use sfz::outcome::{ErrorClass, Execution, Outcome};
+use sfz::outcome::{Execution, Outcome};
 use sfz::worker::supervisor::{fetch_catalog, Pool, PoolConfig, PoolError, RunStats};
 
 const RAISE: u32 = 0;
@@ -67,7 +67,19 @@ fn returned(e: &Execution) -> bool {
 
 #[test]
 fn crashes_are_attributed_to_the_case_that_crashed_and_the_run_goes_on() {
-    let pool = Pool::start(config(1, 16)).unwrap();
+    let stats = crash_run(true);
+    // Forked replacements cost a fork, not a libtorch load.
+    assert!(stats.mean_respawn().is_some_and(|d| d < Duration::from_millis(100)), "{:?}", stats.mean_respawn());
+}
+
+#[test]
+fn without_the_fork_server_workers_are_spawned_and_crashes_handled_alike() {
+    crash_run(false);
+}
+
+fn crash_run(fork_server: bool) -> RunStats {
+    let pool = Pool::start(PoolConfig { fork_server, ..config(1, 16) }).unwrap();
+    assert_eq!(pool.uses_fork_server(), fork_server, "{:?}", pool.fork_server_error());
     assert!(pool.load_errors().iter().all(Option::is_none), "{:?}", pool.load_errors());
     assert_eq!(pool.torch_version(), "2.13.0");
     let crashes = [(30, libc::SIGSEGV), (61, libc::SIGABRT), (62, libc::SIGFPE), (99, libc::SIGBUS), (100, libc::SIGSEGV)];
@@ -80,7 +92,7 @@ fn crashes_are_attributed_to_the_case_that_crashed_and_the_run_goes_on() {
         .collect();
     let (results, stats) = run(&pool, cases);
     for (i, e) in &results {
-        match crashes.iter().find(|(at, _)| *at as u64 == *i) {
+        match crashes.iter().find(|(at, _)| *at == *i) {
             Some((_, sig)) => {
                 let Execution::Crashed { signal, stderr } = e else { panic!("case {i}: {e:?}") };
                 assert_eq!(signal, sig, "case {i}");
@@ -96,6 +108,26 @@ fn crashes_are_attributed_to_the_case_that_crashed_and_the_run_goes_on() {
     // The pool stays usable after a run.
     let (again, _) = run(&pool, (0..10).map(exp_case).collect());
     assert!(again.values().all(returned));
+    stats
+}
+
+#[test]
+fn losing_the_fork_server_falls_back_to_spawning_without_misreporting() {
+    let pool = Pool::start(config(1, 8)).unwrap();
+    let server = pool.fork_server_pid().expect("a fork server");
+    // SAFETY: killing a process this test started.
+    assert_eq!(unsafe { libc::kill(server as i32, libc::SIGKILL) }, 0);
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(!pool.uses_fork_server());
+    // The first crash happens in a worker the dead server forked: its status is unknowable, so
+    // the case runs again on a spawned worker, where the real signal is seen.
+    let cases: Vec<Case> = (0..30).map(|i| if i == 5 || i == 20 { special(RAISE, libc::SIGSEGV as i64) } else { exp_case(i) }).collect();
+    let (results, stats) = run(&pool, cases);
+    for i in [5, 20] {
+        assert!(matches!(&results[&i], Execution::Crashed { signal, .. } if *signal == libc::SIGSEGV), "case {i}: {:?}", results[&i]);
+    }
+    assert_eq!(results.values().filter(|e| returned(e)).count(), 28);
+    assert!(stats.errors.iter().any(|e| e.contains("after its fork server")), "{:?}", stats.errors);
 }
 
 #[test]
@@ -144,6 +176,26 @@ fn two_workers_share_a_run_with_crashes_in_both() {
 }
 
 #[test]
+fn a_worker_that_cannot_be_restarted_ends_its_share_of_the_run_cleanly() {
+    // A link to the worker that disappears once the pool is up: the first crash needs a new
+    // process, which cannot start.
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("sfz-worker");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_sfz-worker"), &exe).unwrap();
+    let pool = Pool::start(PoolConfig { worker_exe: exe.clone(), fork_server: false, ..config(1, 4) }).unwrap();
+    std::fs::remove_file(&exe).unwrap();
+    let queue = Mutex::new((0..10u64).map(|i| (i, if i == 2 { special(RAISE, libc::SIGSEGV as i64) } else { exp_case(i) })).collect::<VecDeque<_>>());
+    let seen = Mutex::new(Vec::new());
+    let stats = pool.run(&|| queue.lock().unwrap().pop_front(), &|id, _, e| seen.lock().unwrap().push((id, e)));
+    let seen = seen.into_inner().unwrap();
+    assert!(seen.iter().any(|(id, e)| *id == 2 && matches!(e, Execution::Crashed { .. })), "{seen:?}");
+    assert!(stats.errors.iter().any(|e| e.contains("cannot restart a worker") && e.contains("does not exist")), "{:?}", stats.errors);
+    // Cases taken but never run are counted, not lost silently.
+    assert_eq!(stats.cases + stats.unrun, 10 - queue.lock().unwrap().len() as u64, "{stats:?}");
+    assert!(stats.unrun > 0);
+}
+
+#[test]
 fn a_missing_worker_binary_is_a_clear_error() {
     let e = Pool::start(PoolConfig { worker_exe: PathBuf::from("/nonexistent/sfz-worker"), ..config(1, 1) }).err().expect("no pool");
     assert!(matches!(e, PoolError::WorkerMissing { .. }));
@@ -157,6 +209,7 @@ fn a_worker_that_cannot_load_libtorch_says_how_to_fix_it() {
     std::fs::write(&fake, "#!/bin/sh\necho 'sfz-worker: error while loading shared libraries: libtorch_cpu.so: cannot open shared object file: No such file or directory' >&2\nexit 127\n").unwrap();
     std::os::unix::fs::PermissionsExt::set_mode(&mut std::fs::metadata(&fake).unwrap().permissions(), 0o755);
     std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // The fork server fails the same way; the pool falls back to spawning, which reports it.
     let e = Pool::start(PoolConfig { worker_exe: fake.clone(), ..config(1, 1) }).err().expect("no pool");
     assert!(matches!(e, PoolError::LibtorchMissing { .. }), "{e}");
     assert!(e.to_string().contains("scripts/setup.sh") && e.to_string().contains("libtorch_cpu.so"), "{e}");
@@ -173,7 +226,7 @@ fn the_catalog_comes_from_a_worker() {
     assert!(schemas.len() >= 3466, "{}", schemas.len());
     assert!(schemas.iter().any(|s| s.starts_with("aten::conv2d(Tensor input")));
     assert!(schemas.iter().any(|s| s == "sfz_test::raise_signal(int sig) -> ()"));
-    let fixture = include_str!("fixtures/schemas-2.13.0.txt");
+    let fixture = include_str!("../../tests/fixtures/schemas-2.13.0.txt");
     let mut ours: Vec<&str> = schemas.iter().map(String::as_str).filter(|s| !s.starts_with("sfz_test::")).collect();
     ours.sort_unstable();
     assert_eq!(ours, fixture.lines().collect::<Vec<_>>(), "the fixture is this libtorch's catalog");

@@ -10,7 +10,7 @@ use sfz::findings::repro::{python_reproducer, python_tensor, PY_MAKE};
 use sfz::ops::catalog::Catalog;
 use sfz::ops::registry;
 use sfz::outcome::{Outcome, Output};
-use sfz::runtime::{self, materialize, Executor};
+use sfz_worker::runtime::{self, materialize, Executor};
 use sfz::spec::ApiSpec;
 use tch::Kind;
 
@@ -86,7 +86,7 @@ fn python_rebuilds_every_recipe_bit_for_bit() {
 }
 
 fn apis() -> HashMap<String, ApiSpec> {
-    let checked = sfz::check::check_paths(&[Path::new(env!("CARGO_MANIFEST_DIR")).join("specs")]);
+    let checked = sfz::check::check_paths(&[Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs")]);
     checked.spec.apis.into_iter().map(|a| (a.name.clone(), a)).collect()
 }
 

@@ -13,10 +13,10 @@ use tch::Tensor;
 
 use super::ffi::{self, SfzTensorInfo};
 use super::materialize::materialize;
-use crate::case::{Arg, Case, DType};
-use crate::ops::binding::{ArgSource, OpBinding, Transform};
-use crate::ops::schema::{self, OpSchema, SchemaType};
-use crate::outcome::{ErrorClass, Outcome, Output, TensorInfo};
+use sfz::case::{Arg, Case, DType};
+use sfz::ops::binding::{ArgSource, OpBinding, Transform};
+use sfz::ops::schema::{self, OpSchema, SchemaType};
+use sfz::outcome::{ErrorClass, Outcome, Output, TensorInfo};
 
 /// An owned `c10::OperatorHandle`.
 struct OpHandle(*mut c_void);

@@ -9,7 +9,7 @@ use sfz::ops::binding::{ArgSource, OpBinding, Transform};
 use sfz::ops::catalog::Catalog;
 use sfz::ops::registry;
 use sfz::outcome::{ErrorClass, Outcome, Output};
-use sfz::runtime::{self, materialize, Executor};
+use sfz_worker::runtime::{self, materialize, Executor};
 use tch::{Kind, Tensor};
 
 /// Bindings of every API in specs/, by API name, resolved against this process's libtorch.
@@ -18,7 +18,7 @@ fn bindings() -> &'static HashMap<String, OpBinding> {
     B.get_or_init(|| {
         runtime::init(1);
         let catalog = Catalog::from_schemas(runtime::catalog_schemas());
-        let checked = sfz::check::check_paths(&[Path::new(env!("CARGO_MANIFEST_DIR")).join("specs")]);
+        let checked = sfz::check::check_paths(&[Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs")]);
         assert!(!checked.has_errors());
         checked.spec.apis.iter().map(|a| (a.name.clone(), registry::resolve(a, &catalog).unwrap_or_else(|e| panic!("{e}")))).collect()
     })

@@ -2,15 +2,33 @@
 //! stdout and stderr and speaks `worker::protocol` to it; it is not meant to be run by hand.
 //!
 //!     sfz-worker [--memory-mb N] [--threads N] [--progress-fd FD]
+//!     sfz-worker --fork-server --control-fd FD
 use std::process::ExitCode;
 
-use sfz::worker::serve::{serve, ServeConfig};
+use sfz_worker::serve::{serve, ServeConfig};
+
+const USAGE: &str = "usage: sfz-worker [--memory-mb N] [--threads N] [--progress-fd FD]\n       sfz-worker --fork-server --control-fd FD";
+
+/// What the process is asked to be.
+enum Mode {
+    Worker(ServeConfig),
+    ForkServer { control_fd: i32 },
+}
 
 fn main() -> ExitCode {
     let config = match parse_args(std::env::args().skip(1)) {
-        Ok(c) => c,
+        Ok(Mode::Worker(c)) => c,
+        Ok(Mode::ForkServer { control_fd }) => {
+            return match sfz_worker::forkserver::run(control_fd) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("sfz-worker: fork server: {e}");
+                    ExitCode::from(3)
+                }
+            };
+        }
         Err(e) => {
-            eprintln!("sfz-worker: {e}\nusage: sfz-worker [--memory-mb N] [--threads N] [--progress-fd FD]");
+            eprintln!("sfz-worker: {e}\n{USAGE}");
             return ExitCode::from(2);
         }
     };
@@ -23,8 +41,10 @@ fn main() -> ExitCode {
     }
 }
 
-fn parse_args(mut args: impl Iterator<Item = String>) -> Result<ServeConfig, String> {
+fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Mode, String> {
     let mut config = ServeConfig::default();
+    let mut fork_server = false;
+    let mut control_fd = None;
     while let Some(flag) = args.next() {
         let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
         match flag.as_str() {
@@ -40,8 +60,18 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<ServeConfig, Str
                 let v = value("--progress-fd")?;
                 config.progress_fd = Some(v.parse().map_err(|_| format!("--progress-fd takes a file descriptor, not `{v}`"))?);
             }
+            "--fork-server" => fork_server = true,
+            "--control-fd" => {
+                let v = value("--control-fd")?;
+                control_fd = Some(v.parse().map_err(|_| format!("--control-fd takes a file descriptor, not `{v}`"))?);
+            }
             other => return Err(format!("unknown argument `{other}`")),
         }
     }
-    Ok(config)
+    match (fork_server, control_fd) {
+        (true, Some(control_fd)) => Ok(Mode::ForkServer { control_fd }),
+        (true, None) => Err("--fork-server needs --control-fd".into()),
+        (false, Some(_)) => Err("--control-fd is for --fork-server".into()),
+        (false, None) => Ok(Mode::Worker(config)),
+    }
 }

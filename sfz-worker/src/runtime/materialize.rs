@@ -1,7 +1,7 @@
 //! Tensor recipes → libtorch tensors, by a fixed sequence of ops that Python repeats exactly.
 //!
 //! A recipe is rebuilt bit for bit by pip torch 2.13.0 running this function (the reproducer
-//! prints it as `make`; `findings::repro::PY_MAKE` is the text), on libtorch's default CPU
+//! prints it as `make`; `sfz::findings::repro::PY_MAKE` is the text), on libtorch's default CPU
 //! generator, with one intra-op thread:
 //!
 //! ```python
@@ -41,7 +41,7 @@
 //! rather than `full` (only `empty` can fail there), and specials copied from a tensor.
 use tch::{Device, Kind, Tensor};
 
-use crate::case::{DType, Fill, Layout, TensorRecipe};
+use sfz::case::{DType, Fill, Layout, TensorRecipe};
 
 /// The tch kind of a dtype.
 pub fn kind(dtype: DType) -> Kind {

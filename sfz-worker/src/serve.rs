@@ -1,15 +1,21 @@
 //! The worker process's side of the protocol: set up libtorch and the process limits, say
 //! `Ready`, then answer requests from stdin on stdout until stdin closes.
 //!
-//! Answers are buffered and flushed only when no further request is waiting, so a supervisor
-//! that keeps many cases in flight gets them back in batches (one write per batch, not per case).
+//! Answers are buffered and flushed when no further request is waiting or `FLUSH_EVERY` are
+//! pending, so a supervisor that keeps many cases in flight gets them back in batches (one write
+//! per batch, not per case) while the worker keeps working.
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::os::fd::{FromRawFd, RawFd};
 
-use super::progress::Progress;
-use super::protocol::{read_frame, write_frame, Request, Response};
+use sfz::worker::progress::Progress;
+use sfz::worker::protocol::{read_frame, write_frame, Request, Response};
 use crate::runtime::{self, Executor};
+
+/// Answers held back at most before a flush. Flushing only when the input runs dry would make
+/// the supervisor wait for a whole window before it can refill it; flushing part-way lets it
+/// refill while the worker still has cases queued, so the worker never waits for work.
+const FLUSH_EVERY: usize = 8;
 
 /// Settings of one worker process.
 #[derive(Clone, Debug)]
@@ -71,6 +77,7 @@ pub fn serve(config: &ServeConfig) -> Result<(), ServeError> {
 
     let mut executor = Executor::new();
     let mut buf = Vec::new();
+    let mut unflushed = 0usize;
     loop {
         let request = match read_frame::<_, Request>(&mut reader, &mut buf) {
             Ok(Some(r)) => r,
@@ -92,8 +99,10 @@ pub fn serve(config: &ServeConfig) -> Result<(), ServeError> {
             Request::Catalog => Response::Catalog { schemas: runtime::catalog_schemas() },
         };
         write_frame(&mut writer, &response).map_err(ServeError::Write)?;
-        if reader.buffer().is_empty() && !readable(0) {
+        unflushed += 1;
+        if unflushed >= FLUSH_EVERY || (reader.buffer().is_empty() && !readable(0)) {
             writer.flush().map_err(ServeError::Write)?;
+            unflushed = 0;
         }
     }
 }

@@ -1,0 +1,10 @@
+//! The libtorch side of sfz, in its own package so that nothing here can reach the `sfz` binary:
+//! the shim's bindings and the executor (`runtime`), and the worker process's protocol loop
+//! (`serve`), and the fork server that starts workers without reloading libtorch (`forkserver`).
+//! The `sfz-worker` binary is the only program that links this.
+//!
+//! **Architecture Invariant:** the `sfz` package never depends on tch, torch-sys or this crate;
+//! the parent process talks to workers only through `sfz::worker::protocol`.
+pub mod forkserver;
+pub mod runtime;
+pub mod serve;
