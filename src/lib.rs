@@ -7,6 +7,7 @@ pub mod cli;
 pub mod diag;
 pub mod eval;
 pub mod findings;
+pub mod fmt;
 pub mod gen;
 pub mod ops;
 pub mod oracle;

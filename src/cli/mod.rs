@@ -1,6 +1,7 @@
 //! The command line: clap definitions and dispatch. The only place that prints.
 mod check;
 mod explain;
+mod fmt;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -23,6 +24,8 @@ pub enum Command {
     Check(check::Args),
     /// Explain a diagnostic code, e.g. `sfz explain E0002`.
     Explain(explain::Args),
+    /// Rewrite spec files in the canonical layout (comments kept); `--check` only reports.
+    Fmt(fmt::Args),
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -58,6 +61,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(args) => check::run(args, cli.color),
         Command::Explain(args) => explain::run(args),
+        Command::Fmt(args) => fmt::run(args, cli.color),
     };
     match result {
         Ok(code) => code,
