@@ -5,6 +5,7 @@ mod classify;
 mod expr;
 mod items;
 pub mod loader;
+pub mod sat;
 mod scope;
 pub mod symbols;
 mod types;
@@ -47,6 +48,15 @@ impl Checked {
 pub struct Inputs {
     pub paths: Vec<PathBuf>,
     pub overlays: HashMap<PathBuf, String>,
+}
+
+/// The directory sfz caches things in between runs: `$SFZ_CACHE_DIR`, else
+/// `$XDG_CACHE_HOME/sfz`, else `~/.cache/sfz`.
+pub fn cache_dir() -> Option<PathBuf> {
+    let var = |name| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    var("SFZ_CACHE_DIR")
+        .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("sfz")))
+        .or_else(|| var("HOME").map(|d| d.join(".cache").join("sfz")))
 }
 
 /// Checks files and directories.
@@ -147,6 +157,8 @@ impl Checker<'_> {
         let mut apis: Vec<ApiSpec> = Vec::new();
         // Which module each API came from: rules prefer the API of their own module.
         let mut api_modules: Vec<ModId> = Vec::new();
+        // APIs without errors, whose constraints are then solved together.
+        let mut to_solve: Vec<usize> = Vec::new();
         for (m, module) in loader.modules.iter().enumerate() {
             // Two files may each specify an API; one file may not specify it twice.
             let mut api_spans: HashMap<String, crate::diag::Span> = HashMap::new();
@@ -170,9 +182,7 @@ impl Checker<'_> {
                         let spec = self.check_api(m, item, api);
                         // Only a well-formed API is worth a satisfiability check: a reported
                         // mistake (an out-of-range literal read as 0) would make it noise.
-                        if !self.has_errors_in(item.span) {
-                            self.satisfiable(&spec);
-                        }
+                        let well_formed = !self.has_errors_in(item.span);
                         if let Some(prev) = api_spans.get(&spec.name) {
                             self.error(
                                 Diagnostic::new(codes::E0005, format!("API `{}` is specified twice", spec.name))
@@ -182,6 +192,9 @@ impl Checker<'_> {
                             continue;
                         }
                         api_spans.insert(spec.name.clone(), spec.span);
+                        if well_formed {
+                            to_solve.push(apis.len());
+                        }
                         apis.push(spec);
                         api_modules.push(m);
                     }
@@ -211,6 +224,8 @@ impl Checker<'_> {
                 }
             }
         }
+        // After folding, so that a validated rule contradicting its API is reported too.
+        self.satisfiable(&apis, &to_solve);
         self.unused();
         Spec { apis, rules: rules.into_iter().map(|(r, _)| r).collect() }
     }
@@ -223,12 +238,20 @@ impl Checker<'_> {
             .any(|s| s.file == span.file && s.lo >= span.lo && s.hi <= span.hi)
     }
 
-    /// E0009 when no call can meet the API's constraints, with the conflicting ones labelled.
-    fn satisfiable(&mut self, api: &ApiSpec) {
-        let Err(crate::solve::SolveError::Unsat { core }) = crate::solve::check_sat(api, &crate::solve::Limits::default()) else { return };
+    /// E0009 when no call can meet an API's constraints, with the conflicting ones labelled.
+    fn satisfiable(&mut self, apis: &[ApiSpec], which: &[usize]) {
+        let chosen: Vec<&ApiSpec> = which.iter().map(|&i| &apis[i]).collect();
+        for (api, core) in chosen.iter().zip(sat::unsat_cores(&chosen)) {
+            if let Some(core) = core {
+                self.unsatisfiable(api, &core);
+            }
+        }
+    }
+
+    fn unsatisfiable(&mut self, api: &ApiSpec, core: &[usize]) {
         let mut d = Diagnostic::new(codes::E0009, format!("the constraints of `{}` cannot all hold", api.name))
             .with_label(api.span, "no input satisfies this API's constraints");
-        for &i in &core {
+        for &i in core {
             if let Some(c) = api.requires.get(i) {
                 d = d.with_secondary(c.span, "conflicts");
             }

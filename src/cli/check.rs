@@ -14,11 +14,23 @@ pub struct Args {
     /// `human` (rustc-style) or `json` (one object with every diagnostic).
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
+    /// Solve every API's constraints afresh instead of reusing verdicts cached by earlier runs.
+    #[arg(long)]
+    pub no_cache: bool,
 }
 
 pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     super::missing_paths(&args.paths)?;
+    // Satisfiability verdicts from earlier runs: solving is most of the time of a check.
+    let cache = if args.no_cache { None } else { check::sat::default_path() };
+    if let Some(path) = &cache {
+        check::sat::load(path);
+    }
     let checked = check::check_paths(&args.paths);
+    if let Some(path) = &cache {
+        // A cache that cannot be written only makes the next run slower.
+        let _ = check::sat::save(path);
+    }
     let errors = checked.diags.iter().filter(|d| d.severity == Severity::Error).count();
     let warnings = checked.diags.len() - errors;
     match args.format {
