@@ -9,6 +9,7 @@ pub mod eval;
 pub mod findings;
 pub mod fmt;
 pub mod gen;
+pub mod lsp;
 pub mod ops;
 pub mod oracle;
 pub mod outcome;

@@ -227,7 +227,99 @@ impl Checker<'_> {
         // After folding, so that a validated rule contradicting its API is reported too.
         self.satisfiable(&apis, &to_solve);
         self.unused();
+        self.record_names();
         Spec { apis, rules: rules.into_iter().map(|(r, _)| r).collect() }
+    }
+
+    /// Records a reference for the language server (not while re-checking expanded text).
+    fn reference(&mut self, span: crate::diag::Span, def: Option<crate::diag::Span>, hover: String) {
+        if self.quiet == 0 {
+            self.symbols.reference(span, def, hover);
+        }
+    }
+
+    /// Records a reference to an item: its definition and its signature and docs as hover.
+    fn reference_item(&mut self, span: crate::diag::Span, item: ItemRef) {
+        let ast_item = &self.loader.modules[item.module].ast.items[item.index];
+        let def = ast_item.kind.name().map(|n| n.span);
+        let hover = self.item_hover(item);
+        self.reference(span, def, hover);
+    }
+
+    /// An item's one-line signature and its doc comment, as hover markdown.
+    fn item_hover(&mut self, item: ItemRef) -> String {
+        let ast_item = &self.loader.modules[item.module].ast.items[item.index];
+        let docs = ast_item.docs.iter().map(|d| d.text.as_str()).collect::<Vec<_>>().join("\n");
+        symbols::hover_text(&self.item_detail(item), &docs)
+    }
+
+    /// An item's signature or value in one line.
+    fn item_detail(&mut self, item: ItemRef) -> String {
+        let ast_item = &self.loader.modules[item.module].ast.items[item.index];
+        let params = |ps: &[crate::ast::Param]| {
+            ps.iter()
+                .map(|p| match &p.kind {
+                    crate::ast::ParamKind::KwOnlyMarker => "*".to_string(),
+                    crate::ast::ParamKind::Named { name, ty, .. } => format!("{}: {}", name.name, crate::fmt::type_text(ty)),
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match &ast_item.kind {
+            ItemKind::Dtypes(d) => {
+                let name = d.name.name.clone();
+                let set = self.dtype_group(item).unwrap_or_default();
+                format!("dtypes {name} = [{}]", set.iter().map(|d| d.name()).collect::<Vec<_>>().join(", "))
+            }
+            ItemKind::Constraints(c) => format!("constraints {}({})", c.name.name, params(&c.params)),
+            ItemKind::TypeAlias(t) => format!("type {} = {}", t.name.name, crate::fmt::type_text(&t.ty)),
+            ItemKind::Oracle(o) if o.params.is_empty() => format!("oracle {}", o.name.name),
+            ItemKind::Oracle(o) => format!("oracle {}({})", o.name.name, params(&o.params)),
+            ItemKind::Program(p) => format!("program {}({})", p.name.name, params(&p.params)),
+            ItemKind::Api(a) => format!("api {}({})", a.path.name, params(&a.params)),
+            ItemKind::Rule(r) => format!("rule {} for {}", r.name.name, r.target.name),
+            ItemKind::Use(_) => String::new(),
+        }
+    }
+
+    /// Notes the parameters visible in a body, for completion.
+    fn body_scope(&mut self, span: crate::diag::Span, params: &[ParamSpec], has_results: bool) {
+        if self.quiet == 0 {
+            let params = params.iter().map(|p| (p.name.clone(), expr::param_text(p))).collect();
+            self.symbols.scopes.push(symbols::BodyScope { span, params, has_results });
+        }
+    }
+
+    /// For each root file: hovers on imported names, and every name it can use.
+    fn record_names(&mut self) {
+        let loader = self.loader;
+        for (m, module) in loader.modules.iter().enumerate() {
+            if !module.root {
+                continue;
+            }
+            let imports: Vec<(crate::diag::Span, ItemRef, bool)> = self.scopes.imports[m]
+                .values()
+                .map(|i| (i.span, i.item, loader.map.slice(i.span) == "*"))
+                .collect();
+            for (span, item, glob) in imports {
+                if !glob {
+                    self.reference_item(span, item);
+                }
+            }
+            let mut visible = Vec::new();
+            for name in self.scopes.visible(m) {
+                let Some(item) = self.scopes.peek(m, &name) else { continue };
+                let ast_item = &loader.modules[item.module].ast.items[item.index];
+                let kind = ast_item.kind.keyword();
+                if matches!(kind, "api" | "rule" | "use") {
+                    continue;
+                }
+                let docs = ast_item.docs.iter().map(|d| d.text.as_str()).collect::<Vec<_>>().join("\n");
+                let detail = self.item_detail(item);
+                visible.push(symbols::Visible { name, kind, detail, docs });
+            }
+            self.symbols.visible.insert(module.file, visible);
+        }
     }
 
     fn has_errors_in(&self, span: crate::diag::Span) -> bool {
@@ -280,7 +372,8 @@ impl Checker<'_> {
             }
             let mut by_use: HashMap<crate::diag::Span, bool> = HashMap::new();
             for import in self.scopes.imports[m].values() {
-                let used = import.used.get() || self.used.contains(&import.item);
+                // Used through this import, not merely used somewhere (stdlib groups use each other).
+            let used = import.used.get();
                 let entry = by_use.entry(import.span).or_insert(false);
                 *entry |= used;
             }

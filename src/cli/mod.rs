@@ -26,6 +26,8 @@ pub enum Command {
     Explain(explain::Args),
     /// Rewrite spec files in the canonical layout (comments kept); `--check` only reports.
     Fmt(fmt::Args),
+    /// Run the language server on stdin/stdout (for editors; see README).
+    Lsp,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -62,6 +64,7 @@ pub fn main() -> ExitCode {
         Command::Check(args) => check::run(args, cli.color),
         Command::Explain(args) => explain::run(args),
         Command::Fmt(args) => fmt::run(args, cli.color),
+        Command::Lsp => crate::lsp::run_stdio().map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,
