@@ -332,7 +332,20 @@ impl Checker<'_> {
 
     /// E0009 when no call can meet an API's constraints, with the conflicting ones labelled.
     fn satisfiable(&mut self, apis: &[ApiSpec], which: &[usize]) {
-        let chosen: Vec<&ApiSpec> = which.iter().map(|&i| &apis[i]).collect();
+        let mut chosen: Vec<&ApiSpec> = Vec::new();
+        for &i in which {
+            let terms = sat::encoded_terms(&apis[i]);
+            if terms > sat::MAX_TERMS {
+                self.error(
+                    Diagnostic::new(codes::W0003, format!("the constraints of `{}` are too large to solve", apis[i].name))
+                        .with_label(apis[i].span, format!("about {terms:.0e} terms once quantifiers are unrolled"))
+                        .with_note("sfz did not check that these constraints can hold, and cannot generate inputs for them")
+                        .with_help("nest fewer quantifiers, or quantify over smaller ranges"),
+                );
+                continue;
+            }
+            chosen.push(&apis[i]);
+        }
         for (api, core) in chosen.iter().zip(sat::unsat_cores(&chosen)) {
             if let Some(core) = core {
                 self.unsatisfiable(api, &core);

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::{LazyLock, Mutex};
 
 use crate::solve::{self, Limits, SolveError};
-use crate::spec::ApiSpec;
+use crate::spec::{ApiSpec, TExpr, Value};
 
 /// What solving found: satisfiable, or unsatisfiable with the indices (into `requires`) of a
 /// conflicting subset. Timeouts and solver failures are not recorded: they say nothing.
@@ -34,6 +34,43 @@ fn key(api: &ApiSpec) -> String {
     let params: Vec<_> = api.params.iter().map(|p| (&p.ty, p.optional, &p.default)).collect();
     let requires: Vec<_> = api.requires.iter().map(|c| (&c.expr, &c.params)).collect();
     format!("{}|{params:?}|{requires:?}", env!("CARGO_PKG_VERSION"))
+}
+
+/// Terms past which an API's constraints are not sent to z3 (W0003).
+pub const MAX_TERMS: f64 = 200_000.0;
+
+/// About how many terms the solver's encoding of an API's constraints has. The encoder unrolls
+/// each quantifier over every value its variable can take, so nested quantifiers multiply:
+/// three `forall`s over lists are a few hundred copies of their body, fifty are more than the
+/// machine holds.
+pub fn encoded_terms(api: &ApiSpec) -> f64 {
+    api.requires.iter().map(|c| terms(&c.expr)).sum()
+}
+
+fn terms(e: &TExpr) -> f64 {
+    match e {
+        TExpr::Forall { range, body, .. } | TExpr::Exists { range, body, .. } => terms(range) + unrolled(range) * terms(body),
+        TExpr::Prop(a, _) | TExpr::Each(a) | TExpr::Unary(_, a) => 1.0 + terms(a),
+        TExpr::Index(a, b) | TExpr::Binary(_, a, b) | TExpr::Range { lo: a, hi: b, .. } => 1.0 + terms(a) + terms(b),
+        TExpr::If(c, t, f) => 1.0 + terms(c) + terms(t) + terms(f),
+        TExpr::List(items) | TExpr::Call(_, items) => 1.0 + items.iter().map(terms).sum::<f64>(),
+        TExpr::Lit(_) | TExpr::Param(_) | TExpr::Result(_) | TExpr::Bound(_) => 1.0,
+    }
+}
+
+/// How many copies of its body the encoder makes for a quantifier over `range`: the literal
+/// bounds when constant (at most 257), else every index a dimension or list could have.
+fn unrolled(range: &TExpr) -> f64 {
+    match range {
+        TExpr::Range { lo, hi, inclusive } => match (&**lo, &**hi) {
+            (TExpr::Lit(Value::Int(lo)), TExpr::Lit(Value::Int(hi))) => {
+                let n = hi.saturating_sub(*lo).saturating_add(i64::from(*inclusive));
+                n.clamp(0, 257) as f64
+            }
+            _ => 11.0,
+        },
+        _ => 11.0,
+    }
 }
 
 /// For each API, the conflicting constraints' indices if its constraints cannot all hold.

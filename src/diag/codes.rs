@@ -70,6 +70,7 @@ registry! {
     E0018 Error "cannot read source file";
     W0001 Warning "unused import";
     W0002 Warning "unused definition";
+    W0003 Warning "constraints too large to solve";
 }
 
 /// The entry for a code, case-insensitively (`e0002` works).
