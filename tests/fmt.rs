@@ -2,42 +2,10 @@
 //! file has: it is a fixed point, it parses to the same tree, and every comment survives.
 use std::path::Path;
 
+mod common;
+
+use common::format_checked;
 use sfz::diag::FileId;
-use sfz::fmt::format_text;
-
-/// The items of a text's tree, printed without spans, and its comments' texts.
-fn shape(text: &str) -> (String, Vec<String>) {
-    let (m, diags) = sfz::syntax::parse(FileId(0), text);
-    assert!(diags.is_empty(), "{diags:?}");
-    let comments = m.comments.iter().map(|c| c.text.clone()).collect();
-    (strip_spans(&format!("{:?}", m.items)), comments)
-}
-
-/// Removes `span: Span { .. }` fields and `Glob(Span { .. })` payloads from a Debug rendering.
-fn strip_spans(debug: &str) -> String {
-    let mut out = String::with_capacity(debug.len());
-    let mut rest = debug;
-    while let Some(i) = rest.find("Span {") {
-        out.push_str(&rest[..i]);
-        let end = rest[i..].find('}').map_or(rest.len(), |j| i + j + 1);
-        rest = &rest[end..];
-    }
-    out.push_str(rest);
-    out
-}
-
-/// Formats and checks the properties; returns the formatted text.
-fn format_checked(text: &str) -> String {
-    let out = format_text(text).unwrap_or_else(|d| panic!("{d:?}"));
-    assert_eq!(format_text(&out).as_deref().unwrap_or(""), out, "formatting is not a fixed point:\n{out}");
-    let (before, mut comments_before) = shape(text);
-    let (after, mut comments_after) = shape(&out);
-    assert_eq!(before, after, "formatting changed the tree:\n{out}");
-    comments_before.sort();
-    comments_after.sort();
-    assert_eq!(comments_before, comments_after, "formatting lost or changed a comment:\n{out}");
-    out
-}
 
 #[test]
 fn snapshots() {

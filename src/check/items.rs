@@ -347,7 +347,10 @@ impl Checker<'_> {
         let decl_item = &self.loader.modules[item.module].ast.items[item.index];
         let ItemKind::Oracle(decl) = &decl_item.kind else { return None };
         self.reference_item(r.name.span, item);
+        // The declaration was checked on its own; here it only supplies parameters.
+        self.quiet += 1;
         let decl_params = self.params(item.module, &decl.params.clone());
+        self.quiet -= 1;
         let mut args: Vec<(String, Value)> = Vec::new();
         for (i, a) in r.args.iter().enumerate() {
             let param = match &a.name {
@@ -369,14 +372,43 @@ impl Checker<'_> {
                 continue;
             }
             match const_value(&a.value) {
-                Some(v) if value_fits(&v, &param.ty) && v != Value::None => args.push((param.name.clone(), v)),
+                Some(v) if value_fits(&v, &param.ty) && v != Value::None => args.push((param.name.clone(), float_if_float(v, &param.ty))),
                 _ => self.error(
                     Diagnostic::new(codes::E0012, format!("invalid value for `{}`", param.name))
                         .with_label(a.value.span, format!("expected a constant of type {}", param.ty.describe())),
                 ),
             }
         }
-        Some(OracleUse { name: r.name.name.clone(), span: r.span, args })
+        // Every parameter gets a value: the argument, else the declared default.
+        let mut complete = Vec::new();
+        for p in &decl_params {
+            match (args.iter().find(|(n, _)| *n == p.name), &p.default) {
+                (Some((_, v)), _) => complete.push((p.name.clone(), v.clone())),
+                (None, Some(d)) => complete.push((p.name.clone(), float_if_float(d.clone(), &p.ty))),
+                (None, None) => self.error(
+                    Diagnostic::new(codes::E0012, format!("oracle `{}` needs a value for `{}`", r.name.name, p.name))
+                        .with_label(r.span, format!("`{}` has no default", p.name))
+                        .with_secondary(p.span, "declared here")
+                        .with_help(format!("write `{}({} = ...)`", r.name.name, p.name)),
+                ),
+            }
+        }
+        Some(OracleUse { name: r.name.name.clone(), span: r.span, args: complete })
+    }
+
+    /// W0004 for an oracle declared outside the stdlib: sfz runs only the oracles it implements,
+    /// which `std::oracles` declares.
+    pub fn check_oracle_decl(&mut self, item: ItemRef, decl: &ast::OracleDecl) {
+        self.params(item.module, &decl.params);
+        self.reference_item(decl.name.span, item);
+        if !self.loader.modules[item.module].is_std() {
+            self.error(
+                Diagnostic::new(codes::W0004, format!("oracle `{}` has no implementation", decl.name.name))
+                    .with_label(decl.name.span, "declared here, outside the stdlib")
+                    .with_note("sfz runs only the oracles it implements, which `std::oracles` declares; this one never fires")
+                    .with_help("use one of the stdlib's oracles, or implement it in sfz (src/oracle/) and declare it in stdlib/oracles.sfz"),
+            );
+        }
     }
 
     /// Names of every declared oracle (the prelude's).
@@ -534,4 +566,12 @@ pub fn api_signature(api: &ApiSpec) -> String {
         many => format!("({})", many.iter().map(|r| format!("{}: {}", r.name, r.ty.describe())).collect::<Vec<_>>().join(", ")),
     };
     format!("api {}({}) -> {returns}", api.name, params.join(", "))
+}
+
+/// A whole number given for a float parameter, as a float.
+fn float_if_float(v: Value, ty: &ParamType) -> Value {
+    match (v, ty) {
+        (Value::Int(i), ParamType::Float) => Value::Float(i as f64),
+        (v, _) => v,
+    }
 }

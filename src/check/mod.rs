@@ -175,9 +175,7 @@ impl Checker<'_> {
                         types::param_type(&alias.ty, &mut resolve, &mut diags);
                         diags.into_iter().for_each(|d| self.error(d));
                     }
-                    ItemKind::Oracle(o) => {
-                        self.params(m, &o.params);
-                    }
+                    ItemKind::Oracle(o) => self.check_oracle_decl(item_ref, o),
                     ItemKind::Api(api) if !module.is_std() => {
                         let spec = self.check_api(m, item, api);
                         // Only a well-formed API is worth a satisfiability check: a reported

@@ -71,6 +71,7 @@ registry! {
     W0001 Warning "unused import";
     W0002 Warning "unused definition";
     W0003 Warning "constraints too large to solve";
+    W0004 Warning "oracle without an implementation";
 }
 
 /// The entry for a code, case-insensitively (`e0002` works).
