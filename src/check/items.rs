@@ -496,9 +496,9 @@ impl Checker<'_> {
     }
 
     /// Checks a rule against its target API's parameters.
-    pub fn check_rule(&mut self, module: usize, item: &ast::Item, rule: &ast::Rule, apis: &[ApiSpec]) -> Option<RuleSpec> {
+    pub fn check_rule(&mut self, module: usize, item: &ast::Item, rule: &ast::Rule, target: Option<&ApiSpec>, apis: &[ApiSpec]) -> Option<RuleSpec> {
         let meta = self.rule_meta(item, &rule.name.name);
-        let Some(api) = apis.iter().find(|a| a.name == rule.target.name) else {
+        let Some(api) = target else {
             let mut d = Diagnostic::new(codes::E0002, format!("cannot find API `{}`", rule.target.name)).with_label(rule.target.span, "no api item with this name is loaded");
             if let Some(s) = closest(&rule.target.name, apis.iter().map(|a| a.name.as_str())) {
                 d = d.with_help(format!("did you mean `{s}`?"));

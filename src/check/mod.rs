@@ -200,33 +200,40 @@ impl Checker<'_> {
                 }
             }
         }
-        let mut rules = Vec::new();
+        // Each rule with the index of the API it refines: the API of its own module if there is
+        // one, else the first loaded.
+        let mut rules: Vec<(crate::spec::RuleSpec, usize, crate::diag::Span)> = Vec::new();
+        let mut rule_spans: HashMap<(usize, String), crate::diag::Span> = HashMap::new();
         for (m, module) in loader.modules.iter().enumerate() {
             for item in &module.ast.items {
-                if let ItemKind::Rule(rule) = &item.kind {
-                    // The API in the rule's own module if there is one, else the first loaded.
-                    let own: Vec<ApiSpec> = apis.iter().zip(&api_modules).filter(|(_, &am)| am == m).map(|(a, _)| a.clone()).collect();
-                    let target = if own.iter().any(|a| a.name == rule.target.name) { &own } else { &apis };
-                    if let Some(r) = self.check_rule(m, item, rule, target) {
-                        rules.push((r, m));
-                    }
+                let ItemKind::Rule(rule) = &item.kind else { continue };
+                let own = apis.iter().zip(&api_modules).position(|(a, &am)| am == m && a.name == rule.target.name);
+                let target = own.or_else(|| apis.iter().position(|a| a.name == rule.target.name));
+                let Some(r) = self.check_rule(m, item, rule, target.map(|i| &apis[i]), &apis) else { continue };
+                let Some(i) = target else { continue };
+                if let Some(prev) = rule_spans.insert((i, rule.name.name.clone()), rule.name.span) {
+                    self.error(
+                        Diagnostic::new(codes::E0005, format!("rule `{}` for `{}` is defined twice", rule.name.name, apis[i].name))
+                            .with_label(rule.name.span, "defined again here")
+                            .with_secondary(prev, "first defined here")
+                            .with_help("rules of one API need distinct names"),
+                    );
+                    continue;
                 }
+                rules.push((r, i, item.span));
             }
         }
-        for (r, m) in &rules {
+        for (r, i, _) in &rules {
             if r.meta.status == crate::spec::RuleStatus::Validated {
-                let own = apis.iter().zip(&api_modules).position(|(a, am)| a.name == r.api && am == m);
-                let any = apis.iter().position(|a| a.name == r.api);
-                if let Some(i) = own.or(any) {
-                    apis[i].requires.extend(r.constraints.iter().cloned());
-                }
+                apis[*i].requires.extend(r.constraints.iter().cloned());
             }
         }
         // After folding, so that a validated rule contradicting its API is reported too.
         self.satisfiable(&apis, &to_solve);
+        self.redundant_rules(&apis, &to_solve, &rules);
         self.unused();
         self.record_names();
-        Spec { apis, rules: rules.into_iter().map(|(r, _)| r).collect() }
+        Spec { apis, rules: rules.into_iter().map(|(r, ..)| r).collect() }
     }
 
     /// Records a reference for the language server (not while re-checking expanded text).
@@ -348,6 +355,37 @@ impl Checker<'_> {
             if let Some(core) = core {
                 self.unsatisfiable(api, &core);
             }
+        }
+    }
+
+    /// W0005 for a rule its API's other constraints already imply: it can never exclude an
+    /// input, so validating or keeping it adds nothing. Rejected rules are records, never
+    /// warned about; rules with errors, or of APIs with errors, are not judged.
+    fn redundant_rules(&mut self, apis: &[ApiSpec], well_formed: &[usize], rules: &[(crate::spec::RuleSpec, usize, crate::diag::Span)]) {
+        let mut probes = Vec::new();
+        let mut which = Vec::new();
+        for (r, i, item_span) in rules {
+            if r.meta.status == crate::spec::RuleStatus::Rejected || r.constraints.is_empty() || !well_formed.contains(i) || self.has_errors_in(*item_span) {
+                continue;
+            }
+            if let Some(probe) = sat::without_rule(&apis[*i], r) {
+                probes.push(probe);
+                which.push((r, &apis[*i]));
+            }
+        }
+        let chosen: Vec<&ApiSpec> = probes.iter().collect();
+        for ((r, api), (probe, core)) in which.into_iter().zip(probes.iter().zip(sat::unsat_cores(&chosen))) {
+            let negation = probe.requires.len() - 1;
+            let Some(core) = core.filter(|c| c.contains(&negation)) else { continue };
+            let mut d = Diagnostic::new(codes::W0005, format!("rule `{}` adds nothing to `{}`", r.meta.name, api.name))
+                .with_label(r.span, "implied by the API's other constraints");
+            for &k in core.iter().filter(|&&k| k != negation) {
+                if let Some(c) = probe.requires.get(k) {
+                    d = d.with_secondary(c.span, "this implies it");
+                }
+            }
+            let d = d.with_note("the solver also assumes the limits inputs are generated within (rank <= 4, dims <= 8, at most 1000 elements per tensor)");
+            self.error(d.with_help("remove the rule, or mark it `#[status(rejected)]` to keep it as a record"));
         }
     }
 

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::{LazyLock, Mutex};
 
 use crate::solve::{self, Limits, SolveError};
-use crate::spec::{ApiSpec, TExpr, Value};
+use crate::spec::{ApiSpec, BinOp, Constraint, Origin, RuleSpec, TExpr, UnOp, Value};
 
 /// What solving found: satisfiable, or unsatisfiable with the indices (into `requires`) of a
 /// conflicting subset. Timeouts and solver failures are not recorded: they say nothing.
@@ -160,4 +160,29 @@ pub fn save(path: &Path) -> std::io::Result<()> {
 /// `$XDG_CACHE_HOME/sfz`, else `~/.cache/sfz`.
 pub fn default_path() -> Option<std::path::PathBuf> {
     crate::check::cache_dir().map(|d| d.join("sat.json"))
+}
+
+/// The API's constraints without the rule's, plus the negation of the rule (last): if these
+/// cannot hold together, the rest imply the rule. None when the API has no other constraints.
+pub fn without_rule(api: &ApiSpec, rule: &RuleSpec) -> Option<ApiSpec> {
+    let own = |c: &Constraint| matches!(&c.origin, Origin::Rule(m) if *m == rule.meta);
+    let mut probe = api.clone();
+    probe.requires.retain(|c| !own(c));
+    if probe.requires.is_empty() {
+        return None;
+    }
+    let conj = rule.constraints.iter().map(|c| c.expr.clone()).reduce(|a, b| TExpr::Binary(BinOp::And, Box::new(a), Box::new(b)))?;
+    let mut params: Vec<usize> = rule.constraints.iter().flat_map(|c| c.params.iter().copied()).collect();
+    params.sort_unstable();
+    params.dedup();
+    let first = &rule.constraints[0];
+    probe.requires.push(Constraint {
+        expr: TExpr::Unary(UnOp::Not, Box::new(conj)),
+        span: rule.span,
+        text: format!("not rule {}", rule.meta.name),
+        origin: Origin::Inline,
+        category: first.category,
+        params,
+    });
+    Some(probe)
 }
