@@ -330,7 +330,7 @@ impl Checker<'_> {
         }
     }
 
-    fn oracle_use(&mut self, module: usize, r: &ast::OracleRef) -> Option<OracleUse> {
+    pub(super) fn oracle_use(&mut self, module: usize, r: &ast::OracleRef) -> Option<OracleUse> {
         let item = self.scopes.lookup(module, &r.name.name).filter(|i| {
             matches!(self.loader.modules[i.module].ast.items[i.index].kind, ItemKind::Oracle(_))
         });

@@ -4,6 +4,7 @@
 mod classify;
 mod expr;
 mod items;
+mod programs;
 pub mod loader;
 pub mod sat;
 mod scope;
@@ -176,6 +177,7 @@ impl Checker<'_> {
                         diags.into_iter().for_each(|d| self.error(d));
                     }
                     ItemKind::Oracle(o) => self.check_oracle_decl(item_ref, o),
+                    ItemKind::Program(p) => self.check_program(m, p),
                     ItemKind::Api(api) if !module.is_std() => {
                         let spec = self.check_api(m, item, api);
                         // Only a well-formed API is worth a satisfiability check: a reported
