@@ -557,6 +557,27 @@ impl Checker<'_> {
     /// Expands a constraint set applied to arguments: its body's constraints, with the set's
     /// parameters replaced by the argument expressions. Returns each constraint and its text.
     pub fn expand_set(&mut self, env: &mut Env, item: ItemRef, name: &str, args: &[ast::CallArg], span: Span) -> Vec<(TExpr, String)> {
+        if let Some(at) = self.expanding.iter().position(|&i| i == item) {
+            let through: Vec<String> = self.expanding[at + 1..]
+                .iter()
+                .filter_map(|i| self.loader.modules[i.module].ast.items[i.index].kind.name().map(|n| format!("`{}`", n.name)))
+                .collect();
+            let via = if through.is_empty() { String::new() } else { format!(" (through {})", through.join(", ")) };
+            // Reported even while expanding quietly: the cycle is only found inside an expansion.
+            self.diags.push(
+                Diagnostic::new(codes::E0006, format!("constraint set `{name}` applies itself{via}"))
+                    .with_label(span, "this application closes the cycle")
+                    .with_help("a constraint set cannot be defined in terms of itself; inline the shared constraints"),
+            );
+            return Vec::new();
+        }
+        self.expanding.push(item);
+        let out = self.expand_set_body(env, item, name, args, span);
+        self.expanding.pop();
+        out
+    }
+
+    fn expand_set_body(&mut self, env: &mut Env, item: ItemRef, name: &str, args: &[ast::CallArg], span: Span) -> Vec<(TExpr, String)> {
         let module = &self.loader.modules[item.module];
         let ItemKind::Constraints(set) = &module.ast.items[item.index].kind else { return Vec::new() };
         let set_params: Vec<&ast::Param> = set.params.iter().filter(|p| matches!(p.kind, ast::ParamKind::Named { .. })).collect();

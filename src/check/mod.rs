@@ -117,6 +117,7 @@ pub fn check(inputs: Inputs) -> Checked {
         used: HashSet::new(),
         dtype_groups: HashMap::new(),
         in_progress: HashSet::new(),
+        expanding: Vec::new(),
         set_params: HashMap::new(),
         symbols: Symbols::default(),
         next_var: 0,
@@ -140,6 +141,8 @@ pub struct Checker<'l> {
     used: HashSet<ItemRef>,
     dtype_groups: HashMap<ItemRef, Option<Vec<DType>>>,
     in_progress: HashSet<ItemRef>,
+    /// Constraint sets being expanded, innermost last (a set that applies itself is a cycle).
+    expanding: Vec<ItemRef>,
     set_params: HashMap<ItemRef, Vec<ParamSpec>>,
     symbols: Symbols,
     /// Next id for a forall/exists variable.
