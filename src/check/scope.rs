@@ -153,7 +153,7 @@ pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
         .into_iter()
         .map(|c| (edit_distance(name, c), c))
         .filter(|&(d, c)| d <= limit && c != name)
-        .min_by_key(|&(d, c)| (d, c.len()))
+        .min_by_key(|&(d, c)| (d, c.len(), c))
         .map(|(_, c)| c)
 }
 

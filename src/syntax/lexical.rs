@@ -151,7 +151,8 @@ pub fn skip_trivia(text: &str, mut pos: usize) -> usize {
 /// attribute or a doc comment, outside block comments (`comments`, sorted); the end of the text
 /// if there is none.
 pub fn next_item_start(text: &str, comments: &[Comment], pos: usize) -> usize {
-    let next_line = |at: usize| text[at..].find('\n').map_or(text.len(), |n| at + n + 1);
+    // Bytes, not chars: `at` may fall inside a character (the last byte of a comment).
+    let next_line = |at: usize| text.as_bytes()[at..].iter().position(|&b| b == b'\n').map_or(text.len(), |n| at + n + 1);
     let mut line_start = next_line(pos.min(text.len()));
     while line_start < text.len() {
         // Inside a block comment: continue after it.
