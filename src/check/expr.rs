@@ -228,6 +228,15 @@ impl Checker<'_> {
     }
 
     fn unknown_name(&mut self, env: &Env, name: &str, span: Span) {
+        if let Some(why) = unsupported_dtype(name) {
+            self.error(
+                Diagnostic::new(codes::E0003, format!("dtype `{name}` is not supported"))
+                    .with_label(span, "torch has this dtype; sfz cannot make tensors of it")
+                    .with_note(why)
+                    .with_help("leave the API's dtypes to those sfz generates, or leave the API unspecified for now"),
+            );
+            return;
+        }
         let dtype_names: Vec<&str> = DType::ALL.iter().map(|d| d.name()).collect();
         let looks_like_dtype = ["float", "int", "uint", "complex", "bfloat", "bool", "half", "double"]
             .iter()
@@ -666,4 +675,18 @@ pub fn param_text(p: &ParamSpec) -> String {
         s.push_str(&format!(" = {}", super::types::value_text(d)));
     }
     s
+}
+
+/// Why a torch dtype that sfz does not generate is missing, for the ones people will write.
+fn unsupported_dtype(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "qint8" | "quint8" | "qint32" | "quint4x2" | "quint2x4" => {
+            "a quantized tensor carries a scale and a zero point besides its values; sfz's generator does not make quantized tensors, so a spec cannot ask for them"
+        }
+        "float8_e4m3fn" | "float8_e5m2" | "float8_e4m3fnuz" | "float8_e5m2fnuz" => {
+            "the float8 dtypes have few CPU kernels; sfz's generator does not make them"
+        }
+        "uint16" | "uint32" | "uint64" | "complex32" | "chalf" => "sfz's generator does not make tensors of this dtype (most CPU kernels lack it)",
+        _ => return None,
+    })
 }
