@@ -5,7 +5,10 @@
 //    generated binding (arguments are type-checked against the schema first: an unchecked boxed
 //    call raises false "INTERNAL ASSERT FAILED" errors);
 //  - error capture without the C++ backtrace (formatting one costs ~7 ms per failing call);
-//  - outputs flattened into a list of tensors and scalars that Rust reads back.
+//  - outputs flattened into a list of tensors and scalars that Rust reads back, with the
+//    statistics oracles need (NaN/inf counts, finite range) computed here in one pass;
+//  - test-only operators (`sfz_test::*`) that crash, hang, exhaust memory or fail an internal
+//    assert through the real dispatcher, so the supervisor's detection can be tested end to end.
 //
 // No C++ exception may cross into Rust: every entry point catches everything.
 
@@ -16,6 +19,15 @@
 #include <c10/util/Exception.h>
 #include <c10/util/Logging.h>
 #include <c10/core/GradMode.h>
+#include <torch/headeronly/version.h>
+#include <torch/library.h>
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <limits>
+#include <sstream>
 
 #include <cstdint>
 #include <cstdlib>
@@ -150,6 +162,134 @@ int32_t guarded(Call* call, F&& f) {
   }
 }
 
+
+// Per-tensor facts for the oracles; keep in sync with `runtime::ffi::SfzTensorInfo`.
+struct TensorInfo {
+  int32_t defined;      // 0 for an undefined tensor (e.g. an absent gradient)
+  int32_t scalar_type;  // c10::ScalarType, -1 when not readable
+  int32_t stats;        // 1 when nan/inf/min/max below were computed
+  int32_t has_minmax;   // 1 when some element (component, for complex) is finite
+  int64_t ndim;
+  int64_t nan;
+  int64_t inf;
+  double min;
+  double max;
+};
+
+void see_finite(TensorInfo* info, double v) {
+  if (!info->has_minmax) {
+    info->min = v;
+    info->max = v;
+    info->has_minmax = 1;
+  } else {
+    if (v < info->min) info->min = v;
+    if (v > info->max) info->max = v;
+  }
+}
+
+template <typename T>
+void scan_real(const T* p, int64_t n, TensorInfo* info) {
+  for (int64_t k = 0; k < n; ++k) {
+    double v = static_cast<double>(p[k]);
+    if (std::isnan(v)) {
+      info->nan++;
+    } else if (std::isinf(v)) {
+      info->inf++;
+    } else {
+      see_finite(info, v);
+    }
+  }
+}
+
+// As torch.isnan / torch.isinf do for complex: an element is NaN (inf) when either part is.
+template <typename T>
+void scan_complex(const c10::complex<T>* p, int64_t n, TensorInfo* info) {
+  for (int64_t k = 0; k < n; ++k) {
+    double re = static_cast<double>(p[k].real());
+    double im = static_cast<double>(p[k].imag());
+    if (std::isnan(re) || std::isnan(im)) info->nan++;
+    if (std::isinf(re) || std::isinf(im)) info->inf++;
+    if (std::isfinite(re)) see_finite(info, re);
+    if (std::isfinite(im)) see_finite(info, im);
+  }
+}
+
+template <typename T>
+void scan_int(const T* p, int64_t n, TensorInfo* info) {
+  if (n == 0) return;
+  T lo = p[0], hi = p[0];
+  for (int64_t k = 1; k < n; ++k) {
+    if (p[k] < lo) lo = p[k];
+    if (p[k] > hi) hi = p[k];
+  }
+  info->min = static_cast<double>(lo);
+  info->max = static_cast<double>(hi);
+  info->has_minmax = 1;
+}
+
+void tensor_stats(const at::Tensor& t, TensorInfo* info) {
+  if (t.layout() != c10::kStrided || !t.device().is_cpu() || t.is_quantized() || t.is_nested()) return;
+  at::Tensor c = t.contiguous();
+  const int64_t n = c.numel();
+  const void* data = c.const_data_ptr();
+  if (n > 0 && data == nullptr) return;
+  switch (c.scalar_type()) {
+    case c10::kFloat: scan_real(static_cast<const float*>(data), n, info); break;
+    case c10::kDouble: scan_real(static_cast<const double*>(data), n, info); break;
+    case c10::kHalf: scan_real(static_cast<const c10::Half*>(data), n, info); break;
+    case c10::kBFloat16: scan_real(static_cast<const c10::BFloat16*>(data), n, info); break;
+    case c10::kComplexFloat: scan_complex(static_cast<const c10::complex<float>*>(data), n, info); break;
+    case c10::kComplexDouble: scan_complex(static_cast<const c10::complex<double>*>(data), n, info); break;
+    case c10::kByte: scan_int(static_cast<const uint8_t*>(data), n, info); break;
+    case c10::kChar: scan_int(static_cast<const int8_t*>(data), n, info); break;
+    case c10::kShort: scan_int(static_cast<const int16_t*>(data), n, info); break;
+    case c10::kInt: scan_int(static_cast<const int32_t*>(data), n, info); break;
+    case c10::kLong: scan_int(static_cast<const int64_t*>(data), n, info); break;
+    case c10::kBool: scan_int(static_cast<const uint8_t*>(data), n, info); break;
+    default: return;
+  }
+  info->stats = 1;
+}
+
+// Test-only operators. Each misbehaves in one way a real kernel bug could.
+// Says so on stderr first, which lets tests check that crash reports carry the stderr tail.
+void test_raise_signal(int64_t sig) {
+  std::fprintf(stderr, "sfz_test: raising signal %d\n", static_cast<int>(sig));
+  std::fflush(stderr);
+  std::raise(static_cast<int>(sig));
+}
+
+// A real invalid memory access, not a raised signal.
+void test_segfault() {
+  volatile int* p = nullptr;
+  *p = 1;
+}
+
+void test_spin(int64_t ms) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  volatile uint64_t spins = 0;
+  while (std::chrono::steady_clock::now() < end) spins = spins + 1;
+}
+
+// Touches every byte, so the memory is really committed (not just reserved).
+at::Tensor test_alloc(int64_t mb) { return at::ones({mb * (int64_t{1} << 20)}, at::kByte); }
+
+void test_internal_assert() { TORCH_INTERNAL_ASSERT(false, "sfz_test::internal_assert was called"); }
+
+void test_exit(int64_t code) { std::_Exit(static_cast<int>(code)); }
+
+}  // namespace
+
+TORCH_LIBRARY(sfz_test, m) {
+  m.def("raise_signal(int sig) -> ()", &test_raise_signal);
+  m.def("segfault() -> ()", &test_segfault);
+  m.def("spin(int ms) -> ()", &test_spin);
+  m.def("alloc(int mb) -> Tensor", &test_alloc);
+  m.def("internal_assert() -> ()", &test_internal_assert);
+  m.def("exit(int code) -> ()", &test_exit);
+}
+
+namespace {
 }  // namespace
 
 extern "C" {
@@ -196,6 +336,20 @@ void* sfz_op_find(const char* name, const char* overload, char** err) {
   }
   return nullptr;
 }
+
+// The schema of a resolved handle, printed as the catalog prints it; the caller frees it.
+char* sfz_op_handle_schema(void* op) {
+  try {
+    std::ostringstream out;
+    out << static_cast<c10::OperatorHandle*>(op)->schema();
+    return dup_string(out.str());
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+// The libtorch version the shim was compiled against ("2.13.0"); static storage.
+const char* sfz_torch_version() { return TORCH_VERSION; }
 
 void sfz_op_free(void* op) { delete static_cast<c10::OperatorHandle*>(op); }
 
@@ -284,6 +438,23 @@ int32_t sfz_call_output(void* c, int64_t k, int64_t* i, double* d) {
   *i = o.kind == 0 ? o.tensor_index : o.i;
   *d = o.d;
   return o.kind;
+}
+
+// Facts about output tensor `index`: dtype, shape (the first `cap` dims written to `shape`,
+// `info->ndim` says how many there are) and value statistics. Returns an ErrorClass.
+int32_t sfz_call_tensor_info(void* c, int64_t index, TensorInfo* info, int64_t* shape, int64_t cap) {
+  auto* call = static_cast<Call*>(c);
+  *info = TensorInfo{0, -1, 0, 0, 0, 0, 0, 0.0, 0.0};
+  return guarded(call, [&] {
+    const at::Tensor& t = call->out_tensors.at(index);
+    if (!t.defined()) return;
+    info->defined = 1;
+    info->scalar_type = static_cast<int32_t>(t.scalar_type());
+    auto sizes = t.sizes();
+    info->ndim = static_cast<int64_t>(sizes.size());
+    for (int64_t d = 0; d < info->ndim && d < cap; ++d) shape[d] = sizes[d];
+    tensor_stats(t, info);
+  });
 }
 
 // A new owned handle to output tensor `index` (tch frees it).

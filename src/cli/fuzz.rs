@@ -12,6 +12,7 @@ use crate::diag::{self, RenderConfig};
 use crate::findings::{Finding, Store};
 use crate::fuzz::{self, FuzzConfig, Observer, Skipped, Summary};
 use crate::gen::GenConfig;
+use crate::ops::catalog::Catalog;
 use crate::worker::supervisor::{self, PoolConfig};
 use crate::{check, plan};
 
@@ -112,21 +113,19 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
 
-    let worker_exe = match &args.worker {
-        Some(p) => p.clone(),
-        None => supervisor::default_worker_exe()?,
-    };
-    let catalog = supervisor::fetch_catalog(&worker_exe)?;
+    let worker_exe = args.worker.clone().unwrap_or_else(supervisor::default_worker_exe);
+    let catalog = Catalog::from_schemas(supervisor::fetch_catalog(&worker_exe)?);
     let mut spec = checked.spec;
     if !args.api.is_empty() {
         spec.apis.retain(|a| args.api.iter().any(|f| a.name.contains(f.as_str())));
     }
-    let (plans, plan_diags) = plan::plan(&spec, &catalog.catalog);
+    let (plans, plan_diags) = plan::plan(&spec, &catalog);
     let mut skipped: Vec<Skipped> = Vec::new();
     if !plan_diags.is_empty() {
         eprint!("{}", diag::render_all(&checked.map, &plan_diags, render));
-        for d in &plan_diags {
-            skipped.push(Skipped { api: d.message.clone(), reason: format!("{}: {}", d.code, d.message) });
+        let planned: Vec<&str> = plans.iter().map(|p| p.api.name.as_str()).collect();
+        for api in spec.apis.iter().filter(|a| !planned.contains(&a.name.as_str())) {
+            skipped.push(Skipped { api: api.name.clone(), reason: "no matching libtorch operator (see above)".into() });
         }
     }
 
@@ -145,10 +144,10 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
             workers,
             in_flight: args.in_flight as usize,
             timeout: args.timeout,
-            memory_mb: args.memory_mb,
+            memory_mb: Some(args.memory_mb),
             ops: Vec::new(),
+            ..PoolConfig::default()
         },
-        torch_version: catalog.torch_version.clone(),
     };
     install_interrupt_handler();
     let bar = if args.json { ProgressBar::hidden() } else { ProgressBar::new_spinner() };

@@ -2,6 +2,7 @@
 mod check;
 mod explain;
 mod fmt;
+mod fuzz;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -28,6 +29,8 @@ pub enum Command {
     Fmt(fmt::Args),
     /// Run the language server on stdin/stdout (for editors; see README).
     Lsp,
+    /// Fuzz the APIs of spec files against libtorch; findings go to --out.
+    Fuzz(fuzz::Args),
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -65,6 +68,7 @@ pub fn main() -> ExitCode {
         Command::Explain(args) => explain::run(args),
         Command::Fmt(args) => fmt::run(args, cli.color),
         Command::Lsp => crate::lsp::run_stdio().map(|()| ExitCode::SUCCESS),
+        Command::Fuzz(args) => fuzz::run(args, cli.color),
     };
     match result {
         Ok(code) => code,

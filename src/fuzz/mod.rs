@@ -25,7 +25,6 @@ pub struct FuzzConfig {
     /// Stop after this long.
     pub time: Option<Duration>,
     pub pool: PoolConfig,
-    pub torch_version: String,
 }
 
 /// What the campaign tells its caller while it runs (the CLI draws a progress bar).
@@ -63,6 +62,7 @@ pub fn run(
     let mut pool_config = config.pool.clone();
     pool_config.ops = plans.iter().map(|p| p.binding.clone()).collect();
     let pool = Pool::start(pool_config)?;
+    let torch_version = pool.torch_version().to_string();
 
     let start = Instant::now();
     let next_index = AtomicU64::new(0);
@@ -120,7 +120,7 @@ pub fn run(
                 repro: format!("repro/{id}.py"),
                 elapsed_s: start.elapsed().as_secs_f64(),
                 sfz_version: env!("CARGO_PKG_VERSION").to_string(),
-                torch_version: config.torch_version.clone(),
+                torch_version: torch_version.clone(),
             };
             let header = format!("sfz finding {id}: {} on {}\n{}", finding.oracle, finding.api, finding.message.lines().next().unwrap_or(""));
             let script = findings::repro::python_reproducer(&plan.api, &plan.binding, case, &header);

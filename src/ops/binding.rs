@@ -13,6 +13,10 @@ pub struct OpBinding {
     pub overload: String,
     /// One entry per schema argument, in schema order.
     pub args: Vec<ArgSource>,
+    /// The operator's schema as the catalog printed it: argument names and defaults for
+    /// diagnostics and for reproducers that call `torch.ops.aten.<name>.<overload>`.
+    #[serde(default)]
+    pub schema: String,
 }
 
 impl OpBinding {
@@ -45,6 +49,9 @@ pub enum Transform {
     Identity,
     /// None becomes this value (e.g. `padding_idx=None` is `-1` in `aten::embedding`).
     NoneAs(Arg),
+    /// An omitted case argument becomes this value: the Python default, for a schema argument
+    /// that has no default of its own (e.g. `F.dropout`'s `training=True` → `train`).
+    OmittedAs(Arg),
     /// `F.embedding`'s `padding_idx`: None is -1, a negative index counts from the end of the
     /// weight's first dimension (the case argument at `weight`).
     EmbeddingPaddingIdx { weight: usize },

@@ -1,1 +1,42 @@
+//! The only code that touches libtorch: the shim's raw bindings, recipes materialised into
+//! tensors, and the executor that calls operators through the boxed dispatcher. Only the
+//! `sfz-worker` binary uses this module; the parent process never loads libtorch.
+pub mod executor;
 pub mod ffi;
+pub mod materialize;
+
+use std::ffi::CStr;
+
+pub use executor::Executor;
+pub use materialize::{kind, materialize};
+
+/// Once per process, before anything else: no C++ backtraces in errors (formatting one costs
+/// ~7 ms per failing call), `threads` intra-op threads, autograd off.
+pub fn init(threads: i32) {
+    // SAFETY: plain configuration calls; safe to repeat.
+    unsafe { ffi::sfz_init(threads) }
+}
+
+/// The libtorch version the shim was built against, e.g. `2.13.0`.
+pub fn torch_version() -> String {
+    // SAFETY: a static C string.
+    unsafe { CStr::from_ptr(ffi::sfz_torch_version()) }.to_string_lossy().into_owned()
+}
+
+/// Every operator schema the dispatcher knows, as text.
+pub fn catalog_schemas() -> Vec<String> {
+    // SAFETY: indices below the count; each returned string is freed once.
+    unsafe {
+        (0..ffi::sfz_op_count())
+            .filter_map(|i| {
+                let p = ffi::sfz_op_schema(i);
+                if p.is_null() {
+                    return None;
+                }
+                let s = CStr::from_ptr(p).to_string_lossy().into_owned();
+                ffi::sfz_free(p);
+                Some(s)
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,361 @@
+//! Runs cases in-process: resolved operator handles, recipes materialised into tensors, a boxed
+//! dispatcher call, and the outputs observed into an `Outcome`.
+//!
+//! The executor knows each operator's schema (read from the handle itself, not trusted from the
+//! binding) so that it can pass values as Python's argument parser would: an int where a float
+//! goes is a float, an int where `int[N]` goes is `[v] * N`, a tensor list where `Tensor?[]`
+//! goes is a list of optionals.
+use std::ffi::{CStr, CString};
+use std::os::raw::c_void;
+use std::time::Instant;
+
+use tch::Tensor;
+
+use super::ffi::{self, SfzTensorInfo};
+use super::materialize::materialize;
+use crate::case::{Arg, Case, DType};
+use crate::ops::binding::{ArgSource, OpBinding, Transform};
+use crate::ops::schema::{self, OpSchema, SchemaType};
+use crate::outcome::{ErrorClass, Outcome, Output, TensorInfo};
+
+/// An owned `c10::OperatorHandle`.
+struct OpHandle(*mut c_void);
+
+impl Drop for OpHandle {
+    fn drop(&mut self) {
+        // SAFETY: the pointer came from sfz_op_find and is freed once.
+        unsafe { ffi::sfz_op_free(self.0) }
+    }
+}
+
+/// The shim's per-call state (the boxed stack, outputs, error), reused across calls.
+struct CallState(*mut c_void);
+
+impl Drop for CallState {
+    fn drop(&mut self) {
+        // SAFETY: the pointer came from sfz_call_new and is freed once.
+        unsafe { ffi::sfz_call_free(self.0) }
+    }
+}
+
+/// One loaded operator.
+struct LoadedOp {
+    handle: OpHandle,
+    binding: OpBinding,
+    schema: OpSchema,
+    /// Case arguments some schema argument reads; others (Python-only) are not materialised.
+    used: Vec<usize>,
+}
+
+/// Executes cases against the operators of one `Load`.
+pub struct Executor {
+    ops: Vec<Result<LoadedOp, String>>,
+    call: CallState,
+    /// Tensors of the case being run; they must outlive the call that borrows them.
+    tensors: Vec<Tensor>,
+    /// Per case argument, its range in `tensors`.
+    ranges: Vec<(usize, usize)>,
+}
+
+/// Why a case could not even reach the operator.
+struct Rejected {
+    class: ErrorClass,
+    message: String,
+}
+
+fn schema_error(message: String) -> Rejected {
+    Rejected { class: ErrorClass::Schema, message }
+}
+
+impl Default for Executor {
+    fn default() -> Self {
+        Executor::new()
+    }
+}
+
+impl Executor {
+    /// An executor with no operators loaded. `sfz_init` should have run (the worker does it).
+    pub fn new() -> Executor {
+        // SAFETY: plain allocation on the C++ side.
+        let call = CallState(unsafe { ffi::sfz_call_new() });
+        Executor { ops: Vec::new(), call, tensors: Vec::new(), ranges: Vec::new() }
+    }
+
+    /// Resolves bindings to dispatcher handles, replacing any loaded before. Cases name them by
+    /// index. Per binding: None when loaded, else why not.
+    pub fn load(&mut self, bindings: &[OpBinding]) -> Vec<Option<String>> {
+        self.ops = bindings.iter().map(load_one).collect();
+        self.ops.iter().map(|r| r.as_ref().err().cloned()).collect()
+    }
+
+    /// Runs one case to an outcome. Never panics on anything in the case.
+    pub fn run(&mut self, case: &Case) -> Outcome {
+        let result = self.run_inner(case);
+        self.tensors.clear();
+        match result {
+            Ok(outcome) => outcome,
+            Err(r) => Outcome::Raised { class: r.class, message: r.message, micros: 0 },
+        }
+    }
+
+    /// The output tensors of the last call that returned, in flattened output order.
+    pub fn output_tensors(&self) -> Vec<Tensor> {
+        // SAFETY: indices are below the count the shim reports; sfz_call_tensor returns a new
+        // owned at::Tensor that tch frees.
+        unsafe {
+            let n = ffi::sfz_call_num_outputs(self.call.0);
+            (0..n)
+                .filter_map(|k| {
+                    let (mut i, mut d) = (0i64, 0f64);
+                    (ffi::sfz_call_output(self.call.0, k, &mut i, &mut d) == 0).then_some(i)
+                })
+                .map(|index| Tensor::from_ptr(ffi::sfz_call_tensor(self.call.0, index)))
+                .collect()
+        }
+    }
+
+    fn run_inner(&mut self, case: &Case) -> Result<Outcome, Rejected> {
+        let op = match self.ops.get(case.op as usize) {
+            Some(Ok(op)) => op,
+            Some(Err(e)) => return Err(schema_error(format!("op {} did not load: {e}", case.op))),
+            None => return Err(schema_error(format!("op {} is not loaded ({} are)", case.op, self.ops.len()))),
+        };
+        // Materialise every tensor first: the stack holds pointers into `self.tensors`.
+        self.ranges.clear();
+        self.ranges.resize(case.args.len(), (0, 0));
+        for &index in &op.used {
+            let Some(arg) = case.args.get(index) else {
+                return Err(schema_error(format!("the binding reads argument {index} but the case has {}", case.args.len())));
+            };
+            let start = self.tensors.len();
+            for recipe in arg.tensors() {
+                let t = materialize(recipe).map_err(|e| schema_error(format!("cannot build argument {index}: {e}")))?;
+                self.tensors.push(t);
+            }
+            self.ranges[index] = (start, self.tensors.len());
+        }
+        let call = self.call.0;
+        // SAFETY: `call` is live; every pointer pushed below stays valid until sfz_call_run returns.
+        unsafe { ffi::sfz_call_reset(call) };
+        for (position, source) in op.binding.args.iter().enumerate() {
+            let ty = &op.schema.args[position].ty;
+            match source {
+                ArgSource::Default => push_default(call, &op.handle, position, ty)?,
+                ArgSource::Value(v) => push(call, v, ty, &[])?,
+                ArgSource::Param { index, transform } => {
+                    let arg = &case.args[*index];
+                    let (start, end) = self.ranges[*index];
+                    let tensors = &self.tensors[start..end];
+                    match (arg, transform) {
+                        (Arg::Omitted, Transform::OmittedAs(v)) => push(call, v, ty, &[])?,
+                        (Arg::Omitted, _) => push_default(call, &op.handle, position, ty)?,
+                        (Arg::None, Transform::NoneAs(v)) => push(call, v, ty, &[])?,
+                        (_, Transform::EmbeddingPaddingIdx { weight }) => {
+                            let v = embedding_padding_idx(arg, case.args.get(*weight))?;
+                            push(call, &v, ty, &[])?
+                        }
+                        _ => push(call, arg, ty, tensors)?,
+                    }
+                }
+            }
+        }
+        let start = Instant::now();
+        // SAFETY: the stack was filled above; the handle is live.
+        let status = unsafe { ffi::sfz_call_run(call, op.handle.0) };
+        let micros = u32::try_from(start.elapsed().as_micros()).unwrap_or(u32::MAX);
+        if status != 0 {
+            // SAFETY: the error string lives in `call` until the next reset.
+            let message = unsafe { CStr::from_ptr(ffi::sfz_call_error(call)) }.to_string_lossy().into_owned();
+            return Ok(Outcome::Raised { class: ErrorClass::from_code(status), message, micros });
+        }
+        match observe(call) {
+            Ok(outputs) => Ok(Outcome::Returned { outputs, micros }),
+            Err(r) => Ok(Outcome::Raised { class: r.class, message: r.message, micros }),
+        }
+    }
+}
+
+fn load_one(b: &OpBinding) -> Result<LoadedOp, String> {
+    let name = CString::new(b.name.as_str()).map_err(|_| "name holds a NUL byte".to_string())?;
+    let overload = CString::new(b.overload.as_str()).map_err(|_| "overload holds a NUL byte".to_string())?;
+    let mut err = std::ptr::null_mut();
+    // SAFETY: valid C strings; on failure the shim sets `err` to a malloc'd string we free.
+    let raw = unsafe { ffi::sfz_op_find(name.as_ptr(), overload.as_ptr(), &mut err) };
+    if raw.is_null() {
+        let message = if err.is_null() {
+            format!("`{}` not found", b.qualified())
+        } else {
+            // SAFETY: set by the shim, freed once here.
+            let m = unsafe { CStr::from_ptr(err) }.to_string_lossy().into_owned();
+            unsafe { ffi::sfz_free(err) };
+            m
+        };
+        return Err(message);
+    }
+    let handle = OpHandle(raw);
+    // SAFETY: live handle; the returned string is freed once.
+    let text = unsafe {
+        let p = ffi::sfz_op_handle_schema(handle.0);
+        if p.is_null() {
+            return Err(format!("cannot read the schema of `{}`", b.qualified()));
+        }
+        let s = CStr::from_ptr(p).to_string_lossy().into_owned();
+        ffi::sfz_free(p);
+        s
+    };
+    if !b.schema.is_empty() && b.schema != text {
+        return Err(format!("resolved against `{}` but this libtorch has `{text}`", b.schema));
+    }
+    let schema = schema::parse(&text).map_err(|e| e.to_string())?;
+    if schema.args.len() != b.args.len() {
+        return Err(format!("the binding has {} arguments, `{text}` has {}", b.args.len(), schema.args.len()));
+    }
+    for (source, arg) in b.args.iter().zip(&schema.args) {
+        if *source == ArgSource::Default && arg.default.is_none() && !arg.ty.is_optional() {
+            return Err(format!("argument `{}` of `{text}` has no default", arg.name));
+        }
+    }
+    let mut used: Vec<usize> = b
+        .args
+        .iter()
+        .filter_map(|s| match s {
+            ArgSource::Param { index, .. } => Some(*index),
+            _ => None,
+        })
+        .collect();
+    used.sort_unstable();
+    used.dedup();
+    Ok(LoadedOp { handle, binding: b.clone(), schema, used })
+}
+
+/// F.embedding's Python-side handling of `padding_idx`, including its range assertion.
+fn embedding_padding_idx(arg: &Arg, weight: Option<&Arg>) -> Result<Arg, Rejected> {
+    let p = match arg {
+        Arg::None => return Ok(Arg::Int(-1)),
+        Arg::Int(p) => *p,
+        other => return Ok(other.clone()),
+    };
+    let Some(Arg::Tensor(w)) = weight else { return Ok(Arg::Int(p)) };
+    let Some(&rows) = w.shape.first() else { return Ok(Arg::Int(p)) };
+    if (p > 0 && p >= rows) || (p < 0 && p < -rows) {
+        // Python asserts this before reaching ATen, which would not check it in a forward call.
+        return Err(Rejected { class: ErrorClass::Value, message: "Padding_idx must be within num_embeddings (Python-level check of F.embedding)".into() });
+    }
+    Ok(Arg::Int(if p < 0 { p + rows } else { p }))
+}
+
+fn push_default(call: *mut c_void, op: &OpHandle, position: usize, ty: &SchemaType) -> Result<(), Rejected> {
+    // SAFETY: live call and handle; position is within the schema (checked at load).
+    let pushed = unsafe { ffi::sfz_push_default(call, op.0, position as i64) };
+    if pushed == 0 {
+        if ty.is_optional() {
+            // SAFETY: live call.
+            unsafe { ffi::sfz_push_none(call) };
+        } else {
+            return Err(schema_error(format!("argument {position} was omitted and has no default")));
+        }
+    }
+    Ok(())
+}
+
+/// Pushes one value as the schema type wants it. `tensors` are the materialised tensors of
+/// `arg` (empty for values that hold none).
+fn push(call: *mut c_void, arg: &Arg, ty: &SchemaType, tensors: &[Tensor]) -> Result<(), Rejected> {
+    let base = ty.strip_optional();
+    let list_elem = match base {
+        SchemaType::List(elem, n) => Some((elem.as_ref(), *n)),
+        _ => None,
+    };
+    // SAFETY (whole block): `call` is live; slices and strings outlive each push, which copies.
+    unsafe {
+        match arg {
+            Arg::None | Arg::Omitted => ffi::sfz_push_none(call),
+            Arg::Bool(b) => ffi::sfz_push_bool(call, *b),
+            Arg::Int(v) => match (base, list_elem) {
+                (SchemaType::Float, _) => ffi::sfz_push_double(call, *v as f64),
+                (_, Some((SchemaType::Float, n))) => {
+                    let xs = vec![*v as f64; n.unwrap_or(1) as usize];
+                    ffi::sfz_push_double_list(call, xs.as_ptr(), xs.len() as i64)
+                }
+                (_, Some((elem, n))) if elem.is_int() => {
+                    let xs = vec![*v; n.unwrap_or(1) as usize];
+                    ffi::sfz_push_int_list(call, xs.as_ptr(), xs.len() as i64)
+                }
+                _ => ffi::sfz_push_int(call, *v),
+            },
+            Arg::Float(v) => ffi::sfz_push_double(call, *v),
+            Arg::Str(s) => {
+                let c = CString::new(s.as_str()).map_err(|_| schema_error("a string argument holds a NUL byte".into()))?;
+                ffi::sfz_push_str(call, c.as_ptr())
+            }
+            Arg::Dtype(d) => ffi::sfz_push_scalar_type(call, DType::aten_id(*d)),
+            Arg::IntList(xs) => match list_elem {
+                Some((SchemaType::Float, _)) => {
+                    let fs: Vec<f64> = xs.iter().map(|&x| x as f64).collect();
+                    ffi::sfz_push_double_list(call, fs.as_ptr(), fs.len() as i64)
+                }
+                _ => ffi::sfz_push_int_list(call, xs.as_ptr(), xs.len() as i64),
+            },
+            Arg::FloatList(xs) => ffi::sfz_push_double_list(call, xs.as_ptr(), xs.len() as i64),
+            Arg::BoolList(xs) => ffi::sfz_push_bool_list(call, xs.as_ptr(), xs.len() as i64),
+            Arg::Tensor(_) => match tensors.first() {
+                Some(t) => ffi::sfz_push_tensor(call, t.as_ptr()),
+                None => return Err(schema_error("a tensor argument was not materialised".into())),
+            },
+            Arg::TensorList(_) => {
+                let ptrs: Vec<_> = tensors.iter().map(Tensor::as_ptr).collect();
+                match list_elem {
+                    Some((SchemaType::Optional(_), _)) => ffi::sfz_push_opt_tensor_list(call, ptrs.as_ptr(), ptrs.len() as i64),
+                    _ => ffi::sfz_push_tensor_list(call, ptrs.as_ptr(), ptrs.len() as i64),
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Reads the flattened outputs of a call that returned.
+fn observe(call: *mut c_void) -> Result<Vec<Output>, Rejected> {
+    // SAFETY: `call` holds the outputs of the last run; indices stay below the reported count.
+    unsafe {
+        let n = ffi::sfz_call_num_outputs(call);
+        let mut outputs = Vec::with_capacity(n as usize);
+        let mut shape = vec![0i64; 8];
+        for k in 0..n {
+            let (mut i, mut d) = (0i64, 0f64);
+            let out = match ffi::sfz_call_output(call, k, &mut i, &mut d) {
+                0 => {
+                    let mut info = SfzTensorInfo::default();
+                    let mut status = ffi::sfz_call_tensor_info(call, i, &mut info, shape.as_mut_ptr(), shape.len() as i64);
+                    if status == 0 && info.ndim > shape.len() as i64 {
+                        shape.resize(info.ndim as usize, 0);
+                        status = ffi::sfz_call_tensor_info(call, i, &mut info, shape.as_mut_ptr(), shape.len() as i64);
+                    }
+                    if status != 0 {
+                        let message = CStr::from_ptr(ffi::sfz_call_error(call)).to_string_lossy().into_owned();
+                        return Err(Rejected { class: ErrorClass::from_code(status), message: format!("reading output {k}: {message}") });
+                    }
+                    if info.defined == 0 {
+                        Output::None
+                    } else {
+                        Output::Tensor(TensorInfo {
+                            dtype: DType::from_aten_id(info.scalar_type),
+                            shape: shape[..info.ndim as usize].to_vec(),
+                            nan: info.nan as u64,
+                            inf: info.inf as u64,
+                            min: (info.has_minmax == 1).then_some(info.min),
+                            max: (info.has_minmax == 1).then_some(info.max),
+                        })
+                    }
+                }
+                1 => Output::Int(i),
+                2 => Output::Float(d),
+                3 => Output::Bool(i != 0),
+                4 => Output::None,
+                _ => Output::Other,
+            };
+            outputs.push(out);
+        }
+        Ok(outputs)
+    }
+}

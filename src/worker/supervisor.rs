@@ -1,0 +1,672 @@
+//! The parent's side of isolation: a pool of long-lived `sfz-worker` processes, each kept busy
+//! with several cases in flight, watched for death and hangs, and restarted.
+//!
+//! One case in flight per worker caps it near 8k cases/s on pipe latency, so each worker thread
+//! keeps up to `in_flight` cases queued in its worker. When the worker dies, the shared progress
+//! page (`worker::progress`) names the case it was running: that case gets `Crashed` or
+//! `Exited`, and every other queued case is sent again to the replacement. A case running past
+//! `timeout` gets the worker SIGKILLed and `TimedOut`.
+//!
+//! **Invariant:** nothing a worker does can panic or kill the parent. Writes to a dead worker
+//! fail with EPIPE (SIGPIPE is ignored), reads see EOF, and every failure ends in a restart.
+//! This module never links libtorch.
+use std::collections::VecDeque;
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use super::progress::{monotonic_ns, Progress};
+use super::protocol::{read_frame, write_frame, Request, Response};
+use crate::case::Case;
+use crate::ops::binding::OpBinding;
+use crate::outcome::Execution;
+
+/// Bytes of a worker's stderr kept for crash reports.
+const STDERR_TAIL: usize = 16 << 10;
+/// Pipes this large hold a whole window of requests or responses, so neither side blocks on a
+/// write while the other does too.
+const PIPE_BYTES: i32 = 1 << 20;
+/// Culprit-less deaths in a row after which a worker slot gives up.
+const MAX_BLIND_DEATHS: u32 = 3;
+
+/// How to run the pool.
+#[derive(Clone, Debug)]
+pub struct PoolConfig {
+    /// The `sfz-worker` binary.
+    pub worker_exe: PathBuf,
+    /// Worker processes.
+    pub workers: usize,
+    /// Cases queued in each worker at once.
+    pub in_flight: usize,
+    /// How long one case may run before its worker is killed.
+    pub timeout: Duration,
+    /// Memory each worker may allocate beyond its loaded size (RLIMIT_DATA); None: no limit.
+    pub memory_mb: Option<u64>,
+    /// How long a worker may take to load libtorch and say it is ready.
+    pub startup_timeout: Duration,
+    /// The operators cases refer to by index.
+    pub ops: Vec<OpBinding>,
+}
+
+impl Default for PoolConfig {
+    fn default() -> Self {
+        PoolConfig {
+            worker_exe: default_worker_exe(),
+            workers: thread::available_parallelism().map_or(1, |n| n.get()),
+            in_flight: 16,
+            timeout: Duration::from_secs(10),
+            memory_mb: Some(4096),
+            startup_timeout: Duration::from_secs(60),
+            ops: Vec::new(),
+        }
+    }
+}
+
+/// `sfz-worker` next to the running executable.
+pub fn default_worker_exe() -> PathBuf {
+    let exe = std::env::current_exe().unwrap_or_default();
+    exe.parent().unwrap_or(Path::new(".")).join("sfz-worker")
+}
+
+/// Why workers could not be started or asked something.
+#[derive(Debug, thiserror::Error)]
+pub enum PoolError {
+    /// No file at the worker path.
+    #[error("the worker binary `{}` does not exist; build it with `cargo build` (the `sfz-worker` binary, feature `torch`) or pass its path", path.display())]
+    WorkerMissing { path: PathBuf },
+    /// The dynamic loader could not find libtorch; `stderr` is what it said.
+    #[error("the worker cannot load libtorch:\n{stderr}\nrun scripts/setup.sh to install libtorch 2.13.0, then rebuild")]
+    LibtorchMissing { stderr: String },
+    /// The process could not be started at all.
+    #[error("cannot start the worker `{}`: {source}", path.display())]
+    Spawn { path: PathBuf, source: io::Error },
+    /// The worker died before saying it was ready.
+    #[error("the worker exited during start-up ({status}):\n{stderr}")]
+    StartupFailed { status: String, stderr: String },
+    /// The worker said nothing within the start-up timeout.
+    #[error("the worker did not become ready within {timeout:?}:\n{stderr}")]
+    StartupTimeout { timeout: Duration, stderr: String },
+    /// The worker answered something unexpected.
+    #[error("the worker broke the protocol: {0}")]
+    Protocol(String),
+    /// Reading or writing a pipe failed.
+    #[error("i/o with the worker failed: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// What a run did.
+#[derive(Clone, Debug, Default)]
+pub struct RunStats {
+    /// Cases handed to the sink.
+    pub cases: u64,
+    pub completed: u64,
+    pub crashed: u64,
+    pub exited: u64,
+    pub timed_out: u64,
+    /// Workers started to replace dead or killed ones.
+    pub restarts: u64,
+    /// Total time spent starting replacements.
+    pub respawn: Duration,
+    /// Cases taken from `next` that never ran (a worker could not be restarted).
+    pub unrun: u64,
+    /// Infrastructure problems (not findings): failed restarts, deaths between cases.
+    pub errors: Vec<String>,
+    pub elapsed: Duration,
+}
+
+impl RunStats {
+    fn merge(&mut self, o: RunStats) {
+        self.cases += o.cases;
+        self.completed += o.completed;
+        self.crashed += o.crashed;
+        self.exited += o.exited;
+        self.timed_out += o.timed_out;
+        self.restarts += o.restarts;
+        self.respawn += o.respawn;
+        self.unrun += o.unrun;
+        self.errors.extend(o.errors);
+    }
+
+    /// Mean time to start a replacement worker.
+    pub fn mean_respawn(&self) -> Option<Duration> {
+        (self.restarts > 0).then(|| self.respawn / self.restarts as u32)
+    }
+}
+
+/// A pool of started workers.
+pub struct Pool {
+    config: PoolConfig,
+    slots: Vec<Mutex<Option<Worker>>>,
+    load_errors: Vec<Option<String>>,
+    torch_version: String,
+}
+
+impl Pool {
+    /// Starts `config.workers` workers (concurrently) and loads the ops into each.
+    pub fn start(config: PoolConfig) -> Result<Pool, PoolError> {
+        ignore_sigpipe();
+        let started: Vec<Result<(Worker, Vec<Option<String>>, String), PoolError>> = thread::scope(|s| {
+            let handles: Vec<_> = (0..config.workers.max(1)).map(|_| s.spawn(|| Worker::start(&config))).collect();
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(PoolError::Protocol("worker start-up panicked (a bug in sfz)".into())))).collect()
+        });
+        let mut slots = Vec::new();
+        let mut load_errors = Vec::new();
+        let mut torch_version = String::new();
+        for r in started {
+            let (worker, errors, version) = r?;
+            load_errors = errors;
+            torch_version = version;
+            slots.push(Mutex::new(Some(worker)));
+        }
+        Ok(Pool { config, slots, load_errors, torch_version })
+    }
+
+    /// Per op of the config: None when every worker resolved it, else why not.
+    pub fn load_errors(&self) -> &[Option<String>] {
+        &self.load_errors
+    }
+
+    /// The libtorch version the workers report.
+    pub fn torch_version(&self) -> &str {
+        &self.torch_version
+    }
+
+    pub fn config(&self) -> &PoolConfig {
+        &self.config
+    }
+
+    /// Runs cases until `next` returns None and every case has an execution. One thread per
+    /// worker pulls from `next` and reports through `sink`, both called concurrently.
+    pub fn run(&self, next: &(dyn Fn() -> Option<(u64, Case)> + Sync), sink: &(dyn Fn(u64, &Case, Execution) + Sync)) -> RunStats {
+        let start = Instant::now();
+        let mut total = RunStats::default();
+        let per_worker: Vec<RunStats> = thread::scope(|s| {
+            let handles: Vec<_> = self
+                .slots
+                .iter()
+                .map(|slot| {
+                    s.spawn(move || {
+                        let mut guard = slot.lock().unwrap_or_else(|e| e.into_inner());
+                        self.drive(&mut guard, next, sink)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| RunStats { errors: vec!["a worker thread panicked (a bug in sfz)".into()], ..Default::default() }))
+                .collect()
+        });
+        for s in per_worker {
+            total.merge(s);
+        }
+        total.elapsed = start.elapsed();
+        total
+    }
+
+    /// One worker's loop: keep `in_flight` cases queued, collect answers, handle deaths.
+    fn drive(&self, slot: &mut Option<Worker>, next: &(dyn Fn() -> Option<(u64, Case)> + Sync), sink: &(dyn Fn(u64, &Case, Execution) + Sync)) -> RunStats {
+        let mut stats = RunStats::default();
+        let mut queue: VecDeque<(u64, Case)> = VecDeque::new();
+        // queue[..sent] went to the current worker; the rest waits for (re)sending.
+        let mut sent = 0usize;
+        let mut exhausted = false;
+        let mut blind_deaths = 0u32;
+        let in_flight = self.config.in_flight.max(1);
+        loop {
+            if slot.is_none() {
+                let t = Instant::now();
+                match Worker::start(&self.config) {
+                    Ok((w, _, _)) => {
+                        *slot = Some(w);
+                        stats.restarts += 1;
+                        stats.respawn += t.elapsed();
+                        sent = 0;
+                    }
+                    Err(e) => {
+                        stats.errors.push(format!("cannot restart a worker: {e}"));
+                        stats.unrun += queue.len() as u64;
+                        return stats;
+                    }
+                }
+            }
+            let Some(worker) = slot.as_mut() else { continue };
+            // Send what the current worker has not seen, then top the queue up.
+            let mut failed = false;
+            while sent < queue.len() && !failed {
+                let (id, case) = &queue[sent];
+                failed = worker.send(&Request::Run { id: *id, case: case.clone() }).is_err();
+                sent += 1;
+            }
+            while !failed && !exhausted && queue.len() < in_flight {
+                match next() {
+                    Some((id, case)) => {
+                        failed = worker.send(&Request::Run { id, case: case.clone() }).is_err();
+                        queue.push_back((id, case));
+                        sent += 1;
+                    }
+                    None => exhausted = true,
+                }
+            }
+            if queue.is_empty() {
+                return stats;
+            }
+            let event = if failed || worker.flush().is_err() {
+                Event::Died
+            } else {
+                worker.wait_answer(self.config.timeout)
+            };
+            match event {
+                Event::Answer(id, outcome) => {
+                    match queue.front() {
+                        Some((head, _)) if *head == id => {}
+                        _ => {
+                            stats.errors.push(format!("worker answered case {id} out of order; restarting it"));
+                            blind_deaths += 1;
+                            retire(slot);
+                            continue;
+                        }
+                    }
+                    if let Some((id, case)) = queue.pop_front() {
+                        sent -= 1;
+                        blind_deaths = 0;
+                        stats.cases += 1;
+                        stats.completed += 1;
+                        sink(id, &case, Execution::Completed(outcome));
+                    }
+                }
+                Event::Protocol(message) => {
+                    stats.errors.push(format!("worker broke the protocol: {message}; restarting it"));
+                    blind_deaths += 1;
+                    retire(slot);
+                }
+                Event::TimedOut(culprit) => {
+                    let Some(mut w) = slot.take() else { continue };
+                    w.kill();
+                    let _ = w.reap();
+                    let millis = culprit.map_or(0, |r| monotonic_ns().saturating_sub(r.since_ns) / 1_000_000);
+                    match culprit.and_then(|r| queue.iter().position(|(id, _)| *id == r.id)) {
+                        Some(pos) => {
+                            if let Some((id, case)) = queue.remove(pos) {
+                                stats.cases += 1;
+                                stats.timed_out += 1;
+                                sink(id, &case, Execution::TimedOut { millis });
+                            }
+                        }
+                        None => {
+                            blind_deaths += 1;
+                            stats.errors.push("a worker stalled outside any case; restarting it".into());
+                        }
+                    }
+                }
+                Event::Died => {
+                    let Some(mut w) = slot.take() else { continue };
+                    let culprit = w.progress.running();
+                    let (status, stderr) = w.reap_dying();
+                    let position = culprit.and_then(|r| queue.iter().position(|(id, _)| *id == r.id));
+                    match position.and_then(|pos| queue.remove(pos)) {
+                        Some((id, case)) => {
+                            stats.cases += 1;
+                            let exec = match (status.signal(), status.code()) {
+                                (Some(signal), _) => {
+                                    stats.crashed += 1;
+                                    Execution::Crashed { signal, stderr }
+                                }
+                                (None, code) => {
+                                    stats.exited += 1;
+                                    Execution::Exited { code: code.unwrap_or(-1), stderr }
+                                }
+                            };
+                            sink(id, &case, exec);
+                        }
+                        None => {
+                            blind_deaths += 1;
+                            stats.errors.push(format!("a worker died outside any case ({}): {}", describe(&status), last_line(&stderr)));
+                        }
+                    }
+                }
+            }
+            if blind_deaths >= MAX_BLIND_DEATHS {
+                stats.errors.push(format!("giving up on a worker after {blind_deaths} deaths outside any case"));
+                stats.unrun += queue.len() as u64;
+                retire(slot);
+                return stats;
+            }
+        }
+    }
+
+}
+
+/// Kills the slot's worker so that the next turn of the driving loop starts a fresh one.
+fn retire(slot: &mut Option<Worker>) {
+    if let Some(mut w) = slot.take() {
+        w.kill();
+        let _ = w.reap();
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        for slot in &self.slots {
+            let mut guard = slot.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(mut w) = guard.take() {
+                w.kill();
+                let _ = w.reap();
+            }
+        }
+    }
+}
+
+/// Asks a fresh worker for every operator schema its libtorch knows.
+pub fn fetch_catalog(worker_exe: &Path) -> Result<Vec<String>, PoolError> {
+    ignore_sigpipe();
+    let config = PoolConfig { worker_exe: worker_exe.to_path_buf(), memory_mb: None, ..PoolConfig::default() };
+    let (mut worker, _, _) = Worker::start(&config)?;
+    let result = (|| {
+        worker.send(&Request::Catalog)?;
+        worker.flush()?;
+        match worker.recv(Some(Instant::now() + config.startup_timeout)) {
+            Recv::Frame(Response::Catalog { schemas }) => Ok(schemas),
+            Recv::Frame(other) => Err(PoolError::Protocol(format!("expected the catalog, got {other:?}"))),
+            Recv::Timeout => Err(PoolError::Protocol("no catalog within the start-up timeout".into())),
+            Recv::Closed(why) => Err(PoolError::Protocol(format!("the worker closed its output: {why}"))),
+        }
+    })();
+    worker.kill();
+    let _ = worker.reap();
+    result
+}
+
+fn ignore_sigpipe() {
+    // SAFETY: setting a signal disposition; Rust binaries already ignore SIGPIPE, but a library
+    // cannot count on its host doing so.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+}
+
+fn describe(status: &ExitStatus) -> String {
+    match (status.signal(), status.code()) {
+        (Some(s), _) => crate::outcome::signal_name(s),
+        (None, Some(c)) => format!("exit status {c}"),
+        (None, None) => "unknown status".into(),
+    }
+}
+
+fn last_line(s: &str) -> &str {
+    s.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("")
+}
+
+/// What ended a wait for an answer.
+enum Event {
+    Answer(u64, crate::outcome::Outcome),
+    /// The worker closed its output or a write to it failed.
+    Died,
+    /// A case ran past the timeout; the running case, if the worker was in one.
+    TimedOut(Option<super::progress::Running>),
+    Protocol(String),
+}
+
+enum Recv {
+    Frame(Response),
+    Timeout,
+    Closed(String),
+}
+
+/// The last bytes a worker wrote to stderr.
+#[derive(Default)]
+struct Tail {
+    bytes: VecDeque<u8>,
+}
+
+impl Tail {
+    fn push(&mut self, chunk: &[u8]) {
+        self.bytes.extend(chunk);
+        let excess = self.bytes.len().saturating_sub(STDERR_TAIL);
+        self.bytes.drain(..excess);
+    }
+
+    fn text(&self) -> String {
+        let (a, b) = self.bytes.as_slices();
+        let mut v = Vec::with_capacity(a.len() + b.len());
+        v.extend_from_slice(a);
+        v.extend_from_slice(b);
+        String::from_utf8_lossy(&v).into_owned()
+    }
+}
+
+/// One worker process seen from the parent.
+struct Worker {
+    child: Child,
+    stdin: BufWriter<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    stderr: Arc<Mutex<Tail>>,
+    stderr_thread: Option<JoinHandle<()>>,
+    progress: Progress,
+    buf: Vec<u8>,
+    reaped: bool,
+}
+
+impl Worker {
+    /// Spawns a worker, waits for `Ready`, and loads the config's ops (unless there are none).
+    /// Returns the worker, its load errors and its libtorch version.
+    fn start(config: &PoolConfig) -> Result<(Worker, Vec<Option<String>>, String), PoolError> {
+        let path = &config.worker_exe;
+        if !path.is_file() {
+            return Err(PoolError::WorkerMissing { path: path.clone() });
+        }
+        let progress = Progress::create().map_err(|source| PoolError::Spawn { path: path.clone(), source })?;
+        // The child gets the progress page as fd 3. Take a descriptor above 3 so dup2 always
+        // copies (dup2 onto itself would keep close-on-exec set).
+        // SAFETY: fcntl on an fd we own.
+        let high = unsafe { libc::fcntl(progress.fd(), libc::F_DUPFD_CLOEXEC, 10) };
+        if high < 0 {
+            return Err(PoolError::Spawn { path: path.clone(), source: io::Error::last_os_error() });
+        }
+        let mut cmd = Command::new(path);
+        cmd.arg("--progress-fd").arg("3").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        if let Some(mb) = config.memory_mb {
+            cmd.arg("--memory-mb").arg(mb.to_string());
+        }
+        // SAFETY: dup2 is async-signal-safe, the only call between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || if libc::dup2(high, 3) < 0 { Err(io::Error::last_os_error()) } else { Ok(()) });
+        }
+        let spawned = cmd.spawn();
+        // SAFETY: `high` is ours; the child has its own copy now.
+        unsafe { libc::close(high) };
+        let mut child = spawned.map_err(|source| match source.kind() {
+            io::ErrorKind::NotFound => PoolError::WorkerMissing { path: path.clone() },
+            _ => PoolError::Spawn { path: path.clone(), source },
+        })?;
+        let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(PoolError::Protocol("the worker's pipes were not set up".into()));
+        };
+        for fd in [stdin.as_raw_fd(), stdout.as_raw_fd()] {
+            // SAFETY: fcntl on our end of a pipe; failure only leaves the default size.
+            unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, PIPE_BYTES) };
+        }
+        let tail = Arc::new(Mutex::new(Tail::default()));
+        let stderr_thread = {
+            let tail = Arc::clone(&tail);
+            let mut stderr = stderr;
+            thread::Builder::new()
+                .name("sfz-worker-stderr".into())
+                .spawn(move || {
+                    let mut chunk = [0u8; 4096];
+                    while let Ok(n) = stderr.read(&mut chunk) {
+                        if n == 0 {
+                            break;
+                        }
+                        tail.lock().unwrap_or_else(|e| e.into_inner()).push(&chunk[..n]);
+                    }
+                })
+                .ok()
+        };
+        let mut worker = Worker {
+            child,
+            stdin: BufWriter::with_capacity(1 << 16, stdin),
+            stdout: BufReader::with_capacity(1 << 16, stdout),
+            stderr: tail,
+            stderr_thread,
+            progress,
+            buf: Vec::new(),
+            reaped: false,
+        };
+        let deadline = Some(Instant::now() + config.startup_timeout);
+        let version = match worker.recv(deadline) {
+            Recv::Frame(Response::Ready { torch_version, .. }) => torch_version,
+            Recv::Frame(other) => return Err(worker.fail(PoolError::Protocol(format!("expected Ready, got {other:?}")))),
+            Recv::Timeout => {
+                worker.kill();
+                let (_, stderr) = worker.reap();
+                return Err(PoolError::StartupTimeout { timeout: config.startup_timeout, stderr });
+            }
+            Recv::Closed(_) => {
+                let (status, stderr) = worker.reap_dying();
+                if stderr.contains("cannot open shared object file") || stderr.contains("error while loading shared libraries") {
+                    return Err(PoolError::LibtorchMissing { stderr });
+                }
+                return Err(PoolError::StartupFailed { status: describe(&status), stderr });
+            }
+        };
+        let mut errors = Vec::new();
+        if !config.ops.is_empty() {
+            if let Err(e) = worker.send(&Request::Load { ops: config.ops.clone() }).and_then(|()| worker.flush()) {
+                return Err(worker.fail(PoolError::Io(e)));
+            }
+            match worker.recv(deadline) {
+                Recv::Frame(Response::Loaded { errors: e }) => errors = e,
+                Recv::Frame(other) => return Err(worker.fail(PoolError::Protocol(format!("expected Loaded, got {other:?}")))),
+                Recv::Timeout => return Err(worker.fail(PoolError::Protocol("no answer to Load within the start-up timeout".into()))),
+                Recv::Closed(why) => {
+                    let (status, stderr) = worker.reap();
+                    return Err(PoolError::StartupFailed { status: format!("{} while loading ops: {why}", describe(&status)), stderr });
+                }
+            }
+        }
+        Ok((worker, errors, version))
+    }
+
+    /// Kills the worker and returns `e`.
+    fn fail(mut self, e: PoolError) -> PoolError {
+        self.kill();
+        let _ = self.reap();
+        e
+    }
+
+    fn send(&mut self, request: &Request) -> io::Result<()> {
+        write_frame(&mut self.stdin, request)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.stdin.flush()
+    }
+
+    /// Waits for the next answer, the worker's death, or the running case passing `timeout`.
+    fn wait_answer(&mut self, timeout: Duration) -> Event {
+        let timeout_ns = timeout.as_nanos().min(u64::MAX as u128) as u64;
+        loop {
+            // Wait until the running case would time out; while none is running (answers are
+            // in transit), a full timeout from now.
+            let running = self.progress.running();
+            let now = monotonic_ns();
+            let deadline_ns = running.map_or(now.saturating_add(timeout_ns), |r| r.since_ns.saturating_add(timeout_ns));
+            let deadline = Instant::now() + Duration::from_nanos(deadline_ns.saturating_sub(now));
+            match self.recv(Some(deadline)) {
+                Recv::Frame(Response::Done { id, outcome }) => return Event::Answer(id, outcome),
+                Recv::Frame(other) => return Event::Protocol(format!("expected Done, got {other:?}")),
+                Recv::Closed(_) => return Event::Died,
+                Recv::Timeout => {
+                    let now = self.progress.running();
+                    match now {
+                        // The case that was running when we started waiting is still running.
+                        Some(r) if running == Some(r) || monotonic_ns().saturating_sub(r.since_ns) >= timeout_ns => return Event::TimedOut(Some(r)),
+                        // Another case started meanwhile: the worker is progressing.
+                        Some(_) => continue,
+                        // Idle for a whole timeout with cases queued: stalled.
+                        None if running.is_none() => return Event::TimedOut(None),
+                        None => continue,
+                    }
+                }
+            }
+        }
+    }
+
+    /// One response, waiting at most until `deadline`.
+    fn recv(&mut self, deadline: Option<Instant>) -> Recv {
+        if self.stdout.buffer().is_empty() {
+            let fd = self.stdout.get_ref().as_raw_fd();
+            loop {
+                let ms = match deadline {
+                    None => -1,
+                    Some(d) => {
+                        let left = d.saturating_duration_since(Instant::now());
+                        // Round up so that we never spin on a sub-millisecond remainder.
+                        left.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32
+                    }
+                };
+                let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+                // SAFETY: one valid pollfd.
+                let r = unsafe { libc::poll(&mut p, 1, ms) };
+                if r > 0 {
+                    break;
+                }
+                if r == 0 {
+                    return Recv::Timeout;
+                }
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Recv::Closed(format!("poll: {e}"));
+                }
+            }
+        }
+        match read_frame::<_, Response>(&mut self.stdout, &mut self.buf) {
+            Ok(Some(r)) => Recv::Frame(r),
+            Ok(None) => Recv::Closed("end of output".into()),
+            Err(e) => Recv::Closed(e.to_string()),
+        }
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+    }
+
+    /// Reaps a worker that closed its output or its input: normally it is dying already, so its
+    /// real status is waited for; one still alive after a grace period is killed.
+    fn reap_dying(&mut self) -> (ExitStatus, String) {
+        let grace = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < grace {
+            match self.child.try_wait() {
+                Ok(Some(_)) | Err(_) => break,
+                Ok(None) => thread::sleep(Duration::from_millis(1)),
+            }
+        }
+        self.kill();
+        self.reap()
+    }
+
+    /// Waits for the process to end and for its stderr to drain; its status and stderr tail.
+    fn reap(&mut self) -> (ExitStatus, String) {
+        let status = self.child.wait().unwrap_or_else(|_| ExitStatus::from_raw(-1));
+        self.reaped = true;
+        if let Some(t) = self.stderr_thread.take() {
+            let _ = t.join();
+        }
+        let text = self.stderr.lock().unwrap_or_else(|e| e.into_inner()).text();
+        (status, text)
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if !self.reaped {
+            self.kill();
+            let _ = self.child.wait();
+        }
+    }
+}

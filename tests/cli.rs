@@ -1,0 +1,150 @@
+//! The `sfz` command end to end: real binaries, real workers, real libtorch.
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn sfz() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_sfz"))
+}
+
+fn run(cmd: &mut Command) -> (i32, String, String) {
+    let Output { status, stdout, stderr } = cmd.output().expect("sfz runs");
+    (status.code().unwrap_or(-1), String::from_utf8_lossy(&stdout).into_owned(), String::from_utf8_lossy(&stderr).into_owned())
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write fixture");
+    p
+}
+
+fn json(stdout: &str) -> serde_json::Value {
+    serde_json::from_str(stdout).unwrap_or_else(|e| panic!("summary is JSON ({e}): {stdout}"))
+}
+
+/// Test operators the worker registers (see csrc/shim.cpp): `sig` 0 does nothing, 11 is SIGSEGV.
+const CRASHY: &str = r#"
+api torch.exp(input: Tensor) {
+    input.dtype in [float32];
+}
+
+#[aten("sfz_test::raise_signal")]
+api sfz_test.raise_signal(sig: int) {
+    sig in [0, 11];
+}
+"#;
+
+#[test]
+fn check_reports_unreadable_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = dir.path().join("latin1.sfz");
+    std::fs::write(&bad, b"api torch.exp(input: Tensor) { // caf\xe9\n}\n").expect("write");
+    let (code, _, stderr) = run(sfz().arg("check").arg("--color=never").arg(&bad));
+    assert_eq!(code, 1);
+    insta::assert_snapshot!(stderr.replace(&dir.path().display().to_string(), "<tmp>"));
+}
+
+#[test]
+fn fuzz_reports_apis_it_cannot_call_and_runs_the_rest() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = write(
+        dir.path(),
+        "apis.sfz",
+        "api torch.expp(input: Tensor) {\n}\n\napi torch.exp(input: Tensor, dim: int) {\n}\n\napi torch.relu(input: Tensor) {\n    input.dtype in [float32];\n}\n",
+    );
+    let out = dir.path().join("out");
+    let (code, stdout, stderr) = run(sfz().args(["fuzz", "--color=never", "--json", "--iterations", "300", "--seed", "1"]).arg(&spec).arg("--out").arg(&out).current_dir(dir.path()));
+    assert_eq!(code, 0, "{stderr}");
+    let summary = json(&stdout);
+    assert_eq!(summary["executions"], 300);
+    assert_eq!(summary["apis"].as_array().map(Vec::len), Some(1), "only relu runs");
+    assert_eq!(summary["skipped"].as_array().map(Vec::len), Some(2));
+    // The diagnostics name the problems at the API names.
+    let diags: String = stderr.lines().filter(|l| !l.contains("execs")).collect::<Vec<_>>().join("\n");
+    insta::assert_snapshot!(diags.replace(&dir.path().display().to_string(), "<tmp>"));
+}
+
+#[test]
+fn a_crash_is_recorded_with_its_input_and_the_run_goes_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = write(dir.path(), "crashy.sfz", CRASHY);
+    let out = dir.path().join("out");
+    let (code, stdout, stderr) = run(sfz().args(["fuzz", "--json", "--iterations", "40", "--workers", "1", "--seed", "3"]).arg(&spec).arg("--out").arg(&out));
+    assert_eq!(code, 0, "{stderr}");
+    let summary = json(&stdout);
+    assert_eq!(summary["executions"], 40, "every case ran, before and after the crashes");
+    assert_eq!(summary["findings_by_oracle"]["crash"], 1, "one cause, one finding: {summary}");
+    assert!(summary["worker_restarts"].as_u64().unwrap_or(0) >= 1);
+    let line = std::fs::read_to_string(out.join("findings.jsonl")).expect("findings written");
+    let finding: serde_json::Value = serde_json::from_str(line.lines().next().expect("one line")).expect("JSON line");
+    assert_eq!(finding["oracle"], "crash");
+    assert_eq!(finding["signal"], "SIGSEGV");
+    assert_eq!(finding["api"], "sfz_test.raise_signal");
+    assert_eq!(finding["case"]["args"][0]["Int"], 11, "the exact input is recorded");
+    assert!(out.join(finding["repro"].as_str().expect("repro path")).is_file());
+}
+
+#[test]
+fn a_seed_reproduces_the_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let quickstart = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/quickstart.sfz");
+    let summary = |name: &str| {
+        let (code, stdout, stderr) =
+            run(sfz().args(["fuzz", "--json", "--iterations", "3000", "--seed", "42", "--workers", "2"]).arg(&quickstart).arg("--out").arg(dir.path().join(name)));
+        assert_eq!(code, 0, "{stderr}");
+        let s = json(&stdout);
+        s["apis"].as_array().expect("apis").iter().map(|a| (a["api"].to_string(), a["executions"].as_u64())).collect::<Vec<_>>()
+    };
+    assert_eq!(summary("a"), summary("b"));
+}
+
+#[test]
+fn bad_input_gets_a_clear_error_before_any_work() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (code, _, stderr) = run(sfz().args(["fuzz", "no/such/spec.sfz", "--iterations", "1"]));
+    assert_eq!(code, 2);
+    assert!(stderr.contains("no such file or directory: no/such/spec.sfz"), "{stderr}");
+
+    let spec = write(dir.path(), "ok.sfz", "api torch.exp(input: Tensor) {\n}\n");
+    let blocker = write(dir.path(), "file", "not a folder");
+    let (code, _, stderr) = run(sfz().arg("fuzz").arg(&spec).arg("--out").arg(blocker.join("out")));
+    assert_eq!(code, 2);
+    assert!(stderr.contains("cannot use") && stderr.contains("findings folder"), "{stderr}");
+
+    let (code, _, stderr) = run(sfz().arg("fuzz").arg(&spec).args(["--time", "5x"]));
+    assert_eq!(code, 2);
+    assert!(stderr.contains("unknown unit `x`"), "{stderr}");
+
+    let (code, _, stderr) = run(sfz().args(["explain", "E9999"]));
+    assert_eq!(code, 2);
+    assert!(stderr.contains("no diagnostic code `E9999`"), "{stderr}");
+}
+
+#[test]
+fn kill_dash_nine_loses_no_finding() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = write(dir.path(), "crashy.sfz", CRASHY);
+    let out = dir.path().join("out");
+    let mut child = sfz()
+        .args(["fuzz", "--json", "--workers", "1"])
+        .arg(&spec)
+        .arg("--out")
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("sfz starts");
+    let findings = out.join("findings.jsonl");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while std::fs::read_to_string(&findings).map_or(true, |t| t.lines().next().is_none()) {
+        assert!(Instant::now() < deadline, "no finding within two minutes");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().expect("SIGKILL sfz");
+    let _ = child.wait();
+    let text = std::fs::read_to_string(&findings).expect("findings survive");
+    for line in text.lines() {
+        let f: serde_json::Value = serde_json::from_str(line).expect("every line is complete JSON");
+        assert!(out.join(f["repro"].as_str().expect("repro")).is_file(), "the reproducer is written before its line");
+    }
+}

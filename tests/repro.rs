@@ -1,0 +1,218 @@
+//! Reproducers against pip torch 2.13.0 (`$SFZ_PYTHON`): Python rebuilds every recipe bit for
+//! bit, and a rendered reproducer computes what the worker computed.
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use sfz::case::{Arg, Case, DType, Fill, Layout, Special, TensorRecipe};
+use sfz::findings::repro::{python_reproducer, python_tensor, PY_MAKE};
+use sfz::ops::catalog::Catalog;
+use sfz::ops::registry;
+use sfz::outcome::{Outcome, Output};
+use sfz::runtime::{self, materialize, Executor};
+use sfz::spec::ApiSpec;
+use tch::Kind;
+
+fn python() -> String {
+    std::env::var("SFZ_PYTHON")
+        .ok()
+        .or_else(|| option_env!("SFZ_PYTHON").map(String::from))
+        .expect("SFZ_PYTHON names the venv's python with torch 2.13.0 (scripts/setup.sh writes it to .cargo/config.toml)")
+}
+
+/// Runs a script; its stdout, stderr and whether it succeeded.
+fn run_python(script: &str) -> (String, String, bool) {
+    let mut child = Command::new(python()).arg("-").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("python starts");
+    child.stdin.take().expect("stdin").write_all(script.as_bytes()).expect("script written");
+    let out = child.wait_with_output().expect("python ran");
+    (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned(), out.status.success())
+}
+
+fn recipe(dtype: DType, shape: &[i64], fill: Fill, seed: u64) -> TensorRecipe {
+    TensorRecipe { dtype, shape: shape.to_vec(), fill, seed, layout: Layout::Contiguous, specials: vec![] }
+}
+
+/// dtype, shape, strides and the bytes of the values in logical order, as both sides print them.
+fn rust_fingerprint(r: &TensorRecipe) -> String {
+    let t = materialize(r).unwrap_or_else(|e| panic!("{r:?}: {e}"));
+    let bytes = Vec::<u8>::try_from(t.contiguous().reshape([-1]).view_dtype(Kind::Uint8)).unwrap();
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{} {:?} {:?} {hex}", r.dtype.name(), t.size(), t.stride())
+}
+
+#[test]
+fn python_rebuilds_every_recipe_bit_for_bit() {
+    runtime::init(1);
+    let uniform = Fill::Uniform { lo: -3.5, hi: 7.25 };
+    let mut recipes = Vec::new();
+    for (k, dtype) in DType::ALL.into_iter().enumerate() {
+        let seed = 1000 + k as u64;
+        recipes.push(recipe(dtype, &[3, 5], uniform.clone(), seed));
+        recipes.push(recipe(dtype, &[2, 7], Fill::Int { lo: -4, hi: 9 }, seed));
+        recipes.push(recipe(dtype, &[4], Fill::Constant(2.5), seed));
+        let specials = vec![(0, Special::Nan), (4, Special::PosInf), (5, Special::NegInf), (7, Special::NegZero), (30, Special::Value(1e4)), (2, Special::Value(-0.3))];
+        if !dtype.is_integral() {
+            recipes.push(TensorRecipe { specials: specials.clone(), ..recipe(dtype, &[2, 3, 4], uniform.clone(), seed) });
+        }
+        recipes.push(TensorRecipe { layout: Layout::Transposed, ..recipe(dtype, &[2, 3, 4], uniform.clone(), seed + 50) });
+        recipes.push(TensorRecipe { layout: Layout::Strided, specials: vec![(1, Special::Value(-2.0))], ..recipe(dtype, &[3, 4], Fill::Int { lo: 0, hi: 100 }, seed) });
+    }
+    // Edge shapes: a scalar, an empty tensor, 1-D with both layouts, a huge seed, integers at
+    // the ends of their range, a NaN written into an integer tensor (converted unchecked).
+    recipes.push(recipe(DType::Float32, &[], uniform.clone(), 5));
+    recipes.push(TensorRecipe { layout: Layout::Strided, ..recipe(DType::Float64, &[], uniform.clone(), 5) });
+    recipes.push(recipe(DType::Float32, &[0, 3], uniform.clone(), 5));
+    recipes.push(TensorRecipe { layout: Layout::Transposed, ..recipe(DType::Int32, &[6], Fill::Int { lo: -9, hi: 9 }, 5) });
+    recipes.push(TensorRecipe { layout: Layout::Strided, ..recipe(DType::Complex64, &[6], uniform.clone(), 5) });
+    recipes.push(recipe(DType::Float64, &[3], uniform.clone(), u64::MAX - 12345));
+    recipes.push(recipe(DType::Int64, &[5], Fill::Int { lo: i64::MIN, hi: i64::MAX }, 9));
+    recipes.push(recipe(DType::UInt8, &[5], Fill::Constant(300.0), 9));
+    recipes.push(TensorRecipe { specials: vec![(1, Special::Nan), (2, Special::PosInf)], ..recipe(DType::Int16, &[4], Fill::Int { lo: 0, hi: 3 }, 1) });
+
+    let mut script = String::from("import json\nimport torch\n\n");
+    script.push_str(PY_MAKE);
+    script.push_str("\n\ndef fingerprint(t):\n    data = bytes(t.contiguous().reshape(-1).view(torch.uint8).tolist()).hex()\n    return f\"{str(t.dtype).replace('torch.', '')} {list(t.shape)} {list(t.stride())} {data}\"\n\n");
+    for r in &recipes {
+        script.push_str(&format!("print(fingerprint({}))\n", python_tensor(r)));
+    }
+    let (stdout, stderr, ok) = run_python(&script);
+    assert!(ok, "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), recipes.len());
+    for (r, line) in recipes.iter().zip(lines) {
+        assert_eq!(rust_fingerprint(r), line, "{r:?}");
+    }
+}
+
+fn apis() -> HashMap<String, ApiSpec> {
+    let checked = sfz::check::check_paths(&[Path::new(env!("CARGO_MANIFEST_DIR")).join("specs")]);
+    checked.spec.apis.into_iter().map(|a| (a.name.clone(), a)).collect()
+}
+
+fn api_text(src: &str) -> ApiSpec {
+    let checked = sfz::check::check_text(Path::new("t.sfz"), src);
+    assert!(!checked.has_errors(), "{:?}", checked.diags);
+    checked.spec.apis.into_iter().next().expect("one api")
+}
+
+fn t(dtype: DType, shape: &[i64], seed: u64) -> Arg {
+    Arg::Tensor(recipe(dtype, shape, Fill::Uniform { lo: -2.0, hi: 2.0 }, seed))
+}
+
+fn idx(shape: &[i64], hi: i64, seed: u64) -> Arg {
+    Arg::Tensor(recipe(DType::Int64, shape, Fill::Int { lo: 0, hi }, seed))
+}
+
+/// What the worker's outcome says, in the reproducer's JSON shape.
+fn expected_json(outputs: &[Output]) -> serde_json::Value {
+    let items: Vec<serde_json::Value> = outputs
+        .iter()
+        .map(|o| match o {
+            Output::Tensor(t) => {
+                let mut d = serde_json::json!({
+                    "dtype": t.dtype.map(DType::name),
+                    "shape": t.shape,
+                    "nan": t.nan,
+                    "inf": t.inf,
+                });
+                if let (Some(min), Some(max)) = (t.min, t.max) {
+                    d["min"] = serde_json::json!(min);
+                    d["max"] = serde_json::json!(max);
+                }
+                serde_json::json!({ "tensor": d })
+            }
+            Output::Int(i) => serde_json::json!({ "int": i }),
+            Output::Float(f) => serde_json::json!({ "float": f }),
+            Output::Bool(b) => serde_json::json!({ "bool": b }),
+            Output::None => serde_json::Value::Null,
+            Output::Other => serde_json::json!({ "other": "?" }),
+        })
+        .collect();
+    serde_json::Value::Array(items)
+}
+
+#[test]
+fn reproducers_compute_what_the_worker_computed() {
+    runtime::init(1);
+    let catalog = Catalog::from_schemas(runtime::catalog_schemas());
+    let specs = apis();
+    let strided = |a: Arg, layout: Layout| match a {
+        Arg::Tensor(r) => Arg::Tensor(TensorRecipe { layout, ..r }),
+        other => other,
+    };
+    let with_specials = |a: Arg, specials: Vec<(u64, Special)>| match a {
+        Arg::Tensor(r) => Arg::Tensor(TensorRecipe { specials, ..r }),
+        other => other,
+    };
+    let pinned_sum = api_text("#[aten(\"aten::sum.dim_IntList\")]\napi torch.special.total(input: Tensor, dim: int[]?, keepdim: bool = false, *, dtype: dtype? = None) -> Tensor {}");
+    let pinned_softmax = api_text("#[aten(\"aten::_softmax\")]\napi torch.nn.functional.softmax(input: Tensor, dim: int, half_to_float: bool = false) -> Tensor {}");
+    let method = api_text("api torch.Tensor.add(self: Tensor, other: Tensor, *, alpha: Scalar = 1) -> Tensor {}");
+    let cases: Vec<(&ApiSpec, Vec<Arg>)> = vec![
+        (&specs["torch.exp"], vec![t(DType::BFloat16, &[4, 3], 1)]),
+        (&specs["torch.log"], vec![with_specials(t(DType::Float32, &[5], 2), vec![(0, Special::Nan), (1, Special::NegZero)])]),
+        (&specs["torch.sqrt"], vec![t(DType::Float16, &[6], 3)]),
+        (&specs["torch.tanh"], vec![t(DType::Complex64, &[2, 2], 4)]),
+        (&specs["torch.relu"], vec![strided(idx(&[3, 4], 9, 5), Layout::Strided)]),
+        (&specs["torch.sum"], vec![t(DType::Float64, &[2, 3, 4], 6), Arg::IntList(vec![0, -1]), Arg::Omitted]),
+        (&specs["torch.mean"], vec![t(DType::Float32, &[3, 4], 7), Arg::None, Arg::Bool(true)]),
+        (&specs["torch.logsumexp"], vec![t(DType::Float32, &[3, 4], 8), Arg::IntList(vec![1]), Arg::Bool(false)]),
+        (&specs["torch.cumsum"], vec![t(DType::Float32, &[3, 4], 9), Arg::Int(-1)]),
+        (&specs["torch.matmul"], vec![strided(t(DType::Float32, &[2, 3, 4], 10), Layout::Transposed), strided(t(DType::Float32, &[4, 5], 11), Layout::Strided)]),
+        (&specs["torch.linalg.inv"], vec![t(DType::Float64, &[3, 3], 12)]),
+        (
+            &specs["torch.nn.functional.conv2d"],
+            vec![t(DType::Float32, &[1, 2, 6, 6], 13), t(DType::Float32, &[3, 2, 3, 3], 14), Arg::Omitted, Arg::Int(2), Arg::Int(1), Arg::Omitted, Arg::Int(1)],
+        ),
+        (&specs["torch.nn.functional.softmax"], vec![t(DType::Float32, &[3, 4], 15), Arg::Int(1), Arg::Dtype(DType::Float64)]),
+        (&specs["torch.nn.functional.max_pool2d"], vec![t(DType::Float32, &[1, 1, 5, 5], 16), Arg::IntList(vec![2, 2]), Arg::None, Arg::Omitted, Arg::Omitted, Arg::Bool(true)]),
+        (&specs["torch.nn.functional.embedding"], vec![idx(&[2, 3], 5, 17), t(DType::Float32, &[5, 2], 18), Arg::Int(-1)]),
+        (&specs["torch.reshape"], vec![t(DType::Float32, &[3, 4], 19), Arg::IntList(vec![4, 3])]),
+        (&specs["torch.gather"], vec![t(DType::Float32, &[3, 4], 20), Arg::Int(0), idx(&[2, 4], 3, 21)]),
+        (&specs["torch.index_select"], vec![t(DType::Float32, &[3, 4], 22), Arg::Int(1), idx(&[3], 4, 23)]),
+        (&specs["torch.transpose"], vec![t(DType::Float32, &[3, 4], 24), Arg::Int(0), Arg::Int(1)]),
+        (&specs["torch.cat"], vec![Arg::TensorList(vec![recipe(DType::Float32, &[2, 2], Fill::Constant(1.0), 0), recipe(DType::Float32, &[1, 2], Fill::Uniform { lo: 0.0, hi: 1.0 }, 25)]), Arg::Int(0)]),
+        (&pinned_sum, vec![t(DType::Float32, &[3, 4], 26), Arg::Int(1), Arg::Omitted, Arg::Dtype(DType::Float64)]),
+        (&pinned_softmax, vec![t(DType::Float32, &[3, 4], 27), Arg::Int(0), Arg::Omitted]),
+        (&method, vec![t(DType::Float32, &[3], 28), t(DType::Float32, &[3], 29), Arg::Float(0.5)]),
+    ];
+    // One Python process runs every reproducer, each in a fresh namespace, and prints its
+    // `sfz-outputs:` line; an exception is printed instead.
+    let mut driver = String::from("import sys, io, contextlib, traceback\nscripts = []\n");
+    let mut expected = Vec::new();
+    for (api, args) in &cases {
+        let binding = registry::resolve(api, &catalog).unwrap_or_else(|e| panic!("{e}"));
+        let case = Case { op: 0, args: args.clone() };
+        let mut ex = Executor::new();
+        assert_eq!(ex.load(std::slice::from_ref(&binding)), vec![None]);
+        let Outcome::Returned { outputs, .. } = ex.run(&case) else { panic!("{}: {:?}", api.name, ex.run(&case)) };
+        expected.push((api.name.clone(), expected_json(&outputs)));
+        let script = python_reproducer(api, &binding, &case, &format!("test of {}", api.name));
+        driver.push_str(&format!("scripts.append({})\n", serde_json::to_string(&script).unwrap()));
+    }
+    driver.push_str(
+        "for s in scripts:\n    out = io.StringIO()\n    try:\n        with contextlib.redirect_stdout(out):\n            exec(compile(s, 'repro', 'exec'), {'__name__': '__main__'})\n        line = [l for l in out.getvalue().splitlines() if l.startswith('sfz-outputs: ')][-1]\n        print(line[len('sfz-outputs: '):])\n    except Exception as e:\n        print('ERROR ' + repr(e).replace(chr(10), ' '))\n",
+    );
+    let (stdout, stderr, ok) = run_python(&driver);
+    assert!(ok, "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), expected.len(), "{stdout}\n{stderr}");
+    for ((name, want), line) in expected.iter().zip(lines) {
+        let got: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|_| panic!("{name}: {line}"));
+        assert_eq!(&got, want, "{name}");
+    }
+}
+
+#[test]
+fn a_failing_reproducer_exits_non_zero_with_the_error() {
+    runtime::init(1);
+    let catalog = Catalog::from_schemas(runtime::catalog_schemas());
+    let specs = apis();
+    let api = &specs["torch.matmul"];
+    let binding = registry::resolve(api, &catalog).unwrap();
+    let case = Case { op: 0, args: vec![t(DType::Float32, &[2, 3], 1), t(DType::Float32, &[4, 5], 2)] };
+    let (stdout, stderr, ok) = run_python(&python_reproducer(api, &binding, &case, "expected to raise"));
+    assert!(!ok, "{stdout}");
+    assert!(stderr.contains("cannot be multiplied"), "{stderr}");
+    assert!(!stdout.contains("sfz-outputs"), "{stdout}");
+}

@@ -1,0 +1,180 @@
+//! The supervisor with real worker processes: real signals, real hangs, real memory limits.
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use sfz::case::{Arg, Case, DType, Fill, Layout, TensorRecipe};
+use sfz::ops::binding::{ArgSource, OpBinding, Transform};
+use sfz::outcome::{ErrorClass, Execution, Outcome};
+use sfz::worker::supervisor::{fetch_catalog, Pool, PoolConfig, PoolError, RunStats};
+
+const RAISE: u32 = 0;
+const SPIN: u32 = 1;
+const ALLOC: u32 = 2;
+const EXIT: u32 = 3;
+const EXP: u32 = 4;
+const SEGFAULT: u32 = 5;
+
+fn op(name: &str, params: usize) -> OpBinding {
+    OpBinding {
+        name: name.into(),
+        overload: String::new(),
+        args: (0..params).map(|index| ArgSource::Param { index, transform: Transform::Identity }).collect(),
+        schema: String::new(),
+    }
+}
+
+fn config(workers: usize, in_flight: usize) -> PoolConfig {
+    PoolConfig {
+        worker_exe: PathBuf::from(env!("CARGO_BIN_EXE_sfz-worker")),
+        workers,
+        in_flight,
+        timeout: Duration::from_secs(20),
+        memory_mb: Some(512),
+        ops: vec![op("sfz_test::raise_signal", 1), op("sfz_test::spin", 1), op("sfz_test::alloc", 1), op("sfz_test::exit", 1), op("aten::exp", 1), op("sfz_test::segfault", 0)],
+        ..PoolConfig::default()
+    }
+}
+
+fn exp_case(seed: u64) -> Case {
+    let t = TensorRecipe { dtype: DType::Float32, shape: vec![8], fill: Fill::Uniform { lo: -1.0, hi: 1.0 }, seed, layout: Layout::Contiguous, specials: vec![] };
+    Case { op: EXP, args: vec![Arg::Tensor(t)] }
+}
+
+fn special(op: u32, v: i64) -> Case {
+    Case { op, args: vec![Arg::Int(v)] }
+}
+
+/// Runs `cases` (ids are their positions) and returns every execution by id, checking each
+/// case got exactly one.
+fn run(pool: &Pool, cases: Vec<Case>) -> (HashMap<u64, Execution>, RunStats) {
+    let n = cases.len();
+    let queue = Mutex::new(cases.into_iter().enumerate().map(|(i, c)| (i as u64, c)).collect::<VecDeque<_>>());
+    let results = Mutex::new(HashMap::new());
+    let stats = pool.run(&|| queue.lock().unwrap().pop_front(), &|id, _case, exec| {
+        let previous = results.lock().unwrap().insert(id, exec);
+        assert!(previous.is_none(), "case {id} reported twice");
+    });
+    let results = results.into_inner().unwrap();
+    assert_eq!(results.len(), n, "every case reported: {stats:?}");
+    (results, stats)
+}
+
+fn returned(e: &Execution) -> bool {
+    matches!(e, Execution::Completed(Outcome::Returned { .. }))
+}
+
+#[test]
+fn crashes_are_attributed_to_the_case_that_crashed_and_the_run_goes_on() {
+    let pool = Pool::start(config(1, 16)).unwrap();
+    assert!(pool.load_errors().iter().all(Option::is_none), "{:?}", pool.load_errors());
+    assert_eq!(pool.torch_version(), "2.13.0");
+    let crashes = [(30, libc::SIGSEGV), (61, libc::SIGABRT), (62, libc::SIGFPE), (99, libc::SIGBUS), (100, libc::SIGSEGV)];
+    let cases: Vec<Case> = (0..120)
+        .map(|i| match crashes.iter().find(|(at, _)| *at == i) {
+            Some(_) if i == 100 => Case { op: SEGFAULT, args: vec![] },
+            Some((_, sig)) => special(RAISE, *sig as i64),
+            None => exp_case(i),
+        })
+        .collect();
+    let (results, stats) = run(&pool, cases);
+    for (i, e) in &results {
+        match crashes.iter().find(|(at, _)| *at as u64 == *i) {
+            Some((_, sig)) => {
+                let Execution::Crashed { signal, stderr } = e else { panic!("case {i}: {e:?}") };
+                assert_eq!(signal, sig, "case {i}");
+                if *i != 100 {
+                    assert!(stderr.contains(&format!("sfz_test: raising signal {sig}")), "case {i}: {stderr}");
+                }
+            }
+            None => assert!(returned(e), "case {i}: {e:?}"),
+        }
+    }
+    assert_eq!((stats.crashed, stats.completed, stats.restarts), (5, 115, 5), "{stats:?}");
+    assert!(stats.errors.is_empty(), "{:?}", stats.errors);
+    // The pool stays usable after a run.
+    let (again, _) = run(&pool, (0..10).map(exp_case).collect());
+    assert!(again.values().all(returned));
+}
+
+#[test]
+fn hangs_time_out_and_only_the_hanging_case_is_blamed() {
+    let pool = Pool::start(PoolConfig { timeout: Duration::from_millis(400), ..config(1, 16) }).unwrap();
+    let cases: Vec<Case> = (0..40).map(|i| if i == 10 { special(SPIN, 60_000) } else if i == 20 { special(SPIN, 50) } else { exp_case(i) }).collect();
+    let (results, stats) = run(&pool, cases);
+    let Execution::TimedOut { millis } = &results[&10] else { panic!("{:?}", results[&10]) };
+    assert!((400..5000).contains(millis), "{millis}");
+    assert!(matches!(&results[&20], Execution::Completed(Outcome::Returned { outputs, .. }) if outputs.is_empty()), "a 50 ms spin is not a hang");
+    assert_eq!(results.values().filter(|e| returned(e)).count(), 39);
+    assert_eq!((stats.timed_out, stats.restarts), (1, 1));
+}
+
+#[test]
+fn running_out_of_memory_is_an_error_not_a_dead_parent() {
+    let pool = Pool::start(config(1, 4)).unwrap();
+    let (results, _) = run(&pool, vec![special(ALLOC, 8), special(ALLOC, 4096), exp_case(1)]);
+    assert!(matches!(&results[&0], Execution::Completed(Outcome::Returned { .. })), "8 MB fits: {:?}", results[&0]);
+    // RLIMIT_DATA makes the allocation fail inside libtorch, which raises (rather than the
+    // kernel's OOM killer taking the machine down); the oracle reads it as out-of-memory.
+    let Execution::Completed(Outcome::Raised { class, message, .. }) = &results[&1] else { panic!("{:?}", results[&1]) };
+    assert!(message.contains("can't allocate memory"), "{class:?}: {message}");
+    assert_eq!(sfz::oracle::errors::classify(*class, message), sfz::oracle::errors::ErrorKind::OutOfMemory);
+    assert!(returned(&results[&2]));
+}
+
+#[test]
+fn an_exit_from_inside_an_op_is_reported_with_its_code() {
+    let pool = Pool::start(config(1, 8)).unwrap();
+    let (results, stats) = run(&pool, vec![exp_case(0), special(EXIT, 7), exp_case(2)]);
+    assert!(matches!(&results[&1], Execution::Exited { code: 7, .. }), "{:?}", results[&1]);
+    assert!(returned(&results[&0]) && returned(&results[&2]));
+    assert_eq!(stats.exited, 1);
+}
+
+#[test]
+fn two_workers_share_a_run_with_crashes_in_both() {
+    let pool = Pool::start(config(2, 8)).unwrap();
+    let cases: Vec<Case> = (0..400).map(|i| if i % 50 == 7 { special(RAISE, libc::SIGSEGV as i64) } else { exp_case(i) }).collect();
+    let (results, stats) = run(&pool, cases);
+    assert_eq!(results.values().filter(|e| matches!(e, Execution::Crashed { signal, .. } if *signal == libc::SIGSEGV)).count(), 8);
+    assert_eq!(results.values().filter(|e| returned(e)).count(), 392);
+    assert_eq!(stats.restarts, 8);
+    assert!(stats.mean_respawn().is_some_and(|d| d < Duration::from_secs(10)));
+}
+
+#[test]
+fn a_missing_worker_binary_is_a_clear_error() {
+    let e = Pool::start(PoolConfig { worker_exe: PathBuf::from("/nonexistent/sfz-worker"), ..config(1, 1) }).err().expect("no pool");
+    assert!(matches!(e, PoolError::WorkerMissing { .. }));
+    assert!(e.to_string().contains("/nonexistent/sfz-worker") && e.to_string().contains("cargo build"), "{e}");
+}
+
+#[test]
+fn a_worker_that_cannot_load_libtorch_says_how_to_fix_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("sfz-worker");
+    std::fs::write(&fake, "#!/bin/sh\necho 'sfz-worker: error while loading shared libraries: libtorch_cpu.so: cannot open shared object file: No such file or directory' >&2\nexit 127\n").unwrap();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut std::fs::metadata(&fake).unwrap().permissions(), 0o755);
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let e = Pool::start(PoolConfig { worker_exe: fake.clone(), ..config(1, 1) }).err().expect("no pool");
+    assert!(matches!(e, PoolError::LibtorchMissing { .. }), "{e}");
+    assert!(e.to_string().contains("scripts/setup.sh") && e.to_string().contains("libtorch_cpu.so"), "{e}");
+
+    // Any other early death reports its status and stderr.
+    std::fs::write(&fake, "#!/bin/sh\necho 'something else broke' >&2\nexit 3\n").unwrap();
+    let e = Pool::start(PoolConfig { worker_exe: fake, ..config(1, 1) }).err().expect("no pool");
+    assert!(matches!(&e, PoolError::StartupFailed { stderr, .. } if stderr.contains("something else broke")), "{e}");
+}
+
+#[test]
+fn the_catalog_comes_from_a_worker() {
+    let schemas = fetch_catalog(&PathBuf::from(env!("CARGO_BIN_EXE_sfz-worker"))).unwrap();
+    assert!(schemas.len() >= 3466, "{}", schemas.len());
+    assert!(schemas.iter().any(|s| s.starts_with("aten::conv2d(Tensor input")));
+    assert!(schemas.iter().any(|s| s == "sfz_test::raise_signal(int sig) -> ()"));
+    let fixture = include_str!("fixtures/schemas-2.13.0.txt");
+    let mut ours: Vec<&str> = schemas.iter().map(String::as_str).filter(|s| !s.starts_with("sfz_test::")).collect();
+    ours.sort_unstable();
+    assert_eq!(ours, fixture.lines().collect::<Vec<_>>(), "the fixture is this libtorch's catalog");
+}
