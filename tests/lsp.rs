@@ -18,9 +18,11 @@ struct Client {
 }
 
 impl Client {
-    fn start(cache: &std::path::Path) -> Client {
+    fn start(cache: &std::path::Path, worker: &std::path::Path) -> Client {
         let mut child = Command::new(env!("CARGO_BIN_EXE_sfz"))
             .arg("lsp")
+            .arg("--worker")
+            .arg(worker)
             .env("SFZ_CACHE_DIR", cache)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -116,7 +118,8 @@ fn a_session_as_an_editor_runs_it() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("spec.sfz");
     let uri = format!("file://{}", path.display());
-    let mut client = Client::start(dir.path());
+    // No worker and no cached schemas: signatures are not compared.
+    let mut client = Client::start(dir.path(), &dir.path().join("no-worker"));
 
     let init = client.request("initialize", json!({"processId": null, "rootUri": null, "capabilities": {}}));
     let caps = &init["capabilities"];
@@ -176,4 +179,34 @@ fn a_session_as_an_editor_runs_it() {
     client.notify("exit", Value::Null);
     let status = client.child.wait().expect("the server exits");
     assert!(status.success(), "{status}");
+}
+
+/// With schemas cached (as `sfz check` leaves them), an API libtorch cannot call as declared is
+/// reported as the editor types; the server starts no worker for it.
+#[test]
+fn signatures_are_compared_with_cached_schemas() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Any file stands for the worker: the cache is keyed by it.
+    let worker = dir.path().join("sfz-worker");
+    std::fs::write(&worker, "not a worker").expect("write");
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/schemas-2.13.0.txt");
+    let cached = sfz::check::signatures::cache_path_in(dir.path(), &worker).expect("a cache path");
+    std::fs::copy(fixture, cached).expect("copy");
+    let uri = format!("file://{}", dir.path().join("spec.sfz").display());
+    let mut client = Client::start(dir.path(), &worker);
+    client.request("initialize", json!({"processId": null, "rootUri": null, "capabilities": {}}));
+    client.notify("initialized", json!({}));
+    let text = "api torch.exp(input: Tensor, dim: int) {}\n";
+    client.notify("textDocument/didOpen", json!({"textDocument": {"uri": uri, "languageId": "sfz", "version": 1, "text": text}}));
+    assert_eq!(codes(&client.diagnostics(&uri)), ["E0017"]);
+    change(&mut client, &uri, 2, "api torch.exp(input: Tensor) {}\n");
+    assert_eq!(client.diagnostics(&uri), Vec::<Value>::new());
+    // Completion of API names comes from the same schemas.
+    change(&mut client, &uri, 3, "api torch.ex");
+    let items = client.request("textDocument/completion", json!({"textDocument": {"uri": uri}, "position": {"line": 0, "character": 12}}));
+    let labels: Vec<&str> = items.as_array().into_iter().flatten().filter_map(|i| i["label"].as_str()).collect();
+    assert!(labels.contains(&"torch.exp") && labels.contains(&"torch.linalg.inv"), "{} labels", labels.len());
+    client.request("shutdown", Value::Null);
+    client.notify("exit", Value::Null);
+    assert!(client.child.wait().expect("exits").success());
 }

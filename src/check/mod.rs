@@ -7,6 +7,7 @@ mod items;
 mod programs;
 pub mod loader;
 pub mod sat;
+pub mod signatures;
 mod scope;
 pub mod symbols;
 mod types;

@@ -28,9 +28,17 @@ pub enum Command {
     /// Rewrite spec files in the canonical layout (comments kept); `--check` only reports.
     Fmt(fmt::Args),
     /// Run the language server on stdin/stdout (for editors; see README).
-    Lsp,
+    Lsp(LspArgs),
     /// Fuzz the APIs of spec files against libtorch; findings go to --out.
     Fuzz(fuzz::Args),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct LspArgs {
+    /// The `sfz-worker` whose libtorch schemas (cached by `sfz check`) signatures are compared
+    /// with (default: next to `sfz`). The server itself never starts a worker.
+    #[arg(long)]
+    pub worker: Option<PathBuf>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -67,7 +75,7 @@ pub fn main() -> ExitCode {
         Command::Check(args) => check::run(args, cli.color),
         Command::Explain(args) => explain::run(args),
         Command::Fmt(args) => fmt::run(args, cli.color),
-        Command::Lsp => crate::lsp::run_stdio().map(|()| ExitCode::SUCCESS),
+        Command::Lsp(args) => crate::lsp::run_stdio(crate::lsp::Config { worker_exe: args.worker }).map(|()| ExitCode::SUCCESS),
         Command::Fuzz(args) => fuzz::run(args, cli.color),
     };
     match result {

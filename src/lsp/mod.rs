@@ -28,15 +28,23 @@ use crate::check::{self, Checked, Inputs};
 use crate::diag::{FileId, SourceFile, SourceMap};
 
 /// Runs the server on stdin/stdout until the client shuts it down.
-pub fn run_stdio() -> anyhow::Result<()> {
+pub fn run_stdio(config: Config) -> anyhow::Result<()> {
     let (conn, io) = Connection::stdio();
-    serve(conn)?;
+    serve(conn, config)?;
     io.join()?;
     Ok(())
 }
 
+/// How the server is set up.
+#[derive(Clone, Debug, Default)]
+pub struct Config {
+    /// The `sfz-worker` binary whose libtorch's schemas (cached by `sfz check`) signatures are
+    /// compared with; None for the one next to `sfz`.
+    pub worker_exe: Option<PathBuf>,
+}
+
 /// Runs the server on a connection (stdio, or an in-memory one in tests).
-pub fn serve(conn: Connection) -> anyhow::Result<()> {
+pub fn serve(conn: Connection, config: Config) -> anyhow::Result<()> {
     let caps = ServerCapabilities {
         text_document_sync: Some(TextDocumentSyncCapability::Kind(TextDocumentSyncKind::INCREMENTAL)),
         hover_provider: Some(HoverProviderCapability::Simple(true)),
@@ -50,7 +58,14 @@ pub fn serve(conn: Connection) -> anyhow::Result<()> {
     };
     let init = conn.initialize(serde_json::to_value(caps)?)?;
     let _params: InitializeParams = serde_json::from_value(init).unwrap_or_default();
-    let mut server = Server { conn, docs: HashMap::new(), dirty: BTreeSet::new(), stdlib_dir: materialize_stdlib() };
+    let mut server = Server {
+        conn,
+        docs: HashMap::new(),
+        dirty: BTreeSet::new(),
+        stdlib_dir: materialize_stdlib(),
+        worker_exe: config.worker_exe.unwrap_or_else(crate::worker::supervisor::default_worker_exe),
+        catalog: None,
+    };
     server.run()
 }
 
@@ -78,6 +93,10 @@ struct Server {
     dirty: BTreeSet<PathBuf>,
     /// Where the embedded stdlib is written, so go to definition can open it.
     stdlib_dir: Option<PathBuf>,
+    worker_exe: PathBuf,
+    /// libtorch's schemas as `sfz check` cached them, and their Python names. The server never
+    /// starts a worker itself; until a check has cached them, signatures are not compared.
+    catalog: Option<(crate::ops::catalog::Catalog, Vec<String>)>,
 }
 
 impl Server {
@@ -195,8 +214,17 @@ impl Server {
             return;
         }
         let overlays = self.docs.iter().map(|(p, d)| (p.clone(), d.text.clone())).collect();
-        let checked = check::check(Inputs { paths: vec![path.to_path_buf()], overlays });
+        let mut checked = check::check(Inputs { paths: vec![path.to_path_buf()], overlays });
         let Some(file) = checked.map.find(&path.display().to_string()) else { return };
+        if self.catalog.is_none() {
+            self.catalog = check::signatures::cached_catalog(&self.worker_exe).map(|c| {
+                let names = check::signatures::python_names(&c);
+                (c, names)
+            });
+        }
+        if let Some((catalog, _)) = self.catalog.as_ref().filter(|_| !checked.has_errors()) {
+            checked.diags.extend(check::signatures::compare(&checked, catalog));
+        }
         let locate = |f: FileId| self.file_uri(&checked.map, f);
         let diags = checked
             .diags
@@ -269,7 +297,8 @@ impl Server {
             }
             None => (None, &empty, Vec::new()),
         };
-        let names = completion::Names { scope, visible, apis, torch_apis: &[] };
+        let torch_apis = self.catalog.as_ref().map_or(&[][..], |(_, names)| names.as_slice());
+        let names = completion::Names { scope, visible, apis, torch_apis };
         Some(completion::complete(before, &names))
     }
 
