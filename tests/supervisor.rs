@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use sfz::case::{Arg, Case, DType, Fill, Layout, TensorRecipe};
 use sfz::ops::binding::{ArgSource, OpBinding, Transform};
-use sfz::outcome::{ErrorClass, Execution, Outcome};
+use sfz::outcome::{Execution, Outcome};
 use sfz::worker::supervisor::{fetch_catalog, Pool, PoolConfig, PoolError, RunStats};
 
 const RAISE: u32 = 0;
