@@ -6,6 +6,7 @@ pub static MODULES: &[(&str, &str)] = &[
     ("dtypes", include_str!("../stdlib/dtypes.sfz")),
     ("oracles", include_str!("../stdlib/oracles.sfz")),
     ("constraints", include_str!("../stdlib/constraints.sfz")),
+    ("types", include_str!("../stdlib/types.sfz")),
 ];
 
 /// The source of `std::<name>`.

@@ -1,14 +1,12 @@
 //! UI tests: every `tests/ui/**/*.sfz` is checked, and its diagnostics as `sfz check` renders
 //! them (no colour) are snapshotted together with the source. See tests/ui/README.md.
-use std::path::Path;
-
 use sfz::check;
 use sfz::diag::{render_all, RenderConfig};
 
 #[test]
 fn ui() {
     insta::glob!("ui/**/*.sfz", |path| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         let rel = path.strip_prefix(root).unwrap_or(path).to_path_buf();
         let source = std::fs::read_to_string(path).expect("ui test file is readable");
         // Check through the relative path so file names in the output do not depend on the

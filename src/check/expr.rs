@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use super::scope::{closest, ItemRef};
+use super::symbols::{hover_text, BUILTINS, PROPERTIES};
 use super::types::{comparable, Ty};
 use super::Checker;
 use crate::ast::{self, ExprKind, ItemKind};
@@ -19,8 +20,8 @@ pub struct Env<'a> {
     pub subst: Option<&'a HashMap<String, (TExpr, Ty)>>,
     /// The outputs, in `ensures`.
     pub results: Option<&'a [ReturnSpec]>,
-    /// forall/exists variables in scope: name, id, type.
-    pub bound: Vec<(String, u32, Ty)>,
+    /// forall/exists variables in scope: name, id, type, where bound.
+    pub bound: Vec<(String, u32, Ty, Span)>,
 }
 
 impl<'a> Env<'a> {
@@ -154,7 +155,8 @@ impl Checker<'_> {
                 };
                 let id = self.next_var;
                 self.next_var += 1;
-                env.bound.push((var.name.clone(), id, var_ty));
+                self.reference(var.span, Some(var.span), hover_text(&format!("{}: {}", var.name, var_ty.describe()), "A variable bound by a quantifier."));
+                env.bound.push((var.name.clone(), id, var_ty, var.span));
                 let b = self.constraint(env, body);
                 env.bound.pop();
                 let (range, body) = (Box::new(r), Box::new(b));
@@ -165,8 +167,10 @@ impl Checker<'_> {
     }
 
     fn name(&mut self, env: &mut Env, name: &str, span: Span) -> (TExpr, Ty) {
-        if let Some((_, id, ty)) = env.bound.iter().rev().find(|(n, _, _)| n == name) {
-            return (TExpr::Bound(*id), ty.clone());
+        if let Some((_, id, ty, def)) = env.bound.iter().rev().find(|(n, ..)| n == name) {
+            let (id, ty, def) = (*id, ty.clone(), *def);
+            self.reference(span, Some(def), hover_text(&format!("{name}: {}", ty.describe()), "A variable bound by a quantifier."));
+            return (TExpr::Bound(id), ty);
         }
         if let Some(subst) = env.subst {
             if let Some((t, ty)) = subst.get(name) {
@@ -175,11 +179,14 @@ impl Checker<'_> {
         }
         if let Some(i) = env.params.iter().position(|p| p.name == name) {
             let p = &env.params[i];
-            self.symbols.reference(span, Some(p.span), format!("{}: {}{}", p.name, p.ty.describe(), if p.optional { "?" } else { "" }));
+            self.reference(span, Some(p.span), hover_text(&param_text(p), "A parameter."));
             return (TExpr::Param(i), Ty::of_param(&p.ty, p.optional));
         }
         if let Some(results) = env.results {
             if name == "result" {
+                let tys: Vec<String> = results.iter().map(|r| r.ty.describe()).collect();
+                let shown = if tys.len() == 1 { tys[0].clone() } else { format!("({})", tys.join(", ")) };
+                self.reference(span, None, hover_text(&format!("result: {shown}"), "The output of the call (in `ensures`)."));
                 return match results {
                     [one] => (TExpr::Result(0), Ty::of_param(&one.ty, false)),
                     many => (TExpr::Lit(Value::None), Ty::Tuple(many.iter().map(|r| Ty::of_param(&r.ty, false)).collect())),
@@ -190,6 +197,7 @@ impl Checker<'_> {
             }
         }
         if let Some(d) = DType::from_name(name) {
+            self.reference(span, None, hover_text(&format!("dtype {}", d.name()), &format!("`torch.{}`", d.name())));
             return (TExpr::Lit(Value::Dtype(d)), Ty::Dtype);
         }
         if let Some(item) = self.scopes.lookup(env.module, name) {
@@ -201,7 +209,7 @@ impl Checker<'_> {
             if let ItemKind::Dtypes(_) = ast_item.kind {
                 let set = self.dtype_group(item).unwrap_or_default();
                 let names = set.iter().map(|d| d.name()).collect::<Vec<_>>().join(", ");
-                self.symbols.reference(span, def_span, format!("dtypes {name} = [{names}]\n\n{docs}"));
+                self.reference(span, def_span, hover_text(&format!("dtypes {name} = [{names}]"), &docs));
                 return (TExpr::Lit(Value::DtypeSet(set)), Ty::DtypeSet);
             }
             let what = match ast_item.kind.keyword() { k @ ("api" | "oracle") => format!("an {k}"), k => format!("a `{k}` item") };
@@ -220,6 +228,15 @@ impl Checker<'_> {
     }
 
     fn unknown_name(&mut self, env: &Env, name: &str, span: Span) {
+        if let Some(why) = unsupported_dtype(name) {
+            self.error(
+                Diagnostic::new(codes::E0003, format!("dtype `{name}` is not supported"))
+                    .with_label(span, "torch has this dtype; sfz cannot make tensors of it")
+                    .with_note(why)
+                    .with_help("leave the API's dtypes to those sfz generates, or leave the API unspecified for now"),
+            );
+            return;
+        }
         let dtype_names: Vec<&str> = DType::ALL.iter().map(|d| d.name()).collect();
         let looks_like_dtype = ["float", "int", "uint", "complex", "bfloat", "bool", "half", "double"]
             .iter()
@@ -235,7 +252,7 @@ impl Checker<'_> {
             return;
         }
         let mut candidates: Vec<String> = env.params.iter().map(|p| p.name.clone()).collect();
-        candidates.extend(env.bound.iter().map(|(n, _, _)| n.clone()));
+        candidates.extend(env.bound.iter().map(|(n, ..)| n.clone()));
         if let Some(subst) = env.subst {
             candidates.extend(subst.keys().cloned());
         }
@@ -262,10 +279,16 @@ impl Checker<'_> {
         match bty.strip_opt() {
             Ty::Error => (b, Ty::Error),
             Ty::Tensor => match TENSOR_PROPS.iter().find(|(n, _)| *n == field.name) {
-                Some(&(_, prop)) => (TExpr::Prop(Box::new(b), prop), prop_ty(prop)),
+                Some(&(_, prop)) => {
+                    self.property_hover(field);
+                    (TExpr::Prop(Box::new(b), prop), prop_ty(prop))
+                }
                 None => self.no_property(field, &bty, &["dtype", "ndim", "shape", "numel", "values"]),
             },
-            Ty::List(_) if field.name == "len" => (TExpr::Prop(Box::new(b), Prop::Len), Ty::Int),
+            Ty::List(_) if field.name == "len" => {
+                self.property_hover(field);
+                (TExpr::Prop(Box::new(b), Prop::Len), Ty::Int)
+            }
             Ty::List(_) => self.no_property(field, &bty, &["len"]),
             Ty::Tuple(elems) => match field.name.parse::<usize>() {
                 Ok(i) if i < elems.len() => (TExpr::Result(i), elems[i].clone()),
@@ -282,6 +305,12 @@ impl Checker<'_> {
                 let other = other.clone();
                 self.no_property(field, &other, &[])
             }
+        }
+    }
+
+    fn property_hover(&mut self, field: &ast::Ident) {
+        if let Some((name, ty, doc)) = PROPERTIES.iter().find(|(n, ..)| *n == field.name) {
+            self.reference(field.span, None, hover_text(&format!("{name}: {ty}"), doc));
         }
     }
 
@@ -438,10 +467,14 @@ impl Checker<'_> {
             return (TExpr::Lit(Value::None), Ty::Error);
         };
         if let Some(b) = Builtin::from_name(name) {
+            if let Some((_, sig, doc)) = BUILTINS.iter().find(|(n, ..)| *n == name) {
+                self.reference(callee.span, None, hover_text(sig, doc));
+            }
             return self.builtin(env, b, args, span);
         }
         if let Some(item) = self.scopes.lookup(env.module, name) {
             if let ItemKind::Constraints(_) = self.loader.modules[item.module].ast.items[item.index].kind {
+                self.reference_item(callee.span, item);
                 let parts = self.expand_set(env, item, name, args, span);
                 let conj = parts.into_iter().map(|(t, _)| t).reduce(|a, b| TExpr::Binary(BinOp::And, Box::new(a), Box::new(b)));
                 return (conj.unwrap_or(TExpr::Lit(Value::Bool(true))), Ty::Bool);
@@ -533,6 +566,27 @@ impl Checker<'_> {
     /// Expands a constraint set applied to arguments: its body's constraints, with the set's
     /// parameters replaced by the argument expressions. Returns each constraint and its text.
     pub fn expand_set(&mut self, env: &mut Env, item: ItemRef, name: &str, args: &[ast::CallArg], span: Span) -> Vec<(TExpr, String)> {
+        if let Some(at) = self.expanding.iter().position(|&i| i == item) {
+            let through: Vec<String> = self.expanding[at + 1..]
+                .iter()
+                .filter_map(|i| self.loader.modules[i.module].ast.items[i.index].kind.name().map(|n| format!("`{}`", n.name)))
+                .collect();
+            let via = if through.is_empty() { String::new() } else { format!(" (through {})", through.join(", ")) };
+            // Reported even while expanding quietly: the cycle is only found inside an expansion.
+            self.diags.push(
+                Diagnostic::new(codes::E0006, format!("constraint set `{name}` applies itself{via}"))
+                    .with_label(span, "this application closes the cycle")
+                    .with_help("a constraint set cannot be defined in terms of itself; inline the shared constraints"),
+            );
+            return Vec::new();
+        }
+        self.expanding.push(item);
+        let out = self.expand_set_body(env, item, name, args, span);
+        self.expanding.pop();
+        out
+    }
+
+    fn expand_set_body(&mut self, env: &mut Env, item: ItemRef, name: &str, args: &[ast::CallArg], span: Span) -> Vec<(TExpr, String)> {
         let module = &self.loader.modules[item.module];
         let ItemKind::Constraints(set) = &module.ast.items[item.index].kind else { return Vec::new() };
         let set_params: Vec<&ast::Param> = set.params.iter().filter(|p| matches!(p.kind, ast::ParamKind::Named { .. })).collect();
@@ -612,4 +666,27 @@ fn assignable(have: &Ty, want: &Ty) -> bool {
         (Ty::List(h), Ty::List(w)) => assignable(h, w),
         (h, w) => h == w,
     }
+}
+
+/// `name: type?` as written in a signature.
+pub fn param_text(p: &ParamSpec) -> String {
+    let mut s = format!("{}: {}{}", p.name, p.ty.describe(), if p.optional { "?" } else { "" });
+    if let Some(d) = &p.default {
+        s.push_str(&format!(" = {}", super::types::value_text(d)));
+    }
+    s
+}
+
+/// Why a torch dtype that sfz does not generate is missing, for the ones people will write.
+fn unsupported_dtype(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "qint8" | "quint8" | "qint32" | "quint4x2" | "quint2x4" => {
+            "a quantized tensor carries a scale and a zero point besides its values; sfz's generator does not make quantized tensors, so a spec cannot ask for them"
+        }
+        "float8_e4m3fn" | "float8_e5m2" | "float8_e4m3fnuz" | "float8_e5m2fnuz" => {
+            "the float8 dtypes have few CPU kernels; sfz's generator does not make them"
+        }
+        "uint16" | "uint32" | "uint64" | "complex32" | "chalf" => "sfz's generator does not make tensors of this dtype (most CPU kernels lack it)",
+        _ => return None,
+    })
 }

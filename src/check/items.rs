@@ -1,6 +1,7 @@
 //! Items: APIs (parameters, defaults, returns, body), rules, constraint sets, dtype groups and
 //! oracle clauses.
-use super::expr::Env;
+use super::expr::{param_text, Env};
+use super::symbols::{hover_text, TYPES};
 use super::scope::{closest, ItemRef};
 use super::types::{const_value, param_type, value_fits, value_text, Ty};
 use super::{classify, Checker};
@@ -40,6 +41,7 @@ impl Checker<'_> {
                 );
                 continue;
             }
+            self.type_references(module, ty);
             let mut alias = |n: &str| self.type_alias(module, n);
             let mut diags = Vec::new();
             let resolved = param_type(ty, &mut alias, &mut diags);
@@ -48,9 +50,28 @@ impl Checker<'_> {
             }
             let Some((kind, optional)) = resolved else { continue };
             let default = default.as_ref().and_then(|d| self.default_value(d, &name.name, &kind, optional, &out, &all_names));
-            out.push(ParamSpec { name: name.name.clone(), span: name.span, ty: kind, optional, kw_only, default });
+            let spec = ParamSpec { name: name.name.clone(), span: name.span, ty: kind, optional, kw_only, default };
+            let docs = p.docs.iter().map(|d| d.text.as_str()).collect::<Vec<_>>().join("\n");
+            self.reference(name.span, Some(name.span), hover_text(&param_text(&spec), &docs));
+            out.push(spec);
         }
         out
+    }
+
+    /// Hovers for the names in a written type: built-in types and aliases.
+    pub fn type_references(&mut self, module: usize, ty: &ast::Type) {
+        match &ty.kind {
+            ast::TypeKind::Named(id) => {
+                if let Some((name, doc)) = TYPES.iter().find(|(n, _)| *n == id.name) {
+                    self.reference(id.span, None, hover_text(name, doc));
+                } else if let Some(item) = self.scopes.lookup(module, &id.name) {
+                    self.reference_item(id.span, item);
+                }
+            }
+            ast::TypeKind::List(t, _) | ast::TypeKind::Optional(t) => self.type_references(module, t),
+            ast::TypeKind::Tuple(ts) | ast::TypeKind::Union(ts) => ts.iter().for_each(|t| self.type_references(module, t)),
+            ast::TypeKind::StrLit(_) => {}
+        }
     }
 
     fn default_value(
@@ -170,6 +191,8 @@ impl Checker<'_> {
     /// Checks a constraint set's body once on its own, with its parameters as the scope.
     pub fn check_constraint_set(&mut self, item: ItemRef, set: &ast::ConstraintSet) {
         let params = self.params(item.module, &set.params);
+        self.reference_item(set.name.span, item);
+        self.body_scope(set.body.span, &params, false);
         self.set_params.insert(item, params.clone());
         for stmt in &set.body.stmts {
             match &stmt.kind {
@@ -206,6 +229,9 @@ impl Checker<'_> {
             ensures: Vec::new(),
             oracles: Vec::new(),
         };
+        let docs = item.docs.iter().map(|d| d.text.as_str()).collect::<Vec<_>>().join("\n");
+        self.reference(api.path.span, Some(api.path.span), hover_text(&api_signature(&spec), &docs));
+        self.body_scope(api.body.span, &spec.params, true);
         let mut saw_oracles = false;
         for stmt in &api.body.stmts {
             match &stmt.kind {
@@ -250,8 +276,7 @@ impl Checker<'_> {
             if let ast::ExprKind::Name(name) = &callee.kind {
                 if let Some(item) = self.scopes.lookup(module, name) {
                     if let ItemKind::Constraints(_) = self.loader.modules[item.module].ast.items[item.index].kind {
-                        let def = self.loader.modules[item.module].ast.items[item.index].kind.name().map(|n| n.span);
-                        self.symbols.reference(callee.span, def, format!("constraints {name}"));
+                        self.reference_item(callee.span, item);
                         return self
                             .expand_set(&mut env, item, name, args, expr.span)
                             .into_iter()
@@ -305,7 +330,7 @@ impl Checker<'_> {
         }
     }
 
-    fn oracle_use(&mut self, module: usize, r: &ast::OracleRef) -> Option<OracleUse> {
+    pub(super) fn oracle_use(&mut self, module: usize, r: &ast::OracleRef) -> Option<OracleUse> {
         let item = self.scopes.lookup(module, &r.name.name).filter(|i| {
             matches!(self.loader.modules[i.module].ast.items[i.index].kind, ItemKind::Oracle(_))
         });
@@ -321,9 +346,11 @@ impl Checker<'_> {
         };
         let decl_item = &self.loader.modules[item.module].ast.items[item.index];
         let ItemKind::Oracle(decl) = &decl_item.kind else { return None };
-        let docs = decl_item.docs.iter().map(|d| d.text.as_str()).collect::<Vec<_>>().join("\n");
-        self.symbols.reference(r.name.span, Some(decl.name.span), format!("oracle {}\n\n{docs}", decl.name.name));
+        self.reference_item(r.name.span, item);
+        // The declaration was checked on its own; here it only supplies parameters.
+        self.quiet += 1;
         let decl_params = self.params(item.module, &decl.params.clone());
+        self.quiet -= 1;
         let mut args: Vec<(String, Value)> = Vec::new();
         for (i, a) in r.args.iter().enumerate() {
             let param = match &a.name {
@@ -345,14 +372,43 @@ impl Checker<'_> {
                 continue;
             }
             match const_value(&a.value) {
-                Some(v) if value_fits(&v, &param.ty) && v != Value::None => args.push((param.name.clone(), v)),
+                Some(v) if value_fits(&v, &param.ty) && v != Value::None => args.push((param.name.clone(), float_if_float(v, &param.ty))),
                 _ => self.error(
                     Diagnostic::new(codes::E0012, format!("invalid value for `{}`", param.name))
                         .with_label(a.value.span, format!("expected a constant of type {}", param.ty.describe())),
                 ),
             }
         }
-        Some(OracleUse { name: r.name.name.clone(), span: r.span, args })
+        // Every parameter gets a value: the argument, else the declared default.
+        let mut complete = Vec::new();
+        for p in &decl_params {
+            match (args.iter().find(|(n, _)| *n == p.name), &p.default) {
+                (Some((_, v)), _) => complete.push((p.name.clone(), v.clone())),
+                (None, Some(d)) => complete.push((p.name.clone(), float_if_float(d.clone(), &p.ty))),
+                (None, None) => self.error(
+                    Diagnostic::new(codes::E0012, format!("oracle `{}` needs a value for `{}`", r.name.name, p.name))
+                        .with_label(r.span, format!("`{}` has no default", p.name))
+                        .with_secondary(p.span, "declared here")
+                        .with_help(format!("write `{}({} = ...)`", r.name.name, p.name)),
+                ),
+            }
+        }
+        Some(OracleUse { name: r.name.name.clone(), span: r.span, args: complete })
+    }
+
+    /// W0004 for an oracle declared outside the stdlib: sfz runs only the oracles it implements,
+    /// which `std::oracles` declares.
+    pub fn check_oracle_decl(&mut self, item: ItemRef, decl: &ast::OracleDecl) {
+        self.params(item.module, &decl.params);
+        self.reference_item(decl.name.span, item);
+        if !self.loader.modules[item.module].is_std() {
+            self.error(
+                Diagnostic::new(codes::W0004, format!("oracle `{}` has no implementation", decl.name.name))
+                    .with_label(decl.name.span, "declared here, outside the stdlib")
+                    .with_note("sfz runs only the oracles it implements, which `std::oracles` declares; this one never fires")
+                    .with_help("use one of the stdlib's oracles, or implement it in sfz (src/oracle/) and declare it in stdlib/oracles.sfz"),
+            );
+        }
     }
 
     /// Names of every declared oracle (the prelude's).
@@ -440,9 +496,9 @@ impl Checker<'_> {
     }
 
     /// Checks a rule against its target API's parameters.
-    pub fn check_rule(&mut self, module: usize, item: &ast::Item, rule: &ast::Rule, apis: &[ApiSpec]) -> Option<RuleSpec> {
+    pub fn check_rule(&mut self, module: usize, item: &ast::Item, rule: &ast::Rule, target: Option<&ApiSpec>, apis: &[ApiSpec]) -> Option<RuleSpec> {
         let meta = self.rule_meta(item, &rule.name.name);
-        let Some(api) = apis.iter().find(|a| a.name == rule.target.name) else {
+        let Some(api) = target else {
             let mut d = Diagnostic::new(codes::E0002, format!("cannot find API `{}`", rule.target.name)).with_label(rule.target.span, "no api item with this name is loaded");
             if let Some(s) = closest(&rule.target.name, apis.iter().map(|a| a.name.as_str())) {
                 d = d.with_help(format!("did you mean `{s}`?"));
@@ -453,6 +509,8 @@ impl Checker<'_> {
             return None;
         };
         let file = self.loader.modules[module].file;
+        self.reference(rule.target.span, Some(api.span), hover_text(&api_signature(api), ""));
+        self.body_scope(rule.body.span, &api.params, false);
         let mut constraints = Vec::new();
         for stmt in &rule.body.stmts {
             match &stmt.kind {
@@ -489,5 +547,31 @@ fn collect_names(e: &ast::Expr, out: &mut Vec<(String, Span)>) {
         }
         List(items) => items.iter().for_each(|i| collect_names(i, out)),
         _ => {}
+    }
+}
+
+/// `api name(params) -> returns`, for hovers.
+pub fn api_signature(api: &ApiSpec) -> String {
+    let mut params = Vec::new();
+    let mut kw = false;
+    for p in &api.params {
+        if p.kw_only && !kw {
+            params.push("*".to_string());
+            kw = true;
+        }
+        params.push(param_text(p));
+    }
+    let returns = match api.returns.as_slice() {
+        [one] if one.name == "result" => one.ty.describe(),
+        many => format!("({})", many.iter().map(|r| format!("{}: {}", r.name, r.ty.describe())).collect::<Vec<_>>().join(", ")),
+    };
+    format!("api {}({}) -> {returns}", api.name, params.join(", "))
+}
+
+/// A whole number given for a float parameter, as a float.
+fn float_if_float(v: Value, ty: &ParamType) -> Value {
+    match (v, ty) {
+        (Value::Int(i), ParamType::Float) => Value::Float(i as f64),
+        (v, _) => v,
     }
 }

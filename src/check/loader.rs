@@ -24,13 +24,15 @@ pub struct Module {
     pub ast: ast::Module,
     /// Named on the command line (or opened in the editor), not only imported.
     pub root: bool,
+    /// A file of the stdlib's sources (`.../stdlib/dtypes.sfz`), checked as the stdlib is.
+    pub stdlib_file: bool,
     /// Resolved imports: for each `use` item index, the module it names (None if unresolved).
     pub imports: Vec<(usize, Option<ModId>)>,
 }
 
 impl Module {
     pub fn is_std(&self) -> bool {
-        matches!(self.key, ModKey::Std(_))
+        matches!(self.key, ModKey::Std(_)) || self.stdlib_file
     }
 }
 
@@ -99,7 +101,15 @@ impl Loader {
         let (ast, diags) = syntax::parse(file, &self.map.get(file).text);
         self.diags.extend(diags);
         let id = self.modules.len();
-        self.modules.push(Module { key: key.clone(), file, ast, root, imports: Vec::new() });
+        let stdlib_file = match &key {
+            ModKey::File(p) => {
+                let in_stdlib_dir = p.parent().and_then(Path::file_name).is_some_and(|d| d == "stdlib");
+                let stem = p.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+                in_stdlib_dir && stdlib::source(stem).is_some()
+            }
+            ModKey::Std(_) => false,
+        };
+        self.modules.push(Module { key: key.clone(), file, ast, root, stdlib_file, imports: Vec::new() });
         self.by_key.insert(key, id);
         id
     }

@@ -4,7 +4,10 @@
 mod classify;
 mod expr;
 mod items;
+mod programs;
 pub mod loader;
+pub mod sat;
+pub mod signatures;
 mod scope;
 pub mod symbols;
 mod types;
@@ -47,6 +50,15 @@ impl Checked {
 pub struct Inputs {
     pub paths: Vec<PathBuf>,
     pub overlays: HashMap<PathBuf, String>,
+}
+
+/// The directory sfz caches things in between runs: `$SFZ_CACHE_DIR`, else
+/// `$XDG_CACHE_HOME/sfz`, else `~/.cache/sfz`.
+pub fn cache_dir() -> Option<PathBuf> {
+    let var = |name| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    var("SFZ_CACHE_DIR")
+        .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("sfz")))
+        .or_else(|| var("HOME").map(|d| d.join(".cache").join("sfz")))
 }
 
 /// Checks files and directories.
@@ -106,6 +118,7 @@ pub fn check(inputs: Inputs) -> Checked {
         used: HashSet::new(),
         dtype_groups: HashMap::new(),
         in_progress: HashSet::new(),
+        expanding: Vec::new(),
         set_params: HashMap::new(),
         symbols: Symbols::default(),
         next_var: 0,
@@ -129,6 +142,8 @@ pub struct Checker<'l> {
     used: HashSet<ItemRef>,
     dtype_groups: HashMap<ItemRef, Option<Vec<DType>>>,
     in_progress: HashSet<ItemRef>,
+    /// Constraint sets being expanded, innermost last (a set that applies itself is a cycle).
+    expanding: Vec<ItemRef>,
     set_params: HashMap<ItemRef, Vec<ParamSpec>>,
     symbols: Symbols,
     /// Next id for a forall/exists variable.
@@ -147,6 +162,8 @@ impl Checker<'_> {
         let mut apis: Vec<ApiSpec> = Vec::new();
         // Which module each API came from: rules prefer the API of their own module.
         let mut api_modules: Vec<ModId> = Vec::new();
+        // APIs without errors, whose constraints are then solved together.
+        let mut to_solve: Vec<usize> = Vec::new();
         for (m, module) in loader.modules.iter().enumerate() {
             // Two files may each specify an API; one file may not specify it twice.
             let mut api_spans: HashMap<String, crate::diag::Span> = HashMap::new();
@@ -163,16 +180,13 @@ impl Checker<'_> {
                         types::param_type(&alias.ty, &mut resolve, &mut diags);
                         diags.into_iter().for_each(|d| self.error(d));
                     }
-                    ItemKind::Oracle(o) => {
-                        self.params(m, &o.params);
-                    }
+                    ItemKind::Oracle(o) => self.check_oracle_decl(item_ref, o),
+                    ItemKind::Program(p) => self.check_program(m, p),
                     ItemKind::Api(api) if !module.is_std() => {
                         let spec = self.check_api(m, item, api);
                         // Only a well-formed API is worth a satisfiability check: a reported
                         // mistake (an out-of-range literal read as 0) would make it noise.
-                        if !self.has_errors_in(item.span) {
-                            self.satisfiable(&spec);
-                        }
+                        let well_formed = !self.has_errors_in(item.span);
                         if let Some(prev) = api_spans.get(&spec.name) {
                             self.error(
                                 Diagnostic::new(codes::E0005, format!("API `{}` is specified twice", spec.name))
@@ -182,6 +196,9 @@ impl Checker<'_> {
                             continue;
                         }
                         api_spans.insert(spec.name.clone(), spec.span);
+                        if well_formed {
+                            to_solve.push(apis.len());
+                        }
                         apis.push(spec);
                         api_modules.push(m);
                     }
@@ -189,30 +206,131 @@ impl Checker<'_> {
                 }
             }
         }
-        let mut rules = Vec::new();
+        // Each rule with the index of the API it refines: the API of its own module if there is
+        // one, else the first loaded.
+        let mut rules: Vec<(crate::spec::RuleSpec, usize, crate::diag::Span)> = Vec::new();
+        let mut rule_spans: HashMap<(usize, String), crate::diag::Span> = HashMap::new();
         for (m, module) in loader.modules.iter().enumerate() {
             for item in &module.ast.items {
-                if let ItemKind::Rule(rule) = &item.kind {
-                    // The API in the rule's own module if there is one, else the first loaded.
-                    let own: Vec<ApiSpec> = apis.iter().zip(&api_modules).filter(|(_, &am)| am == m).map(|(a, _)| a.clone()).collect();
-                    let target = if own.iter().any(|a| a.name == rule.target.name) { &own } else { &apis };
-                    if let Some(r) = self.check_rule(m, item, rule, target) {
-                        rules.push((r, m));
-                    }
+                let ItemKind::Rule(rule) = &item.kind else { continue };
+                let own = apis.iter().zip(&api_modules).position(|(a, &am)| am == m && a.name == rule.target.name);
+                let target = own.or_else(|| apis.iter().position(|a| a.name == rule.target.name));
+                let Some(r) = self.check_rule(m, item, rule, target.map(|i| &apis[i]), &apis) else { continue };
+                let Some(i) = target else { continue };
+                if let Some(prev) = rule_spans.insert((i, rule.name.name.clone()), rule.name.span) {
+                    self.error(
+                        Diagnostic::new(codes::E0005, format!("rule `{}` for `{}` is defined twice", rule.name.name, apis[i].name))
+                            .with_label(rule.name.span, "defined again here")
+                            .with_secondary(prev, "first defined here")
+                            .with_help("rules of one API need distinct names"),
+                    );
+                    continue;
                 }
+                rules.push((r, i, item.span));
             }
         }
-        for (r, m) in &rules {
+        for (r, i, _) in &rules {
             if r.meta.status == crate::spec::RuleStatus::Validated {
-                let own = apis.iter().zip(&api_modules).position(|(a, am)| a.name == r.api && am == m);
-                let any = apis.iter().position(|a| a.name == r.api);
-                if let Some(i) = own.or(any) {
-                    apis[i].requires.extend(r.constraints.iter().cloned());
-                }
+                apis[*i].requires.extend(r.constraints.iter().cloned());
             }
         }
+        // After folding, so that a validated rule contradicting its API is reported too.
+        self.satisfiable(&apis, &to_solve);
+        self.redundant_rules(&apis, &to_solve, &rules);
         self.unused();
-        Spec { apis, rules: rules.into_iter().map(|(r, _)| r).collect() }
+        self.record_names();
+        Spec { apis, rules: rules.into_iter().map(|(r, ..)| r).collect() }
+    }
+
+    /// Records a reference for the language server (not while re-checking expanded text).
+    fn reference(&mut self, span: crate::diag::Span, def: Option<crate::diag::Span>, hover: String) {
+        if self.quiet == 0 {
+            self.symbols.reference(span, def, hover);
+        }
+    }
+
+    /// Records a reference to an item: its definition and its signature and docs as hover.
+    fn reference_item(&mut self, span: crate::diag::Span, item: ItemRef) {
+        let ast_item = &self.loader.modules[item.module].ast.items[item.index];
+        let def = ast_item.kind.name().map(|n| n.span);
+        let hover = self.item_hover(item);
+        self.reference(span, def, hover);
+    }
+
+    /// An item's one-line signature and its doc comment, as hover markdown.
+    fn item_hover(&mut self, item: ItemRef) -> String {
+        let ast_item = &self.loader.modules[item.module].ast.items[item.index];
+        let docs = ast_item.docs.iter().map(|d| d.text.as_str()).collect::<Vec<_>>().join("\n");
+        symbols::hover_text(&self.item_detail(item), &docs)
+    }
+
+    /// An item's signature or value in one line.
+    fn item_detail(&mut self, item: ItemRef) -> String {
+        let ast_item = &self.loader.modules[item.module].ast.items[item.index];
+        let params = |ps: &[crate::ast::Param]| {
+            ps.iter()
+                .map(|p| match &p.kind {
+                    crate::ast::ParamKind::KwOnlyMarker => "*".to_string(),
+                    crate::ast::ParamKind::Named { name, ty, .. } => format!("{}: {}", name.name, crate::fmt::type_text(ty)),
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match &ast_item.kind {
+            ItemKind::Dtypes(d) => {
+                let name = d.name.name.clone();
+                let set = self.dtype_group(item).unwrap_or_default();
+                format!("dtypes {name} = [{}]", set.iter().map(|d| d.name()).collect::<Vec<_>>().join(", "))
+            }
+            ItemKind::Constraints(c) => format!("constraints {}({})", c.name.name, params(&c.params)),
+            ItemKind::TypeAlias(t) => format!("type {} = {}", t.name.name, crate::fmt::type_text(&t.ty)),
+            ItemKind::Oracle(o) if o.params.is_empty() => format!("oracle {}", o.name.name),
+            ItemKind::Oracle(o) => format!("oracle {}({})", o.name.name, params(&o.params)),
+            ItemKind::Program(p) => format!("program {}({})", p.name.name, params(&p.params)),
+            ItemKind::Api(a) => format!("api {}({})", a.path.name, params(&a.params)),
+            ItemKind::Rule(r) => format!("rule {} for {}", r.name.name, r.target.name),
+            ItemKind::Use(_) => String::new(),
+        }
+    }
+
+    /// Notes the parameters visible in a body, for completion.
+    fn body_scope(&mut self, span: crate::diag::Span, params: &[ParamSpec], has_results: bool) {
+        if self.quiet == 0 {
+            let params = params.iter().map(|p| (p.name.clone(), expr::param_text(p))).collect();
+            self.symbols.scopes.push(symbols::BodyScope { span, params, has_results });
+        }
+    }
+
+    /// For each root file: hovers on imported names, and every name it can use.
+    fn record_names(&mut self) {
+        let loader = self.loader;
+        for (m, module) in loader.modules.iter().enumerate() {
+            if !module.root {
+                continue;
+            }
+            let imports: Vec<(crate::diag::Span, ItemRef, bool)> = self.scopes.imports[m]
+                .values()
+                .map(|i| (i.span, i.item, loader.map.slice(i.span) == "*"))
+                .collect();
+            for (span, item, glob) in imports {
+                if !glob {
+                    self.reference_item(span, item);
+                }
+            }
+            let mut visible = Vec::new();
+            for name in self.scopes.visible(m) {
+                let Some(item) = self.scopes.peek(m, &name) else { continue };
+                let ast_item = &loader.modules[item.module].ast.items[item.index];
+                let kind = ast_item.kind.keyword();
+                if matches!(kind, "api" | "rule" | "use") {
+                    continue;
+                }
+                let docs = ast_item.docs.iter().map(|d| d.text.as_str()).collect::<Vec<_>>().join("\n");
+                let detail = self.item_detail(item);
+                visible.push(symbols::Visible { name, kind, detail, docs });
+            }
+            self.symbols.visible.insert(module.file, visible);
+        }
     }
 
     fn has_errors_in(&self, span: crate::diag::Span) -> bool {
@@ -223,12 +341,64 @@ impl Checker<'_> {
             .any(|s| s.file == span.file && s.lo >= span.lo && s.hi <= span.hi)
     }
 
-    /// E0009 when no call can meet the API's constraints, with the conflicting ones labelled.
-    fn satisfiable(&mut self, api: &ApiSpec) {
-        let Err(crate::solve::SolveError::Unsat { core }) = crate::solve::check_sat(api, &crate::solve::Limits::default()) else { return };
+    /// E0009 when no call can meet an API's constraints, with the conflicting ones labelled.
+    fn satisfiable(&mut self, apis: &[ApiSpec], which: &[usize]) {
+        let mut chosen: Vec<&ApiSpec> = Vec::new();
+        for &i in which {
+            let terms = sat::encoded_terms(&apis[i]);
+            if terms > sat::MAX_TERMS {
+                self.error(
+                    Diagnostic::new(codes::W0003, format!("the constraints of `{}` are too large to solve", apis[i].name))
+                        .with_label(apis[i].span, format!("about {terms:.0e} terms once quantifiers are unrolled"))
+                        .with_note("sfz did not check that these constraints can hold, and cannot generate inputs for them")
+                        .with_help("nest fewer quantifiers, or quantify over smaller ranges"),
+                );
+                continue;
+            }
+            chosen.push(&apis[i]);
+        }
+        for (api, core) in chosen.iter().zip(sat::unsat_cores(&chosen)) {
+            if let Some(core) = core {
+                self.unsatisfiable(api, &core);
+            }
+        }
+    }
+
+    /// W0005 for a rule its API's other constraints already imply: it can never exclude an
+    /// input, so validating or keeping it adds nothing. Rejected rules are records, never
+    /// warned about; rules with errors, or of APIs with errors, are not judged.
+    fn redundant_rules(&mut self, apis: &[ApiSpec], well_formed: &[usize], rules: &[(crate::spec::RuleSpec, usize, crate::diag::Span)]) {
+        let mut probes = Vec::new();
+        let mut which = Vec::new();
+        for (r, i, item_span) in rules {
+            if r.meta.status == crate::spec::RuleStatus::Rejected || r.constraints.is_empty() || !well_formed.contains(i) || self.has_errors_in(*item_span) {
+                continue;
+            }
+            if let Some(probe) = sat::without_rule(&apis[*i], r) {
+                probes.push(probe);
+                which.push((r, &apis[*i]));
+            }
+        }
+        let chosen: Vec<&ApiSpec> = probes.iter().collect();
+        for ((r, api), (probe, core)) in which.into_iter().zip(probes.iter().zip(sat::unsat_cores(&chosen))) {
+            let negation = probe.requires.len() - 1;
+            let Some(core) = core.filter(|c| c.contains(&negation)) else { continue };
+            let mut d = Diagnostic::new(codes::W0005, format!("rule `{}` adds nothing to `{}`", r.meta.name, api.name))
+                .with_label(r.span, "implied by the API's other constraints");
+            for &k in core.iter().filter(|&&k| k != negation) {
+                if let Some(c) = probe.requires.get(k) {
+                    d = d.with_secondary(c.span, "this implies it");
+                }
+            }
+            let d = d.with_note("the solver also assumes the limits inputs are generated within (rank <= 4, dims <= 8, at most 1000 elements per tensor)");
+            self.error(d.with_help("remove the rule, or mark it `#[status(rejected)]` to keep it as a record"));
+        }
+    }
+
+    fn unsatisfiable(&mut self, api: &ApiSpec, core: &[usize]) {
         let mut d = Diagnostic::new(codes::E0009, format!("the constraints of `{}` cannot all hold", api.name))
             .with_label(api.span, "no input satisfies this API's constraints");
-        for &i in &core {
+        for &i in core {
             if let Some(c) = api.requires.get(i) {
                 d = d.with_secondary(c.span, "conflicts");
             }
@@ -257,7 +427,8 @@ impl Checker<'_> {
             }
             let mut by_use: HashMap<crate::diag::Span, bool> = HashMap::new();
             for import in self.scopes.imports[m].values() {
-                let used = import.used.get() || self.used.contains(&import.item);
+                // Used through this import, not merely used somewhere (stdlib groups use each other).
+            let used = import.used.get();
                 let entry = by_use.entry(import.span).or_insert(false);
                 *entry |= used;
             }

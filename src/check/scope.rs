@@ -118,6 +118,17 @@ impl Scopes {
         self.defs[prelude].get(name).copied()
     }
 
+    /// What a name means in a module, without marking an import used (for completion).
+    pub fn peek(&self, module: ModId, name: &str) -> Option<ItemRef> {
+        if let Some(&item) = self.defs[module].get(name) {
+            return Some(item);
+        }
+        if let Some(import) = self.imports[module].get(name) {
+            return Some(import.item);
+        }
+        self.defs[self.prelude?].get(name).copied()
+    }
+
     /// Every name visible in a module (for suggestions and completion).
     pub fn visible(&self, module: ModId) -> Vec<String> {
         let mut names: Vec<String> = self.defs[module].keys().chain(self.imports[module].keys()).cloned().collect();
@@ -142,7 +153,7 @@ pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
         .into_iter()
         .map(|c| (edit_distance(name, c), c))
         .filter(|&(d, c)| d <= limit && c != name)
-        .min_by_key(|&(d, c)| (d, c.len()))
+        .min_by_key(|&(d, c)| (d, c.len(), c))
         .map(|(_, c)| c)
 }
 

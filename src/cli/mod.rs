@@ -1,6 +1,7 @@
 //! The command line: clap definitions and dispatch. The only place that prints.
 mod check;
 mod explain;
+mod fmt;
 mod fuzz;
 
 use std::path::PathBuf;
@@ -24,8 +25,20 @@ pub enum Command {
     Check(check::Args),
     /// Explain a diagnostic code, e.g. `sfz explain E0002`.
     Explain(explain::Args),
+    /// Rewrite spec files in the canonical layout (comments kept); `--check` only reports.
+    Fmt(fmt::Args),
+    /// Run the language server on stdin/stdout (for editors; see README).
+    Lsp(LspArgs),
     /// Fuzz the APIs of spec files against libtorch; findings go to --out.
     Fuzz(fuzz::Args),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct LspArgs {
+    /// The `sfz-worker` whose libtorch schemas (cached by `sfz check`) signatures are compared
+    /// with (default: next to `sfz`). The server itself never starts a worker.
+    #[arg(long)]
+    pub worker: Option<PathBuf>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -61,6 +74,8 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(args) => check::run(args, cli.color),
         Command::Explain(args) => explain::run(args),
+        Command::Fmt(args) => fmt::run(args, cli.color),
+        Command::Lsp(args) => crate::lsp::run_stdio(crate::lsp::Config { worker_exe: args.worker }).map(|()| ExitCode::SUCCESS),
         Command::Fuzz(args) => fuzz::run(args, cli.color),
     };
     match result {

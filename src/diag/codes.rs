@@ -70,6 +70,9 @@ registry! {
     E0018 Error "cannot read source file";
     W0001 Warning "unused import";
     W0002 Warning "unused definition";
+    W0003 Warning "constraints too large to solve";
+    W0004 Warning "oracle without an implementation";
+    W0005 Warning "redundant rule";
 }
 
 /// The entry for a code, case-insensitively (`e0002` works).

@@ -68,7 +68,7 @@ pub fn to_diagnostic(file: FileId, text: &str, base: usize, err: &Error<Rule>) -
         let before = text[..at].trim_end();
         if !before.is_empty() && text[before.len()..at].contains('\n') {
             let end = before.len();
-            let start = before[..end].char_indices().last().map_or(0, |(i, _)| i);
+            let start = before[..end].char_indices().next_back().map_or(0, |(i, _)| i);
             diag = diag.with_secondary(Span::new(file, start, end), "`;` may be missing after this");
         }
     }

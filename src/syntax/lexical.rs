@@ -76,6 +76,59 @@ pub fn too_deep(text: &str, max: usize) -> Option<usize> {
     None
 }
 
+/// The offset of the first operator past `max` in one statement (between `;`, `{` and `}`),
+/// outside strings and comments. Operators, brackets and the keywords that build expressions
+/// each count once: together they bound how deep an expression's tree can be, which brackets
+/// alone do not (`not not not ...`, `a => a => ...` and `x.a.b.c...` nest without them).
+pub fn too_complex(text: &str, max: usize) -> Option<usize> {
+    const WORDS: &[&str] = &["not", "and", "or", "in", "if", "then", "else", "forall", "exists"];
+    let mut skip = Vec::new();
+    scan(text, |lo, hi, _| skip.push((lo, hi)));
+    let mut skip = skip.into_iter().peekable();
+    let b = text.as_bytes();
+    let mut count = 0usize;
+    let mut i = 0;
+    while i < b.len() {
+        while skip.peek().is_some_and(|&(_, hi)| hi <= i) {
+            skip.next();
+        }
+        if let Some(&(lo, hi)) = skip.peek() {
+            if lo <= i {
+                i = hi;
+                continue;
+            }
+        }
+        let c = b[i];
+        let mut len = 1;
+        match c {
+            b';' | b'{' | b'}' => count = 0,
+            b'a'..=b'z' | b'A'..=b'Z' | b'_' | b'0'..=b'9' => {
+                len = b[i..].iter().take_while(|c| c.is_ascii_alphanumeric() || **c == b'_').count();
+                if c.is_ascii_lowercase() && WORDS.contains(&&text[i..i + len]) {
+                    count += 1;
+                }
+            }
+            b'=' | b'!' | b'<' | b'>' | b'&' | b'|' | b'.' | b'+' | b'-' | b'*' | b'/' | b'%' | b'(' | b'[' => {
+                // Two-character operators (`==`, `..`, `=>`, `&&`) count once; a bare `=`
+                // (a default, a named argument) not at all.
+                len = match b.get(i + 1) {
+                    Some(b'=' | b'>' | b'&' | b'|' | b'.') if c != b'(' && c != b'[' => 2,
+                    _ => 1,
+                };
+                if !(c == b'=' && len == 1) {
+                    count += 1;
+                }
+            }
+            _ => {}
+        }
+        if count > max {
+            return Some(i);
+        }
+        i += len;
+    }
+    None
+}
+
 /// Skips whitespace and ordinary comments from `pos`.
 pub fn skip_trivia(text: &str, mut pos: usize) -> usize {
     let b = text.as_bytes();
@@ -95,10 +148,19 @@ pub fn skip_trivia(text: &str, mut pos: usize) -> usize {
 }
 
 /// The start of the next line after `pos` that begins (in column 0) with an item keyword, an
-/// attribute or a doc comment; the end of the text if there is none.
-pub fn next_item_start(text: &str, pos: usize) -> usize {
-    let mut line_start = text[pos..].find('\n').map_or(text.len(), |n| pos + n + 1);
+/// attribute or a doc comment, outside block comments (`comments`, sorted); the end of the text
+/// if there is none.
+pub fn next_item_start(text: &str, comments: &[Comment], pos: usize) -> usize {
+    // Bytes, not chars: `at` may fall inside a character (the last byte of a comment).
+    let next_line = |at: usize| text.as_bytes()[at..].iter().position(|&b| b == b'\n').map_or(text.len(), |n| at + n + 1);
+    let mut line_start = next_line(pos.min(text.len()));
     while line_start < text.len() {
+        // Inside a block comment: continue after it.
+        let i = comments.partition_point(|c| (c.span.lo as usize) < line_start);
+        if let Some(c) = i.checked_sub(1).map(|i| &comments[i]).filter(|c| c.span.hi as usize > line_start) {
+            line_start = next_line(c.span.hi as usize - 1);
+            continue;
+        }
         let line = &text[line_start..];
         let starts_item = line.starts_with("#[")
             || (line.starts_with("///") && !line.starts_with("////"))
@@ -108,7 +170,7 @@ pub fn next_item_start(text: &str, pos: usize) -> usize {
         if starts_item {
             return line_start;
         }
-        line_start = line.find('\n').map_or(text.len(), |n| line_start + n + 1);
+        line_start = next_line(line_start);
     }
     text.len()
 }
@@ -124,9 +186,20 @@ mod tests {
     }
 
     #[test]
+    fn complexity_counts_operators_per_statement() {
+        assert_eq!(too_complex("not not x; not not x;", 2), None);
+        assert_eq!(too_complex("not not not x;", 2), Some(8));
+        // `==` is one operator, `=` none, strings and comments nothing.
+        assert_eq!(too_complex("a == b = c \"and and\" // or or\n", 1), None);
+        assert_eq!(too_complex("x.a.b", 1), Some(3));
+    }
+
+    #[test]
     fn recovery_resumes_at_column_zero_keywords() {
         let text = "api broken(\n  x: int\napi ok() {}\n";
-        assert_eq!(&text[next_item_start(text, 0)..], "api ok() {}\n");
+        assert_eq!(&text[next_item_start(text, &[], 0)..], "api ok() {}\n");
+        let text = "api a(\n/*\napi no\n*/\napi yes\n";
+        assert_eq!(&text[next_item_start(text, &comments(FileId(0), text), 0)..], "api yes\n");
     }
 
     #[test]

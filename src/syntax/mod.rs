@@ -18,9 +18,17 @@ pub(crate) struct SfzParser;
 /// stack of the parser or of the passes that walk the tree.
 pub const MAX_NESTING: usize = 64;
 
+/// Syntax errors reported per file before parsing stops (a binary or a wrong file would
+/// otherwise give one per line).
+pub const MAX_SYNTAX_ERRORS: usize = 100;
+
+/// Operators allowed in one statement. Trees also deepen without brackets (`not not ...`,
+/// `a => b => ...`, `x.a.b...`), so their depth is bounded by counting operators; a real
+/// constraint has a few dozen.
+pub const MAX_OPERATORS: usize = 1024;
+
 /// Parses one file.
 pub fn parse(file: FileId, text: &str) -> (Module, Vec<Diagnostic>) {
-    pest::set_error_detail(true);
     let mut module = Module { items: Vec::new(), comments: lexical::comments(file, text) };
     let mut diags = Vec::new();
     if let Some(at) = lexical::too_deep(text, MAX_NESTING) {
@@ -31,10 +39,18 @@ pub fn parse(file: FileId, text: &str) -> (Module, Vec<Diagnostic>) {
         );
         return (module, diags);
     }
+    if let Some(at) = lexical::too_complex(text, MAX_OPERATORS) {
+        diags.push(
+            Diagnostic::new(E0001, "expression too long")
+                .with_label(Span::new(file, at, at + 1), format!("more than {MAX_OPERATORS} operators in one statement"))
+                .with_help("split it into several statements (each is a constraint that must hold) or a constraint set"),
+        );
+        return (module, diags);
+    }
 
     let mut pos = lexical::skip_trivia(text, 0);
     while pos < text.len() {
-        match SfzParser::parse(Rule::item_entry, &text[pos..]) {
+        match parse_item(text, &module.comments, pos) {
             Ok(mut pairs) => {
                 let entry = pairs.next().expect("item_entry matched");
                 let item_pair = entry.into_inner().find(|p| p.as_rule() == Rule::item).expect("item_entry holds an item");
@@ -45,11 +61,57 @@ pub fn parse(file: FileId, text: &str) -> (Module, Vec<Diagnostic>) {
             }
             Err(err) => {
                 diags.push(errors::to_diagnostic(file, text, pos, &err));
-                pos = lexical::next_item_start(text, pos);
+                pos = lexical::next_item_start(text, &module.comments, pos);
+                let errors = diags.iter().filter(|d| d.code == E0001).count();
+                if errors >= MAX_SYNTAX_ERRORS && pos < text.len() {
+                    diags.push(
+                        Diagnostic::new(E0001, format!("stopped after {MAX_SYNTAX_ERRORS} syntax errors"))
+                            .with_label(Span::new(file, pos, pos), "the rest of the file was not read")
+                            .with_help("fix the errors above; is this an sfz spec?"),
+                    );
+                    break;
+                }
             }
         }
     }
     (module, diags)
+}
+
+/// Parses the item at `pos`. pest builds an error by scanning its whole input, so each item is
+/// parsed in a window reaching to where the next item seems to start; only when the parse runs
+/// into the window's end is the window widened (doubling), so a file of many broken items
+/// costs linear time, not quadratic.
+fn parse_item<'t>(text: &'t str, comments: &[crate::ast::Comment], pos: usize) -> Result<pest::iterators::Pairs<'t, Rule>, pest::error::Error<Rule>> {
+    let mut limit = lexical::next_item_start(text, comments, pos);
+    loop {
+        let window = &text[pos..limit];
+        match SfzParser::parse(Rule::item_entry, window).map_err(|e| parse_with_detail(window).unwrap_or(e)) {
+            Err(e) if limit < text.len() && error_offset(&e) >= window.trim_end().len() => {
+                limit = lexical::next_item_start(text, comments, pos + 2 * (limit - pos));
+            }
+            result => return result,
+        }
+    }
+}
+
+/// Parses again recording what the grammar tried (for "expected ..." in messages), which
+/// makes pest several times slower and so is done only for items that failed. pest's switch is
+/// process-wide: it is turned on and off under a lock, and parses that are not in this
+/// function only ever see it on (slower, same result).
+fn parse_with_detail(window: &str) -> Option<pest::error::Error<Rule>> {
+    static DETAIL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = DETAIL.lock().unwrap_or_else(|e| e.into_inner());
+    pest::set_error_detail(true);
+    let result = SfzParser::parse(Rule::item_entry, window);
+    pest::set_error_detail(false);
+    result.err()
+}
+
+fn error_offset(e: &pest::error::Error<Rule>) -> usize {
+    match e.location {
+        pest::error::InputLocation::Pos(p) => p,
+        pest::error::InputLocation::Span((p, _)) => p,
+    }
 }
 
 #[cfg(test)]
@@ -108,6 +170,16 @@ api torch.nn.functional.conv2d(
         let ExprKind::Binary(BinOp::In, add, range) = &lhs.kind else { panic!("{lhs:?}") };
         assert!(matches!(add.kind, ExprKind::Binary(BinOp::Add, _, _)));
         assert!(matches!(range.kind, ExprKind::Range { inclusive: false, .. }));
+    }
+
+    #[test]
+    fn an_item_spanning_what_looks_like_item_starts_still_parses() {
+        // `type` at column 0 inside a body is a name, not an item: the window widens.
+        let (m, d) = parse_str("api f(type: int) {\ntype > 0;\ntype < 9;\n}\napi g() {}\n");
+        assert!(d.is_empty(), "{d:?}");
+        assert_eq!(m.items.len(), 2);
+        let (m, d) = parse_str("api f() {\n/*\napi x\n*/\n}\n");
+        assert!(d.is_empty() && m.items.len() == 1, "{d:?}");
     }
 
     #[test]
