@@ -70,6 +70,7 @@ registry! {
     E0018 Error "cannot read source file";
     W0001 Warning "unused import";
     W0002 Warning "unused definition";
+    W0004 Warning "solver timeout";
 }
 
 /// The entry for a code, case-insensitively (`e0002` works).
