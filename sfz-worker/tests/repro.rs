@@ -57,6 +57,8 @@ fn python_rebuilds_every_recipe_bit_for_bit() {
         }
         recipes.push(TensorRecipe { layout: Layout::Transposed, ..recipe(dtype, &[2, 3, 4], uniform.clone(), seed + 50) });
         recipes.push(TensorRecipe { layout: Layout::Strided, specials: vec![(1, Special::Value(-2.0))], ..recipe(dtype, &[3, 4], Fill::Int { lo: 0, hi: 100 }, seed) });
+        recipes.push(TensorRecipe { layout: Layout::Expanded, specials: vec![(2, Special::Value(-1.0))], ..recipe(dtype, &[3, 2, 4], uniform.clone(), seed + 70) });
+        recipes.push(TensorRecipe { layout: Layout::Sliced, specials: vec![(5, Special::Value(3.0))], ..recipe(dtype, &[2, 3, 4], Fill::Int { lo: -5, hi: 5 }, seed + 90) });
     }
     // Edge shapes: a scalar, an empty tensor, 1-D with both layouts, a huge seed, integers at
     // the ends of their range, a NaN written into an integer tensor (converted unchecked).
@@ -65,6 +67,14 @@ fn python_rebuilds_every_recipe_bit_for_bit() {
     recipes.push(recipe(DType::Float32, &[0, 3], uniform.clone(), 5));
     recipes.push(TensorRecipe { layout: Layout::Transposed, ..recipe(DType::Int32, &[6], Fill::Int { lo: -9, hi: 9 }, 5) });
     recipes.push(TensorRecipe { layout: Layout::Strided, ..recipe(DType::Complex64, &[6], uniform.clone(), 5) });
+    // The new layouts at their edges: 0-d (ignored), an empty first dimension, 1-D, a zero
+    // size past the first dimension.
+    for layout in [Layout::Expanded, Layout::Sliced] {
+        recipes.push(TensorRecipe { layout, ..recipe(DType::Float32, &[], uniform.clone(), 6) });
+        recipes.push(TensorRecipe { layout, ..recipe(DType::Float32, &[0, 3], uniform.clone(), 6) });
+        recipes.push(TensorRecipe { layout, ..recipe(DType::Int64, &[5], Fill::Int { lo: -9, hi: 9 }, 6) });
+        recipes.push(TensorRecipe { layout, ..recipe(DType::Float64, &[2, 0, 3], uniform.clone(), 6) });
+    }
     recipes.push(recipe(DType::Float64, &[3], uniform.clone(), u64::MAX - 12345));
     recipes.push(recipe(DType::Int64, &[5], Fill::Int { lo: i64::MIN, hi: i64::MAX }, 9));
     recipes.push(recipe(DType::UInt8, &[5], Fill::Constant(300.0), 9));

@@ -73,6 +73,7 @@ registry! {
     W0003 Warning "constraints too large to solve";
     W0004 Warning "oracle without an implementation";
     W0005 Warning "redundant rule";
+    W0006 Warning "solver timeout";
 }
 
 /// The entry for a code, case-insensitively (`e0002` works).

@@ -42,6 +42,12 @@ pub const PY_MAKE: &str = r#"def make(dtype, shape, fill, seed, layout="contiguo
         s = torch.zeros(list(shape[:-1]) + [2 * shape[-1]], dtype=dtype)
         s[..., ::2].copy_(v)
         v = s[..., ::2]
+    elif layout == "expanded" and v.dim() >= 1 and shape[0] >= 1:
+        v = v.narrow(0, 0, 1).expand(list(shape))
+    elif layout == "sliced" and v.dim() >= 1:
+        s = torch.zeros([d + 1 for d in shape], dtype=dtype)
+        s[(slice(1, None),) * v.dim()].copy_(v)
+        v = s[(slice(1, None),) * v.dim()]
     return v
 "#;
 
@@ -88,6 +94,8 @@ pub fn python_tensor(r: &TensorRecipe) -> String {
         Layout::Contiguous => None,
         Layout::Transposed => Some("transposed"),
         Layout::Strided => Some("strided"),
+        Layout::Expanded => Some("expanded"),
+        Layout::Sliced => Some("sliced"),
     };
     if layout.is_some() || !r.specials.is_empty() {
         let _ = write!(s, ", \"{}\"", layout.unwrap_or("contiguous"));

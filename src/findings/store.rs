@@ -35,6 +35,13 @@ pub struct Finding {
     pub elapsed_s: f64,
     pub sfz_version: String,
     pub torch_version: String,
+    /// How the input was generated: `conform`, `violate`, or `nonconforming` (meant to conform,
+    /// but generation could not fit its values to every constraint).
+    #[serde(default)]
+    pub mode: Option<String>,
+    /// In violate mode, the constraint the input broke on purpose.
+    #[serde(default)]
+    pub violated: Option<crate::gen::Violation>,
 }
 
 /// The dedup key: the same oracle firing on the same API for the same cause is one finding.
