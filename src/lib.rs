@@ -17,6 +17,7 @@ pub mod solve;
 pub mod spec;
 pub mod stdlib;
 pub mod syntax;
+pub mod variant;
 pub mod worker;
 
 #[cfg(feature = "torch")]

@@ -352,6 +352,15 @@ impl Checker<'_> {
                 ),
             }
         }
+        // The declaration's defaults for what the clause leaves out, so that consumers see
+        // every parameter.
+        for p in &decl_params {
+            if let Some(v) = p.default.as_ref().filter(|v| **v != Value::None) {
+                if !args.iter().any(|(n, _)| *n == p.name) {
+                    args.push((p.name.clone(), v.clone()));
+                }
+            }
+        }
         Some(OracleUse { name: r.name.name.clone(), span: r.span, args })
     }
 

@@ -70,6 +70,10 @@ registry! {
     E0018 Error "cannot read source file";
     W0001 Warning "unused import";
     W0002 Warning "unused definition";
+    E0101 Error "unknown finding";
+    E0102 Error "finding of an API sfz no longer knows";
+    W0101 Warning "oracle does not apply";
+    W0102 Warning "unreadable finding skipped";
 }
 
 /// The entry for a code, case-insensitively (`e0002` works).

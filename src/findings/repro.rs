@@ -248,6 +248,7 @@ fn ops_call(binding: &OpBinding, case: &Case, vars: &[String]) -> String {
             ArgSource::Default if arg_schema.is_some_and(|a| a.default.is_none()) => Some("None".to_string()),
             ArgSource::Default => None,
             ArgSource::Value(v) => Some(py_value(v, "None")),
+            ArgSource::Output(k) => Some(format!("out{k}")),
             ArgSource::Param { index, transform } => {
                 let arg = case.args.get(*index).unwrap_or(&Arg::Omitted);
                 let var = vars.get(*index).map_or("None", String::as_str);

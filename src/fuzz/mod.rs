@@ -60,7 +60,10 @@ pub fn run(
     let generator = Generator::new(plans.iter().map(|p| p.api.clone()).collect(), pools, config.seed);
     let counters = stats::Counters::new(plans.len());
     let mut pool_config = config.pool.clone();
-    pool_config.ops = plans.iter().map(|p| p.binding.clone()).collect();
+    let (ops, checks) = crate::plan::op_table(plans);
+    pool_config.ops = ops;
+    pool_config.checks = checks.clone();
+    let oracles: Vec<Vec<&str>> = checks.iter().map(|cs| cs.iter().map(|c| c.oracle.as_str()).collect()).collect();
     let pool = Pool::start(pool_config)?;
     let torch_version = pool.torch_version().to_string();
 
@@ -83,10 +86,13 @@ pub fn run(
     let sink = |index: u64, case: &Case, exec: Execution| {
         let api_index = case.op as usize;
         let Some(plan) = plans.get(api_index) else { return };
-        let verdict = oracle::judge(&plan.api, case, &exec);
+        let verdict = oracle::judge(&plan.api, &checks[api_index], case, &exec);
         counters.count(api_index, verdict.status, true);
-        if matches!(exec, Execution::Crashed { .. } | Execution::Exited { .. } | Execution::TimedOut { .. }) {
+        if exec.killed_worker() {
             counters.restarts.fetch_add(1, Ordering::Relaxed);
+        }
+        if let Execution::Checked { checks: reports, .. } = &exec {
+            counters.checks(&oracles[api_index], reports);
         }
         // Validity feedback: libtorch rejecting a case the spec calls valid means the spec
         // misses a constraint.

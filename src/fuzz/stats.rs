@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use serde::Serialize;
 
 use crate::oracle::Status;
+use crate::variant::{CheckOutcome, CheckReport};
 
 /// Per-API counters.
 #[derive(Default)]
@@ -29,6 +30,28 @@ pub struct Counters {
     pub restarts: AtomicU64,
     /// The first few distinct libtorch errors for conforming cases, per API (validity feedback).
     pub rejections: Mutex<BTreeMap<String, BTreeMap<String, u64>>>,
+    /// What the differential checks did, per oracle.
+    pub checks: Mutex<BTreeMap<String, CheckSummary>>,
+}
+
+/// What one differential oracle did over a run.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CheckSummary {
+    /// Cases it ran on.
+    pub cases: u64,
+    /// Both sides returned and agreed.
+    pub agreed: u64,
+    /// Both sides raised alike.
+    pub both_raised: u64,
+    /// It did not apply or could not run; why, with counts (the first few reasons).
+    pub skipped: u64,
+    pub skip_reasons: BTreeMap<String, u64>,
+    /// Occurrences of a disagreement (duplicates of a finding included).
+    pub disagreed: u64,
+    /// Time the worker spent in this check.
+    pub seconds: f64,
+    /// The largest relative difference among agreeing cases (how close to the tolerance they ran).
+    pub max_rel_agreeing: f64,
 }
 
 impl Counters {
@@ -40,6 +63,35 @@ impl Counters {
             by_oracle: Mutex::new(BTreeMap::new()),
             restarts: AtomicU64::new(0),
             rejections: Mutex::new(BTreeMap::new()),
+            checks: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Counts what the checks of one case did (`oracles` parallel to `reports`).
+    pub fn checks(&self, oracles: &[&str], reports: &[CheckReport]) {
+        let mut all = self.checks.lock().expect("counters lock");
+        for (oracle, r) in oracles.iter().zip(reports) {
+            let c = match all.get_mut(*oracle) {
+                Some(c) => c,
+                None => all.entry(oracle.to_string()).or_default(),
+            };
+            c.cases += 1;
+            c.seconds += f64::from(r.micros) * 1e-6;
+            match &r.outcome {
+                CheckOutcome::Agree { max_rel, .. } => {
+                    c.agreed += 1;
+                    c.max_rel_agreeing = c.max_rel_agreeing.max(*max_rel);
+                }
+                CheckOutcome::BothRaised => c.both_raised += 1,
+                CheckOutcome::Skipped(why) => {
+                    c.skipped += 1;
+                    let key = crate::oracle::errors::normalize(why);
+                    if c.skip_reasons.len() < 8 || c.skip_reasons.contains_key(&key) {
+                        *c.skip_reasons.entry(key).or_insert(0) += 1;
+                    }
+                }
+                _ => c.disagreed += 1,
+            }
         }
     }
 
@@ -113,6 +165,8 @@ pub struct Summary {
     pub apis: Vec<ApiSummary>,
     /// APIs left out, with why (unknown operator, unsatisfiable constraints, solver timeout).
     pub skipped: Vec<Skipped>,
+    /// What each differential oracle did (those the specs select).
+    pub checks: BTreeMap<String, CheckSummary>,
     pub out: String,
 }
 
@@ -157,6 +211,7 @@ impl Counters {
             seed,
             apis,
             skipped,
+            checks: self.checks.lock().expect("counters lock").clone(),
             out,
         }
     }

@@ -1,12 +1,14 @@
 //! Verdicts on executions: which oracles fire for a case and with what signature. A signature
 //! names the cause (an assert's location, a signal, a normalised message), so findings group by
 //! cause rather than by input.
+pub mod differential;
 pub mod errors;
 
 use crate::case::Case;
 use crate::eval::{self, Bindings, Val};
 use crate::outcome::{signal_name, Execution, Outcome, Output};
 use crate::spec::ApiSpec;
+use crate::variant::Check;
 use errors::ErrorKind;
 
 /// Inputs smaller than this that exhaust memory are reported: a small input asking for
@@ -45,11 +47,27 @@ pub struct Verdict {
     pub error: Option<String>,
 }
 
-/// Judges one execution against the API's oracles and postconditions.
-pub fn judge(api: &ApiSpec, case: &Case, exec: &Execution) -> Verdict {
+/// Judges one execution against the API's oracles and postconditions; `checks` are the
+/// differential checks the API's cases run with (their reports come in `Execution::Checked`).
+pub fn judge(api: &ApiSpec, checks: &[Check], case: &Case, exec: &Execution) -> Verdict {
+    match exec {
+        Execution::Checked { outcome, checks: reports } => {
+            let mut v = judge_outcome(api, case, outcome);
+            v.detections.extend(differential::judge_reports(api, checks, case, outcome, reports));
+            v
+        }
+        Execution::InCheck { check, failure } => {
+            Verdict { status: Status::Failed, detections: differential::judge_in_check(checks, *check, failure).into_iter().collect(), error: None }
+        }
+        Execution::Completed(outcome) => judge_outcome(api, case, outcome),
+        _ => judge_failure(api, exec),
+    }
+}
+
+/// A worker that died or hung in the call itself.
+fn judge_failure(api: &ApiSpec, exec: &Execution) -> Verdict {
     let enabled = |name: &str| api.oracles.iter().any(|o| o.name == name);
     let mut detections = Vec::new();
-    let mut error = None;
     let status = match exec {
         Execution::Crashed { signal, stderr } => {
             // We only SIGKILL on timeouts (reported as such); a SIGKILL here is the kernel's
@@ -85,7 +103,18 @@ pub fn judge(api: &ApiSpec, case: &Case, exec: &Execution) -> Verdict {
             }
             Status::Failed
         }
-        Execution::Completed(Outcome::Raised { class, message, .. }) => {
+        _ => Status::Ok,
+    };
+    Verdict { status, detections, error: None }
+}
+
+/// A call the worker saw to the end (returned or raised).
+fn judge_outcome(api: &ApiSpec, case: &Case, outcome: &Outcome) -> Verdict {
+    let enabled = |name: &str| api.oracles.iter().any(|o| o.name == name);
+    let mut detections = Vec::new();
+    let mut error = None;
+    let status = match outcome {
+        Outcome::Raised { class, message, .. } => {
             error = Some(message.clone());
             match errors::classify(*class, message) {
                 ErrorKind::Argument => Status::Invalid,
@@ -106,7 +135,7 @@ pub fn judge(api: &ApiSpec, case: &Case, exec: &Execution) -> Verdict {
                 }
             }
         }
-        Execution::Completed(Outcome::Returned { outputs, .. }) => {
+        Outcome::Returned { outputs, .. } => {
             if enabled("nan_inf") && case.inputs_finite() {
                 if let Some(d) = nonfinite(outputs) {
                     detections.push(d);
