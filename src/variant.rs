@@ -7,7 +7,7 @@
 //! back as `Execution::Checked` with one `CheckReport` per check, in order.
 use serde::{Deserialize, Serialize};
 
-use crate::case::DType;
+use crate::case::{Arg, Case, DType, Layout, TensorRecipe};
 use crate::outcome::ErrorClass;
 
 /// How a variant changes the call.
@@ -170,3 +170,40 @@ pub struct CheckReport {
     /// Time the check took in the worker.
     pub micros: u32,
 }
+
+/// The case with its `dtype` arguments promoted as inputs are.
+pub fn promote_dtype_args(case: &Case) -> Case {
+    let mut c = case.clone();
+    for arg in &mut c.args {
+        if let Arg::Dtype(d) = arg {
+            *d = promote_dtype(*d);
+        }
+    }
+    c
+}
+
+/// float16, bfloat16, float32 → float64; complex64 → complex128; others unchanged.
+pub fn promote_dtype(d: DType) -> DType {
+    match d {
+        DType::Float16 | DType::BFloat16 | DType::Float32 => DType::Float64,
+        DType::Complex64 => DType::Complex128,
+        other => other,
+    }
+}
+
+/// The other layout for a recipe: a contiguous tensor becomes transposed (when its last two
+/// dimensions have more than one element each) or strided (when its last one does); a
+/// non-contiguous one becomes contiguous. False when nothing would change.
+pub fn flip_layout(r: &mut TensorRecipe) -> bool {
+    let dims = r.shape.len();
+    let last = |k: usize| if dims >= k { r.shape[dims - k] } else { 0 };
+    let to = match r.layout {
+        Layout::Transposed | Layout::Strided => Layout::Contiguous,
+        Layout::Contiguous if last(1) > 1 && last(2) > 1 => Layout::Transposed,
+        Layout::Contiguous if last(1) > 1 => Layout::Strided,
+        Layout::Contiguous => return false,
+    };
+    r.layout = to;
+    true
+}
+

@@ -2,6 +2,8 @@
 mod check;
 mod explain;
 mod fuzz;
+mod replay;
+mod report;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -26,6 +28,10 @@ pub enum Command {
     Explain(explain::Args),
     /// Fuzz the APIs of spec files against libtorch; findings go to --out.
     Fuzz(fuzz::Args),
+    /// Run one recorded finding again and say whether it still reproduces.
+    Replay(replay::Args),
+    /// Tabulate a findings folder; write report.md and report.sarif; --verify the reproducers.
+    Report(report::Args),
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -62,6 +68,8 @@ pub fn main() -> ExitCode {
         Command::Check(args) => check::run(args, cli.color),
         Command::Explain(args) => explain::run(args),
         Command::Fuzz(args) => fuzz::run(args, cli.color),
+        Command::Replay(args) => replay::run(args, cli.color),
+        Command::Report(args) => report::run(args, cli.color),
     };
     match result {
         Ok(code) => code,

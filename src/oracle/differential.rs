@@ -17,7 +17,7 @@ use crate::spec::{ApiSpec, OracleUse, Value};
 use crate::variant::{Check, CheckOutcome, CheckReport, Tolerance, Tolerances, Variant};
 
 use super::errors::{self, ErrorKind};
-use super::Detection;
+use super::{Detection, Disagreement, Evidence};
 
 /// The differential oracles, in the order their checks run.
 pub const DIFFERENTIAL: &[&str] = &["precision", "layout", "out", "inplace", "gradient", "cuda"];
@@ -115,12 +115,14 @@ pub fn tolerances(u: &OracleUse) -> Tolerances {
 
 /// Detections from the check reports of a case whose call completed with `outcome`.
 pub fn judge_reports(api: &ApiSpec, checks: &[Check], case: &Case, outcome: &Outcome, reports: &[CheckReport]) -> Vec<Detection> {
-    checks.iter().zip(reports).filter_map(|(check, report)| judge_one(api, check, case, outcome, &report.outcome)).collect()
+    checks.iter().zip(reports).enumerate().filter_map(|(k, (check, report))| judge_one(api, k, check, case, outcome, &report.outcome)).collect()
 }
 
-fn judge_one(api: &ApiSpec, check: &Check, case: &Case, outcome: &Outcome, report: &CheckOutcome) -> Option<Detection> {
+fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outcome, report: &CheckOutcome) -> Option<Detection> {
     let what = check.variant.describe();
-    let detection = |signature: String, message: String| Some(Detection { oracle: oracle_name(check), signature, message, signal: None });
+    let detection = |signature: String, message: String, how: Disagreement| {
+        Some(Detection { oracle: oracle_name(check), signature, message, signal: None, evidence: Evidence::Differential { check: k, what: how } })
+    };
     match report {
         CheckOutcome::Agree { .. } | CheckOutcome::BothRaised | CheckOutcome::Skipped(_) => None,
         CheckOutcome::Values(m) => {
@@ -136,10 +138,11 @@ fn judge_one(api: &ApiSpec, check: &Check, case: &Case, outcome: &Outcome, repor
                     "output {} ({dtype}) differs from the {what}: element {} is {} in {actual} and {} in {expected}; {} of {} elements differ beyond rtol={} atol={} (largest difference {})",
                     m.output, m.index, m.actual, m.expected, m.mismatched, m.total, m.tolerance.rtol, m.tolerance.atol, m.max_abs
                 ),
+                Disagreement::Values { output: m.output, dtype: m.dtype, tolerance: m.tolerance },
             )
         }
         CheckOutcome::Structure { output, what: how } => {
-            detection(format!("output {output}: {}", errors::normalize(how)), format!("output {output} differs from the {what}: {how}"))
+            detection(format!("output {output}: {}", errors::normalize(how)), format!("output {output} differs from the {what}: {how}"), Disagreement::Structure { output: *output })
         }
         CheckOutcome::Gradient(g) => {
             let param = api.params.get(g.arg).map_or_else(|| format!("argument {}", g.arg), |p| format!("`{}`", p.name));
@@ -150,17 +153,19 @@ fn judge_one(api: &ApiSpec, check: &Check, case: &Case, outcome: &Outcome, repor
                     "d/d{param}[{}] of sum(w * outputs) is {} by backward but {} by central differences ({} elements checked, {} skipped as not smooth)",
                     g.index, g.analytic, g.numeric, g.checked, g.nonsmooth
                 ),
+                Disagreement::Gradient,
             )
         }
         CheckOutcome::Raised { class, message } => {
             let first = message.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
             match errors::classify(*class, message) {
                 ErrorKind::Internal { signature } | ErrorKind::Unchecked { signature } => {
-                    detection(format!("{what}: {signature}"), format!("the {what} fails: {message}"))
+                    detection(format!("{what}: {signature}"), format!("the {what} fails: {message}"), Disagreement::VariantFails)
                 }
                 ErrorKind::Argument if matches!(outcome, Outcome::Returned { .. }) => detection(
                     format!("only the {what} raises: {}", errors::normalize(first)),
                     format!("the original call returns but the {what} raises: {message}"),
+                    Disagreement::VariantRaises,
                 ),
                 _ => None,
             }
@@ -177,6 +182,7 @@ fn judge_one(api: &ApiSpec, check: &Check, case: &Case, outcome: &Outcome, repor
             detection(
                 format!("only the original raises: {}", errors::normalize(first)),
                 format!("the original call raises but the {what} returns; the original says: {message}"),
+                Disagreement::OriginalRaises,
             )
         }
     }
@@ -187,21 +193,24 @@ pub fn judge_in_check(checks: &[Check], check: u32, failure: &Execution) -> Opti
     let c = checks.get(check as usize)?;
     let what = c.variant.describe();
     let oracle = oracle_name(c);
+    let evidence = Evidence::Differential { check: check as usize, what: Disagreement::VariantFails };
     match failure {
         Execution::Crashed { signal, stderr } => Some(Detection {
             oracle,
             signature: format!("{what}: {}", super::crash_signature(&signal_name(*signal), stderr)),
             message: format!("the worker was killed by {} while running the {what}\n{}", signal_name(*signal), super::tail(stderr)),
             signal: Some(*signal),
+            evidence,
         }),
         Execution::Exited { code, stderr } => Some(Detection {
             oracle,
             signature: format!("{what}: {}", super::crash_signature(&format!("exit {code}"), stderr)),
             message: format!("the worker exited with status {code} while running the {what}\n{}", super::tail(stderr)),
             signal: None,
+            evidence,
         }),
         Execution::TimedOut { millis } => {
-            Some(Detection { oracle, signature: format!("{what}: timeout"), message: format!("the {what} ran for {millis} ms without finishing"), signal: None })
+            Some(Detection { oracle, signature: format!("{what}: timeout"), message: format!("the {what} ran for {millis} ms without finishing"), signal: None, evidence })
         }
         _ => None,
     }

@@ -4,11 +4,13 @@
 pub mod differential;
 pub mod errors;
 
-use crate::case::Case;
+use serde::{Deserialize, Serialize};
+
+use crate::case::{Case, DType};
 use crate::eval::{self, Bindings, Val};
 use crate::outcome::{signal_name, Execution, Outcome, Output};
 use crate::spec::ApiSpec;
-use crate::variant::Check;
+use crate::variant::{Check, Tolerance};
 use errors::ErrorKind;
 
 /// Inputs smaller than this that exhaust memory are reported: a small input asking for
@@ -37,6 +39,39 @@ pub struct Detection {
     /// The message a human reads: the error text, the signal, the violated postcondition.
     pub message: String,
     pub signal: Option<i32>,
+    /// What a reproducer has to show.
+    pub evidence: Evidence,
+}
+
+/// What a reproducer must show for a detection to count as reproduced.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub enum Evidence {
+    /// The call itself fails: a crash, a hang, an out-of-memory, an internal error.
+    #[default]
+    Call,
+    /// Output `output` holds NaN or inf.
+    NonFinite { output: usize },
+    /// `ensures` clause number `clause` of the API does not hold.
+    Postcondition { clause: usize },
+    /// Differential check number `check` of the API disagrees.
+    Differential { check: usize, what: Disagreement },
+}
+
+/// How a differential check disagreed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Disagreement {
+    /// Values of output `output` differ beyond `tolerance`.
+    Values { output: usize, dtype: Option<DType>, tolerance: Tolerance },
+    /// Output `output` differs in dtype or shape (or the outputs in number or kind).
+    Structure { output: usize },
+    /// The variant raises while the original returns.
+    VariantRaises,
+    /// The original raises while the variant returns.
+    OriginalRaises,
+    /// The variant itself fails (an internal error, a crash, a hang), whatever the original did.
+    VariantFails,
+    /// Analytic and numeric gradients differ.
+    Gradient,
 }
 
 #[derive(Clone, Debug)]
@@ -74,7 +109,7 @@ fn judge_failure(api: &ApiSpec, exec: &Execution) -> Verdict {
             // out-of-memory killer.
             if *signal == libc::SIGKILL {
                 if enabled("oom") {
-                    detections.push(Detection { oracle: "oom", signature: "killed (out of memory)".into(), message: tail(stderr), signal: Some(*signal) });
+                    detections.push(Detection { oracle: "oom", signature: "killed (out of memory)".into(), message: tail(stderr), signal: Some(*signal), evidence: Evidence::Call });
                 }
             } else if enabled("crash") {
                 detections.push(Detection {
@@ -82,6 +117,7 @@ fn judge_failure(api: &ApiSpec, exec: &Execution) -> Verdict {
                     signature: crash_signature(&signal_name(*signal), stderr),
                     message: format!("worker killed by {}\n{}", signal_name(*signal), tail(stderr)),
                     signal: Some(*signal),
+                    evidence: Evidence::Call,
                 });
             }
             Status::Failed
@@ -93,13 +129,14 @@ fn judge_failure(api: &ApiSpec, exec: &Execution) -> Verdict {
                     signature: crash_signature(&format!("exit {code}"), stderr),
                     message: format!("worker exited with status {code}\n{}", tail(stderr)),
                     signal: None,
+                    evidence: Evidence::Call,
                 });
             }
             Status::Failed
         }
         Execution::TimedOut { millis } => {
             if enabled("hang") {
-                detections.push(Detection { oracle: "hang", signature: "timeout".into(), message: format!("no answer after {millis} ms"), signal: None });
+                detections.push(Detection { oracle: "hang", signature: "timeout".into(), message: format!("no answer after {millis} ms"), signal: None, evidence: Evidence::Call });
             }
             Status::Failed
         }
@@ -121,13 +158,13 @@ fn judge_outcome(api: &ApiSpec, case: &Case, outcome: &Outcome) -> Verdict {
                 ErrorKind::Schema => Status::Schema,
                 ErrorKind::Internal { signature } | ErrorKind::Unchecked { signature } => {
                     if enabled("internal_error") {
-                        detections.push(Detection { oracle: "internal_error", signature, message: message.clone(), signal: None });
+                        detections.push(Detection { oracle: "internal_error", signature, message: message.clone(), signal: None, evidence: Evidence::Call });
                     }
                     Status::Failed
                 }
                 ErrorKind::OutOfMemory => {
                     if enabled("oom") && case.input_elements() < OOM_INPUT_ELEMENTS {
-                        detections.push(Detection { oracle: "oom", signature: errors::normalize(message), message: message.clone(), signal: None });
+                        detections.push(Detection { oracle: "oom", signature: errors::normalize(message), message: message.clone(), signal: None, evidence: Evidence::Call });
                         Status::Failed
                     } else {
                         Status::Invalid
@@ -165,6 +202,7 @@ fn nonfinite(outputs: &[Output]) -> Option<Detection> {
             signature: format!("{what} in output {i} ({dtype})"),
             message: format!("output {i} ({dtype}, shape {:?}) holds {} NaN and {} inf from finite inputs", t.shape, t.nan, t.inf),
             signal: None,
+            evidence: Evidence::NonFinite { output: i },
         })
     })
 }
@@ -188,12 +226,14 @@ fn postconditions(api: &ApiSpec, case: &Case, outputs: &[Output]) -> Vec<Detecti
     let b = Bindings { params: &params, results: &results };
     api.ensures
         .iter()
-        .filter(|c| eval::holds(&c.expr, &b, &c.params, &optional) == Some(false))
-        .map(|c| Detection {
+        .enumerate()
+        .filter(|(_, c)| eval::holds(&c.expr, &b, &c.params, &optional) == Some(false))
+        .map(|(clause, c)| Detection {
             oracle: "postcondition",
             signature: format!("ensures {}", c.text),
             message: format!("postcondition `{}` does not hold", c.text),
             signal: None,
+            evidence: Evidence::Postcondition { clause },
         })
         .collect()
 }

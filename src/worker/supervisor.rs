@@ -217,6 +217,19 @@ impl Pool {
         total
     }
 
+    /// Runs `cases` and returns their executions in order (None for a case that never ran
+    /// because a worker could not be restarted).
+    pub fn run_batch(&self, cases: &[Case]) -> Vec<Option<Execution>> {
+        let queue = Mutex::new(cases.iter().cloned().enumerate().map(|(i, c)| (i as u64, c)).collect::<VecDeque<_>>());
+        let results = Mutex::new(vec![None; cases.len()]);
+        self.run(&|| queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front(), &|id, _, exec| {
+            if let Some(slot) = results.lock().unwrap_or_else(|e| e.into_inner()).get_mut(id as usize) {
+                *slot = Some(exec);
+            }
+        });
+        results.into_inner().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// One worker's loop: keep `in_flight` cases queued, collect answers, handle deaths.
     fn drive(&self, slot: &mut Option<Worker>, next: &(dyn Fn() -> Option<(u64, Case)> + Sync), sink: &(dyn Fn(u64, &Case, Execution) + Sync)) -> RunStats {
         let mut stats = RunStats::default();
