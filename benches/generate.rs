@@ -61,7 +61,7 @@ fn campaign(plans: &[ApiPlan], gen: GenConfig, seconds: u64) -> (Summary, f64) {
     let solve = t.elapsed().as_secs_f64();
     let out = tempfile::tempdir().expect("tempdir");
     let store = Store::open(out.path()).expect("store");
-    let config = FuzzConfig { seed: gen.seed, iterations: None, time: Some(Duration::from_secs(seconds)), pool: pool_config(plans), gen };
+    let config = FuzzConfig { seed: gen.seed, iterations: None, time: Some(Duration::from_secs(seconds)), pool: pool_config(plans), minimize: None, locations: Vec::new(), gen };
     let summary = fuzz::run(plans, pools, skipped, &store, &config, &Quiet).expect("campaign runs");
     (summary, solve)
 }
@@ -171,7 +171,7 @@ fn drive(plans: &[ApiPlan], seconds: u64, make: &(dyn Fn(u64) -> Option<Case> + 
     // made: judging and coverage.
     let sink = |_: u64, case: &Case, exec: sfz::outcome::Execution| {
         let api = &plans[case.op as usize].api;
-        let verdict = oracle::judge(api, case, &exec);
+        let verdict = oracle::judge(api, &[], case, &exec);
         coverage[case.op as usize].record(api, &case.args, verdict.status == Status::Ok);
         if verdict.status == Status::Failed {
             *statuses.lock().expect("lock").entry("failed".into()).or_insert(0) += 1;

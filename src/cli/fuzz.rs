@@ -73,6 +73,9 @@ pub struct Args {
     /// The worker executable (default: `sfz-worker` next to `sfz`).
     #[arg(long)]
     pub worker: Option<PathBuf>,
+    /// Candidate cases run per finding while shrinking its input (0: keep findings as found).
+    #[arg(long, default_value_t = 300)]
+    pub minimize: u64,
 }
 
 /// `500ms`, `30s`, `10m`, `2h`, or a plain number of seconds.
@@ -111,15 +114,21 @@ impl Observer for Progress {
             self.bar.println(format!("new {} on {}: {first}\n    reproducer: {}", f.oracle, f.api, f.repro));
         }
     }
+
+    fn minimized(&self, f: &Finding) {
+        if let (false, Some(m)) = (self.quiet, &f.minimization) {
+            if m.steps > 0 {
+                self.bar.println(format!("    {}: input shrunk from {} to {} elements", f.id, m.elements_before, m.elements_after));
+            }
+        }
+    }
 }
 
 pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     super::missing_paths(&args.paths)?;
     // Fail on an unusable output folder before any work starts.
     let store = Store::open(&args.out)?;
-    for line in &store.skipped {
-        eprintln!("warning: skipped an unreadable line of an earlier run: {line}");
-    }
+    eprint!("{}", super::report::skipped_lines(&args.out.join("findings.jsonl"), &store.previous, &store.skipped, color));
     let render = RenderConfig { color: color.stderr() };
 
     let checked = check::check_paths(&args.paths);
@@ -179,6 +188,8 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
             ..PoolConfig::default()
         },
         gen: gen_config,
+        minimize: (args.minimize > 0).then_some(args.minimize),
+        locations: plans.iter().map(|p| location(&checked.map, p.api.span)).collect(),
     };
     install_interrupt_handler();
     let bar = if args.json { ProgressBar::hidden() } else { ProgressBar::new_spinner() };
@@ -206,6 +217,16 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         eprint!("{}", table(&summary));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The file and 1-based line of a span, as a finding records where its API is specified.
+pub fn location(map: &crate::diag::SourceMap, span: crate::diag::Span) -> Option<crate::findings::SpecLocation> {
+    if span.file.0 as usize >= map.len() {
+        return None;
+    }
+    let file = map.get(span.file);
+    let (line, _) = file.line_col_utf16(span.lo as usize);
+    Some(crate::findings::SpecLocation { file: file.name.clone(), line: line + 1 })
 }
 
 /// Ctrl-C stops the campaign; the summary is still printed and nothing found is lost.

@@ -3,6 +3,8 @@ mod check;
 mod explain;
 mod fmt;
 mod fuzz;
+mod replay;
+mod report;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -31,6 +33,10 @@ pub enum Command {
     Lsp(LspArgs),
     /// Fuzz the APIs of spec files against libtorch; findings go to --out.
     Fuzz(fuzz::Args),
+    /// Run one recorded finding again and say whether it still reproduces.
+    Replay(replay::Args),
+    /// Tabulate a findings folder; write report.md and report.sarif; --verify the reproducers.
+    Report(report::Args),
 }
 
 #[derive(clap::Args, Debug)]
@@ -77,6 +83,8 @@ pub fn main() -> ExitCode {
         Command::Fmt(args) => fmt::run(args, cli.color),
         Command::Lsp(args) => crate::lsp::run_stdio(crate::lsp::Config { worker_exe: args.worker }).map(|()| ExitCode::SUCCESS),
         Command::Fuzz(args) => fuzz::run(args, cli.color),
+        Command::Replay(args) => replay::run(args, cli.color),
+        Command::Report(args) => report::run(args, cli.color),
     };
     match result {
         Ok(code) => code,

@@ -3,6 +3,8 @@
 //! and `i` alone, so a run with `--seed S --iterations N` executes the same cases every time.
 pub mod blame;
 pub mod spec_findings;
+pub mod record;
+pub mod replay;
 pub mod stats;
 
 use std::collections::HashMap;
@@ -11,7 +13,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::case::Case;
-use crate::findings::{self, finding_id, Finding, Key, Store};
+use crate::findings::{self, finding_id, Finding, Key, SpecLocation, Store};
 use crate::gen::coverage::Coverage;
 use crate::gen::{ApiPools, GenConfig, Generated, Generator, Strategy};
 use spec_findings::{SpecFinding, SpecStore};
@@ -32,12 +34,19 @@ pub struct FuzzConfig {
     pub pool: PoolConfig,
     /// How cases are generated (its seed is `seed`).
     pub gen: GenConfig,
+    /// Candidate cases to run per finding while shrinking it (in a worker of its own, beside the
+    /// campaign); None: findings are not minimized.
+    pub minimize: Option<u64>,
+    /// Where each plan's API is specified (parallel to the plans, or empty).
+    pub locations: Vec<Option<SpecLocation>>,
 }
 
 /// What the campaign tells its caller while it runs (the CLI draws a progress bar).
 pub trait Observer: Sync {
     fn progress(&self, executions: u64, findings: u64, elapsed: Duration);
     fn finding(&self, finding: &Finding);
+    /// A finding's case was shrunk (or shrinking found nothing smaller).
+    fn minimized(&self, _finding: &Finding) {}
 }
 
 /// Set from a signal handler to stop a campaign early; the summary is still produced.
@@ -106,8 +115,14 @@ pub fn run(
     let spec_store = SpecStore::new(store.dir());
     let pending = Pending::new();
     let mut pool_config = config.pool.clone();
-    pool_config.ops = plans.iter().map(|p| p.binding.clone()).collect();
+    let (ops, checks) = crate::plan::op_table(plans);
+    pool_config.ops = ops;
+    pool_config.checks = checks.clone();
+    let oracles: Vec<Vec<&str>> = checks.iter().map(|cs| cs.iter().map(|c| c.oracle.as_str()).collect()).collect();
+    let minimizer_config = PoolConfig { workers: 1, in_flight: 8, ..pool_config.clone() };
     let pool = Pool::start(pool_config)?;
+    let (sender, jobs) = crossbeam_channel::unbounded::<Finding>();
+    let to_minimize = std::sync::Mutex::new(Some(sender));
     let torch_version = pool.torch_version().to_string();
 
     let start = Instant::now();
@@ -138,10 +153,13 @@ pub fn run(
         let meta = pending.take(index).or_else(|| generate(index).map(|g| Meta { conforms: g.conforms, violated: g.violated }));
         let meta = meta.unwrap_or(Meta { conforms: false, violated: None });
         let violation = meta.violated.and_then(|v| generator.violations(api_index).get(v));
-        let verdict = oracle::judge(&plan.api, case, &exec);
+        let verdict = oracle::judge(&plan.api, &checks[api_index], case, &exec);
         counters.count(api_index, verdict.status, true);
-        if matches!(exec, Execution::Crashed { .. } | Execution::Exited { .. } | Execution::TimedOut { .. }) {
+        if exec.killed_worker() {
             counters.restarts.fetch_add(1, Ordering::Relaxed);
+        }
+        if let Execution::Checked { checks: reports, .. } = &exec {
+            counters.checks(&oracles[api_index], reports);
         }
         let rejected = matches!(verdict.status, Status::Invalid | Status::Schema);
         let c = &counters.apis[api_index];
@@ -205,17 +223,34 @@ pub fn run(
                     .to_string(),
                 ),
                 violated: violation.cloned(),
+                format: crate::findings::store::FORMAT,
+                check: match &d.evidence {
+                    oracle::Evidence::Differential { check, .. } => checks[api_index].get(*check).cloned(),
+                    _ => None,
+                },
+                evidence: d.evidence,
+                spec: config.locations.get(api_index).cloned().flatten(),
+                original: None,
+                minimization: None,
+                pinned: Some(format!("repro/{id}.sfz")),
             };
-            let mut header = format!("sfz finding {id}: {} on {}\n{}", finding.oracle, finding.api, finding.message.lines().next().unwrap_or(""));
-            if let Some(v) = violation {
-                header.push_str(&format!("\nthe input breaks `{}` on purpose (violate mode)", v.text));
-            }
-            let script = findings::repro::python_reproducer(&plan.api, &plan.binding, case, &header);
+            let script = record::reproducer(plan, &finding);
             match store.record(finding.clone(), &script) {
                 Ok(true) => {
+                    if let Some(p) = &finding.pinned {
+                        if let Err(e) = store.write_file(p, &record::pinned(plan, &finding)) {
+                            eprintln!("sfz: could not write {p}: {e}");
+                        }
+                    }
                     counters.findings.fetch_add(1, Ordering::Relaxed);
                     *counters.by_oracle.lock().expect("counters lock").entry(finding.oracle.clone()).or_insert(0) += 1;
                     observer.finding(&finding);
+                    // A hang costs a timeout per candidate: not worth shrinking.
+                    if config.minimize.is_some() && finding.oracle != "hang" {
+                        if let Some(tx) = to_minimize.lock().expect("sender lock").as_ref() {
+                            let _ = tx.send(finding);
+                        }
+                    }
                 }
                 Ok(false) => {
                     counters.duplicates.fetch_add(1, Ordering::Relaxed);
@@ -227,8 +262,36 @@ pub fn run(
             observer.progress(counters.executions(), counters.findings.load(Ordering::Relaxed), start.elapsed());
         }
     };
-    pool.run(&next, &sink);
-    let seconds = start.elapsed().as_secs_f64();
+    let mut seconds = 0.0;
+    std::thread::scope(|scope| {
+        // Findings are shrunk beside the campaign, in a worker of their own started on the first.
+        let minimizer = scope.spawn(|| {
+            let mut pool: Option<Pool> = None;
+            for finding in jobs.iter() {
+                let Some(api_index) = plans.iter().position(|p| p.api.name == finding.api) else { continue };
+                if pool.is_none() {
+                    match Pool::start(minimizer_config.clone()) {
+                        Ok(p) => pool = Some(p),
+                        Err(e) => {
+                            eprintln!("sfz: cannot start a worker to minimize findings: {e}");
+                            return;
+                        }
+                    }
+                }
+                let Some(p) = &pool else { return };
+                let budget = record::budget(config.minimize.unwrap_or(0));
+                match record::minimize_finding(p, &plans[api_index], &checks[api_index], store, &finding, budget) {
+                    Ok(updated) => observer.minimized(&updated),
+                    Err(e) => eprintln!("sfz: could not write the minimized finding {}: {e}", finding.id),
+                }
+            }
+        });
+        pool.run(&next, &sink);
+        seconds = start.elapsed().as_secs_f64();
+        // Closing the channel lets the minimizer finish what is queued and stop.
+        to_minimize.lock().expect("sender lock").take();
+        let _ = minimizer.join();
+    });
     observer.progress(counters.executions(), counters.findings.load(Ordering::Relaxed), start.elapsed());
     let mut summary = counters.summary(&names, seconds, config.pool.workers, config.seed, skipped, store.dir().display().to_string());
     summary.mode = gen_config.mode.name();
@@ -269,7 +332,7 @@ fn record_spec_finding(spec_store: &SpecStore, plan: &ApiPlan, case: &Case, inde
         repro: format!("spec/{id}.py"),
     };
     let header = format!("sfz spec finding {id} on {}: the spec allows this input, libtorch rejects it (constraint missing?)\n{first}", plan.api.name);
-    let script = findings::repro::python_reproducer(&plan.api, &plan.binding, case, &header);
+    let script = findings::repro::call_script(&plan.api, &plan.binding, case, &header);
     if let Err(e) = spec_store.record(&finding, &script) {
         eprintln!("sfz: could not write spec finding {id}: {e}");
     }

@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::gen::coverage::CoverageReport;
 use crate::gen::Mutation;
 use crate::oracle::Status;
+use crate::variant::{CheckOutcome, CheckReport};
 
 /// Per-API counters.
 #[derive(Default)]
@@ -42,6 +43,28 @@ pub struct Counters {
     pub rejections: Mutex<BTreeMap<String, BTreeMap<String, u64>>>,
     /// Per API, broken constraints whose violating inputs libtorch accepted, with counts.
     pub accepted_violations: Mutex<BTreeMap<String, BTreeMap<String, u64>>>,
+    /// What the differential checks did, per oracle.
+    pub checks: Mutex<BTreeMap<String, CheckSummary>>,
+}
+
+/// What one differential oracle did over a run.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CheckSummary {
+    /// Cases it ran on.
+    pub cases: u64,
+    /// Both sides returned and agreed.
+    pub agreed: u64,
+    /// Both sides raised alike.
+    pub both_raised: u64,
+    /// It did not apply or could not run; why, with counts (the first few reasons).
+    pub skipped: u64,
+    pub skip_reasons: BTreeMap<String, u64>,
+    /// Occurrences of a disagreement (duplicates of a finding included).
+    pub disagreed: u64,
+    /// Time the worker spent in this check.
+    pub seconds: f64,
+    /// The largest relative difference among agreeing cases (how close to the tolerance they ran).
+    pub max_rel_agreeing: f64,
 }
 
 impl Counters {
@@ -54,6 +77,35 @@ impl Counters {
             restarts: AtomicU64::new(0),
             rejections: Mutex::new(BTreeMap::new()),
             accepted_violations: Mutex::new(BTreeMap::new()),
+            checks: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Counts what the checks of one case did (`oracles` parallel to `reports`).
+    pub fn checks(&self, oracles: &[&str], reports: &[CheckReport]) {
+        let mut all = self.checks.lock().expect("counters lock");
+        for (oracle, r) in oracles.iter().zip(reports) {
+            let c = match all.get_mut(*oracle) {
+                Some(c) => c,
+                None => all.entry(oracle.to_string()).or_default(),
+            };
+            c.cases += 1;
+            c.seconds += f64::from(r.micros) * 1e-6;
+            match &r.outcome {
+                CheckOutcome::Agree { max_rel, .. } => {
+                    c.agreed += 1;
+                    c.max_rel_agreeing = c.max_rel_agreeing.max(*max_rel);
+                }
+                CheckOutcome::BothRaised => c.both_raised += 1,
+                CheckOutcome::Skipped(why) => {
+                    c.skipped += 1;
+                    let key = crate::oracle::errors::normalize(why);
+                    if c.skip_reasons.len() < 8 || c.skip_reasons.contains_key(&key) {
+                        *c.skip_reasons.entry(key).or_insert(0) += 1;
+                    }
+                }
+                _ => c.disagreed += 1,
+            }
         }
     }
 
@@ -167,6 +219,8 @@ pub struct Summary {
     pub apis: Vec<ApiSummary>,
     /// APIs left out, with why (unknown operator, unsatisfiable constraints, solver timeout).
     pub skipped: Vec<Skipped>,
+    /// What each differential oracle did (those the specs select).
+    pub checks: BTreeMap<String, CheckSummary>,
     pub out: String,
 }
 
@@ -234,6 +288,7 @@ impl Counters {
             seed,
             apis,
             skipped,
+            checks: self.checks.lock().expect("counters lock").clone(),
             out,
         }
     }

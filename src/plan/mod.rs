@@ -9,6 +9,7 @@ use crate::gen::{self, ApiPools, GenConfig, Job, JobResult};
 use crate::ops::binding::OpBinding;
 use crate::ops::catalog::Catalog;
 use crate::ops::registry::{self, Mismatch, ResolveError};
+use crate::oracle::differential::{self, PlannedCheck};
 use crate::solve::SolveError;
 use crate::spec::{ApiSpec, Spec};
 
@@ -17,19 +18,48 @@ use crate::spec::{ApiSpec, Spec};
 pub struct ApiPlan {
     pub api: ApiSpec,
     pub binding: OpBinding,
+    /// The differential checks its `oracles` clause asks for, with the twin operators they call.
+    pub checks: Vec<PlannedCheck>,
 }
 
-/// Resolves every API to an operator. Unresolvable ones become E0004/E0017 diagnostics.
+/// Resolves every API to an operator. Unresolvable ones become E0004/E0017 diagnostics (the API
+/// is left out); differential oracles that cannot apply become W0101 warnings (the API runs).
 pub fn plan(spec: &Spec, catalog: &Catalog) -> (Vec<ApiPlan>, Vec<Diagnostic>) {
     let mut plans = Vec::new();
     let mut diags = Vec::new();
     for api in &spec.apis {
         match registry::resolve(api, catalog) {
-            Ok(binding) => plans.push(ApiPlan { api: api.clone(), binding }),
+            Ok(binding) => {
+                let (checks, warnings) = differential::plan_checks(api, &binding, catalog);
+                diags.extend(warnings);
+                plans.push(ApiPlan { api: api.clone(), binding, checks });
+            }
             Err(e) => diags.push(resolve_diagnostic(api, &e)),
         }
     }
     (plans, diags)
+}
+
+/// The op table and per-op checks a worker pool loads for `plans`: the APIs' operators first
+/// (case `op` i is plan i), then the twins their checks call. Also returns each plan's checks
+/// as the workers run them (twin indices resolved), for judging.
+pub fn op_table(plans: &[ApiPlan]) -> (Vec<OpBinding>, Vec<Vec<crate::variant::Check>>) {
+    let mut ops: Vec<OpBinding> = plans.iter().map(|p| p.binding.clone()).collect();
+    let mut checks = vec![Vec::new(); ops.len()];
+    for (i, p) in plans.iter().enumerate() {
+        for c in &p.checks {
+            let op = match &c.twin {
+                Some(twin) => {
+                    ops.push(twin.clone());
+                    checks.push(Vec::new());
+                    (ops.len() - 1) as u32
+                }
+                None => 0,
+            };
+            checks[i].push(c.with_op(op));
+        }
+    }
+    (ops, checks)
 }
 
 /// E0004 when no operator answers to the API's name, E0017 when one does but its schema does

@@ -8,6 +8,7 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use crate::case::Case;
 use crate::ops::binding::OpBinding;
 use crate::outcome::Outcome;
+use crate::variant::{Check, CheckReport};
 
 /// Messages larger than this are refused: a corrupt length must not allocate gigabytes.
 pub const MAX_FRAME: u32 = 64 << 20;
@@ -20,6 +21,9 @@ pub enum Request {
     Run { id: u64, case: Case },
     /// List every operator schema the dispatcher knows.
     Catalog,
+    /// Differential checks per loaded op (parallel to the last `Load`); cases of an op with
+    /// checks are answered with `Checked` instead of `Done`. Replaces earlier checks.
+    Checks { checks: Vec<Vec<Check>> },
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -30,6 +34,10 @@ pub enum Response {
     Loaded { errors: Vec<Option<String>> },
     Done { id: u64, outcome: Outcome },
     Catalog { schemas: Vec<String> },
+    /// Per op of the `Checks` request: None when every check can run, else why not.
+    ChecksLoaded { errors: Vec<Option<String>> },
+    /// A case of an op with checks: its outcome and one report per check, in order.
+    Checked { id: u64, outcome: Outcome, checks: Vec<CheckReport> },
 }
 
 pub fn write_frame<W: Write, T: Serialize>(w: &mut W, msg: &T) -> io::Result<()> {
