@@ -1,6 +1,7 @@
 //! `sfz report DIR`: the unique findings of a folder as a table, `report.md` and `report.sarif`
 //! written beside them; `--verify` runs every reproducer under pip torch first.
 use std::collections::HashMap;
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -34,14 +35,15 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     let mut verified = HashMap::new();
     if args.verify {
         let python = args.python.clone().unwrap_or_else(verify::default_python);
+        let progress = !args.json && std::io::stderr().is_terminal();
         for (k, f) in unique.iter().enumerate() {
-            if !args.json {
+            if progress {
                 eprint!("\rverifying {}/{}: {}\x1b[K", k + 1, unique.len(), f.id);
             }
             verified.insert(f.id.clone(), verify::verify(f, &args.dir, &python, args.timeout));
         }
-        if !args.json {
-            eprintln!("\r\x1b[K");
+        if progress {
+            eprint!("\r\x1b[K");
         }
     }
     let md = args.dir.join("report.md");

@@ -88,6 +88,9 @@ pub struct Original {
     pub inputs: Vec<String>,
     /// Its reproducer, relative to the folder.
     pub repro: String,
+    /// What the oracle said about it (the finding's `message` is the minimized case's).
+    #[serde(default)]
+    pub message: Option<String>,
 }
 
 /// What shrinking a finding's input did.

@@ -61,12 +61,24 @@ fn first_line(s: &str) -> &str {
 /// when a smaller case still fires alike, rewrites its files. Returns the updated finding.
 pub fn minimize_finding(pool: &Pool, plan: &ApiPlan, checks: &[Check], store: &Store, finding: &Finding, budget: Budget) -> std::io::Result<Finding> {
     let op = finding.case.op;
+    // The message of each candidate that fired: the minimized case's replaces the original's
+    // (its element counts and values are the smaller case's).
+    let mut messages: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    let key = |c: &Case| serde_json::to_string(c).unwrap_or_default();
     let fires = &mut |batch: &[Case]| -> Vec<bool> {
         pool.run_batch(batch)
             .into_iter()
             .zip(batch)
             .map(|(exec, case)| {
-                exec.is_some_and(|exec| oracle::judge(&plan.api, checks, case, &exec).detections.iter().any(|d| d.oracle == finding.oracle && d.signature == finding.signature))
+                let Some(exec) = exec else { return false };
+                let verdict = oracle::judge(&plan.api, checks, case, &exec);
+                match verdict.detections.into_iter().find(|d| d.oracle == finding.oracle && d.signature == finding.signature) {
+                    Some(d) => {
+                        messages.insert(key(case), d.message);
+                        true
+                    }
+                    None => false,
+                }
             })
             .collect()
     };
@@ -82,7 +94,10 @@ pub fn minimize_finding(pool: &Pool, plan: &ApiPlan, checks: &[Check], store: &S
     if shrunk.steps > 0 {
         let original_repro = finding.repro.replace(".py", ".original.py");
         store.write_file(&original_repro, &reproducer(plan, finding))?;
-        updated.original = Some(Original { case: finding.case.clone(), inputs: finding.inputs.clone(), repro: original_repro });
+        updated.original = Some(Original { case: finding.case.clone(), inputs: finding.inputs.clone(), repro: original_repro, message: Some(finding.message.clone()) });
+        if let Some(m) = messages.remove(&key(&shrunk.case)) {
+            updated.message = m;
+        }
         updated.case = Case { op, ..shrunk.case };
         updated.inputs = super::describe_inputs(plan, &updated.case);
     }
