@@ -3,6 +3,8 @@ mod check;
 mod explain;
 mod fmt;
 mod fuzz;
+mod infer;
+mod init;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -31,6 +33,10 @@ pub enum Command {
     Lsp(LspArgs),
     /// Fuzz the APIs of spec files against libtorch; findings go to --out.
     Fuzz(fuzz::Args),
+    /// Write spec skeletons for ATen operators from libtorch's schemas.
+    Init(init::Args),
+    /// Validate candidate rules by running libtorch; write validated/rejected rules back.
+    Infer(infer::Args),
 }
 
 #[derive(clap::Args, Debug)]
@@ -77,6 +83,8 @@ pub fn main() -> ExitCode {
         Command::Fmt(args) => fmt::run(args, cli.color),
         Command::Lsp(args) => crate::lsp::run_stdio(crate::lsp::Config { worker_exe: args.worker }).map(|()| ExitCode::SUCCESS),
         Command::Fuzz(args) => fuzz::run(args, cli.color),
+        Command::Init(args) => init::run(args, cli.color),
+        Command::Infer(args) => infer::run(args, cli.color),
     };
     match result {
         Ok(code) => code,

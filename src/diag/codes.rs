@@ -68,11 +68,13 @@ registry! {
     E0016 Error "invalid attribute";
     E0017 Error "signature does not match the operator schema";
     E0018 Error "cannot read source file";
+    E0019 Error "unknown operator";
     W0001 Warning "unused import";
     W0002 Warning "unused definition";
     W0003 Warning "constraints too large to solve";
     W0004 Warning "oracle without an implementation";
     W0005 Warning "redundant rule";
+    W0006 Warning "language model unavailable";
 }
 
 /// The entry for a code, case-insensitively (`e0002` works).
