@@ -139,13 +139,13 @@ fn base_of(api: &ApiSpec, revalidate: bool) -> ApiSpec {
 }
 
 /// Spec files to work on: existing paths as given; operator names become skeletons in --out.
-fn files(args: &Args, catalog: &Catalog, render: RenderConfig) -> anyhow::Result<Vec<PathBuf>> {
-    let (paths, names): (Vec<&String>, Vec<&String>) = args.targets.iter().partition(|t| Path::new(t.as_str()).exists());
+pub(super) fn files(targets: &[String], out: Option<&PathBuf>, catalog: &Catalog, render: RenderConfig) -> anyhow::Result<Vec<PathBuf>> {
+    let (paths, names): (Vec<&String>, Vec<&String>) = targets.iter().partition(|t| Path::new(t.as_str()).exists());
     let mut files: Vec<PathBuf> = crate::check::expand_paths(&paths.iter().map(PathBuf::from).collect::<Vec<_>>());
     if names.is_empty() {
         return Ok(files);
     }
-    let Some(out) = &args.out else {
+    let Some(out) = out else {
         anyhow::bail!("`{}` is not a file; to infer rules for operators, name the spec file with --out FILE", names[0]);
     };
     let existing = std::fs::read_to_string(out).unwrap_or_default();
@@ -167,8 +167,8 @@ fn files(args: &Args, catalog: &Catalog, render: RenderConfig) -> anyhow::Result
             Err(e) => eprintln!("warning: {e}"),
         }
     }
-    if unknown > 0 && text.trim().is_empty() {
-        anyhow::bail!("no operator to infer rules for");
+    if unknown > 0 {
+        anyhow::bail!("{unknown} name(s) are no libtorch operator (see above); nothing was changed");
     }
     std::fs::write(out, crate::fmt::format_text(&text).unwrap_or(text)).map_err(|e| anyhow::anyhow!("cannot write `{}`: {e}", out.display()))?;
     files.push(out.clone());
@@ -179,7 +179,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     let render = RenderConfig { color: color.stderr() };
     let worker = args.worker.clone().unwrap_or_else(supervisor::default_worker_exe);
     let catalog = super::check::catalog(&worker).map_err(|e| anyhow::anyhow!("cannot read libtorch's operator schemas: {e}"))?;
-    let files = files(&args, &catalog, render)?;
+    let files = files(&args.targets, args.out.as_ref(), &catalog, render)?;
     let config = InferConfig { seed: args.seed, budget: args.budget, ..InferConfig::default() };
     let mut results: Vec<ApiResult> = Vec::new();
     let mut failed = false;
@@ -217,11 +217,25 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         for (i, plan) in plans.iter().enumerate() {
             let original = spec.apis.iter().find(|a| a.name == plan.api.name).unwrap_or(&plan.api);
             let cands = candidates_for(path, &text, &checked.spec, original, !args.no_enumerate, args.revalidate);
-            let result = infer::infer_api(&plan.api, i, cands, &runner, &config, args.keep_rejected);
+            if cands.is_empty() {
+                // Nothing to validate (a second run with --no-enumerate): no execution needed.
+                results.push(ApiResult { api: plan.api.name.clone(), conclusive: true, ..Default::default() });
+                continue;
+            }
+            let considered: Vec<Candidate> = cands.iter().map(|c| c.candidate.clone()).collect();
+            let mut result = infer::infer_api(&plan.api, i, cands, &runner, &config, args.keep_rejected);
             if !args.json {
                 eprintln!("{}", line(&result));
             }
-            let replace: Vec<String> = result.rules.iter().map(|r| r.candidate.name.clone()).collect();
+            // Candidates from the file that were not judged stay candidates, but enumerated ones
+            // (from `sfz suggest --offline`) are only worth keeping once validated.
+            let mut replace: Vec<String> = considered.iter().map(|c| c.name.clone()).collect();
+            for c in considered {
+                if c.source != RuleSource::Inferred && !result.rules.iter().any(|r| r.candidate.name == c.name) {
+                    result.rules.push(rules::Judged::candidate(c));
+                }
+            }
+            replace.extend(result.rules.iter().map(|r| r.candidate.name.clone()));
             match rules::write_rules(&text, &plan.api.name, &result.rules, &replace) {
                 Some(t) => text = t,
                 None => eprintln!("sfz infer: could not write the rules of {} (the file no longer parses)", plan.api.name),

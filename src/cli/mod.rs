@@ -5,6 +5,7 @@ mod fmt;
 mod fuzz;
 mod infer;
 mod init;
+mod suggest;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -35,6 +36,8 @@ pub enum Command {
     Fuzz(fuzz::Args),
     /// Write spec skeletons for ATen operators from libtorch's schemas.
     Init(init::Args),
+    /// Propose candidate rules: from a language model endpoint, or enumerated offline.
+    Suggest(suggest::Args),
     /// Validate candidate rules by running libtorch; write validated/rejected rules back.
     Infer(infer::Args),
 }
@@ -84,6 +87,7 @@ pub fn main() -> ExitCode {
         Command::Lsp(args) => crate::lsp::run_stdio(crate::lsp::Config { worker_exe: args.worker }).map(|()| ExitCode::SUCCESS),
         Command::Fuzz(args) => fuzz::run(args, cli.color),
         Command::Init(args) => init::run(args, cli.color),
+        Command::Suggest(args) => suggest::run(args, cli.color),
         Command::Infer(args) => infer::run(args, cli.color),
     };
     match result {

@@ -3,8 +3,10 @@
 //! offline `enumerate` generator as fallback), `sfz infer` keeps the candidates executions
 //! support (`infer`) and drops those others imply (`reduce`). Results go back into the spec file
 //! as `rule` items with their status and evidence, through the formatter (`write_rules`).
+pub mod docs;
 pub mod enumerate;
 pub mod infer;
+pub mod llm;
 pub mod reduce;
 pub mod skeleton;
 
