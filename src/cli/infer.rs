@@ -43,6 +43,13 @@ pub struct Args {
     /// Also write the enumerated candidates that were rejected (candidates from the file always are).
     #[arg(long)]
     pub keep_rejected: bool,
+    /// Remove from the file the APIs whose inference did not reach --min-valid (for growing a
+    /// spec collection with only what fuzzes without noise).
+    #[arg(long)]
+    pub prune: bool,
+    /// With --prune: the share of conforming inputs libtorch must accept.
+    #[arg(long, default_value_t = 0.9)]
+    pub min_valid: f64,
     /// Print what would be written instead of writing it.
     #[arg(long)]
     pub dry_run: bool,
@@ -236,7 +243,14 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
                 }
             }
             replace.extend(result.rules.iter().map(|r| r.candidate.name.clone()));
-            match rules::write_rules(&text, &plan.api.name, &result.rules, &replace) {
+            let below = !result.conclusive || result.valid_after.is_none_or(|v| v < args.min_valid);
+            let written = if args.prune && below {
+                eprintln!("{}: pruned (valid inputs {} < {:.0}%)", plan.api.name, pct(result.valid_after), 100.0 * args.min_valid);
+                rules::remove_api(&text, &plan.api.name)
+            } else {
+                rules::write_rules(&text, &plan.api.name, &result.rules, &replace)
+            };
+            match written {
                 Some(t) => text = t,
                 None => eprintln!("sfz infer: could not write the rules of {} (the file no longer parses)", plan.api.name),
             }

@@ -148,6 +148,27 @@ pub fn write_rules(text: &str, api: &str, rules: &[Judged], replace: &[String]) 
     Some(crate::fmt::format_text(&out).unwrap_or(out))
 }
 
+/// Removes an `api` item and its rules from a file's text (formatted). None when the text does
+/// not parse.
+pub fn remove_api(text: &str, api: &str) -> Option<String> {
+    let (module, diags) = crate::syntax::parse(crate::diag::FileId(0), text);
+    if diags.iter().any(|d| d.is_error()) {
+        return None;
+    }
+    let mut out = text.to_string();
+    for item in module.items.iter().rev() {
+        let hit = match &item.kind {
+            ItemKind::Api(a) => a.path.name == api,
+            ItemKind::Rule(r) => r.target.name == api,
+            _ => false,
+        };
+        if hit {
+            out.replace_range(item.span.range(), "");
+        }
+    }
+    Some(crate::fmt::format_text(&out).unwrap_or(out))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
