@@ -10,6 +10,9 @@ const DTYPE_GROUPS: &[(&str, &str)] = &[
     ("not_bool", "[uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64, complex128]"),
     ("real", "[bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64]"),
     ("numeric", "[uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64]"),
+    ("not_half", "[bool, uint8, int8, int16, int32, int64, float32, float64, complex64, complex128]"),
+    ("numeric_not_half", "[uint8, int8, int16, int32, int64, float32, float64, complex64, complex128]"),
+    ("real_not_half", "[uint8, int8, int16, int32, int64, float32, float64]"),
     ("floating_or_complex", "[float16, bfloat16, float32, float64, complex64, complex128]"),
     ("floating", "[float16, bfloat16, float32, float64]"),
     ("full_floating", "[float32, float64]"),
@@ -58,6 +61,7 @@ pub fn candidates(api: &ApiSpec) -> Vec<Candidate> {
         }
         add(format!("{l}_same_dtype"), format!("forall i in 0..len({l}): {l}[i].dtype == {l}[0].dtype;"));
         add(format!("{l}_same_ndim"), format!("forall i in 0..len({l}): {l}[i].ndim == {l}[0].ndim;"));
+        add(format!("{l}_same_shape"), format!("forall i in 0..len({l}): {l}[i].shape == {l}[0].shape;"));
     }
     for (i, a) in tensors.iter().enumerate() {
         for b in tensors.iter().skip(i + 1) {
@@ -68,12 +72,16 @@ pub fn candidates(api: &ApiSpec) -> Vec<Candidate> {
             add(format!("{a}_{b}_matmul"), format!("{a}.shape[-1] == {b}.shape[-2];"));
             add(format!("{a}_{b}_last_dim"), format!("{a}.shape[-1] == {b}.shape[-1];"));
             add(format!("{a}_{b}_first_dim"), format!("{a}.shape[0] == {b}.shape[0];"));
+            add(format!("{a}_{b}_inner"), format!("{a}.shape[-1] == {b}.shape[0];"));
             add(format!("{a}_{b}_channels"), format!("{a}.shape[1] == {b}.shape[1];"));
         }
     }
     for d in &ints {
         for t in &tensors {
             add(format!("{d}_dim_of_{t}"), format!("{d} in -max({t}.ndim, 1)..max({t}.ndim, 1);"));
+        }
+        for t in &tensors {
+            add(format!("{d}_new_dim_of_{t}"), format!("{d} in -({t}.ndim + 1)..{t}.ndim + 1;"));
         }
         add(format!("{d}_nonnegative"), format!("{d} >= 0;"));
         add(format!("{d}_positive"), format!("{d} >= 1;"));
@@ -104,6 +112,22 @@ pub fn candidates(api: &ApiSpec) -> Vec<Candidate> {
         add(format!("{l}_positive"), format!("{l}[*] >= 1;"));
         if n.is_none() {
             add(format!("{l}_nonempty_list"), format!("len({l}) >= 1;"));
+        }
+    }
+    // Optional parameters left out, strings at their default, dtypes of the usual groups.
+    for p in &api.params {
+        let n = &p.name;
+        if p.optional && p.ty != ParamType::Tensor {
+            add(format!("{n}_none"), format!("{n} == None;"));
+        }
+        match (&p.ty, &p.default) {
+            (ParamType::Str, Some(crate::spec::Value::Str(d))) => add(format!("{n}_default"), format!("{n} == \"{d}\";")),
+            (ParamType::Dtype, _) => {
+                for (group, list) in DTYPE_GROUPS.iter().filter(|(g, _)| matches!(*g, "floating" | "full_floating" | "numeric" | "floating_or_complex")) {
+                    add(format!("{n}_{group}"), format!("{n} in {list};"));
+                }
+            }
+            _ => {}
         }
     }
     for x in &numbers {

@@ -190,6 +190,13 @@ mod tests {
     }
 
     #[test]
+    fn an_api_is_removed_with_its_rules() {
+        let text = "api torch.exp(input: Tensor) {}\n\nrule a for torch.exp {\n    input.ndim >= 1;\n}\n\napi torch.log(input: Tensor) {}\n";
+        let out = remove_api(text, "torch.exp").unwrap();
+        assert_eq!(out, "api torch.log(input: Tensor) {}\n");
+    }
+
+    #[test]
     fn names_are_sanitized() {
         assert_eq!(sanitize_name("Input-Dtype: float"), "input_dtype_float");
         assert_eq!(sanitize_name("3d"), "r_3d");
