@@ -199,7 +199,8 @@ fn nonfinite(outputs: &[Output]) -> Option<Detection> {
         let dtype = t.dtype.map_or("?".to_string(), |d| d.to_string());
         Some(Detection {
             oracle: "nan_inf",
-            signature: format!("{what} in output {i} ({dtype})"),
+            // No dtype in the signature: one cause seen in float16 and float32 is one finding.
+            signature: format!("{what} in output {i}"),
             message: format!("output {i} ({dtype}, shape {:?}) holds {} NaN and {} inf from finite inputs", t.shape, t.nan, t.inf),
             signal: None,
             evidence: Evidence::NonFinite { output: i },
