@@ -205,6 +205,12 @@ fn replay_reproduces_a_finding_and_names_bad_ids_and_vanished_apis() {
     let (code, _, stderr) = run(sfz().args(["replay", "--color=never", "--spec"]).arg(&spec).arg(c.out.join(id)));
     assert_eq!(code, 2);
     insta::assert_snapshot!("replay_vanished_api", stderr.replace(&dir.path().display().to_string(), "<tmp>").replace(id, "<id>"));
+
+    // The spec declares it, but the operator registry has no such operator any more.
+    std::fs::write(&spec, BUGGY.replace("sfz_test::buggy", "sfz_test::buggy_gone")).expect("write");
+    let (code, _, stderr) = run(sfz().args(["replay", "--color=never", "--spec"]).arg(&spec).arg(c.out.join(id)));
+    assert_eq!(code, 2);
+    insta::assert_snapshot!("replay_operator_gone", stderr.replace(&dir.path().display().to_string(), "<tmp>").replace(id, "<id>"));
 }
 
 #[test]

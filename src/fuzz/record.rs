@@ -11,7 +11,7 @@ use crate::findings::{Finding, Minimization, Original, Store};
 use crate::oracle::{self, Evidence};
 use crate::plan::ApiPlan;
 use crate::variant::Check;
-use crate::worker::supervisor::Pool;
+use crate::worker::supervisor::{Pool, PoolConfig};
 
 /// The reproducer of a finding's current case.
 pub fn reproducer(plan: &ApiPlan, finding: &Finding) -> String {
@@ -107,6 +107,23 @@ pub fn minimize_finding(pool: &Pool, plan: &ApiPlan, checks: &[Check], store: &S
     }
     store.update(updated.clone(), &reproducer(plan, &updated))?;
     Ok(updated)
+}
+
+/// Whether a finding is a worker's death (a signal or an exit, in the call or in a check).
+pub fn died(finding: &Finding) -> bool {
+    finding.signal.is_some() || finding.oracle == "crash" || finding.signature.contains(": exit ")
+}
+
+/// Runs a finding's case alone in a fresh worker (its own fork server, one case in flight) and
+/// says whether the same oracle fires with the same signature. A worker that cannot start counts
+/// as confirmed: nothing speaks against the finding.
+pub fn confirm(config: &PoolConfig, plan: &ApiPlan, checks: &[Check], finding: &Finding) -> bool {
+    let Ok(pool) = Pool::start(PoolConfig { workers: 1, in_flight: 1, ..config.clone() }) else { return true };
+    let case = finding.case.clone();
+    match pool.run_batch(std::slice::from_ref(&case)).pop().flatten() {
+        Some(exec) => oracle::judge(&plan.api, checks, &case, &exec).detections.iter().any(|d| d.oracle == finding.oracle && d.signature == finding.signature),
+        None => true,
+    }
 }
 
 /// The minimization budget of a campaign: executions per finding, and time.
