@@ -114,16 +114,24 @@ pub fn died(finding: &Finding) -> bool {
     finding.signal.is_some() || finding.oracle == "crash" || finding.signature.contains(": exit ")
 }
 
-/// Runs a finding's case alone in a fresh worker (its own fork server, one case in flight) and
-/// says whether the same oracle fires with the same signature. A worker that cannot start counts
-/// as confirmed: nothing speaks against the finding.
+/// Runs a finding's case alone in a fresh worker (its own fork server, one case in flight),
+/// `CONFIRM_RUNS` times, and says whether the same oracle fires with the same signal (the same
+/// signature for an exit). Heap corruption is noticed by the allocator later, at a free, with
+/// a message that varies: one run of the culprit may end normally, and the abort that ends a
+/// later one need not say the same. A worker that cannot start counts as confirmed: nothing
+/// speaks against the finding.
 pub fn confirm(config: &PoolConfig, plan: &ApiPlan, checks: &[Check], finding: &Finding) -> bool {
+    const CONFIRM_RUNS: usize = 16;
     let Ok(pool) = Pool::start(PoolConfig { workers: 1, in_flight: 1, ..config.clone() }) else { return true };
-    let case = finding.case.clone();
-    match pool.run_batch(std::slice::from_ref(&case)).pop().flatten() {
-        Some(exec) => oracle::judge(&plan.api, checks, &case, &exec).detections.iter().any(|d| d.oracle == finding.oracle && d.signature == finding.signature),
-        None => true,
-    }
+    let cases = vec![finding.case.clone(); CONFIRM_RUNS];
+    let same = |d: &oracle::Detection| {
+        d.oracle == finding.oracle
+            && match (&finding.signal, d.signal) {
+                (Some(name), Some(sig)) => crate::outcome::signal_name(sig) == *name,
+                _ => d.signature == finding.signature,
+            }
+    };
+    pool.run_batch(&cases).into_iter().zip(&cases).any(|(exec, case)| exec.is_some_and(|exec| oracle::judge(&plan.api, checks, case, &exec).detections.iter().any(same)))
 }
 
 /// The minimization budget of a campaign: executions per finding, and time.
