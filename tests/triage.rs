@@ -48,10 +48,9 @@ api torch.sum(input: Tensor) -> Tensor {
 }
 "#;
 
-/// A finished campaign over `BUGGY`: its folder, spec, JSON summary and stderr.
+/// A finished campaign over `BUGGY`: its folder, JSON summary and stderr.
 struct Campaign {
     dir: PathBuf,
-    spec: PathBuf,
     out: PathBuf,
     summary: serde_json::Value,
     stderr: String,
@@ -71,7 +70,7 @@ fn campaign() -> &'static Campaign {
             .arg(&out)
             .current_dir(&dir));
         assert_eq!(code, 0, "{stderr}");
-        Campaign { dir, spec, out, summary: json(&stdout), stderr }
+        Campaign { dir, out, summary: json(&stdout), stderr }
     })
 }
 
