@@ -124,7 +124,7 @@ fn cases(plans: &[ApiPlan]) {
 
 fn valid(plans: &[ApiPlan]) {
     println!("\n## valid: conform mode, default mutation mix, 20 s\n");
-    let (s, solve) = campaign(plans, GenConfig { seed: 11, ..GenConfig::default() }, 20);
+    let (s, solve) = campaign(plans, GenConfig { seed: 11, ..GenConfig::default() }, secs(20));
     println!("{} executions, {:.0} execs/s, pools solved in {solve:.1} s; valid rate over conforming executions: {:.2}%\n", s.executions, s.execs_per_second, 100.0 * s.conform_valid_rate);
     println!("| API | conforming execs | valid | spec findings (first) |");
     println!("|---|---|---|---|");
@@ -136,7 +136,7 @@ fn valid(plans: &[ApiPlan]) {
 
 fn violate(plans: &[ApiPlan]) {
     println!("\n## violate: violate mode, default mutation mix, 20 s\n");
-    let (s, _) = campaign(plans, GenConfig { seed: 12, mode: Mode::Violate, ..GenConfig::default() }, 20);
+    let (s, _) = campaign(plans, GenConfig { seed: 12, mode: Mode::Violate, ..GenConfig::default() }, secs(20));
     println!(
         "{} violating executions: {:.1}% rejected by libtorch, {:.1}% rejected with an error naming the broken constraint\n",
         s.executions,
@@ -192,8 +192,8 @@ fn cost(plans: &[ApiPlan]) {
     println!("|---|---|---|---|");
     let mut ratios = Vec::new();
     for round in 1..=3 {
-        let generated = drive(plans, 10, &|i| generator.case(i).map(|g| Case { op: g.api as u32, args: g.args }));
-        let replayed = drive(plans, 10, &|i| Some(pregenerated[(i % pregenerated.len() as u64) as usize].clone()));
+        let generated = drive(plans, secs(10), &|i| generator.case(i).map(|g| Case { op: g.api as u32, args: g.args }));
+        let replayed = drive(plans, secs(10), &|i| Some(pregenerated[(i % pregenerated.len() as u64) as usize].clone()));
         ratios.push(generated / replayed);
         println!("| {round} | {generated:.0} | {replayed:.0} | {:.2} |", generated / replayed);
     }
@@ -211,7 +211,7 @@ fn combos(plans: &[ApiPlan]) {
     let mut table: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut totals = Vec::new();
     for (label, gen) in runs {
-        let (s, _) = campaign(plans, gen, 10);
+        let (s, _) = campaign(plans, gen, secs(10));
         let mut total = (0, 0);
         for a in &s.apis {
             let c = a.coverage.as_ref().expect("coverage");
@@ -237,7 +237,7 @@ fn mix(plans: &[ApiPlan]) {
     println!("|---|---|---|---|---|");
     for text in ["none", "boundary=0.1,huge=0.001,special=0.1,layout=0.1,scalar=0.05", "default", "boundary=0.35,huge=0.005,special=0.35,layout=0.3,scalar=0.2", "boundary=0.5,huge=0.01,special=0.5,layout=0.5,scalar=0.5"] {
         let mutation = Mutation::parse(text).expect("mix parses");
-        let (s, _) = campaign(plans, GenConfig { seed: 15, mutation, ..GenConfig::default() }, 10);
+        let (s, _) = campaign(plans, GenConfig { seed: 15, mutation, ..GenConfig::default() }, secs(10));
         let (mut combos, mut accepted, mut classes) = (0, 0, 0);
         for a in &s.apis {
             let c = a.coverage.as_ref().expect("coverage");
@@ -249,7 +249,20 @@ fn mix(plans: &[ApiPlan]) {
     }
 }
 
+/// Under `cargo test --all-targets` (no `--bench` argument) every timed part runs for a second:
+/// a smoke test that keeps the benchmark from rotting without costing CI minutes.
+static SMOKE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+fn secs(full: u64) -> u64 {
+    if *SMOKE.get().unwrap_or(&false) {
+        1
+    } else {
+        full
+    }
+}
+
 fn main() {
+    let _ = SMOKE.set(!std::env::args().any(|a| a == "--bench"));
     let wanted: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let all = ["solve", "cases", "valid", "violate", "cost", "combos", "mix"];
     let run = |name: &str| wanted.is_empty() || wanted.iter().any(|w| w == name);

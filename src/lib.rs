@@ -15,6 +15,7 @@ pub mod ops;
 pub mod oracle;
 pub mod outcome;
 pub mod plan;
+pub mod rules;
 pub mod solve;
 pub mod spec;
 pub mod stdlib;

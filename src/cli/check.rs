@@ -98,7 +98,7 @@ fn plural(n: usize) -> &'static str {
 }
 
 /// libtorch's operator schemas: cached, or read from a worker and cached.
-fn catalog(worker: &std::path::Path) -> Result<crate::ops::catalog::Catalog, String> {
+pub(super) fn catalog(worker: &std::path::Path) -> Result<crate::ops::catalog::Catalog, String> {
     if let Some(c) = check::signatures::cached_catalog(worker) {
         return Ok(c);
     }

@@ -5,6 +5,9 @@ mod fmt;
 mod fuzz;
 mod replay;
 mod report;
+mod infer;
+mod init;
+mod suggest;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -37,6 +40,12 @@ pub enum Command {
     Replay(replay::Args),
     /// Tabulate a findings folder; write report.md and report.sarif; --verify the reproducers.
     Report(report::Args),
+    /// Write spec skeletons for ATen operators from libtorch's schemas.
+    Init(init::Args),
+    /// Propose candidate rules: from a language model endpoint, or enumerated offline.
+    Suggest(suggest::Args),
+    /// Validate candidate rules by running libtorch; write validated/rejected rules back.
+    Infer(infer::Args),
 }
 
 #[derive(clap::Args, Debug)]
@@ -85,6 +94,9 @@ pub fn main() -> ExitCode {
         Command::Fuzz(args) => fuzz::run(args, cli.color),
         Command::Replay(args) => replay::run(args, cli.color),
         Command::Report(args) => report::run(args, cli.color),
+        Command::Init(args) => init::run(args, cli.color),
+        Command::Suggest(args) => suggest::run(args, cli.color),
+        Command::Infer(args) => infer::run(args, cli.color),
     };
     match result {
         Ok(code) => code,

@@ -68,6 +68,7 @@ registry! {
     E0016 Error "invalid attribute";
     E0017 Error "signature does not match the operator schema";
     E0018 Error "cannot read source file";
+    E0019 Error "unknown operator";
     W0001 Warning "unused import";
     W0002 Warning "unused definition";
     W0003 Warning "constraints too large to solve";
@@ -78,6 +79,7 @@ registry! {
     E0102 Error "finding of an API sfz no longer knows";
     W0101 Warning "oracle does not apply";
     W0102 Warning "unreadable finding skipped";
+    W0007 Warning "language model unavailable";
 }
 
 /// The entry for a code, case-insensitively (`e0002` works).

@@ -621,9 +621,14 @@ mod tests {
     fn the_twenty_starting_apis_resolve() {
         let checked = crate::check::check_paths(&[Path::new(env!("CARGO_MANIFEST_DIR")).join("specs")]);
         let c = catalog();
+        // Every API resolves; the hand-written ones (not those under specs/inferred/) as listed.
         let mut got = Vec::new();
         for a in &checked.spec.apis {
-            got.push(format!("{} -> {}", a.name, resolve(a, &c).unwrap_or_else(|e| panic!("{e}")).qualified()));
+            let line = format!("{} -> {}", a.name, resolve(a, &c).unwrap_or_else(|e| panic!("{e}")).qualified());
+            let file = checked.map.get(a.span.file).name.clone();
+            if !file.contains("inferred") {
+                got.push(line);
+            }
         }
         got.sort();
         let expected = [

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Grow specs/inferred/ with the rules pipeline: pick the public ATen operators sfz can generate
+inputs for, group them by area, and run `sfz infer --prune` on each group, which writes the
+skeletons, validates enumerated candidates against libtorch, and drops the operators whose
+inferred spec stays below 90% valid inputs.
+
+Usage: python3 scripts/grow_specs.py [--sfz target/debug/sfz] [--budget 8s] [--jobs 2] [AREA...]
+
+The operator lists go to data/ops/<area>.txt (committed, so a run is reproducible), the figures
+of each area's run to data/ops/<area>.json.
+"""
+import argparse
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Operators left out: random or uninitialised results, in-place/out/backward forms, internals,
+# backends, quantized and sparse layouts, and calls that do not compute on their inputs.
+SKIP = re.compile(
+    r"rand|normal|bernoulli|dropout|multinomial|poisson|cauchy|geometric|exponential_|uniform|"
+    r"quantiz|^q_|fbgemm|mkldnn|cudnn|miopen|_foreach|resize|^set|storage|sym_|lift|alias|"
+    r"detach|pin_memory|^to_|^is_|can_cast|result_type|item|record|retain|backward|empty|^new_|"
+    r"sparse|dense|coalesce|indices$|^values|crow|ccol|col_|row_|nested|align|refine|rename|"
+    r"native_|cuda|mps|xpu|vulkan|fused|copy|_jvp|_out$|^slow_|^thnn|^segment|^choose_qparams|"
+    r"^data$|^output_nr|^requires_grad|^retains|^size$|^stride$|^numel|^dim$|^contiguous|"
+    r"^clone$|^conj_physical|^resolve|^fake_|^fix_|^affine_grid_generator|^infinitely|"
+    r"^batch_norm_|^cudnn|^embedding_renorm|^nonzero_static|^lstm|^gru|^rnn|^quantized|"
+    r"^mkl|^to$|^type_as|^view_as_|^unsafe|^record|from_file|^get_|hash_tensor|qscheme|"
+    r"promote_types|int_repr|binomial|chalf|^smm$|hspmm|^zero$|stft|^_|_$"
+)
+
+AREAS = [
+    ("fft", lambda n: n.startswith("torch.fft.")),
+    ("linalg", lambda n: n.startswith("torch.linalg.") or base(n) in LINALG),
+    ("special", lambda n: n.startswith("torch.special.")),
+    ("creation", lambda n: base(n).endswith("_like") or base(n) in CREATION),
+    ("reductions", lambda n: any(k in base(n) for k in REDUCTION)),
+    ("indexing", lambda n: any(k in base(n) for k in INDEXING)),
+    ("shape", lambda n: base(n) in SHAPE or any(base(n).startswith(k) for k in ("split", "unbind", "squeeze", "unsqueeze", "flatten", "movedim", "moveaxis", "swap", "flip", "hsplit", "vsplit", "dsplit", "tensor_split", "expand", "permute", "narrow"))),
+    ("nn", lambda n: any(k in base(n) for k in NN)),
+    ("elementwise", lambda n: True),
+]
+
+LINALG = {"mm", "bmm", "mv", "addmm", "addbmm", "baddbmm", "addmv", "addr", "dot", "vdot", "inner", "outer", "ger", "kron", "matmul", "chain_matmul", "cholesky", "cholesky_inverse", "cholesky_solve", "det", "logdet", "slogdet", "inverse", "pinverse", "qr", "svd", "triangular_solve", "lu_solve", "lu_unpack", "matrix_power", "matrix_exp", "trace", "tril", "triu", "diag", "diag_embed", "diagonal", "diagflat", "orgqr", "ormqr", "geqrf", "tensordot", "cross", "cdist", "pdist", "dist", "frobenius_norm", "nuclear_norm", "renorm", "einsum", "block_diag", "cartesian_prod", "trapz", "trapezoid", "cumulative_trapezoid", "vander"}
+CREATION = {"arange", "linspace", "logspace", "eye", "full", "zeros", "ones", "tril_indices", "triu_indices", "scalar_tensor", "complex", "polar", "range", "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window"}
+REDUCTION = ("sum", "mean", "prod", "std", "var", "amax", "amin", "aminmax", "argmax", "argmin", "max", "min", "median", "mode", "norm", "logsumexp", "logcumsumexp", "cumsum", "cumprod", "cummax", "cummin", "all", "any", "count_nonzero", "nansum", "nanmean", "nanmedian", "quantile", "kthvalue", "topk", "sort", "argsort", "msort", "unique", "histc", "bincount", "histogram")
+INDEXING = ("gather", "scatter", "index", "take", "masked", "where", "nonzero", "select", "slice", "put", "searchsorted", "bucketize", "embedding", "diagonal_scatter", "argwhere")
+SHAPE = {"reshape", "view", "transpose", "t", "cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack", "row_stack", "chunk", "repeat", "repeat_interleave", "tile", "roll", "rot90", "unfold", "ravel", "broadcast_to", "broadcast_tensors", "atleast_1d", "atleast_2d", "atleast_3d", "meshgrid", "as_strided", "fliplr", "flipud", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle", "adjoint", "mT", "mH", "numpy_T", "matrix_H", "combinations", "triu", "tril"}
+NN = ("conv", "pool", "relu", "elu", "gelu", "silu", "mish", "softmax", "softmin", "sigmoid", "tanh", "hardtanh", "hardswish", "hardsigmoid", "hardshrink", "softshrink", "softplus", "threshold", "loss", "entropy", "nll", "norm", "pad", "upsample", "interpolate", "grid_sampler", "affine_grid", "linear", "bilinear", "glu", "prelu", "rrelu", "celu", "selu", "logsigmoid", "pdist", "cosine_similarity", "pairwise_distance", "one_hot", "embedding", "fold", "im2col", "col2im", "ctc", "kl_div", "margin", "hinge", "triplet", "huber", "smooth_l1", "l1_loss", "mse_loss", "poisson_nll")
+
+
+def base(name):
+    return name.rsplit(".", 1)[-1]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sfz", default=str(ROOT / "target/debug/sfz"))
+    ap.add_argument("--budget", default="8s")
+    ap.add_argument("--jobs", default="2")
+    ap.add_argument("areas", nargs="*")
+    args = ap.parse_args()
+    init = subprocess.run([args.sfz, "init", "--all"], capture_output=True, text=True, check=True)
+    names = re.findall(r"^api ([\w.]+)\(", init.stdout, re.M)
+    # The hand-written specs keep their APIs.
+    existing = set()
+    for f in (ROOT / "specs").glob("*.sfz"):
+        existing.update(re.findall(r"^api ([\w.]+)\(", f.read_text(), re.M))
+    groups = {area: [] for area, _ in AREAS}
+    for n in names:
+        if SKIP.search(base(n)) or n in existing:
+            continue
+        for area, pred in AREAS:
+            if pred(n):
+                groups[area].append(n)
+                break
+    (ROOT / "data/ops").mkdir(parents=True, exist_ok=True)
+    (ROOT / "specs/inferred").mkdir(parents=True, exist_ok=True)
+    for area, ops in groups.items():
+        if args.areas and area not in args.areas:
+            continue
+        (ROOT / f"data/ops/{area}.txt").write_text("".join(f"{o}\n" for o in ops))
+        out = ROOT / f"specs/inferred/{area}.sfz"
+        cmd = [args.sfz, "infer", "--color=never", "--prune", "--budget", args.budget, "--workers", args.jobs, "--json", "-o", str(out)] + ops
+        print(f"{area}: {len(ops)} operators", file=sys.stderr, flush=True)
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            print(r.stderr[-3000:], file=sys.stderr)
+        try:
+            results = json.loads(r.stdout)
+        except ValueError:
+            results = []
+        (ROOT / f"data/ops/{area}.json").write_text(json.dumps(results, indent=1) + "\n")
+        kept = len(re.findall(r"^api ", out.read_text(), re.M)) if out.exists() else 0
+        print(f"{area}: kept {kept} of {len(ops)}", file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    main()

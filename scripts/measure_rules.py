@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Figures of the rules pipeline, from the runs of scripts/grow_specs.py (data/ops/*.json) and
+two fuzzing campaigns over the same operators: schema-only skeletons vs the inferred specs.
+
+Usage: python3 scripts/measure_rules.py [--sfz target/debug/sfz] [--time 120s] [--seed 1]
+"""
+import argparse
+import json
+import re
+import statistics
+import subprocess
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def inference_figures():
+    per_source = {}
+    seconds, before, after, kept = [], [], [], 0
+    total = 0
+    for f in sorted((ROOT / "data/ops").glob("*.json")):
+        for r in json.loads(f.read_text() or "[]"):
+            total += 1
+            for key in ("proposed", "validated", "rejected"):
+                for source, n in r.get(key, []):
+                    per_source.setdefault(source, {"proposed": 0, "validated": 0, "rejected": 0})[key] += n
+            seconds.append(r.get("seconds", 0.0))
+            if r.get("conclusive") and r.get("valid_after") is not None and r["valid_after"] >= 0.9:
+                kept += 1
+                before.append(r.get("valid_before") or 0.0)
+                after.append(r["valid_after"])
+    print(f"operators tried: {total}, kept (>= 90% valid after inference): {kept}")
+    for s, c in per_source.items():
+        print(f"  candidates from {s}: proposed {c['proposed']}, validated {c['validated']}, rejected {c['rejected']}")
+    if seconds:
+        print(f"  time per API: mean {statistics.mean(seconds):.1f} s, median {statistics.median(seconds):.1f} s, max {max(seconds):.1f} s")
+    if after:
+        print(f"  valid inputs during inference (kept APIs): skeleton {100*statistics.mean(before):.1f}% -> inferred {100*statistics.mean(after):.1f}%")
+
+
+def fuzz(sfz, paths, time, seed, out):
+    r = subprocess.run([sfz, "fuzz", "--json", "--time", time, "--seed", str(seed), "--out", str(out)] + [str(p) for p in paths], capture_output=True, text=True)
+    if r.returncode != 0:
+        print(r.stderr[-2000:])
+        return None
+    return json.loads(r.stdout)
+
+
+def summary(name, s):
+    rates = [a["valid_rate"] for a in s["apis"] if a["executions"] > 0]
+    print(f"  {name}: {len(s['apis'])} APIs, {s['executions']} executions in {s['seconds']:.0f} s, mean valid rate {100*statistics.mean(rates):.1f}% "
+          f"(median {100*statistics.median(rates):.1f}%), findings {s['findings']} {s.get('findings_by_oracle', {})}, skipped {len(s['skipped'])}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sfz", default=str(ROOT / "target/debug/sfz"))
+    ap.add_argument("--time", default="120s")
+    ap.add_argument("--seed", default="1")
+    args = ap.parse_args()
+    inference_figures()
+    inferred = sorted((ROOT / "specs/inferred").glob("*.sfz"))
+    names = []
+    for f in inferred:
+        names += re.findall(r"^api ([\w.]+)\(", f.read_text(), re.M)
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        skel = subprocess.run([args.sfz, "init"] + names, capture_output=True, text=True).stdout
+        (tmp / "skeletons.sfz").write_text(skel)
+        print(f"fuzzing {len(names)} operators for {args.time} each way (seed {args.seed}):")
+        for name, paths in (("skeletons", [tmp / "skeletons.sfz"]), ("inferred", inferred)):
+            s = fuzz(args.sfz, paths, args.time, args.seed, tmp / f"out-{name}")
+            if s:
+                summary(name, s)
+                (ROOT / f"data/ops/fuzz-{name}.json").write_text(json.dumps(s, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

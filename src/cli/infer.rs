@@ -1,0 +1,303 @@
+//! `sfz infer`: validate candidate rules against libtorch and write the result back.
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use super::Color;
+use crate::case::{Arg, Case};
+use crate::diag::{self, RenderConfig, SourceMap};
+use crate::ops::catalog::Catalog;
+use crate::oracle::{self, Status};
+use crate::rules::infer::{self, ApiResult, InferConfig, Runner};
+use crate::rules::{self, enumerate, Candidate};
+use crate::spec::{ApiSpec, Origin, RuleSource, RuleStatus, Spec};
+use crate::worker::supervisor::{self, Pool, PoolConfig};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Spec files to infer rules for (rewritten in place), or operator names (`torch.sum`), whose
+    /// skeletons are added to --out first.
+    #[arg(required = true)]
+    pub targets: Vec<String>,
+    /// The spec file operator names go to (created if missing).
+    #[arg(long, short = 'o')]
+    pub out: Option<PathBuf>,
+    /// Only APIs whose name contains one of these strings.
+    #[arg(long)]
+    pub api: Vec<String>,
+    /// Wall time per API (`20s`, `2m`).
+    #[arg(long, value_parser = super::fuzz::parse_duration, default_value = "30s")]
+    pub budget: Duration,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Worker processes (default: one per core).
+    #[arg(long, short = 'j')]
+    pub workers: Option<usize>,
+    /// Validate again the rules earlier runs validated (manual rules are never touched).
+    #[arg(long)]
+    pub revalidate: bool,
+    /// Only the candidates in the file (from `sfz suggest` or written by hand), none enumerated.
+    #[arg(long)]
+    pub no_enumerate: bool,
+    /// Also write the enumerated candidates that were rejected (candidates from the file always are).
+    #[arg(long)]
+    pub keep_rejected: bool,
+    /// Remove from the file the APIs whose inference did not reach --min-valid (for growing a
+    /// spec collection with only what fuzzes without noise).
+    #[arg(long)]
+    pub prune: bool,
+    /// With --prune: the share of conforming inputs libtorch must accept.
+    #[arg(long, default_value_t = 0.9)]
+    pub min_valid: f64,
+    /// Print what would be written instead of writing it.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the per-API results as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// A case running longer than this counts as accepted (it passed the argument checks).
+    #[arg(long, value_parser = super::fuzz::parse_duration, default_value = "2s")]
+    pub timeout: Duration,
+    /// The worker executable (default: `sfz-worker` next to `sfz`).
+    #[arg(long)]
+    pub worker: Option<PathBuf>,
+}
+
+/// Cases through a worker pool, one API at a time.
+struct PoolRunner<'a> {
+    pool: &'a Pool,
+    apis: &'a [ApiSpec],
+}
+
+impl Runner for PoolRunner<'_> {
+    fn run(&self, api: usize, cases: &[Vec<Arg>]) -> Vec<Status> {
+        let statuses: Mutex<Vec<Status>> = Mutex::new(vec![Status::Invalid; cases.len()]);
+        let next_index = std::sync::atomic::AtomicUsize::new(0);
+        let next = || {
+            let i = next_index.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            cases.get(i).map(|args| (i as u64, Case { op: api as u32, args: args.clone() }))
+        };
+        let sink = |i: u64, case: &Case, exec: crate::outcome::Execution| {
+            let status = oracle::judge(&self.apis[api], &[], case, &exec).status;
+            if let Some(s) = statuses.lock().unwrap_or_else(|e| e.into_inner()).get_mut(i as usize) {
+                *s = status;
+            }
+        };
+        self.pool.run(&next, &sink);
+        statuses.into_inner().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Candidates for one API, checked against the file: those the file holds (status candidate, or
+/// validated by an earlier inference when revalidating) and the enumerated ones.
+fn candidates_for(path: &Path, text: &str, spec: &Spec, api: &ApiSpec, enumerate_too: bool, revalidate: bool) -> Vec<infer::Checked> {
+    let mut out = Vec::new();
+    for r in spec.rules.iter().filter(|r| r.api == api.name) {
+        let again = revalidate && r.meta.status == RuleStatus::Validated && r.meta.source != RuleSource::Manual;
+        if r.meta.status == RuleStatus::Candidate || again {
+            let body: Vec<String> = r.constraints.iter().map(|c| format!("{};", c.text.trim_end_matches(';'))).collect();
+            out.push(infer::Checked {
+                candidate: Candidate { name: r.meta.name.clone(), text: body.join("\n    "), source: r.meta.source.clone() },
+                constraints: r.constraints.clone(),
+            });
+        }
+    }
+    if !enumerate_too {
+        return out;
+    }
+    let existing: Vec<&str> = spec.rules.iter().filter(|r| r.api == api.name).map(|r| r.meta.name.as_str()).collect();
+    let enumerated: Vec<Candidate> = enumerate::candidates(api).into_iter().filter(|c| !existing.contains(&c.name.as_str())).collect();
+    // Check them all in one go, appended to the file under numbered names, and keep those that
+    // check without errors.
+    let mut synthetic = text.to_string();
+    let mut ranges = Vec::new();
+    for (i, c) in enumerated.iter().enumerate() {
+        synthetic.push('\n');
+        let lo = synthetic.len();
+        synthetic.push_str(&format!("#[status(candidate)]\nrule sfz_candidate_{i} for {} {{\n    {}\n}}\n", api.name, c.text));
+        ranges.push(lo..synthetic.len());
+    }
+    let checked = crate::check::check_text(path, &synthetic);
+    let bad: Vec<usize> = checked
+        .diags
+        .iter()
+        .filter(|d| d.is_error())
+        .filter_map(|d| d.primary_span())
+        .filter_map(|s| ranges.iter().position(|r| r.contains(&(s.lo as usize))))
+        .collect();
+    for r in checked.spec.rules.iter().filter(|r| r.api == api.name) {
+        let Some(i) = r.meta.name.strip_prefix("sfz_candidate_").and_then(|n| n.parse::<usize>().ok()) else { continue };
+        if bad.contains(&i) || r.constraints.is_empty() {
+            continue;
+        }
+        out.push(infer::Checked { candidate: enumerated[i].clone(), constraints: r.constraints.clone() });
+    }
+    out
+}
+
+/// The API as inference starts from it: with `--revalidate`, without the rules to validate again.
+fn base_of(api: &ApiSpec, revalidate: bool) -> ApiSpec {
+    let mut base = api.clone();
+    if revalidate {
+        base.requires.retain(|c| !matches!(&c.origin, Origin::Rule(m) if m.source != RuleSource::Manual));
+    }
+    base
+}
+
+/// Spec files to work on: existing paths as given; operator names become skeletons in --out.
+pub(super) fn files(targets: &[String], out: Option<&PathBuf>, catalog: &Catalog, render: RenderConfig) -> anyhow::Result<Vec<PathBuf>> {
+    let (paths, names): (Vec<&String>, Vec<&String>) = targets.iter().partition(|t| Path::new(t.as_str()).exists());
+    let mut files: Vec<PathBuf> = crate::check::expand_paths(&paths.iter().map(PathBuf::from).collect::<Vec<_>>());
+    if names.is_empty() {
+        return Ok(files);
+    }
+    let Some(out) = out else {
+        anyhow::bail!("`{}` is not a file; to infer rules for operators, name the spec file with --out FILE", names[0]);
+    };
+    let existing = std::fs::read_to_string(out).unwrap_or_default();
+    let mut text = existing.clone();
+    let mut unknown = 0;
+    for name in names {
+        match rules::skeleton::skeleton(name, catalog) {
+            Ok(s) if existing.contains(&format!("api {}(", s.api)) => {}
+            Ok(s) => {
+                if !text.is_empty() {
+                    text.push('\n');
+                }
+                text.push_str(&s.text);
+            }
+            Err(rules::skeleton::InitError::Unknown { suggestions, .. }) => {
+                unknown += 1;
+                eprint!("{}", diag::render(&SourceMap::default(), &super::init::unknown_operator(name, &suggestions), render));
+            }
+            Err(e) => eprintln!("warning: {e}"),
+        }
+    }
+    if unknown > 0 {
+        anyhow::bail!("{unknown} name(s) are no libtorch operator (see above); nothing was changed");
+    }
+    std::fs::write(out, crate::fmt::format_text(&text).unwrap_or(text)).map_err(|e| anyhow::anyhow!("cannot write `{}`: {e}", out.display()))?;
+    files.push(out.clone());
+    Ok(files)
+}
+
+pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
+    let render = RenderConfig { color: color.stderr() };
+    let worker = args.worker.clone().unwrap_or_else(supervisor::default_worker_exe);
+    let catalog = super::check::catalog(&worker).map_err(|e| anyhow::anyhow!("cannot read libtorch's operator schemas: {e}"))?;
+    let files = files(&args.targets, args.out.as_ref(), &catalog, render)?;
+    let config = InferConfig { seed: args.seed, budget: args.budget, ..InferConfig::default() };
+    let mut results: Vec<ApiResult> = Vec::new();
+    let mut failed = false;
+    for path in &files {
+        let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("cannot read `{}`: {e}", path.display()))?;
+        let checked = crate::check::check_text(path, &text);
+        if checked.has_errors() {
+            eprint!("{}", diag::render_all(&checked.map, &checked.diags, render));
+            eprintln!("sfz infer: `{}` has errors; fix them first", path.display());
+            failed = true;
+            continue;
+        }
+        let mut spec = checked.spec.clone();
+        spec.apis.retain(|a| args.api.is_empty() || args.api.iter().any(|f| a.name.contains(f.as_str())));
+        let bases: Vec<ApiSpec> = spec.apis.iter().map(|a| base_of(a, args.revalidate)).collect();
+        let base_spec = Spec { apis: bases, rules: Vec::new() };
+        let (plans, diags) = crate::plan::plan(&base_spec, &catalog);
+        if !diags.is_empty() {
+            eprint!("{}", diag::render_all(&checked.map, &diags, render));
+        }
+        if plans.is_empty() {
+            continue;
+        }
+        let workers = args.workers.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
+        let pool = Pool::start(PoolConfig {
+            worker_exe: worker.clone(),
+            workers,
+            timeout: args.timeout,
+            ops: plans.iter().map(|p| p.binding.clone()).collect(),
+            ..PoolConfig::default()
+        })?;
+        let apis: Vec<ApiSpec> = plans.iter().map(|p| p.api.clone()).collect();
+        let runner = PoolRunner { pool: &pool, apis: &apis };
+        let mut text = text;
+        for (i, plan) in plans.iter().enumerate() {
+            let original = spec.apis.iter().find(|a| a.name == plan.api.name).unwrap_or(&plan.api);
+            let cands = candidates_for(path, &text, &checked.spec, original, !args.no_enumerate, args.revalidate);
+            if cands.is_empty() {
+                // Nothing to validate (a second run with --no-enumerate): no execution needed.
+                results.push(ApiResult { api: plan.api.name.clone(), conclusive: true, ..Default::default() });
+                continue;
+            }
+            let considered: Vec<Candidate> = cands.iter().map(|c| c.candidate.clone()).collect();
+            let mut result = infer::infer_api(&plan.api, i, cands, &runner, &config, args.keep_rejected);
+            if !args.json {
+                eprintln!("{}", line(&result));
+            }
+            // Candidates from the file that were not judged stay candidates, but enumerated ones
+            // (from `sfz suggest --offline`) are only worth keeping once validated.
+            let mut replace: Vec<String> = considered.iter().map(|c| c.name.clone()).collect();
+            for c in considered {
+                if c.source != RuleSource::Inferred && !result.rules.iter().any(|r| r.candidate.name == c.name) {
+                    result.rules.push(rules::Judged::candidate(c));
+                }
+            }
+            replace.extend(result.rules.iter().map(|r| r.candidate.name.clone()));
+            let below = !result.conclusive || result.valid_after.is_none_or(|v| v < args.min_valid);
+            let written = if args.prune && below {
+                eprintln!("{}: pruned (valid inputs {} < {:.0}%)", plan.api.name, pct(result.valid_after), 100.0 * args.min_valid);
+                rules::remove_api(&text, &plan.api.name)
+            } else {
+                rules::write_rules(&text, &plan.api.name, &result.rules, &replace)
+            };
+            match written {
+                Some(t) => text = t,
+                None => eprintln!("sfz infer: could not write the rules of {} (the file no longer parses)", plan.api.name),
+            }
+            results.push(result);
+        }
+        if args.dry_run {
+            print!("{text}");
+        } else {
+            let after = crate::check::check_text(path, &text);
+            if after.has_errors() {
+                eprint!("{}", diag::render_all(&after.map, &after.diags, render));
+                eprintln!("sfz infer: the inferred rules for `{}` do not check; the file is left as it was (this is a bug in sfz)", path.display());
+                failed = true;
+            } else {
+                std::fs::write(path, &text).map_err(|e| anyhow::anyhow!("cannot write `{}`: {e}", path.display()))?;
+            }
+        }
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&results)?);
+    }
+    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+fn counts(c: &[(String, usize)]) -> String {
+    if c.is_empty() {
+        return "0".into();
+    }
+    c.iter().map(|(k, n)| format!("{n} {k}")).collect::<Vec<_>>().join(", ")
+}
+
+fn pct(r: Option<f64>) -> String {
+    r.map_or("-".into(), |r| format!("{:.0}%", 100.0 * r))
+}
+
+/// One line per API: what was proposed, kept, and the valid-input rate before and after.
+fn line(r: &ApiResult) -> String {
+    format!(
+        "{}: proposed {}; validated {}; rejected {}; valid inputs {} -> {}{} ({} cases, {:.1} s)",
+        r.api,
+        counts(&r.proposed),
+        counts(&r.validated),
+        counts(&r.rejected),
+        pct(r.valid_before),
+        pct(r.valid_after),
+        if r.conclusive { "" } else { " (inconclusive: no rule kept)" },
+        r.cases,
+        r.seconds
+    )
+}

@@ -1,0 +1,418 @@
+//! Candidates validated by execution. A candidate is *supported* when inputs obeying it (and the
+//! API's other constraints) run without argument errors and inputs violating it are rejected by
+//! libtorch with one.
+//!
+//! The search is greedy, in rounds within a time budget: sample conforming inputs of the current
+//! constraint set, run them, and add the candidate that no accepted input violates and that
+//! excludes the most rejected ones (observations decide, so one batch scores every candidate).
+//! Then each added rule is probed alone: inputs that satisfy the others but break it are run; if
+//! libtorch accepts them as often as conforming ones, the rule excluded nothing libtorch cares
+//! about and is rejected. Finally rules the others imply are dropped (`reduce`).
+use std::time::{Duration, Instant};
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use super::{reduce, Candidate, Judged};
+use crate::case::Arg;
+use crate::gen::{mix, values};
+use crate::oracle::Status;
+use crate::solve::{self, Limits};
+use crate::spec::{ApiSpec, Constraint, RuleStatus};
+
+/// Runs argument lists of one API and says how each ended.
+pub trait Runner {
+    fn run(&self, api: usize, cases: &[Vec<Arg>]) -> Vec<Status>;
+}
+
+/// How hard to look.
+#[derive(Clone, Debug)]
+pub struct InferConfig {
+    pub seed: u64,
+    /// Wall time per API.
+    pub budget: Duration,
+    /// Cases per search round.
+    pub round_cases: usize,
+    /// Cases for the final validity figure and for each rule's violation probe.
+    pub verify_cases: usize,
+    pub probe_cases: usize,
+    pub max_rounds: usize,
+    /// Below this many accepted inputs in a round, the likeliest `try_candidates` candidates are
+    /// each tried on `try_cases` inputs of their own.
+    pub few_valid: usize,
+    pub try_candidates: usize,
+    pub try_cases: usize,
+    /// Stop adding rules once this share of conforming inputs is valid.
+    pub target_valid: f64,
+    /// Validated rules are kept only when conforming inputs end up at least this valid (and
+    /// more valid than before).
+    pub min_valid: f64,
+    pub limits: Limits,
+}
+
+impl Default for InferConfig {
+    fn default() -> Self {
+        InferConfig {
+            seed: 0,
+            budget: Duration::from_secs(30),
+            round_cases: 96,
+            verify_cases: 128,
+            probe_cases: 32,
+            max_rounds: 10,
+            few_valid: 12,
+            try_candidates: 24,
+            try_cases: 12,
+            target_valid: 0.97,
+            min_valid: 0.5,
+            limits: Limits { timeout_ms: 1000, ..Limits::default() },
+        }
+    }
+}
+
+/// A candidate with its checked constraints.
+#[derive(Clone, Debug)]
+pub struct Checked {
+    pub candidate: Candidate,
+    pub constraints: Vec<Constraint>,
+}
+
+/// What inference made of one API.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct ApiResult {
+    pub api: String,
+    /// Candidates considered, by source (`llm`, `inferred` for the enumerator, `manual`).
+    pub proposed: Vec<(String, usize)>,
+    pub validated: Vec<(String, usize)>,
+    pub rejected: Vec<(String, usize)>,
+    /// Candidates that the API's constraints already imply.
+    pub implied: usize,
+    /// Share of conforming inputs libtorch accepted, before and after (None: no input could be made).
+    pub valid_before: Option<f64>,
+    pub valid_after: Option<f64>,
+    pub cases: usize,
+    pub seconds: f64,
+    /// False when the search ended below `min_valid`: its rules were not kept.
+    pub conclusive: bool,
+    /// The rules to write, judged (validated, and rejected ones when asked).
+    #[serde(skip)]
+    pub rules: Vec<Judged>,
+}
+
+/// Counts of one candidate over a batch: (ok and holds, invalid and holds, ok and broken, invalid and broken).
+#[derive(Clone, Copy, Debug, Default)]
+struct Tally {
+    ok_holds: usize,
+    bad_holds: usize,
+    ok_broken: usize,
+    bad_broken: usize,
+}
+
+/// A batch of cases of `api` that conform to it, with how each ended.
+struct Batch {
+    args: Vec<Vec<Arg>>,
+    ok: Vec<bool>,
+}
+
+impl Batch {
+    fn valid_rate(&self) -> Option<f64> {
+        (!self.ok.is_empty()).then(|| self.ok.iter().filter(|&&o| o).count() as f64 / self.ok.len() as f64)
+    }
+}
+
+/// `t.numel > 0` and `t.ndim >= 1` for every tensor parameter (vacuous for an absent optional
+/// one): empty and 0-d tensors slip past many of libtorch's checks.
+fn nonempty_constraints(api: &ApiSpec) -> Vec<Constraint> {
+    use crate::spec::{BinOp, Category, Origin, ParamType, Prop, TExpr, Value};
+    api.params
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.ty == ParamType::Tensor)
+        .flat_map(|(i, p)| {
+            let prop = |prop| Box::new(TExpr::Prop(Box::new(TExpr::Param(i)), prop));
+            let c = |expr, text: String| Constraint { expr, span: api.span, text, origin: Origin::Inline, category: Category::Shape, params: vec![i] };
+            [
+                c(TExpr::Binary(BinOp::Gt, prop(Prop::Numel), Box::new(TExpr::Lit(Value::Int(0)))), format!("{}.numel > 0", p.name)),
+                c(TExpr::Binary(BinOp::Ge, prop(Prop::Ndim), Box::new(TExpr::Lit(Value::Int(1)))), format!("{}.ndim >= 1", p.name)),
+            ]
+        })
+        .collect()
+}
+
+/// Conforming argument lists for `api`, as many as the solver gives up to `count`.
+fn sample(api: &ApiSpec, count: usize, seed: u64, limits: &Limits, extra_check: Option<&ApiSpec>) -> Vec<Vec<Arg>> {
+    let Ok(models) = solve::sample(api, limits, count, seed) else { return Vec::new() };
+    let mut rng = ChaCha8Rng::seed_from_u64(mix(seed ^ 0x5eed));
+    let mut out = Vec::new();
+    let plan = crate::gen::plan::GenPlan::new(api);
+    for m in &models {
+        for _ in 0..3 {
+            let args = values::concretize(api, &plan, m, None, &mut rng);
+            let conforms = values::conforms(api, &args).iter().all(|c| *c != Some(false));
+            let extra = extra_check.is_none_or(|e| values::conforms(e, &args).iter().all(|c| *c != Some(false)));
+            if conforms && extra {
+                out.push(args);
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Runs a batch; a case is `ok` when no argument or schema check rejected it.
+fn execute(runner: &dyn Runner, index: usize, args: Vec<Vec<Arg>>) -> Batch {
+    let statuses = runner.run(index, &args);
+    let ok = statuses.iter().map(|s| matches!(s, Status::Ok | Status::Failed)).collect();
+    Batch { args, ok }
+}
+
+/// Whether the candidate holds on arguments: Some(false) when some constraint is broken.
+fn holds(probe: &ApiSpec, args: &[Arg]) -> Option<bool> {
+    let r = values::conforms(probe, args);
+    if r.contains(&Some(false)) {
+        Some(false)
+    } else if r.iter().all(Option::is_some) {
+        Some(true)
+    } else {
+        None
+    }
+}
+
+fn tally(probe: &ApiSpec, batch: &Batch) -> Tally {
+    let mut t = Tally::default();
+    for (args, ok) in batch.args.iter().zip(&batch.ok) {
+        match (holds(probe, args), ok) {
+            (Some(true), true) => t.ok_holds += 1,
+            (Some(true), false) => t.bad_holds += 1,
+            (Some(false), true) => t.ok_broken += 1,
+            (Some(false), false) => t.bad_broken += 1,
+            (None, _) => {}
+        }
+    }
+    t
+}
+
+fn source_name(c: &Candidate) -> String {
+    match c.source {
+        crate::spec::RuleSource::Manual => "manual",
+        crate::spec::RuleSource::Llm => "llm",
+        crate::spec::RuleSource::Inferred => "enumerative",
+    }
+    .to_string()
+}
+
+fn bump(counts: &mut Vec<(String, usize)>, key: String) {
+    match counts.iter_mut().find(|(k, _)| *k == key) {
+        Some((_, n)) => *n += 1,
+        None => counts.push((key, 1)),
+    }
+}
+
+/// Infers the rules of one API from candidates. `base` is the API with its current constraints
+/// (validated rules included); `index` is its index for the runner. `keep_rejected`: also
+/// return rejected enumerated candidates (rejected file candidates are always returned).
+pub fn infer_api(base: &ApiSpec, index: usize, candidates: Vec<Checked>, runner: &dyn Runner, config: &InferConfig, keep_rejected: bool) -> ApiResult {
+    let start = Instant::now();
+    let limits = &config.limits;
+    let mut result = ApiResult { api: base.name.clone(), ..Default::default() };
+    for c in &candidates {
+        bump(&mut result.proposed, source_name(&c.candidate));
+    }
+    let probe_of = |c: &Checked| {
+        let mut p = base.clone();
+        p.requires = c.constraints.clone();
+        p
+    };
+    let mut remaining: Vec<(Checked, ApiSpec)> = Vec::new();
+    for c in candidates {
+        if c.constraints.is_empty() {
+            continue;
+        }
+        // Enumerated candidates are many and an implied one is never chosen anyway; z3 is only
+        // asked about those from the file, whose fate is reported.
+        if c.candidate.source != crate::spec::RuleSource::Inferred && reduce::implied(base, &[], &c.constraints, limits) {
+            result.implied += 1;
+            continue;
+        }
+        let p = probe_of(&c);
+        remaining.push((c, p));
+    }
+    let mut accepted: Vec<(Checked, ApiSpec)> = Vec::new();
+    let current = |accepted: &[(Checked, ApiSpec)]| {
+        let extra: Vec<&[Constraint]> = accepted.iter().map(|(c, _)| c.constraints.as_slice()).collect();
+        reduce::with(base, &extra, None)
+    };
+    let mut counterexamples: Vec<(String, usize)> = Vec::new();
+    // The figure to beat: the API as it stands.
+    {
+        let args = sample(base, config.round_cases, mix(config.seed ^ 0xbefe ^ mix(index as u64)), limits, None);
+        let batch = execute(runner, index, args);
+        result.cases += batch.ok.len();
+        result.valid_before = batch.valid_rate();
+    }
+    // Empty and 0-d tensors skip many of libtorch's checks (an empty matmul of two dtypes
+    // passes), so they would refute true rules: the search first assumes non-empty tensors of
+    // rank 1 or more, then looks at all inputs (which finds rules about those themselves).
+    let nonempty = nonempty_constraints(base);
+    let mut round = 0u64;
+    for assume in [nonempty.as_slice(), &[]] {
+        for _ in 0..config.max_rounds {
+            if start.elapsed() >= config.budget {
+                break;
+            }
+            round += 1;
+            let api = reduce::with(&current(&accepted), &[assume], None);
+            let seed = mix(config.seed ^ mix(round) ^ mix(index as u64));
+            let args = sample(&api, config.round_cases, seed, limits, None);
+            if args.is_empty() {
+                break;
+            }
+            let batch = execute(runner, index, args);
+            result.cases += batch.ok.len();
+            let rate = batch.valid_rate().unwrap_or(0.0);
+            if rate >= config.target_valid {
+                break;
+            }
+            // Candidates no accepted input breaks, ranked by the rejected inputs they exclude.
+            let mut eligible: Vec<(usize, usize)> = Vec::new();
+            let mut best: Option<(usize, usize)> = None;
+            for (i, (c, probe)) in remaining.iter().enumerate() {
+                let t = tally(probe, &batch);
+                if t.ok_broken > 0 {
+                    let name = c.candidate.name.clone();
+                    match counterexamples.iter_mut().find(|(n, _)| *n == name) {
+                        Some((_, n)) => *n += t.ok_broken,
+                        None => counterexamples.push((name, t.ok_broken)),
+                    }
+                    continue;
+                }
+                if t.bad_broken == 0 || (t.ok_holds + t.bad_holds) == 0 {
+                    continue;
+                }
+                eligible.push((i, t.bad_broken));
+                if best.is_none_or(|(_, b)| t.bad_broken > b) {
+                    best = Some((i, t.bad_broken));
+                }
+            }
+            // With few accepted inputs every candidate looks right and the one excluding most
+            // is merely the most restrictive: try the likeliest ones and take the one whose own
+            // inputs libtorch accepts most often.
+            let accepted_inputs = batch.ok.iter().filter(|&&o| o).count();
+            if accepted_inputs < config.few_valid && eligible.len() > 1 {
+                eligible.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
+                let mut scored: Option<(usize, usize, usize)> = None;
+                let n = batch.ok.len().max(1);
+                for &(i, _) in eligible.iter().take(config.try_candidates) {
+                    // Ties go to the more general candidate: the one more current inputs obey.
+                    let t = tally(&remaining[i].1, &batch);
+                    let general = (t.ok_holds + t.bad_holds) * 1000 / n;
+                    if start.elapsed() >= config.budget {
+                        break;
+                    }
+                    let probe = reduce::with(&api, &[&remaining[i].0.constraints], None);
+                    let args = sample(&probe, config.try_cases, mix(seed ^ mix(i as u64 + 1)), limits, None);
+                    let tried = execute(runner, index, args);
+                    result.cases += tried.ok.len();
+                    let ok = tried.ok.iter().filter(|&&o| o).count();
+                    if scored.is_none_or(|(_, o, g)| (ok, general) > (o, g)) {
+                        scored = Some((i, ok, general));
+                    }
+                }
+                if let Some((i, _, _)) = scored.filter(|(_, ok, _)| *ok > 0) {
+                    best = Some((i, 0));
+                }
+            }
+            if std::env::var_os("SFZ_INFER_DEBUG").is_some() {
+                eprintln!("round {round}: {} cases, valid {rate:.2}, best {:?}", batch.ok.len(), best.map(|(i, n)| (remaining[i].0.candidate.name.clone(), n)));
+                for (c, probe) in &remaining {
+                    let t = tally(probe, &batch);
+                    eprintln!("    {:40} {t:?}", c.candidate.name);
+                }
+            }
+            let Some((i, _)) = best else { break };
+            let chosen = remaining.remove(i);
+            // Candidates the new set implies break no conforming input from now on, so they are
+            // never chosen; no need to ask z3 about them here.
+            accepted.push(chosen);
+        }
+    }
+
+    // Probe each accepted rule alone: break it, keep the others.
+    let mut judged_ok: Vec<(Checked, [i64; 2])> = Vec::new();
+    let mut rejected: Vec<(Checked, Vec<(String, i64)>)> = Vec::new();
+    let verify_rate = {
+        let api = reduce::with(&current(&accepted), &[&nonempty], None);
+        let args = sample(&api, config.verify_cases, mix(config.seed ^ 0xfeed ^ mix(index as u64)), limits, None);
+        let batch = execute(runner, index, args);
+        result.cases += batch.ok.len();
+        batch.valid_rate().unwrap_or(0.0)
+    };
+    for k in 0..accepted.len() {
+        let others: Vec<&[Constraint]> = accepted.iter().enumerate().filter(|(j, _)| *j != k).map(|(_, (c, _))| c.constraints.as_slice()).collect();
+        let mut with_nonempty = others.clone();
+        with_nonempty.push(&nonempty);
+        let probe_api = reduce::with(base, &with_nonempty, Some(&accepted[k].0.constraints));
+        let args = sample(&probe_api, config.probe_cases, mix(config.seed ^ mix(k as u64 + 77) ^ mix(index as u64)), limits, None);
+        // Keep only inputs that really break the rule.
+        let args: Vec<Vec<Arg>> = args.into_iter().filter(|a| holds(&accepted[k].1, a) == Some(false)).collect();
+        let batch = execute(runner, index, args);
+        result.cases += batch.ok.len();
+        let passed = batch.ok.iter().filter(|&&o| o).count() as i64;
+        let failed = batch.ok.len() as i64 - passed;
+        let viol_rate = if batch.ok.is_empty() { 0.0 } else { passed as f64 / batch.ok.len() as f64 };
+        if batch.ok.is_empty() || viol_rate <= (0.25 * verify_rate).max(0.02) {
+            judged_ok.push((accepted[k].0.clone(), [failed, passed]));
+        } else {
+            rejected.push((accepted[k].0.clone(), vec![("violating_ok".into(), passed), ("violating_rejected".into(), failed)]));
+        }
+    }
+    // Drop validated rules implied by the others.
+    let sets: Vec<Vec<Constraint>> = judged_ok.iter().map(|(c, _)| c.constraints.clone()).collect();
+    let keep = reduce::minimal(base, &sets, limits);
+    let judged_ok: Vec<(Checked, [i64; 2])> = judged_ok.into_iter().enumerate().filter(|(i, _)| keep.contains(i)).map(|(_, x)| x).collect();
+
+    // Final figure: conforming inputs of the validated set.
+    let final_api = {
+        let extra: Vec<&[Constraint]> = judged_ok.iter().map(|(c, _)| c.constraints.as_slice()).collect();
+        reduce::with(base, &extra, None)
+    };
+    let args = sample(&final_api, config.verify_cases, mix(config.seed ^ 0xf1a1 ^ mix(index as u64)), limits, None);
+    let batch = execute(runner, index, args);
+    result.cases += batch.ok.len();
+    result.valid_after = batch.valid_rate();
+    let pass = batch.ok.iter().filter(|&&o| o).count() as i64;
+    let fail = batch.ok.len() as i64 - pass;
+
+    // A search that did not reach a useful valid-input rate found no explanation; its rules
+    // would only be guesses that happen to narrow the inputs.
+    let conclusive = result.valid_after.is_some_and(|v| v >= config.min_valid && Some(v) > result.valid_before);
+    result.conclusive = conclusive || judged_ok.is_empty();
+    let judged_ok = if conclusive { judged_ok } else { Vec::new() };
+    for (c, [viol_rejected, viol_ok]) in judged_ok {
+        bump(&mut result.validated, source_name(&c.candidate));
+        let total = viol_rejected + viol_ok;
+        let confidence = (viol_rejected as f64 + 1.0) / (total as f64 + 2.0);
+        result.rules.push(Judged {
+            candidate: c.candidate,
+            status: RuleStatus::Validated,
+            confidence: Some((confidence * 100.0).round() / 100.0),
+            evidence: vec![("pass".into(), pass), ("fail".into(), fail), ("violating_rejected".into(), viol_rejected), ("violating_ok".into(), viol_ok)],
+        });
+    }
+    let mut out_rejected: Vec<Judged> = Vec::new();
+    for (c, evidence) in rejected {
+        out_rejected.push(Judged { candidate: c.candidate, status: RuleStatus::Rejected, confidence: None, evidence });
+    }
+    for (c, _) in remaining {
+        if let Some((_, n)) = counterexamples.iter().find(|(name, _)| *name == c.candidate.name) {
+            out_rejected.push(Judged { candidate: c.candidate, status: RuleStatus::Rejected, confidence: None, evidence: vec![("violating_ok".into(), *n as i64)] });
+        }
+    }
+    for j in out_rejected {
+        bump(&mut result.rejected, source_name(&j.candidate));
+        if keep_rejected || j.candidate.source != crate::spec::RuleSource::Inferred {
+            result.rules.push(j);
+        }
+    }
+    result.seconds = start.elapsed().as_secs_f64();
+    result
+}

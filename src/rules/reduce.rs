@@ -1,0 +1,75 @@
+//! Implication between constraints, decided by z3: a rule that the API's other constraints imply
+//! excludes no input, so it is dropped from an inferred set (W0005 reports the same in `check`).
+use crate::solve::{self, Limits, Problem, SolveError};
+use crate::spec::{ApiSpec, BinOp, Category, Constraint, Origin, TExpr, UnOp};
+
+/// The conjunction of some constraints' expressions (None for none).
+pub fn conjunction(cs: &[Constraint]) -> Option<TExpr> {
+    cs.iter().map(|c| c.expr.clone()).reduce(|a, b| TExpr::Binary(BinOp::And, Box::new(a), Box::new(b)))
+}
+
+/// `base` with `extra` constraints added and, when `negate` is given, the negation of their
+/// conjunction. The negation carries no optional-parameter guard, so it asks for a present
+/// parameter that breaks the constraint (samples are checked with the evaluator anyway).
+pub fn with(base: &ApiSpec, extra: &[&[Constraint]], negate: Option<&[Constraint]>) -> ApiSpec {
+    let mut api = base.clone();
+    for cs in extra {
+        api.requires.extend(cs.iter().cloned());
+    }
+    if let Some(expr) = negate.and_then(conjunction) {
+        api.requires.push(Constraint {
+            expr: TExpr::Unary(UnOp::Not, Box::new(expr)),
+            span: base.span,
+            text: "(negated candidate)".into(),
+            origin: Origin::Inline,
+            category: Category::Invariant,
+            params: Vec::new(),
+        });
+    }
+    api
+}
+
+/// Whether `base` plus `others` imply `rule`: z3 finds no input that satisfies them and breaks
+/// the rule. False when z3 cannot tell (a concrete constraint, a timeout).
+pub fn implied(base: &ApiSpec, others: &[&[Constraint]], rule: &[Constraint], limits: &Limits) -> bool {
+    let probe = with(base, others, Some(rule));
+    // A negation the solver cannot encode is dropped by `Problem`, which then finds models.
+    let n = probe.requires.len() - 1;
+    solve::fresh(|| {
+        let p = Problem::new(&probe, limits, &[]);
+        p.is_symbolic(n) && matches!(p.check(), Err(SolveError::Unsat { .. }))
+    })
+}
+
+/// Indices of `rules` that the others (and `base`) do not imply: a minimal set that says as much
+/// as all of them, found greedily from the last rule back (earlier rules, chosen first by
+/// `infer`, are the more explanatory ones and are kept when two imply each other).
+pub fn minimal(base: &ApiSpec, rules: &[Vec<Constraint>], limits: &Limits) -> Vec<usize> {
+    let mut keep: Vec<usize> = (0..rules.len()).collect();
+    for i in (0..rules.len()).rev() {
+        let others: Vec<&[Constraint]> = keep.iter().filter(|&&k| k != i).map(|&k| rules[k].as_slice()).collect();
+        if implied(base, &others, &rules[i], limits) {
+            keep.retain(|&k| k != i);
+        }
+    }
+    keep
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn a_weaker_rule_is_implied_by_a_stronger_one() {
+        let src = "api torch.sum(input: Tensor, dim: int) {}\nrule a for torch.sum { input.ndim >= 2; }\nrule b for torch.sum { input.ndim >= 1; }\nrule c for torch.sum { dim >= 0; }\n";
+        let checked = crate::check::check_text(Path::new("t.sfz"), src);
+        let mut base = checked.spec.apis[0].clone();
+        base.requires.clear();
+        let rules: Vec<Vec<Constraint>> = checked.spec.rules.iter().map(|r| r.constraints.clone()).collect();
+        let limits = Limits::default();
+        assert!(implied(&base, &[&rules[0]], &rules[1], &limits));
+        assert!(!implied(&base, &[&rules[1]], &rules[0], &limits));
+        assert_eq!(minimal(&base, &rules, &limits), vec![0, 2]);
+    }
+}

@@ -1,0 +1,342 @@
+//! `sfz init`: an `api` item for any ATen operator, written from its schema alone (parameter
+//! names, types, defaults, optionality, keyword-only markers, outputs). The skeleton has no
+//! constraints: `sfz suggest` and `sfz infer` add them as rules.
+//!
+//! An operator name may be given as Python (`torch.sum`, `torch.linalg.inv`), as ATen
+//! (`aten::sum`, `aten::sum.dim_IntList`) or bare (`sum`). The overload is the functional one
+//! whose arguments sfz can all generate, with the most arguments; when the resolver would pick
+//! another overload from the parameters alone, the skeleton names it with `#[aten(...)]`.
+use std::path::Path;
+
+use crate::ops::catalog::{split_qualified, Catalog};
+use crate::ops::registry;
+use crate::ops::schema::{OpSchema, SchemaArg, SchemaType};
+
+/// A skeleton that could be made.
+#[derive(Clone, Debug)]
+pub struct Skeleton {
+    /// The Python path of the API (`torch.sum`).
+    pub api: String,
+    /// The overload it binds to (`aten::sum.dim_IntList`).
+    pub qualified: String,
+    /// The `api` item's text, canonical.
+    pub text: String,
+}
+
+/// Why no skeleton could be made for a name.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum InitError {
+    /// No operator of that name; `suggestions` are the closest known names (Python spelling).
+    #[error("no operator `{name}` in libtorch{}", did_you_mean(suggestions))]
+    Unknown { name: String, suggestions: Vec<String> },
+    /// The operator exists, but every overload takes something sfz cannot generate, writes to
+    /// an argument, or does not resolve back to itself.
+    #[error("cannot write a spec for `{name}`: {reason}")]
+    Unsupported { name: String, reason: String },
+}
+
+fn did_you_mean(s: &[String]) -> String {
+    if s.is_empty() {
+        String::new()
+    } else {
+        format!("; did you mean {}?", s.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "))
+    }
+}
+
+/// `aten::linalg_inv` → `torch.linalg.inv`.
+pub fn python_name(op: &str) -> String {
+    let base = op.strip_prefix("aten::").unwrap_or(op);
+    for (prefix, module) in [("linalg_", "linalg"), ("special_", "special"), ("fft_", "fft")] {
+        if let Some(rest) = base.strip_prefix(prefix) {
+            return format!("torch.{module}.{rest}");
+        }
+    }
+    format!("torch.{base}")
+}
+
+/// The operator (and overload, if named) a user's name designates: `(aten::sum, "")`.
+fn operator_of(name: &str) -> Option<(String, String)> {
+    let name = name.trim();
+    if name.contains("::") {
+        let (op, overload) = split_qualified(name);
+        return Some((op.to_string(), overload.to_string()));
+    }
+    let api = if name.starts_with("torch.") { name.to_string() } else { format!("torch.{name}") };
+    registry::implied_op(&api).map(|op| (op, String::new()))
+}
+
+/// Public operators of the catalog (what `sfz init --all` covers): `aten::` names that are not
+/// private (`_foo`) nor in-place (`foo_`), sorted.
+pub fn public_ops(catalog: &Catalog) -> Vec<String> {
+    catalog
+        .names()
+        .into_iter()
+        .filter(|n| n.strip_prefix("aten::").is_some_and(|b| !b.starts_with('_') && !b.ends_with('_')))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The skeleton for one name.
+pub fn skeleton(name: &str, catalog: &Catalog) -> Result<Skeleton, InitError> {
+    let unknown = || {
+        let op = operator_of(name).map(|(op, _)| op).unwrap_or_else(|| format!("aten::{name}"));
+        InitError::Unknown { name: name.to_string(), suggestions: catalog.suggest(&op, 3).iter().map(|s| python_name(s)).collect() }
+    };
+    let (op, overload) = operator_of(name).ok_or_else(unknown)?;
+    if !catalog.contains(&op) {
+        return Err(unknown());
+    }
+    let unsupported = |reason: String| InitError::Unsupported { name: name.to_string(), reason };
+    let schema = if overload.is_empty() {
+        best_overload(catalog, &op).ok_or_else(|| unsupported("every overload writes to an argument or takes an argument sfz cannot generate".into()))?
+    } else {
+        let s = catalog.get(&op, &overload).ok_or_else(|| unsupported(format!("`{op}` has no overload `{overload}`")))?;
+        params_of(s).map_err(unsupported)?;
+        s
+    };
+    let api = if name.starts_with("torch.") { name.trim().to_string() } else { python_name(&op) };
+    let qualified = schema.qualified();
+    // Without `#[aten]` first; the attribute only when the resolver would not find this overload.
+    for explicit in [false, true] {
+        let text = render(&api, schema, explicit);
+        let checked = crate::check::check_text(Path::new("skeleton.sfz"), &text);
+        if checked.has_errors() {
+            let first = checked.diags.iter().find(|d| d.is_error()).map(|d| d.message.clone()).unwrap_or_default();
+            return Err(unsupported(format!("the skeleton does not check ({first}); this is a bug in sfz")));
+        }
+        let Some(spec) = checked.spec.apis.first() else { continue };
+        match registry::resolve(spec, catalog) {
+            Ok(b) if b.qualified() == qualified => {
+                let text = crate::fmt::format_text(&text).unwrap_or(text);
+                return Ok(Skeleton { api, qualified, text });
+            }
+            Ok(_) => continue,
+            Err(e) if explicit => return Err(unsupported(e.to_string())),
+            Err(_) => continue,
+        }
+    }
+    Err(unsupported(format!("`{qualified}` does not resolve back to itself")))
+}
+
+/// The functional overload of `op` whose arguments can all be generated, with the most of them
+/// (more tensors first: `add.Tensor` over `add.Scalar`; fewer strings: `conv2d` over
+/// `conv2d.padding`); catalog order breaks ties.
+fn best_overload<'c>(catalog: &'c Catalog, op: &str) -> Option<&'c OpSchema> {
+    let mut best: Option<((usize, usize, usize), &OpSchema)> = None;
+    for s in catalog.overloads(op) {
+        if s.has_mutable_args() || s.varargs_returns || s.overload.ends_with("out") {
+            continue;
+        }
+        let Ok(params) = params_of(s) else { continue };
+        let tensors = s.args.iter().filter(|a| matches!(a.ty.strip_optional(), SchemaType::Tensor)).count();
+        // Strings last: the generator knows no values for a free `str`.
+        let strings = s.args.iter().filter(|a| matches!(a.ty.strip_optional(), SchemaType::Str)).count();
+        let key = (params.len(), tensors, usize::MAX - strings);
+        if best.as_ref().is_none_or(|(k, _)| key > *k) {
+            best = Some((key, s));
+        }
+    }
+    best.map(|(_, s)| s)
+}
+
+/// One spec parameter: its text, and whether it comes after `*`.
+struct Param {
+    text: String,
+    kw_only: bool,
+}
+
+/// The parameters of a schema in spec syntax; arguments sfz cannot generate are left to their
+/// defaults (an error when they have none).
+fn params_of(s: &OpSchema) -> Result<Vec<Param>, String> {
+    let has_input = s.args.iter().any(|a| a.name == "input");
+    let mut out = Vec::new();
+    for a in &s.args {
+        let Some(ty) = spec_type(&a.ty) else {
+            if a.default.is_some() {
+                continue;
+            }
+            return Err(format!("argument `{} {}` has a type sfz cannot generate", a.ty, a.name));
+        };
+        let name = if a.name == "self" && !has_input { "input".to_string() } else { a.name.clone() };
+        if !is_ident(&name) {
+            return Err(format!("argument name `{name}` is a keyword of the spec language"));
+        }
+        let default = match &a.default {
+            None => String::new(),
+            Some(d) => match default_text(d, &a.ty) {
+                Some(t) => format!(" = {t}"),
+                // A default the language cannot write: leave the argument to libtorch.
+                None => continue,
+            },
+        };
+        out.push(Param { text: format!("{name}: {ty}{default}"), kw_only: a.kw_only });
+    }
+    Ok(out)
+}
+
+const KEYWORDS: &[&str] = &["let", "requires", "ensures", "oracles", "if", "then", "else", "forall", "exists", "in", "not", "and", "or", "true", "false", "None", "inf", "nan"];
+
+fn is_ident(name: &str) -> bool {
+    !name.is_empty() && !KEYWORDS.contains(&name) && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && !name.starts_with(|c: char| c.is_ascii_digit())
+}
+
+/// A schema type in spec syntax, or None when sfz cannot generate it.
+fn spec_type(ty: &SchemaType) -> Option<String> {
+    use SchemaType as S;
+    Some(match ty {
+        S::Optional(inner) => format!("{}?", spec_type(inner)?),
+        S::Tensor => "Tensor".into(),
+        S::Int | S::SymInt => "int".into(),
+        S::Float => "float".into(),
+        S::Bool => "bool".into(),
+        S::Str => "str".into(),
+        S::Scalar => "Scalar".into(),
+        S::ScalarType => "dtype".into(),
+        S::List(elem, n) => {
+            let e = match elem.as_ref() {
+                S::Tensor => "Tensor",
+                S::Optional(t) if **t == S::Tensor => "Tensor",
+                e if e.is_int() => "int",
+                S::Float => "float",
+                S::Bool => "bool",
+                _ => return None,
+            };
+            match n {
+                // `int[1]` takes a list of any length (dims).
+                Some(n) if *n > 1 && e != "Tensor" => format!("{e}[{n}]"),
+                _ => format!("{e}[]"),
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// A schema default in spec syntax, or None when it has no spelling there.
+fn default_text(d: &str, ty: &SchemaType) -> Option<String> {
+    let d = d.trim();
+    if d == "None" {
+        return ty.is_optional().then(|| "None".into());
+    }
+    let base = ty.strip_optional();
+    match base {
+        SchemaType::Bool => match d {
+            "True" => Some("true".into()),
+            "False" => Some("false".into()),
+            _ => None,
+        },
+        SchemaType::Int | SchemaType::SymInt => d.parse::<i64>().ok().map(|v| v.to_string()),
+        SchemaType::Float | SchemaType::Scalar => float_text(d, matches!(base, SchemaType::Float)),
+        SchemaType::Str => {
+            let inner = d.strip_prefix('"')?.strip_suffix('"')?;
+            (!inner.contains(['\\', '"', '\''])).then(|| format!("\"{inner}\""))
+        }
+        SchemaType::List(elem, n) => {
+            let items: Vec<String> = if let Some(inner) = d.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
+                inner.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect()
+            } else {
+                // `int[2] stride=1` broadcasts a single value.
+                vec![d.to_string(); n.unwrap_or(1) as usize]
+            };
+            let items: Option<Vec<String>> = items.iter().map(|i| default_text(i, elem)).collect();
+            Some(format!("[{}]", items?.join(", ")))
+        }
+        _ => None,
+    }
+}
+
+/// `1.` → `1.0`, `1e-08` → `1e-08`, `inf` → `inf`; an int stays an int for a Scalar.
+fn float_text(d: &str, float: bool) -> Option<String> {
+    if let Ok(i) = d.parse::<i64>() {
+        return Some(if float { format!("{i}.0") } else { i.to_string() });
+    }
+    let v: f64 = d.parse().ok()?;
+    if v.is_infinite() {
+        return Some(if v > 0.0 { "inf".into() } else { "-inf".into() });
+    }
+    if !v.is_finite() {
+        return None;
+    }
+    Some(format!("{v:?}"))
+}
+
+/// The return clause: `-> Tensor`, `-> (Tensor, Tensor)`, `-> (values: Tensor, indices: Tensor)`.
+fn returns_text(s: &OpSchema) -> Option<String> {
+    let tys: Option<Vec<String>> = s.returns.iter().map(|r| spec_type(&r.ty)).collect();
+    let tys = tys?;
+    let named = s.returns.iter().all(|r| !r.name.is_empty()) && s.returns.len() > 1;
+    match tys.as_slice() {
+        [] => None,
+        [one] => Some(format!(" -> {one}")),
+        many if named => Some(format!(" -> ({})", s.returns.iter().zip(many).map(|(r, t)| format!("{}: {t}", r.name)).collect::<Vec<_>>().join(", "))),
+        many => Some(format!(" -> ({})", many.join(", "))),
+    }
+}
+
+fn render(api: &str, s: &OpSchema, explicit: bool) -> String {
+    let params = params_of(s).unwrap_or_default();
+    let mut parts = Vec::new();
+    let mut kw = false;
+    for p in &params {
+        if p.kw_only && !kw {
+            parts.push("*".to_string());
+            kw = true;
+        }
+        parts.push(p.text.clone());
+    }
+    let returns = returns_text(s).unwrap_or_default();
+    let attr = if explicit { format!("#[aten(\"{}\")]\n", s.qualified()) } else { String::new() };
+    format!("/// {}\n{attr}api {api}({}){returns} {{\n}}\n", s.text, parts.join(", "))
+}
+
+/// Whether an argument is one the skeleton declares (for tests and the enumerator).
+pub fn declares(a: &SchemaArg) -> bool {
+    spec_type(&a.ty).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn catalog() -> Catalog {
+        Catalog::from_schemas(include_str!("../../tests/fixtures/schemas-2.13.0.txt").lines())
+    }
+
+    #[test]
+    fn sum_takes_the_dim_overload_and_its_defaults() {
+        let s = skeleton("torch.sum", &catalog()).unwrap();
+        assert_eq!(s.qualified, "aten::sum.dim_IntList");
+        let flat: String = s.text.lines().skip(1).map(str::trim).collect::<Vec<_>>().join(" ");
+        assert!(flat.contains("api torch.sum( input: Tensor, dim: int[]?, keepdim: bool = false, *, dtype: dtype? = None, ) -> Tensor"), "{flat}");
+    }
+
+    #[test]
+    fn names_in_every_spelling() {
+        let c = catalog();
+        assert_eq!(skeleton("aten::linalg_inv", &c).unwrap().api, "torch.linalg.inv");
+        assert_eq!(skeleton("exp", &c).unwrap().qualified, "aten::exp");
+        // The parameters alone pick add.Scalar: no attribute needed.
+        let s = skeleton("aten::add.Scalar", &c).unwrap();
+        assert!(s.text.contains("api torch.add(input: Tensor, other: Scalar, alpha: Scalar = 1)") && !s.text.contains("#[aten"), "{}", s.text);
+        // A named overload is the one the skeleton binds to, attribute or not.
+        for q in ["aten::std.correction", "aten::std.dim", "aten::pow.Tensor_Scalar", "aten::softmax.int"] {
+            assert_eq!(skeleton(q, &c).unwrap().qualified, q);
+        }
+        assert_eq!(skeleton("torch.add", &c).unwrap().qualified, "aten::add.Tensor");
+        let conv = skeleton("torch.conv2d", &c).unwrap();
+        assert!(conv.text.contains("stride: int[2] = [1, 1]"), "{}", conv.text);
+    }
+
+    #[test]
+    fn unknown_names_get_the_closest() {
+        let e = skeleton("torch.sofmax", &catalog()).unwrap_err();
+        assert!(matches!(&e, InitError::Unknown { suggestions, .. } if suggestions.first().map(String::as_str) == Some("torch.softmax")), "{e}");
+    }
+
+    #[test]
+    fn most_public_operators_get_a_skeleton() {
+        let c = catalog();
+        let ops = public_ops(&c);
+        let ok = ops.iter().filter(|op| skeleton(op, &c).is_ok()).count();
+        assert!(ok * 10 >= ops.len() * 8, "{ok} of {}", ops.len());
+    }
+}

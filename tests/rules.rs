@@ -1,0 +1,172 @@
+//! `sfz init`, `sfz suggest` and `sfz infer` end to end: the real binary, real workers and
+//! libtorch, and a local OpenAI-compatible server on loopback that serves recorded answers
+//! (tests/fixtures/llm/), malformed ones included.
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+fn sfz() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_sfz"));
+    // No endpoint from the environment or a config file of the machine running the tests.
+    c.env_remove("SFZ_LLM_ENDPOINT").env_remove("SFZ_LLM_MODEL").env_remove("SFZ_LLM_API_KEY").env("SFZ_CONFIG_DIR", "/nonexistent");
+    c
+}
+
+fn run(cmd: &mut Command) -> (i32, String, String) {
+    let Output { status, stdout, stderr } = cmd.output().expect("sfz runs");
+    (status.code().unwrap_or(-1), String::from_utf8_lossy(&stdout).into_owned(), String::from_utf8_lossy(&stderr).into_owned())
+}
+
+fn fixture(name: &str) -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/llm").join(name)).expect("fixture")
+}
+
+/// What the fake server answers to one request.
+#[derive(Clone)]
+enum Reply {
+    Answer(String),
+    Status(u16),
+    /// Say nothing for this long.
+    Stall(Duration),
+}
+
+/// A chat-completions server on loopback replying from a script (the last reply repeats).
+/// Returns its base URL and the request bodies it received.
+fn serve(replies: Vec<Reply>) -> (String, Arc<Mutex<Vec<serde_json::Value>>>) {
+    let server = tiny_http::Server::http("127.0.0.1:0").expect("bind loopback");
+    let port = server.server_addr().to_ip().expect("ip").port();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for (i, mut req) in server.incoming_requests().enumerate() {
+            let mut body = String::new();
+            let _ = req.as_reader().read_to_string(&mut body);
+            log.lock().unwrap().push(serde_json::from_str(&body).unwrap_or(serde_json::Value::Null));
+            let reply = replies.get(i).or(replies.last()).cloned().unwrap_or(Reply::Status(500));
+            let _ = match reply {
+                Reply::Answer(text) => {
+                    let json = serde_json::json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]});
+                    req.respond(tiny_http::Response::from_string(json.to_string()))
+                }
+                Reply::Status(code) => req.respond(tiny_http::Response::from_string("{\"error\": \"slow down\"}").with_status_code(code)),
+                Reply::Stall(d) => {
+                    std::thread::sleep(d);
+                    req.respond(tiny_http::Response::from_string("{}"))
+                }
+            };
+        }
+    });
+    (format!("http://127.0.0.1:{port}/v1"), seen)
+}
+
+fn relu_file(dir: &Path) -> PathBuf {
+    let p = dir.join("relu.sfz");
+    std::fs::write(&p, "/// aten::relu(Tensor self) -> Tensor\napi torch.relu(input: Tensor) -> Tensor {}\n").expect("write");
+    p
+}
+
+#[test]
+fn init_writes_canonical_skeletons_and_names_the_closest_operators() {
+    let (code, stdout, stderr) = run(sfz().args(["init", "--color=never", "torch.gather", "aten::add.Scalar", "torch.linalg.inv"]));
+    assert_eq!(code, 0, "{stderr}");
+    insta::assert_snapshot!("init_skeletons", stdout);
+    let (code, _, stderr) = run(sfz().args(["init", "--color=never", "torch.sofmax"]));
+    assert_eq!(code, 1);
+    insta::assert_snapshot!("init_unknown_operator", stderr);
+}
+
+#[test]
+fn suggest_reasks_with_diagnostics_and_keeps_what_checks() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = relu_file(dir.path());
+    let (url, seen) = serve(vec![Reply::Answer(fixture("prose.txt")), Reply::Answer(fixture("mixed.txt")), Reply::Answer(fixture("good.txt"))]);
+    let (code, _, stderr) = run(sfz().args(["suggest", "--color=never", "--endpoint", &url, "--model", "recorded"]).arg(&file));
+    assert_eq!(code, 0, "{stderr}");
+    let text = std::fs::read_to_string(&file).expect("read back");
+    assert!(text.contains("#[status(candidate), source(llm)]\nrule not_bool for torch.relu"), "{text}");
+    assert!(text.contains("rule matrix_only for torch.relu"), "{text}");
+    assert!(!text.contains("uses_unknown_name") && !text.contains("x.ndim"), "{text}");
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 3, "prose, then a mixed answer, then a clean one");
+    let first = seen[0]["messages"][1]["content"].as_str().unwrap_or("");
+    assert!(first.contains("api torch.relu(input: Tensor)") && first.contains("aten::relu(Tensor self)"), "signature and schema: {first}");
+    assert!(first.contains("Applies the rectified linear unit") || first.contains("relu("), "torch's docs in the prompt: {first}");
+    let reask = seen[2]["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).unwrap_or("");
+    assert!(reask.contains("E0002") && reask.contains("`x`"), "the diagnostics go back to the model: {reask}");
+    assert_eq!(seen[0]["model"], "recorded");
+}
+
+#[test]
+fn endpoint_failures_fall_back_to_enumerated_candidates() {
+    for (replies, expect) in [
+        (vec![Reply::Status(429)], "rate limited"),
+        (vec![Reply::Status(500)], "HTTP 500"),
+        (vec![Reply::Answer(fixture("prose.txt"))], "no answer checked after 2 round(s)"),
+        (vec![Reply::Stall(Duration::from_secs(3))], "no answer within"),
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = relu_file(dir.path());
+        let (url, _) = serve(replies);
+        let (code, _, stderr) = run(sfz().args(["suggest", "--color=never", "--rounds", "2", "--timeout", "1s", "--endpoint", &url]).arg(&file));
+        assert_eq!(code, 0, "{stderr}");
+        assert!(stderr.contains("warning[W0007]") && stderr.contains(expect), "{expect}: {stderr}");
+        let text = std::fs::read_to_string(&file).expect("read back");
+        assert!(text.contains("#[status(candidate), source(inferred)]\nrule input_numeric for torch.relu"), "{text}");
+    }
+    // Nothing listening at all.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = relu_file(dir.path());
+    let (code, _, stderr) = run(sfz().args(["suggest", "--color=never", "--endpoint", "http://127.0.0.1:9/v1"]).arg(&file));
+    assert_eq!(code, 0, "{stderr}");
+    insta::assert_snapshot!("suggest_unreachable", stderr.lines().filter(|l| !l.contains("candidates from")).collect::<Vec<_>>().join("\n"));
+}
+
+#[test]
+fn infer_validates_and_rejects_llm_candidates_against_libtorch_and_is_incremental() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = relu_file(dir.path());
+    let (url, _) = serve(vec![Reply::Answer(fixture("good.txt"))]);
+    let (code, _, stderr) = run(sfz().args(["suggest", "--color=never", "--endpoint", &url]).arg(&file));
+    assert_eq!(code, 0, "{stderr}");
+    let (code, stdout, stderr) =
+        run(sfz().args(["infer", "--color=never", "--no-enumerate", "--budget", "10s", "--workers", "1", "--json"]).arg(&file));
+    assert_eq!(code, 0, "{stderr}");
+    let text = std::fs::read_to_string(&file).expect("read back");
+    // Bool inputs are rejected by relu: a true rule. Ranks other than 2 run fine: a false one.
+    let flat: String = text.split_whitespace().collect();
+    let at = |s: &str| flat.find(s).unwrap_or_else(|| panic!("no `{s}` in {text}"));
+    assert!(at("#[status(validated),source(llm),confidence(") < at("rulenot_boolfortorch.relu{"), "{text}");
+    assert!(at("evidence(pass=") < at("rulenot_boolfortorch.relu{"), "{text}");
+    assert!(at("rulenot_bool") < at("#[status(rejected),source(llm),evidence(violating_ok="), "{text}");
+    assert!(at("#[status(rejected)") < at("rulematrix_onlyfortorch.relu{"), "{text}");
+    let results: serde_json::Value = serde_json::from_str(&stdout).expect("json");
+    assert_eq!(results[0]["validated"][0], serde_json::json!(["llm", 1]), "{results}");
+    assert_eq!(results[0]["rejected"][0], serde_json::json!(["llm", 1]), "{results}");
+    // The result checks and is formatted.
+    let (code, _, stderr) = run(sfz().args(["check", "--color=never"]).arg(&file));
+    assert_eq!(code, 0, "{stderr}");
+    let (code, _, stderr) = run(sfz().args(["fmt", "--check", "--color=never"]).arg(&file));
+    assert_eq!(code, 0, "{stderr}");
+    // A second run has nothing left to validate and leaves the file alone.
+    let (code, stdout, stderr) = run(sfz().args(["infer", "--color=never", "--no-enumerate", "--budget", "10s", "--workers", "1", "--json"]).arg(&file));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(std::fs::read_to_string(&file).expect("read back"), text);
+    let again: serde_json::Value = serde_json::from_str(&stdout).expect("json");
+    assert_eq!(again[0]["proposed"], serde_json::json!([]), "{again}");
+}
+
+#[test]
+fn infer_from_operator_names_enumerates_offline() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("ops.sfz");
+    let (code, _, stderr) = run(sfz().args(["infer", "--color=never", "--budget", "10s", "--workers", "1", "torch.transpose", "-o"]).arg(&file));
+    assert_eq!(code, 0, "{stderr}");
+    let text = std::fs::read_to_string(&file).expect("written");
+    assert!(text.contains("api torch.transpose(input: Tensor, dim0: int, dim1: int) -> Tensor"), "{text}");
+    assert!(text.contains("dim0 in -max(input.ndim, 1)..max(input.ndim, 1);"), "{text}");
+    assert!(stderr.contains("torch.transpose: proposed") && stderr.contains("-> 100%"), "{stderr}");
+    let (code, _, stderr) = run(sfz().args(["infer", "--color=never", "torch.transpos", "-o"]).arg(&file));
+    assert_ne!(code, 0);
+    assert!(stderr.contains("error[E0019]") && stderr.contains("torch.transpose"), "{stderr}");
+}
