@@ -48,10 +48,9 @@ api torch.sum(input: Tensor) -> Tensor {
 }
 "#;
 
-/// A finished campaign over `BUGGY`: its folder, spec, JSON summary and stderr.
+/// A finished campaign over `BUGGY`: its folder, JSON summary and stderr.
 struct Campaign {
     dir: PathBuf,
-    spec: PathBuf,
     out: PathBuf,
     summary: serde_json::Value,
     stderr: String,
@@ -71,7 +70,7 @@ fn campaign() -> &'static Campaign {
             .arg(&out)
             .current_dir(&dir));
         assert_eq!(code, 0, "{stderr}");
-        Campaign { dir, spec, out, summary: json(&stdout), stderr }
+        Campaign { dir, out, summary: json(&stdout), stderr }
     })
 }
 
@@ -205,6 +204,12 @@ fn replay_reproduces_a_finding_and_names_bad_ids_and_vanished_apis() {
     let (code, _, stderr) = run(sfz().args(["replay", "--color=never", "--spec"]).arg(&spec).arg(c.out.join(id)));
     assert_eq!(code, 2);
     insta::assert_snapshot!("replay_vanished_api", stderr.replace(&dir.path().display().to_string(), "<tmp>").replace(id, "<id>"));
+
+    // The spec declares it, but the operator registry has no such operator any more.
+    std::fs::write(&spec, BUGGY.replace("sfz_test::buggy", "sfz_test::buggy_gone")).expect("write");
+    let (code, _, stderr) = run(sfz().args(["replay", "--color=never", "--spec"]).arg(&spec).arg(c.out.join(id)));
+    assert_eq!(code, 2);
+    insta::assert_snapshot!("replay_operator_gone", stderr.replace(&dir.path().display().to_string(), "<tmp>").replace(id, "<id>"));
 }
 
 #[test]
@@ -329,4 +334,37 @@ fn verify_runs_each_reproducer_under_pip_torch_and_marks_those_that_reproduce() 
     assert_eq!(j["verified"]["run"], 3);
     let md = std::fs::read_to_string(out.join("report.md")).expect("report.md");
     assert!(md.contains("Reproducers run under pip torch: 2 of 3 reproduce."), "{md}");
+}
+
+#[test]
+fn a_worker_death_that_does_not_recur_alone_is_listed_apart() {
+    let c = campaign();
+    // The planted segfault kills a fresh worker again: confirmed.
+    let found = findings(&c.out);
+    let segfault = found.iter().find(|f| f["signal"] == "SIGSEGV").expect("the out= segfault");
+    assert_eq!(segfault["confirmed"], true, "{segfault}");
+    assert!(found.iter().filter(|f| f["signal"].is_null()).all(|f| f["confirmed"].is_null()), "only deaths are confirmed");
+    // A death that did not recur (here: marked by hand) leaves the table and is named below it.
+    let copy = tempfile::tempdir().expect("tempdir");
+    copy_dir(&c.out, copy.path());
+    let path = copy.path().join("findings.jsonl");
+    let lines: Vec<String> = std::fs::read_to_string(&path)
+        .expect("read")
+        .lines()
+        .map(|l| {
+            let mut f = json(l);
+            if f["signal"] == "SIGSEGV" {
+                f["confirmed"] = serde_json::Value::Bool(false);
+            }
+            f.to_string()
+        })
+        .collect();
+    std::fs::write(&path, lines.join("\n") + "\n").expect("write");
+    let id = segfault["id"].as_str().expect("id");
+    let (code, stdout, _) = run(sfz().arg("report").arg(copy.path()));
+    assert_eq!(code, 0);
+    assert!(stdout.starts_with(&format!("{} unique findings", found.len() - 1)), "{stdout}");
+    assert!(stdout.contains(&format!("1 more finding not listed: the worker died, but not again when the case ran alone in a fresh worker (memory corrupted by an earlier case?): {id}")), "{stdout}");
+    let (_, stdout, _) = run(sfz().args(["report", "--json"]).arg(copy.path()));
+    assert_eq!(json(&stdout)["unconfirmed"][0], id);
 }

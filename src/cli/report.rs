@@ -59,6 +59,9 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     if !unique.is_empty() {
         print!("{}", report::table(&unique, &verified));
     }
+    if let Some(note) = report::unconfirmed_note(&loaded) {
+        println!("{note}");
+    }
     if args.verify {
         let yes = verified.values().filter(|v| v.reproduced).count();
         println!("reproducers: {yes} of {} reproduce under {}", verified.len(), args.python.clone().unwrap_or_else(verify::default_python).display());

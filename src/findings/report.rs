@@ -29,10 +29,31 @@ pub fn oracle_description(oracle: &str) -> &'static str {
     }
 }
 
-/// The findings of a folder, one per (API, oracle, signature), in file order.
+/// The findings of a folder, one per (API, oracle, signature), in file order; those whose
+/// worker death did not recur alone in a fresh worker are left out (see `unconfirmed`).
 pub fn unique(loaded: &Loaded) -> Vec<&Finding> {
     let mut seen = HashSet::new();
-    loaded.findings.iter().filter(|f| seen.insert(f.key())).collect()
+    loaded.findings.iter().filter(|f| f.confirmed != Some(false) && seen.insert(f.key())).collect()
+}
+
+/// Worker deaths that did not recur when their case ran alone in a fresh worker: most likely an
+/// earlier case corrupted the worker's memory and the blamed one only met the damage.
+pub fn unconfirmed(loaded: &Loaded) -> Vec<&Finding> {
+    let mut seen = HashSet::new();
+    loaded.findings.iter().filter(|f| f.confirmed == Some(false) && seen.insert(f.key())).collect()
+}
+
+/// One line about the unconfirmed findings, or None.
+pub fn unconfirmed_note(loaded: &Loaded) -> Option<String> {
+    let u = unconfirmed(loaded);
+    (!u.is_empty()).then(|| {
+        format!(
+            "{} more finding{} not listed: the worker died, but not again when the case ran alone in a fresh worker (memory corrupted by an earlier case?): {}",
+            u.len(),
+            if u.len() == 1 { "" } else { "s" },
+            u.iter().map(|f| f.id.as_str()).collect::<Vec<_>>().join(", ")
+        )
+    })
 }
 
 fn elements(f: &Finding) -> String {
@@ -99,6 +120,9 @@ pub fn markdown(dir: &Path, loaded: &Loaded, verified: &HashMap<String, Verifica
     }
     if !loaded.skipped.is_empty() {
         let _ = writeln!(out, "{} line{} of findings.jsonl could not be read and are left out.", loaded.skipped.len(), if loaded.skipped.len() == 1 { "" } else { "s" });
+    }
+    if let Some(note) = unconfirmed_note(loaded) {
+        let _ = writeln!(out, "\n{note}.");
     }
     out.push_str("\n| finding | oracle | API | signature | input elements | reproduces |\n|---|---|---|---|---|---|\n");
     for f in &findings {
@@ -207,5 +231,6 @@ pub fn to_json(loaded: &Loaded, verified: &HashMap<String, Verification>) -> ser
         "by_oracle": by_oracle(&findings),
         "verified": if verified.is_empty() { serde_json::Value::Null } else { json!({ "reproduced": reproduced, "run": verified.len() }) },
         "skipped_lines": loaded.skipped.iter().map(|s| json!({ "line": s.line, "reason": s.reason })).collect::<Vec<_>>(),
+        "unconfirmed": unconfirmed(loaded).iter().map(|f| f.id.clone()).collect::<Vec<_>>(),
     })
 }

@@ -72,6 +72,11 @@ pub struct Finding {
     /// A spec pinned to this case (`repro/<id>.sfz`), relative to the folder.
     #[serde(default)]
     pub pinned: Option<String>,
+    /// For a worker that died: whether the case killed a fresh worker again when run alone.
+    /// False means another case probably corrupted the worker's memory earlier and this one only
+    /// met the damage (reports list such findings apart). None: not a death, or not checked.
+    #[serde(default)]
+    pub confirmed: Option<bool>,
 }
 
 /// A spec file and the 1-based line of an API in it.

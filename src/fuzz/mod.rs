@@ -233,6 +233,7 @@ pub fn run(
                 original: None,
                 minimization: None,
                 pinned: Some(format!("repro/{id}.sfz")),
+                confirmed: None,
             };
             let script = record::reproducer(plan, &finding);
             match store.record(finding.clone(), &script) {
@@ -279,6 +280,21 @@ pub fn run(
                     }
                 }
                 let Some(p) = &pool else { return };
+                // A dead worker blames the case in flight; memory corrupted by an earlier case
+                // kills it just as well. Such a finding is kept, marked, and not shrunk.
+                let mut finding = finding;
+                if record::died(&finding) {
+                    let confirmed = record::confirm(&minimizer_config, &plans[api_index], &checks[api_index], &finding);
+                    finding.confirmed = Some(confirmed);
+                    if !confirmed {
+                        let script = record::reproducer(&plans[api_index], &finding);
+                        match store.update(finding.clone(), &script) {
+                            Ok(()) => observer.minimized(&finding),
+                            Err(e) => eprintln!("sfz: could not update finding {}: {e}", finding.id),
+                        }
+                        continue;
+                    }
+                }
                 let budget = record::budget(config.minimize.unwrap_or(0));
                 match record::minimize_finding(p, &plans[api_index], &checks[api_index], store, &finding, budget) {
                     Ok(updated) => observer.minimized(&updated),

@@ -11,7 +11,7 @@ use crate::findings::{Finding, Minimization, Original, Store};
 use crate::oracle::{self, Evidence};
 use crate::plan::ApiPlan;
 use crate::variant::Check;
-use crate::worker::supervisor::Pool;
+use crate::worker::supervisor::{Pool, PoolConfig};
 
 /// The reproducer of a finding's current case.
 pub fn reproducer(plan: &ApiPlan, finding: &Finding) -> String {
@@ -72,7 +72,7 @@ pub fn minimize_finding(pool: &Pool, plan: &ApiPlan, checks: &[Check], store: &S
             .map(|(exec, case)| {
                 let Some(exec) = exec else { return false };
                 let verdict = oracle::judge(&plan.api, checks, case, &exec);
-                match verdict.detections.into_iter().find(|d| d.oracle == finding.oracle && d.signature == finding.signature) {
+                match verdict.detections.into_iter().find(|d| same_cause(finding, d)) {
                     Some(d) => {
                         messages.insert(key(case), d.message);
                         true
@@ -107,6 +107,38 @@ pub fn minimize_finding(pool: &Pool, plan: &ApiPlan, checks: &[Check], store: &S
     }
     store.update(updated.clone(), &reproducer(plan, &updated))?;
     Ok(updated)
+}
+
+/// Whether a finding is a worker's death (a signal or an exit, in the call or in a check) or a
+/// hang: what a worker's state, rather than the case, can cause.
+pub fn died(finding: &Finding) -> bool {
+    finding.signal.is_some() || finding.oracle == "crash" || finding.oracle == "hang" || finding.signature.contains(": exit ")
+}
+
+/// Runs a finding's case alone in a fresh worker (its own fork server, one case in flight),
+/// 16 times (a hang once), and says whether the same cause shows again (`same_cause`). Heap
+/// corruption is noticed by the allocator later, at a free: one run of the culprit may end
+/// normally. A worker that cannot start counts as confirmed: nothing speaks against the finding.
+pub fn confirm(config: &PoolConfig, plan: &ApiPlan, checks: &[Check], finding: &Finding) -> bool {
+    // A hang is confirmed by one run: each costs the timeout.
+    let runs = if finding.oracle == "hang" { 1 } else { 16 };
+    let Ok(pool) = Pool::start(PoolConfig { workers: 1, in_flight: 1, ..config.clone() }) else { return true };
+    let cases = vec![finding.case.clone(); runs];
+    pool.run_batch(&cases)
+        .into_iter()
+        .zip(&cases)
+        .any(|(exec, case)| exec.is_some_and(|exec| oracle::judge(&plan.api, checks, case, &exec).detections.iter().any(|d| same_cause(finding, d))))
+}
+
+/// Whether a detection shows a finding's cause again: the same oracle with the same signature,
+/// or for an abort, the same oracle, SIGABRT, and the same place (the call, or the same check):
+/// the allocator's words for one heap corruption vary from run to run.
+fn same_cause(finding: &Finding, d: &oracle::Detection) -> bool {
+    d.oracle == finding.oracle
+        && match (&finding.signal, d.signal) {
+            (Some(name), Some(sig)) if name == "SIGABRT" => crate::outcome::signal_name(sig) == *name && d.signature.split(": ").next() == finding.signature.split(": ").next(),
+            _ => d.signature == finding.signature,
+        }
 }
 
 /// The minimization budget of a campaign: executions per finding, and time.

@@ -99,7 +99,12 @@ impl Counters {
                 CheckOutcome::BothRaised => c.both_raised += 1,
                 CheckOutcome::Skipped(why) => {
                     c.skipped += 1;
-                    let key = crate::oracle::errors::normalize(why);
+                    // A fixed reason as written; the message after it normalised, so that
+                    // reasons differing only in numbers count together.
+                    let key = match why.split_once(": ") {
+                        Some((head, rest)) => format!("{head}: {}", crate::oracle::errors::normalize(rest)),
+                        None => why.clone(),
+                    };
                     if c.skip_reasons.len() < 8 || c.skip_reasons.contains_key(&key) {
                         *c.skip_reasons.entry(key).or_insert(0) += 1;
                     }

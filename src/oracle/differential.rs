@@ -209,9 +209,10 @@ pub fn judge_in_check(checks: &[Check], check: u32, failure: &Execution) -> Opti
             signal: None,
             evidence,
         }),
-        Execution::TimedOut { millis } => {
-            Some(Detection { oracle, signature: format!("{what}: timeout"), message: format!("the {what} ran for {millis} ms without finishing"), signal: None, evidence })
-        }
+        // A variant repeats the call (the gradient check up to 2 * samples + 2 times), so a
+        // case near the timeout passes it inside a check without anything hanging; the `hang`
+        // oracle judges the call itself.
+        Execution::TimedOut { .. } => None,
         _ => None,
     }
 }

@@ -12,7 +12,7 @@ use tch::{Device, Kind, Tensor};
 use super::compare::compare;
 use super::executor::{Called, Executor, Inputs, Rejected};
 use super::materialize::{kind, materialize};
-use sfz::case::{Arg, Case, DType};
+use sfz::case::{Arg, Case, DType, Layout};
 use sfz::ops::binding::ArgSource;
 use sfz::oracle::errors::{classify, ErrorKind};
 use sfz::outcome::{ErrorClass, Outcome, Output};
@@ -117,7 +117,21 @@ impl Executor {
         if !changed {
             return Err(Failure::Skip("no input has more than one element along its last dimensions".into()));
         }
-        let inputs = self.materialize(case.op, &flipped, &mut |r| materialize(r)).map_err(Failure::from)?;
+        // The same values in the other layout: a non-contiguous input is built as the original
+        // was and copied contiguous (an expanded one repeats its first slice: rebuilding it
+        // contiguous from its recipe would give other values); a contiguous one is rebuilt
+        // transposed or strided, which copies the same values.
+        let inputs = self
+            .materialize(case.op, case, &mut |r| {
+                if r.layout == Layout::Contiguous {
+                    let mut to = r.clone();
+                    flip_layout(&mut to);
+                    materialize(&to)
+                } else {
+                    materialize(r)?.f_contiguous()
+                }
+            })
+            .map_err(Failure::from)?;
         let variant = self.invoke_variant(case.op, &flipped, &inputs, &[])?;
         Ok(consistency(main, &variant).unwrap_or_else(|| compare_outputs(&variant, main, tol, Mode::Same)))
     }
@@ -150,7 +164,11 @@ impl Executor {
                 _ => return Err(Failure::Skip("the result's dtype or shape is not the input's, so the in-place form cannot hold it".into())),
             }
         }
-        let inputs = self.materialize(case.op, case, &mut |r| materialize(r)).map_err(Failure::from)?;
+        // Fresh copies; an expanded input (many elements sharing memory) is copied contiguous, as
+        // `clone()` does in Python: libtorch refuses to write in place into overlapping memory.
+        let inputs = self
+            .materialize(case.op, case, &mut |r| if r.layout == Layout::Expanded { materialize(r)?.f_contiguous() } else { materialize(r) })
+            .map_err(Failure::from)?;
         let variant = self.invoke_variant(op, case, &inputs, &[])?;
         if let Some(c) = consistency(main, &variant) {
             return Ok(c);
@@ -224,7 +242,17 @@ impl Executor {
             }
         };
         drop(loss);
-        let at_x0: Vec<Option<Tensor>> = forward.tensors.iter().map(|t| t.as_ref().and_then(|t| t.f_detach().ok())).collect();
+        // Copies, not detached views: the outputs of a view op (reshape, transpose) share the
+        // leaves' memory, which the perturbations below write into.
+        let at_x0 = copies(&forward.tensors)?;
+        // The largest finite output magnitude: what a step must change to be seen.
+        let mut scale = 0f64;
+        for t in at_x0.iter().flatten() {
+            if t.f_kind()? == Kind::Double && t.numel() > 0 {
+                let finite = t.f_nan_to_num(0.0, 0.0, 0.0)?;
+                scale = scale.max(finite.f_abs()?.f_max()?.f_double_value(&[])?);
+            }
+        }
         // Up to `samples` elements, spread over all leaves, chosen from the recipes' seeds.
         let sizes: Vec<u64> = leaves.iter().map(|(_, _, t)| t.numel() as u64).collect();
         if sizes.iter().all(|&n| n == 0) {
@@ -239,10 +267,17 @@ impl Executor {
             let data = leaves[leaf].2.f_detach()?.f_reshape([-1i64])?;
             let mut element = data.f_select(0, index as i64)?;
             let x0 = element.f_double_value(&[])?;
+            // The steps float64 can take from x0: none from a non-finite element, and none (or a
+            // rounded one) from an element so large that x0 + eps rounds back near x0.
+            let (up, down) = ((x0 + eps) - x0, x0 - (x0 - eps));
+            if !x0.is_finite() || (up - eps).abs() > 1e-3 * eps || (down - eps).abs() > 1e-3 * eps {
+                nonsmooth += 1;
+                continue;
+            }
             let mut at = |x: f64| -> Result<Option<Vec<Option<Tensor>>>, Failure> {
                 element.f_copy_(&Tensor::from(x))?;
                 let called = self.invoke(case.op, &case2, &grad_inputs, &[], true).map_err(Failure::from)?;
-                Ok(matches!(called.outcome, Outcome::Returned { .. }).then_some(called.tensors))
+                Ok(if matches!(called.outcome, Outcome::Returned { .. }) { Some(copies(&called.tensors)?) } else { None })
             };
             let plus = at(x0 + eps)?;
             let minus = at(x0 - eps)?;
@@ -259,10 +294,16 @@ impl Executor {
                 nonsmooth += 1;
                 continue;
             };
-            let numeric = central / (2.0 * eps);
+            let numeric = central / (up + down);
             // A kink (or a jump) within eps makes the one-sided slopes disagree: no derivative
             // there to check.
-            if !numeric.is_finite() || !tol.close(right / eps, left / eps) {
+            if !numeric.is_finite() || !tol.close(right / up, left / down) {
+                nonsmooth += 1;
+                continue;
+            }
+            // A change of the outputs below their rounding is invisible to differences: an
+            // element of 1e30 absorbs a step of 1e-6 (numeric 0, whatever the derivative).
+            if analytic.abs().max(numeric.abs()) * eps < 1e3 * f64::EPSILON * scale {
                 nonsmooth += 1;
                 continue;
             }
@@ -473,6 +514,22 @@ fn weights(outputs: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>, tch::TchEr
                 Ok(Some(frac.f_add_scalar(0.5)?.f_reshape(t.size())?))
             }
             _ => Ok(None),
+        })
+        .collect()
+}
+
+/// Detached copies of outputs (None stays None).
+fn copies(outputs: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>, tch::TchError> {
+    outputs
+        .iter()
+        .map(|t| {
+            t.as_ref()
+                .map(|t| {
+                    let mut c = t.f_empty_like()?;
+                    c.f_copy_(&t.f_detach()?)?;
+                    Ok(c)
+                })
+                .transpose()
         })
         .collect()
 }
