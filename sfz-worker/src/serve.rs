@@ -97,6 +97,16 @@ pub fn serve(config: &ServeConfig) -> Result<(), ServeError> {
                 Response::Done { id, outcome }
             }
             Request::Catalog => Response::Catalog { schemas: runtime::catalog_schemas() },
+            Request::Hunt { id, request } => {
+                if let Some(p) = &progress {
+                    p.begin(id);
+                }
+                let result = runtime::program::hunt(&request);
+                if let Some(p) = &progress {
+                    p.end();
+                }
+                Response::Hunted { id, result: Box::new(result) }
+            }
         };
         write_frame(&mut writer, &response).map_err(ServeError::Write)?;
         unflushed += 1;

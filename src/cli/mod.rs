@@ -3,6 +3,8 @@ mod check;
 mod explain;
 mod fmt;
 mod fuzz;
+pub mod hunt;
+pub mod train;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -31,6 +33,11 @@ pub enum Command {
     Lsp(LspArgs),
     /// Fuzz the APIs of spec files against libtorch; findings go to --out.
     Fuzz(fuzz::Args),
+    /// Run the `program` items of spec files and search for inputs that make an intermediate
+    /// NaN or INF; reports and reproducers go to --out.
+    Hunt(hunt::Args),
+    /// Learn soft-assertion models from executions of the programs of spec files.
+    Train(train::Args),
 }
 
 #[derive(clap::Args, Debug)]
@@ -77,6 +84,8 @@ pub fn main() -> ExitCode {
         Command::Fmt(args) => fmt::run(args, cli.color),
         Command::Lsp(args) => crate::lsp::run_stdio(crate::lsp::Config { worker_exe: args.worker }).map(|()| ExitCode::SUCCESS),
         Command::Fuzz(args) => fuzz::run(args, cli.color),
+        Command::Hunt(args) => hunt::run(args, cli.color),
+        Command::Train(args) => train::run(args, cli.color),
     };
     match result {
         Ok(code) => code,

@@ -6,6 +6,7 @@ use std::io::{self, Read, Write};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 use crate::case::Case;
+use crate::numeric::hunt::{HuntRequest, HuntResult};
 use crate::ops::binding::OpBinding;
 use crate::outcome::Outcome;
 
@@ -20,6 +21,8 @@ pub enum Request {
     Run { id: u64, case: Case },
     /// List every operator schema the dispatcher knows.
     Catalog,
+    /// Run one hunt episode on a program (`numeric::hunt`); the answer carries the same id.
+    Hunt { id: u64, request: Box<HuntRequest> },
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -30,6 +33,7 @@ pub enum Response {
     Loaded { errors: Vec<Option<String>> },
     Done { id: u64, outcome: Outcome },
     Catalog { schemas: Vec<String> },
+    Hunted { id: u64, result: Box<HuntResult> },
 }
 
 pub fn write_frame<W: Write, T: Serialize>(w: &mut W, msg: &T) -> io::Result<()> {

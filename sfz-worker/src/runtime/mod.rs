@@ -4,6 +4,7 @@
 pub mod executor;
 pub mod ffi;
 pub mod materialize;
+pub mod program;
 
 use std::ffi::CStr;
 
