@@ -528,6 +528,8 @@ impl Episode<'_> {
         let mut eta = vec![0.05f64; ir.steps.len()];
         let mut round = 0usize;
         let mut stuck = 0u32;
+        let mut focus: Option<usize> = None;
+        let mut fruitless = 0u32;
         while !self.done() {
             // Leaves that require grad, in float64 so that small steps are not lost; the program
             // itself sees them cast back to their dtype.
@@ -540,21 +542,33 @@ impl Episode<'_> {
                     _ => None,
                 })
                 .collect();
-            let graph_inputs: Vec<V> = inputs
-                .vals
-                .iter()
-                .zip(&leaves)
-                .map(|(v, l)| match (v, l) {
-                    (V::T(t), Some(leaf)) => V::T(leaf.to_kind(t.kind())),
-                    (v, _) => v.shallow(),
-                })
-                .collect();
-            let ev = tch::with_grad(|| self.eval(&graph_inputs))?;
+            // The casts back must be recorded too: grad mode is on only inside with_grad.
+            let ev = tch::with_grad(|| {
+                let graph_inputs: Vec<V> = inputs
+                    .vals
+                    .iter()
+                    .zip(&leaves)
+                    .map(|(v, l)| match (v, l) {
+                        (V::T(t), Some(leaf)) => V::T(leaf.to_kind(t.kind())),
+                        (v, _) => v.shallow(),
+                    })
+                    .collect();
+                self.eval(&graph_inputs)
+            })?;
             if self.done() {
                 break;
             }
-            let k = self.target(&ev, &candidates, round);
-            round += 1;
+            // Stay on a target while it makes progress; move on after two steps without.
+            let k = match focus {
+                Some(k) if stuck < 2 => k,
+                _ => {
+                    let k = self.target(&ev, &candidates, round);
+                    round += 1;
+                    stuck = 0;
+                    focus = Some(k);
+                    k
+                }
+            };
             let step = &ir.steps[k];
             let out = ev.vals[ir.params.len() + k].tensor().map(Tensor::shallow_clone);
             let Some(out) = out else { continue };
@@ -567,7 +581,10 @@ impl Episode<'_> {
             let grads = Tensor::run_backward(&[&j], &leaves.iter().flatten().collect::<Vec<_>>(), false, false);
             let mut grad_of: Vec<Option<Tensor>> = (0..inputs.vals.len()).map(|_| None).collect();
             for (i, g) in leaves.iter().enumerate().filter(|(_, l)| l.is_some()).map(|(i, _)| i).zip(grads) {
-                grad_of[i] = Some(g);
+                // An input the objective does not depend on gets an undefined gradient.
+                if g.defined() {
+                    grad_of[i] = Some(g);
+                }
             }
             let norm2: f64 = grad_of.iter().flatten().map(|g| g.square().sum(Kind::Double).double_value(&[])).sum();
             if norm2 == 0.0 || !norm2.is_finite() {
@@ -615,14 +632,19 @@ impl Episode<'_> {
                 inputs = next;
                 eta[k] = (eta[k] * 1.5).min(0.5);
                 stuck = 0;
+                fruitless = 0;
                 self.point(Some(k as u32), j2, action);
             } else {
                 eta[k] = (eta[k] * 0.5).max(1e-6);
                 stuck += 1;
                 self.point(Some(k as u32), j0, "no-progress");
-                if stuck >= 3 * candidates.len() as u32 {
+                if stuck >= 2 {
+                    fruitless += 1;
+                }
+                // Every target tried without progress: start from elsewhere.
+                if fruitless >= 2 * candidates.len() as u32 {
                     self.random_nudge(&mut inputs, &params)?;
-                    stuck = 0;
+                    fruitless = 0;
                     eta.iter_mut().for_each(|e| *e = 0.05);
                 }
             }
