@@ -368,3 +368,30 @@ fn dotted(e: &ast::Expr) -> Option<String> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::check::check_text;
+
+    #[test]
+    fn lets_lower_to_named_steps_with_defaults_filled() {
+        let text = "program p(x: Tensor) {\n    x.dtype == float32;\n    let p = torch.softmax(x, dim = -1);\n    let l = -torch.log(p).mean();\n}\n";
+        let c = check_text(std::path::Path::new("p.sfz"), text);
+        assert!(!c.has_errors(), "{:?}", c.diags);
+        let p = &c.spec.programs[0];
+        assert!(p.runnable);
+        let steps: Vec<String> = p.ir.steps.iter().map(|s| format!("{} = {:?}{:?}", s.name, s.op, s.args)).collect();
+        assert_eq!(
+            steps,
+            [
+                "p = Softmax[Value(0), Int(-1)]",
+                "l.1 = Log[Value(1)]",
+                "l.2 = Mean[Value(2), None, Bool(false)]",
+                "l = Neg[Value(3)]",
+            ]
+        );
+        assert_eq!(p.step_text[1], "torch.log(p)");
+        // The parameter-only requirement became an input constraint.
+        assert_eq!(p.inputs.requires.len(), 1);
+    }
+}

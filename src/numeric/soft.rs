@@ -106,3 +106,35 @@ pub fn feature_names() -> Vec<String> {
     v.push("log10_numel".into());
     v
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_models_load() {
+        let m = load(None).expect("the standard library's models parse");
+        assert_eq!(m.version, VERSION);
+        assert!(m.models.contains_key(&NumOp::Exp) && m.models.contains_key(&NumOp::Log));
+        assert_eq!(m.features, feature_names());
+    }
+
+    #[test]
+    fn an_older_file_is_refused_with_its_version() {
+        let e = parse(r#"{"version": 0, "models": {}}"#, "old.json").unwrap_err();
+        assert!(matches!(e, LoadError::Version { found: 0, expected: VERSION, .. }), "{e}");
+        assert!(e.to_string().contains("run `sfz train`"), "{e}");
+    }
+
+    #[test]
+    fn a_missing_or_broken_file_is_an_error_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("none.json");
+        assert!(matches!(load(Some(&missing)), Err(LoadError::Read { .. })));
+        let broken = dir.path().join("broken.json");
+        std::fs::write(&broken, "{\"version\": 1, \"models\": 3}").unwrap();
+        assert!(matches!(load(Some(&broken)), Err(LoadError::Invalid { .. })));
+        // The hunt command falls back to no soft assertions.
+        assert!(crate::cli::hunt::load_models(Some(&missing), false).is_none());
+    }
+}
