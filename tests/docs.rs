@@ -42,3 +42,8 @@ fn language_reference_examples() {
 fn readme_examples() {
     check_examples("README.md", 1);
 }
+
+#[test]
+fn numeric_guide_examples() {
+    check_examples("docs/NUMERIC.md", 1);
+}

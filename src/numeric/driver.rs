@@ -66,9 +66,12 @@ pub struct Outcome {
     pub records: Vec<super::hunt::Record>,
 }
 
+/// The box a tensor input is searched in (lo, hi), None for other parameters.
+pub type Bounds = Option<(f64, f64)>;
+
 /// Starting inputs for episode `episode`: solved and drawn like an API case, omitted
 /// parameters given their defaults; with each tensor's bounds (its fill's range).
-pub fn starting_inputs(program: &ProgramSpec, seed: u64, episode: u32) -> Result<(Vec<Arg>, Vec<Option<(f64, f64)>>), String> {
+pub fn starting_inputs(program: &ProgramSpec, seed: u64, episode: u32) -> Result<(Vec<Arg>, Vec<Bounds>), String> {
     let api = &program.inputs;
     let limits = Limits { max_numel: 256, ..Limits::default() };
     let s = mix(seed ^ mix(episode as u64 + 1));
