@@ -60,8 +60,9 @@ pub struct Outcome {
     pub evals: u64,
     /// Wall time from the first episode's request to the answer that ended the hunt.
     pub elapsed: Duration,
-    /// The strongest soft-assertion warning over all episodes.
+    /// The strongest soft-assertion warnings over all episodes: non-finite, imprecise.
     pub soft: Option<SoftSignal>,
+    pub imprecise: Option<SoftSignal>,
     /// Training records of every episode (when collecting).
     pub records: Vec<super::hunt::Record>,
 }
@@ -129,6 +130,7 @@ pub fn hunt_program(worker: &mut HuntWorker, program: &ProgramSpec, config: &Hun
         evals: 0,
         elapsed: Duration::ZERO,
         soft: None,
+        imprecise: None,
         records: Vec::new(),
     };
     let models = config.models.as_ref().map(|m| m.subset(program.ir.steps.iter().map(|s| s.op)));
@@ -159,6 +161,11 @@ pub fn hunt_program(worker: &mut HuntWorker, program: &ProgramSpec, config: &Hun
                 if let Some(s) = &r.soft {
                     if out.soft.as_ref().is_none_or(|o| s.probability > o.probability) {
                         out.soft = Some(s.clone());
+                    }
+                }
+                if let Some(s) = &r.imprecise {
+                    if out.imprecise.as_ref().is_none_or(|o| s.probability > o.probability) {
+                        out.imprecise = Some(s.clone());
                     }
                 }
                 let (found, rejected) = (r.found.clone(), r.rejected.clone());

@@ -140,6 +140,8 @@ pub struct HuntResult {
     /// The path (at most `MAX_PATH` points, the last ones kept).
     pub path: Vec<PathPoint>,
     pub soft: Option<SoftSignal>,
+    /// The strongest warning of the precision model (output imprecise against float64).
+    pub imprecise: Option<SoftSignal>,
     pub records: Vec<Record>,
     /// The program could not run at all (a libtorch error on the starting inputs): not a bug.
     pub rejected: Option<String>,

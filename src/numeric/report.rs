@@ -31,6 +31,9 @@ pub struct Report {
     /// The inputs that made it, per tensor parameter.
     pub input: Vec<(String, InputValues)>,
     pub soft_assertion: Option<SoftReport>,
+    /// The precision model's strongest warning: a step likely to lose precision against
+    /// float64 (a warning only, never a finding).
+    pub precision_warning: Option<SoftReport>,
     pub strategy: &'static str,
     pub elapsed_ms: f64,
     /// Microseconds inside the worker from the episode's start to the finding.
@@ -53,6 +56,11 @@ pub struct SoftReport {
     pub eval: u32,
 }
 
+fn soft_report(ir: &ProgramIr, s: &super::hunt::SoftSignal) -> Option<SoftReport> {
+    let st = ir.steps.get(s.step as usize)?;
+    Some(SoftReport { step: st.name.clone(), op: st.op.short().to_string(), probability: s.probability, eval: s.eval })
+}
+
 pub fn report(program: &ProgramSpec, outcome: &Outcome, strategy: Strategy) -> Report {
     let ir = &program.ir;
     let step_of = |k: u32| ir.steps.get(k as usize);
@@ -67,10 +75,8 @@ pub fn report(program: &ProgramSpec, outcome: &Outcome, strategy: Strategy) -> R
         inf: 0,
         severity: "none",
         input: Vec::new(),
-        soft_assertion: outcome.soft.as_ref().and_then(|s| {
-            let st = step_of(s.step)?;
-            Some(SoftReport { step: st.name.clone(), op: st.op.short().to_string(), probability: s.probability, eval: s.eval })
-        }),
+        soft_assertion: outcome.soft.as_ref().and_then(|s| soft_report(ir, s)),
+        precision_warning: outcome.imprecise.as_ref().and_then(|s| soft_report(ir, s)),
         strategy: strategy.name(),
         elapsed_ms: outcome.elapsed.as_secs_f64() * 1e3,
         time_to_find_us: None,

@@ -370,13 +370,16 @@ impl Episode<'_> {
         if let Some(models) = &self.req.models {
             for (k, step) in ir.steps.iter().enumerate() {
                 let f = hunt::features(&operand_stats(step, &obs), step_dtype(&vals, ir, k));
-                if let Some(p) = models.nonfinite(step.op, &f) {
-                    let better = self.result.soft.as_ref().is_none_or(|s| p > s.probability);
-                    if p >= hunt::FIRE && better {
-                        let eval = self.result.soft.as_ref().map_or(self.evals, |s| s.eval);
-                        self.result.soft = Some(SoftSignal { step: k as u32, probability: p, eval });
+                let evals = self.evals;
+                let warn = |slot: &mut Option<SoftSignal>, p: Option<f64>| {
+                    let Some(p) = p else { return };
+                    if p >= hunt::FIRE && slot.as_ref().is_none_or(|s| p > s.probability) {
+                        let eval = slot.as_ref().map_or(evals, |s| s.eval);
+                        *slot = Some(SoftSignal { step: k as u32, probability: p, eval });
                     }
-                }
+                };
+                warn(&mut self.result.soft, models.nonfinite(step.op, &f));
+                warn(&mut self.result.imprecise, models.imprecise(step.op, &f));
             }
         }
         if self.req.collect {
