@@ -188,6 +188,13 @@ pub enum Layout {
     Transposed,
     /// Every other element of a twice-as-long last dimension.
     Strided,
+    /// The first slice along dimension 0 broadcast over it (stride 0): every slice holds the
+    /// values of the first. Changes values, never their bounds; specials outside the first
+    /// slice are lost.
+    Expanded,
+    /// A view at offset (1, 1, ...) into a zeroed buffer one larger in every dimension: the same
+    /// values, a storage offset, and strides of the larger buffer.
+    Sliced,
 }
 
 /// Everything needed to rebuild one tensor bit for bit.

@@ -161,6 +161,12 @@ pub fn holds(e: &TExpr, b: &Bindings, mentioned: &[usize], optional: &[bool]) ->
     ev.truth(e)
 }
 
+/// Whether a constraint holds only vacuously: an optional parameter it mentions (other than in a
+/// None test) is None.
+pub fn vacuous(e: &TExpr, b: &Bindings, mentioned: &[usize], optional: &[bool]) -> bool {
+    mentioned.iter().any(|&i| optional.get(i).copied().unwrap_or(false) && b.params.get(i) == Some(&Val::None) && beyond_none_test(e, i))
+}
+
 struct Evaluator<'a, 'b> {
     b: &'a Bindings<'b>,
     bound: Vec<(u32, Val)>,

@@ -20,5 +20,6 @@ pub mod solve;
 pub mod spec;
 pub mod stdlib;
 pub mod syntax;
+pub mod variant;
 pub mod worker;
 

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::case::DType;
+use crate::variant::CheckReport;
 
 /// The class of a libtorch error, as the shim caught it. `Schema` means the arguments did not
 /// match the operator's schema (a mistyped call: the spec is wrong, never a libtorch bug).
@@ -97,6 +98,27 @@ pub enum Execution {
     Exited { code: i32, stderr: String },
     /// The case ran past the per-case timeout; the worker was killed.
     TimedOut { millis: u64 },
+    /// The case ran with differential checks (see `variant`): its outcome, and one report per
+    /// check of its API, in order.
+    Checked { outcome: Outcome, checks: Vec<CheckReport> },
+    /// The call itself completed, then the worker died or hung (`failure`: `Crashed`, `Exited`
+    /// or `TimedOut`) while running differential check number `check` of the case.
+    InCheck { check: u32, failure: Box<Execution> },
+}
+
+impl Execution {
+    /// The call's own outcome, when the worker reported one.
+    pub fn outcome(&self) -> Option<&Outcome> {
+        match self {
+            Execution::Completed(o) | Execution::Checked { outcome: o, .. } => Some(o),
+            _ => None,
+        }
+    }
+
+    /// True when the worker died or was killed (a restart followed).
+    pub fn killed_worker(&self) -> bool {
+        !matches!(self, Execution::Completed(_) | Execution::Checked { .. })
+    }
 }
 
 /// Human name of a signal number ("SIGSEGV").

@@ -81,6 +81,7 @@ fn a_crash_is_recorded_with_its_input_and_the_run_goes_on() {
     assert_eq!(finding["signal"], "SIGSEGV");
     assert_eq!(finding["api"], "sfz_test.raise_signal");
     assert_eq!(finding["case"]["args"][0]["Int"], 11, "the exact input is recorded");
+    assert_eq!(finding["mode"], "conform");
     assert!(out.join(finding["repro"].as_str().expect("repro path")).is_file());
 }
 
@@ -147,4 +148,81 @@ fn kill_dash_nine_loses_no_finding() {
         let f: serde_json::Value = serde_json::from_str(line).expect("every line is complete JSON");
         assert!(out.join(f["repro"].as_str().expect("repro")).is_file(), "the reproducer is written before its line");
     }
+}
+
+#[test]
+fn violate_mode_breaks_one_constraint_per_case_and_libtorch_names_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = write(dir.path(), "cumsum.sfz", "api torch.cumsum(input: Tensor, dim: int) -> Tensor {\n    input.dtype in [float32, float64];\n    dim in -max(input.ndim, 1)..max(input.ndim, 1);\n}\n");
+    let out = dir.path().join("out");
+    let (code, stdout, stderr) = run(sfz().args(["fuzz", "--json", "--iterations", "400", "--seed", "2", "--mode", "violate"]).arg(&spec).arg("--out").arg(&out));
+    assert_eq!(code, 0, "{stderr}");
+    let s = json(&stdout);
+    assert_eq!(s["mode"], "violate");
+    let api = &s["apis"][0];
+    assert_eq!(api["violate_executions"], 400, "every case breaks a constraint: {api}");
+    // Out-of-range dims and wrong types are refused, and for the stated reason. A dtype outside
+    // [float32, float64] is accepted: the spec is stricter than libtorch there.
+    assert!(s["violate_matched_rate"].as_f64().unwrap_or(0.0) > 0.5, "{s}");
+    assert!(api["accepted_violations"]["input.dtype in [float32, float64]"].as_u64().unwrap_or(0) > 0, "{api}");
+    assert!(api["violate_matched"].as_u64() <= api["violate_rejected"].as_u64());
+    // Coverage names the constraints' outcomes: every one was broken at some point.
+    for c in api["coverage"]["constraints"].as_array().expect("constraints") {
+        assert!(c["broken"].as_u64().unwrap_or(0) > 0, "{c}");
+    }
+}
+
+#[test]
+fn inputs_the_spec_allows_and_libtorch_rejects_become_spec_findings() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The spec forgets that `dim` must index a dimension of `input`.
+    let spec = write(dir.path(), "cumsum.sfz", "api torch.cumsum(input: Tensor, dim: int) -> Tensor {\n    input.dtype in [float32];\n    dim in -6..6;\n}\n");
+    let out = dir.path().join("out");
+    let (code, stdout, stderr) = run(sfz().args(["fuzz", "--json", "--iterations", "300", "--seed", "4", "--mutate", "none"]).arg(&spec).arg("--out").arg(&out));
+    assert_eq!(code, 0, "{stderr}");
+    let s = json(&stdout);
+    assert!(s["spec_findings"].as_u64().unwrap_or(0) >= 1, "{s}");
+    assert!(s["conform_valid_rate"].as_f64().unwrap_or(1.0) < 1.0);
+    let text = std::fs::read_to_string(out.join("spec-findings.jsonl")).expect("spec findings written");
+    let first: serde_json::Value = serde_json::from_str(text.lines().next().expect("a line")).expect("JSON");
+    assert_eq!(first["kind"], "constraint missing?");
+    assert!(first["message"].as_str().unwrap_or("").contains("Dimension out of range"), "{first}");
+    assert!(out.join(first["repro"].as_str().expect("repro")).is_file());
+    // A spec finding is not a libtorch bug.
+    assert_eq!(std::fs::read_to_string(out.join("findings.jsonl")).unwrap_or_default(), "");
+}
+
+#[test]
+fn a_solver_timeout_skips_that_api_and_the_run_goes_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Distinct dims need a quadratic number of nonlinear terms: slow to solve.
+    let spec = write(
+        dir.path(),
+        "slow.sfz",
+        "api torch.exp(input: Tensor) -> Tensor {\n}\n\napi torch.sum(input: Tensor, dim: int[]? = None) -> Tensor {\n    dim[*] in -max(input.ndim, 1)..max(input.ndim, 1);\n    forall i in 0..len(dim): forall j in 0..len(dim):\n        i == j or (if dim[i] < 0 then dim[i] + max(input.ndim, 1) else dim[i]) != (if dim[j] < 0 then dim[j] + max(input.ndim, 1) else dim[j]);\n}\n",
+    );
+    let out = dir.path().join("out");
+    let (code, stdout, stderr) = run(sfz().args(["fuzz", "--color=never", "--json", "--iterations", "200", "--solver-timeout", "5"]).arg(&spec).arg("--out").arg(&out).current_dir(dir.path()));
+    assert_eq!(code, 0, "{stderr}");
+    let s = json(&stdout);
+    assert_eq!(s["executions"], 200);
+    assert_eq!(s["skipped"][0]["api"], "torch.sum");
+    assert_eq!(s["skipped"][0]["reason"], "solver timeout (5 ms)");
+    let diags: String = stderr.lines().filter(|l| !l.contains("execs")).collect::<Vec<_>>().join("\n");
+    insta::assert_snapshot!(diags.replace(&dir.path().display().to_string(), "<tmp>"));
+}
+
+#[test]
+fn generation_options_are_checked() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = write(dir.path(), "ok.sfz", "api torch.exp(input: Tensor) {\n}\n");
+    let (code, _, stderr) = run(sfz().arg("fuzz").arg(&spec).args(["--generator", "naive", "--mode", "violate"]));
+    assert_eq!(code, 2);
+    assert!(stderr.contains("the naive generator only makes conforming inputs"), "{stderr}");
+    let (code, _, stderr) = run(sfz().arg("fuzz").arg(&spec).args(["--mutate", "specials=0.5"]));
+    assert_eq!(code, 2);
+    assert!(stderr.contains("unknown mutator `specials`"), "{stderr}");
+    let (code, _, stderr) = run(sfz().arg("fuzz").arg(&spec).args(["--mode", "mixed:2"]));
+    assert_eq!(code, 2);
+    assert!(stderr.contains("must be a number within 0 and 1"), "{stderr}");
 }

@@ -1,12 +1,35 @@
-//! Generated inputs obey their spec: for every API in specs/, the solver's models concretised
-//! into cases satisfy every `requires` constraint, as judged by the evaluator, which shares no
-//! code with the z3 encoding.
-use sfz::gen::{self, values, GenConfig, Generator};
+//! Generated inputs obey their spec, or break exactly the constraint they claim to: for every
+//! API in specs/, cases from the solver's pools (boundary mutators on) are judged by the
+//! evaluator and the declaration checks, which share no code with the z3 encoding.
+use std::collections::{BTreeMap, HashSet};
 
-fn spec_apis() -> Vec<sfz::spec::ApiSpec> {
+use sfz::case::Arg;
+use sfz::gen::plan::{GenPlan, Target};
+use sfz::gen::{self, values, violate, ApiPools, GenConfig, Generator, Mode, Mutation, Strategy};
+use sfz::solve::{Boundary, SolveError, SymValue};
+use sfz::spec::{ApiSpec, Category};
+
+fn spec_apis() -> Vec<ApiSpec> {
     let checked = sfz::check::check_paths(&[concat!(env!("CARGO_MANIFEST_DIR"), "/specs").into()]);
     assert!(!checked.has_errors(), "specs/ must check clean");
     checked.spec.apis
+}
+
+fn api_text(src: &str) -> ApiSpec {
+    let checked = sfz::check::check_text(std::path::Path::new("t.sfz"), src);
+    assert!(!checked.has_errors(), "{:?}", checked.diags);
+    checked.spec.apis.into_iter().next().expect("one api")
+}
+
+fn pools(apis: &[ApiSpec], config: &GenConfig) -> Vec<ApiPools> {
+    apis.iter().enumerate().map(|(i, api)| gen::solve_api(api, config, i).unwrap_or_else(|e| panic!("{}: {e}", api.name))).collect()
+}
+
+/// The evaluator's verdict per `requires` constraint and the declaration checks' per declared
+/// constraint.
+fn judge(api: &ApiSpec, args: &[Arg]) -> (Vec<Option<bool>>, Vec<bool>) {
+    let plan = GenPlan::new(api);
+    (values::conforms(api, args), violate::declared_hold(api, &plan.declared, args))
 }
 
 #[test]
@@ -14,54 +37,164 @@ fn conforming_cases_satisfy_every_constraint() {
     let apis = spec_apis();
     for seed in [1u64, 2] {
         let config = GenConfig { seed, pool_size: 24, ..Default::default() };
-        let pools: Vec<_> = apis
-            .iter()
-            .enumerate()
-            .map(|(i, api)| gen::solve_pool(api, &config, i).unwrap_or_else(|e| panic!("{}: {e}", api.name)))
-            .collect();
+        let pools = pools(&apis, &config);
         for (api, pool) in apis.iter().zip(&pools) {
-            assert!(!pool.is_empty(), "{} has no models", api.name);
+            assert!(!pool.models.is_empty(), "{} has no models", api.name);
         }
-        let generator = Generator::new(apis.clone(), pools, seed);
+        let generator = Generator::new(apis.clone(), pools, config);
         for index in 0..3000 {
             let case = generator.case(index).expect("every API has models");
             let api = &apis[case.api];
-            for (c, verdict) in api.requires.iter().zip(values::conforms(api, &case.args)) {
+            assert!(case.conforms && case.violated.is_none(), "{}: case {index} does not conform", api.name);
+            let (requires, declared) = judge(api, &case.args);
+            for (c, verdict) in api.requires.iter().zip(requires) {
                 assert_ne!(verdict, Some(false), "{}: case {index} violates `{}`: {:?}", api.name, c.text, case.args);
+            }
+            assert!(declared.iter().all(|&d| d), "{}: case {index} breaks a declaration: {:?}", api.name, case.args);
+        }
+    }
+}
+
+#[test]
+fn violating_cases_break_exactly_the_constraint_they_name() {
+    let apis = spec_apis();
+    let config = GenConfig { seed: 5, pool_size: 16, mode: Mode::Violate, ..Default::default() };
+    let pools = pools(&apis, &config);
+    let generator = Generator::new(apis.clone(), pools, config);
+    let mut violating = 0;
+    let mut by_category: BTreeMap<Category, usize> = BTreeMap::new();
+    let mut constraints: HashSet<(usize, String)> = HashSet::new();
+    let n = 4000;
+    for index in 0..n {
+        let case = generator.case(index).expect("every API has models");
+        let api = &apis[case.api];
+        let Some(v) = case.violated else { continue };
+        violating += 1;
+        let v = &generator.violations(case.api)[v];
+        *by_category.entry(v.category).or_insert(0) += 1;
+        constraints.insert((case.api, v.text.clone()));
+        let plan = GenPlan::new(api);
+        let (requires, declared) = judge(api, &case.args);
+        for (k, verdict) in requires.iter().enumerate() {
+            if v.target == Target::Requires(k) {
+                assert_eq!(*verdict, Some(false), "{}: case {index} should break `{}`: {:?}", api.name, v.text, case.args);
+            } else {
+                assert_ne!(*verdict, Some(false), "{}: case {index} breaks `{}` besides `{}`: {:?}", api.name, api.requires[k].text, v.text, case.args);
+            }
+        }
+        for (d, held) in plan.declared.iter().zip(declared) {
+            let target = v.target == Target::Declared(d.clone());
+            assert_eq!(held, !target, "{}: case {index}: `{}` {} ({}): {:?}", api.name, d.text(api), if held { "holds" } else { "is broken" }, v.text, case.args);
+        }
+    }
+    // Violations are found for nearly every case, and spread over every category the specs have.
+    assert!(violating * 100 >= n as usize * 95, "only {violating} of {n} cases violate");
+    for cat in [Category::Dtype, Category::Ndim, Category::Shape, Category::Range, Category::Structure, Category::Invariant] {
+        assert!(by_category.get(&cat).copied().unwrap_or(0) >= 20, "few violations of {cat:?}: {by_category:?}");
+    }
+    assert!(constraints.len() >= 150, "only {} distinct constraints broken", constraints.len());
+}
+
+#[test]
+fn enum_violations_use_values_outside_the_set() {
+    let api = api_text("api torch.nn.functional.l1_loss(input: Tensor, target: Tensor, reduction: \"none\" | \"mean\" | \"sum\" = \"mean\") -> Tensor {\n input.shape == target.shape;\n}");
+    let config = GenConfig { seed: 1, pool_size: 8, mode: Mode::Violate, ..Default::default() };
+    let generator = Generator::new(vec![api.clone()], vec![gen::solve_api(&api, &config, 0).expect("solvable")], config);
+    let mut enum_cases = 0;
+    for index in 0..400 {
+        let case = generator.case(index).expect("models");
+        if let Some(v) = case.violated {
+            if generator.violations(0)[v].category == Category::Enum {
+                enum_cases += 1;
+                let Arg::Str(s) = &case.args[2] else { panic!("reduction is a string: {:?}", case.args) };
+                assert!(!["none", "mean", "sum"].contains(&s.as_str()), "{s}");
             }
         }
     }
+    assert!(enum_cases > 20, "{enum_cases}");
+}
+
+#[test]
+fn naive_cases_that_claim_to_conform_do() {
+    let apis = spec_apis();
+    let config = GenConfig { seed: 3, strategy: Strategy::Naive, mutation: Mutation::none(), ..Default::default() };
+    let generator = Generator::new(apis.clone(), pools(&apis, &config), config);
+    let mut conforming = 0;
+    for index in 0..2000 {
+        let case = generator.case(index).expect("naive draws always exist");
+        if case.conforms {
+            conforming += 1;
+            let (requires, _) = judge(&apis[case.api], &case.args);
+            assert!(requires.iter().all(|v| *v != Some(false)));
+        }
+    }
+    // The baseline conforms less often than the solver (which always does), but not never.
+    assert!(conforming > 200 && conforming < 2000, "{conforming}");
 }
 
 #[test]
 fn a_case_is_a_function_of_seed_and_index() {
     let apis = spec_apis();
-    let config = GenConfig { seed: 9, pool_size: 16, ..Default::default() };
-    let build = || {
-        let pools = apis.iter().enumerate().map(|(i, a)| gen::solve_pool(a, &config, i).expect("solvable")).collect();
-        Generator::new(apis.clone(), pools, 9)
-    };
+    let config = GenConfig { seed: 9, pool_size: 16, mode: Mode::Mixed(0.5), ..Default::default() };
+    let build = || Generator::new(apis.clone(), pools(&apis, &config), config.clone());
     let (a, b) = (build(), build());
-    for index in [0, 1, 77, 4096] {
+    for index in [0, 1, 77, 4096, 90_001] {
         let (x, y) = (a.case(index).expect("case"), b.case(index).expect("case"));
-        assert_eq!((x.api, &x.args), (y.api, &y.args));
+        assert_eq!((x.api, &x.args, x.violated), (y.api, &y.args, y.violated));
     }
 }
 
 #[test]
-fn pools_are_diverse() {
+fn pools_are_diverse_and_reach_their_edges() {
     let apis = spec_apis();
-    let conv = apis.iter().position(|a| a.name == "torch.nn.functional.conv2d").expect("conv2d is specified");
-    let pool = gen::solve_pool(&apis[conv], &GenConfig { seed: 3, pool_size: 48, ..Default::default() }, conv).expect("solvable");
-    let distinct: std::collections::HashSet<String> = pool.iter().map(|m| format!("{m:?}")).collect();
-    assert_eq!(distinct.len(), pool.len(), "models are distinct");
-    // Both ranks of the input and several group counts appear.
-    let ranks: std::collections::HashSet<usize> = pool
-        .iter()
-        .filter_map(|m| match &m[0] {
-            sfz::solve::SymValue::Tensor { shape, .. } => Some(shape.len()),
-            _ => None,
-        })
-        .collect();
+    let find = |name: &str| apis.iter().position(|a| a.name == name).expect("specified");
+    let conv = find("torch.nn.functional.conv2d");
+    let config = GenConfig { seed: 3, pool_size: 48, ..Default::default() };
+    let pool = gen::solve_api(&apis[conv], &config, conv).expect("solvable");
+    let distinct: HashSet<String> = pool.models.iter().map(|m| format!("{m:?}")).collect();
+    assert_eq!(distinct.len(), pool.models.len(), "models are distinct");
+    let input = |m: &Vec<SymValue>| match &m[0] {
+        SymValue::Tensor { dtype, shape } => (*dtype, shape.len()),
+        other => panic!("{other:?}"),
+    };
+    let ranks: HashSet<usize> = pool.models.iter().map(|m| input(m).1).collect();
     assert_eq!(ranks.len(), 2, "input ranks 3 and 4 both appear: {ranks:?}");
+    let dtypes: HashSet<_> = pool.models.iter().map(|m| input(m).0).collect();
+    assert_eq!(dtypes.len(), 2, "float32 and float64 both appear: {dtypes:?}");
+    // Boundary models: bias None, an empty input (a zero batch), groups at both ends.
+    let edges: Vec<&Boundary> = pool.boundary.iter().map(|(b, _)| b).collect();
+    for want in [Boundary::Absent(2), Boundary::Empty(0), Boundary::IntMin("groups".into()), Boundary::IntMax("groups".into())] {
+        assert!(edges.contains(&&want), "{want:?} missing from {edges:?}");
+    }
+    let groups: HashSet<i64> = pool.boundary.iter().filter_map(|(_, m)| if let SymValue::Int(g) = m[6] { Some(g) } else { None }).collect();
+    assert!(groups.contains(&1) && groups.contains(&3), "{groups:?}");
+    // The solver knows which dtypes each tensor can have.
+    assert_eq!(pool.dtypes[0].len(), 2);
+
+    let softmax = find("torch.nn.functional.softmax");
+    let pool = gen::solve_api(&apis[softmax], &GenConfig { seed: 4, pool_size: 32, ..Default::default() }, softmax).expect("solvable");
+    let dtypes: HashSet<_> = pool.models.iter().map(|m| input(m).0).collect();
+    assert_eq!(dtypes.len(), 4, "all four floating dtypes appear: {dtypes:?}");
+}
+
+#[test]
+fn constraints_that_cannot_be_broken_alone_are_noted() {
+    let api = api_text("api torch.exp(input: Tensor) -> Tensor {\n input.ndim >= 2;\n input.ndim >= 1;\n}");
+    let config = GenConfig { seed: 1, pool_size: 8, mode: Mode::Violate, ..Default::default() };
+    let pools = gen::solve_api(&api, &config, 0).expect("solvable");
+    assert!(!pools.violating[0].is_empty(), "ndim >= 2 breaks with ndim 1");
+    assert!(pools.violating[1].is_empty());
+    assert_eq!(pools.unbreakable.get(&1).map(String::as_str), Some("it cannot be broken while the other constraints hold"));
+}
+
+#[test]
+fn unsatisfiable_constraints_name_a_conflicting_subset() {
+    // `sfz check` reports E0009 already; a library caller that fuzzes anyway gets the core.
+    let checked = sfz::check::check_text(std::path::Path::new("t.sfz"), "api torch.exp(input: Tensor) -> Tensor {\n input.ndim > 3;\n input.numel <= 1000;\n input.ndim < 2;\n}");
+    assert_eq!(checked.diags.iter().map(|d| d.code.as_str()).collect::<Vec<_>>(), ["E0009"]);
+    let api = &checked.spec.apis[0];
+    match gen::solve_api(api, &GenConfig::default(), 0) {
+        Err(SolveError::Unsat { core }) => assert_eq!(core, vec![0, 2]),
+        other => panic!("{other:?}"),
+    }
 }

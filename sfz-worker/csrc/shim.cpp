@@ -21,6 +21,7 @@
 #include <c10/core/GradMode.h>
 #include <torch/headeronly/version.h>
 #include <torch/library.h>
+#include <torch/csrc/autograd/custom_function.h>
 
 #include <chrono>
 #include <cmath>
@@ -278,9 +279,61 @@ void test_internal_assert() { TORCH_INTERNAL_ASSERT(false, "sfz_test::internal_a
 
 void test_exit(int64_t code) { std::_Exit(static_cast<int>(code)); }
 
+// A planted family of differential bugs, one per `bug` value, on y = x * x:
+//   1: wrong for non-contiguous inputs          2: wrong in float32 (off by 0.1%)
+//   3: the out= overload writes y + 1           4: the in-place form writes y - 1
+//   5: the out= overload raises                 6: backward says 3x instead of 2x
+//   7: the out= overload segfaults
+// Any other value is correct everywhere.
+at::Tensor test_buggy(const at::Tensor& self, int64_t bug) {
+  at::Tensor r = self * self;
+  if (bug == 1 && !self.is_contiguous()) r = r + 1;
+  if (bug == 2 && self.scalar_type() == at::kFloat) r = r * 1.001;
+  return r;
+}
+
+at::Tensor& test_buggy_out(const at::Tensor& self, int64_t bug, at::Tensor& out) {
+  TORCH_CHECK(bug != 5, "sfz_test::buggy.out refuses bug 5");
+  if (bug == 7) {
+    int* volatile p = nullptr;  // the pointer itself volatile: the compiler may not drop the write
+    *p = 1;
+  }
+  at::Tensor r = test_buggy(self, bug);
+  if (bug == 3) r = r + 1;
+  out.resize_(r.sizes());
+  out.copy_(r);
+  return out;
+}
+
+at::Tensor& test_buggy_(at::Tensor& self, int64_t bug) {
+  at::Tensor r = test_buggy(self, bug);
+  if (bug == 4) r = r - 1;
+  self.copy_(r);
+  return self;
+}
+
+struct BuggyFunction : public torch::autograd::Function<BuggyFunction> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, int64_t bug) {
+    ctx->save_for_backward({x});
+    ctx->saved_data["bug"] = bug;
+    at::AutoDispatchBelowADInplaceOrView guard;
+    return test_buggy(x, bug);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads) {
+    auto x = ctx->get_saved_variables()[0];
+    double factor = ctx->saved_data["bug"].toInt() == 6 ? 3.0 : 2.0;
+    return {grads[0] * x * factor, at::Tensor()};
+  }
+};
+
+at::Tensor test_buggy_autograd(const at::Tensor& self, int64_t bug) { return BuggyFunction::apply(self, bug); }
+
 }  // namespace
 
 TORCH_LIBRARY(sfz_test, m) {
+  m.def("buggy(Tensor self, int bug) -> Tensor");
+  m.def("buggy.out(Tensor self, int bug, *, Tensor(a!) out) -> Tensor(a!)");
+  m.def("buggy_(Tensor(a!) self, int bug) -> Tensor(a!)");
   m.def("raise_signal(int sig) -> ()", &test_raise_signal);
   m.def("segfault() -> ()", &test_segfault);
   m.def("spin(int ms) -> ()", &test_spin);
@@ -288,6 +341,14 @@ TORCH_LIBRARY(sfz_test, m) {
   m.def("internal_assert() -> ()", &test_internal_assert);
   m.def("exit(int code) -> ()", &test_exit);
 }
+
+TORCH_LIBRARY_IMPL(sfz_test, CPU, m) {
+  m.impl("buggy", &test_buggy);
+  m.impl("buggy.out", &test_buggy_out);
+  m.impl("buggy_", &test_buggy_);
+}
+
+TORCH_LIBRARY_IMPL(sfz_test, Autograd, m) { m.impl("buggy", &test_buggy_autograd); }
 
 namespace {
 }  // namespace
@@ -302,6 +363,16 @@ void sfz_init(int32_t threads) {
     at::set_num_threads(threads);
   }
   c10::GradMode::set_enabled(false);
+}
+
+// Once a CUDA check finds a device: no TF32 in cuBLAS or cuDNN, so float32 on the GPU is
+// float32 (a CUDA comparison against the CPU would otherwise see TF32's 10-bit mantissa).
+void sfz_cuda_strict() {
+  try {
+    at::globalContext().setAllowTF32CuBLAS(false);
+    at::globalContext().setAllowTF32CuDNN(false);
+  } catch (...) {
+  }
 }
 
 int64_t sfz_op_count() { return static_cast<int64_t>(all_ops().size()); }

@@ -90,11 +90,20 @@ pub fn serve(config: &ServeConfig) -> Result<(), ServeError> {
                 if let Some(p) = &progress {
                     p.begin(id);
                 }
-                let outcome = executor.run(&case);
+                let response = if executor.has_checks(case.op) {
+                    let (outcome, checks) = executor.run_checked(&case, &mut |k| {
+                        if let Some(p) = &progress {
+                            p.check(k);
+                        }
+                    });
+                    Response::Checked { id, outcome, checks }
+                } else {
+                    Response::Done { id, outcome: executor.run(&case) }
+                };
                 if let Some(p) = &progress {
                     p.end();
                 }
-                Response::Done { id, outcome }
+                response
             }
             Request::Catalog => Response::Catalog { schemas: runtime::catalog_schemas() },
             Request::Hunt { id, request } => {
@@ -107,6 +116,7 @@ pub fn serve(config: &ServeConfig) -> Result<(), ServeError> {
                 }
                 Response::Hunted { id, result: Box::new(result) }
             }
+            Request::Checks { checks } => Response::ChecksLoaded { errors: executor.set_checks(checks) },
         };
         write_frame(&mut writer, &response).map_err(ServeError::Write)?;
         unflushed += 1;

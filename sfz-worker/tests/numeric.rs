@@ -114,11 +114,12 @@ fn training_records_label_non_finite_outputs() {
     }
     let models = sfz::cli::train::fit(&o.records, &Default::default());
     let m = models.models.get(&sfz::numeric::ops::NumOp::Exp).expect("a model for exp");
-    let mut hot = exp.iter().find(|r| r.nonfinite).unwrap().features.clone();
-    hot[0] = 99.0;
-    assert!(m.nonfinite.predict(&hot) > 0.5);
-    hot[0] = 1.0;
-    assert!(m.nonfinite.predict(&hot) < 0.5);
+    // The forest separates what it saw: overflowing inputs from the rest.
+    let hot: Vec<_> = exp.iter().filter(|r| r.nonfinite).collect();
+    let cold: Vec<_> = exp.iter().filter(|r| !r.nonfinite).collect();
+    let right = |rs: &[&&sfz::numeric::hunt::Record], want: bool| rs.iter().filter(|r| (m.nonfinite.predict(&r.features) > 0.5) == want).count();
+    assert!(right(&hot, true) * 10 >= hot.len() * 9, "{} of {} overflowing inputs predicted", right(&hot, true), hot.len());
+    assert!(right(&cold, false) * 100 >= cold.len() * 99, "{} of {} finite inputs predicted", right(&cold, false), cold.len());
 }
 
 #[test]

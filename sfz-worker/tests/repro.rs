@@ -6,13 +6,45 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use sfz::case::{Arg, Case, DType, Fill, Layout, Special, TensorRecipe};
-use sfz::findings::repro::{python_reproducer, python_tensor, PY_MAKE};
+use sfz::findings::repro::{call, call_script, inputs, tensor_lines, vars};
 use sfz::ops::catalog::Catalog;
 use sfz::ops::registry;
 use sfz::outcome::{Outcome, Output};
 use sfz_worker::runtime::{self, materialize, Executor};
 use sfz::spec::ApiSpec;
 use tch::Kind;
+
+/// Summarises a call's outputs as the worker's `Outcome` does (dtype, shape, NaN/inf counts,
+/// finite range), so the two can be compared.
+const PY_SUMMARY: &str = r#"def summary(v, out):
+    if isinstance(v, torch.Tensor):
+        d = {"dtype": str(v.dtype).replace("torch.", ""), "shape": list(v.shape), "nan": 0, "inf": 0}
+        flat = v.detach().reshape(-1)
+        if v.is_floating_point() or v.is_complex():
+            d["nan"] = int(torch.isnan(flat).sum())
+            d["inf"] = int(torch.isinf(flat).sum())
+            parts = torch.view_as_real(flat).reshape(-1) if v.is_complex() else flat
+            flat = parts[torch.isfinite(parts)]
+        flat = flat.double()
+        if flat.numel():
+            d["min"] = flat.min().item()
+            d["max"] = flat.max().item()
+        out.append({"tensor": d})
+    elif isinstance(v, (tuple, list)):
+        for e in v:
+            summary(e, out)
+    elif isinstance(v, bool):
+        out.append({"bool": v})
+    elif isinstance(v, int):
+        out.append({"int": v})
+    elif isinstance(v, float):
+        out.append({"float": v})
+    elif v is None:
+        out.append(None)
+    else:
+        out.append({"other": type(v).__name__})
+    return out
+"#;
 
 fn python() -> String {
     std::env::var("SFZ_PYTHON")
@@ -57,6 +89,8 @@ fn python_rebuilds_every_recipe_bit_for_bit() {
         }
         recipes.push(TensorRecipe { layout: Layout::Transposed, ..recipe(dtype, &[2, 3, 4], uniform.clone(), seed + 50) });
         recipes.push(TensorRecipe { layout: Layout::Strided, specials: vec![(1, Special::Value(-2.0))], ..recipe(dtype, &[3, 4], Fill::Int { lo: 0, hi: 100 }, seed) });
+        recipes.push(TensorRecipe { layout: Layout::Expanded, specials: vec![(2, Special::Value(-1.0))], ..recipe(dtype, &[3, 2, 4], uniform.clone(), seed + 70) });
+        recipes.push(TensorRecipe { layout: Layout::Sliced, specials: vec![(5, Special::Value(3.0))], ..recipe(dtype, &[2, 3, 4], Fill::Int { lo: -5, hi: 5 }, seed + 90) });
     }
     // Edge shapes: a scalar, an empty tensor, 1-D with both layouts, a huge seed, integers at
     // the ends of their range, a NaN written into an integer tensor (converted unchecked).
@@ -65,16 +99,26 @@ fn python_rebuilds_every_recipe_bit_for_bit() {
     recipes.push(recipe(DType::Float32, &[0, 3], uniform.clone(), 5));
     recipes.push(TensorRecipe { layout: Layout::Transposed, ..recipe(DType::Int32, &[6], Fill::Int { lo: -9, hi: 9 }, 5) });
     recipes.push(TensorRecipe { layout: Layout::Strided, ..recipe(DType::Complex64, &[6], uniform.clone(), 5) });
+    // The new layouts at their edges: 0-d (ignored), an empty first dimension, 1-D, a zero
+    // size past the first dimension.
+    for layout in [Layout::Expanded, Layout::Sliced] {
+        recipes.push(TensorRecipe { layout, ..recipe(DType::Float32, &[], uniform.clone(), 6) });
+        recipes.push(TensorRecipe { layout, ..recipe(DType::Float32, &[0, 3], uniform.clone(), 6) });
+        recipes.push(TensorRecipe { layout, ..recipe(DType::Int64, &[5], Fill::Int { lo: -9, hi: 9 }, 6) });
+        recipes.push(TensorRecipe { layout, ..recipe(DType::Float64, &[2, 0, 3], uniform.clone(), 6) });
+    }
     recipes.push(recipe(DType::Float64, &[3], uniform.clone(), u64::MAX - 12345));
     recipes.push(recipe(DType::Int64, &[5], Fill::Int { lo: i64::MIN, hi: i64::MAX }, 9));
     recipes.push(recipe(DType::UInt8, &[5], Fill::Constant(300.0), 9));
     recipes.push(TensorRecipe { specials: vec![(1, Special::Nan), (2, Special::PosInf)], ..recipe(DType::Int16, &[4], Fill::Int { lo: 0, hi: 3 }, 1) });
 
     let mut script = String::from("import json\nimport torch\n\n");
-    script.push_str(PY_MAKE);
     script.push_str("\n\ndef fingerprint(t):\n    data = bytes(t.contiguous().reshape(-1).view(torch.uint8).tolist()).hex()\n    return f\"{str(t.dtype).replace('torch.', '')} {list(t.shape)} {list(t.stride())} {data}\"\n\n");
     for r in &recipes {
-        script.push_str(&format!("print(fingerprint({}))\n", python_tensor(r)));
+        for line in tensor_lines("v", r) {
+            script.push_str(&format!("{line}\n"));
+        }
+        script.push_str("print(fingerprint(v))\n");
     }
     let (stdout, stderr, ok) = run_python(&script);
     assert!(ok, "{stderr}");
@@ -187,7 +231,13 @@ fn reproducers_compute_what_the_worker_computed() {
         assert_eq!(ex.load(std::slice::from_ref(&binding)), vec![None]);
         let Outcome::Returned { outputs, .. } = ex.run(&case) else { panic!("{}: {:?}", api.name, ex.run(&case)) };
         expected.push((api.name.clone(), expected_json(&outputs)));
-        let script = python_reproducer(api, &binding, &case, &format!("test of {}", api.name));
+        // The reproducer's own text for the inputs and the call, then the outputs summarised.
+        let names = vars(api, &case);
+        let script = format!(
+            "import json\nimport torch\ntorch.set_num_threads(1)\n\n{PY_SUMMARY}\n{}\nresult = {}\nprint(\"sfz-outputs:\", json.dumps(summary(result, [])))\n",
+            inputs(&case, &names),
+            call(api, &binding, &case, &names)
+        );
         driver.push_str(&format!("scripts.append({})\n", serde_json::to_string(&script).unwrap()));
     }
     driver.push_str(
@@ -211,7 +261,7 @@ fn a_failing_reproducer_exits_non_zero_with_the_error() {
     let api = &specs["torch.matmul"];
     let binding = registry::resolve(api, &catalog).unwrap();
     let case = Case { op: 0, args: vec![t(DType::Float32, &[2, 3], 1), t(DType::Float32, &[4, 5], 2)] };
-    let (stdout, stderr, ok) = run_python(&python_reproducer(api, &binding, &case, "expected to raise"));
+    let (stdout, stderr, ok) = run_python(&call_script(api, &binding, &case, "expected to raise"));
     assert!(!ok, "{stdout}");
     assert!(stderr.contains("cannot be multiplied"), "{stderr}");
     assert!(!stdout.contains("sfz-outputs"), "{stdout}");

@@ -11,7 +11,8 @@ use super::Color;
 use crate::diag::{self, RenderConfig};
 use crate::findings::{Finding, Store};
 use crate::fuzz::{self, FuzzConfig, Observer, Skipped, Summary};
-use crate::gen::GenConfig;
+use crate::gen::{GenConfig, Mode, Mutation, Strategy};
+use crate::solve::Limits;
 use crate::ops::catalog::Catalog;
 use crate::worker::supervisor::{self, PoolConfig};
 use crate::{check, plan};
@@ -45,6 +46,21 @@ pub struct Args {
     /// Models solved per API before fuzzing starts.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub pool_size: u64,
+    /// `conform` (every constraint obeyed), `violate` (exactly one constraint broken per case),
+    /// or `mixed:RATIO` (that fraction violating; `mixed` alone is 0.2).
+    #[arg(long, default_value = "conform", value_parser = Mode::parse)]
+    pub mode: Mode,
+    /// `solver` (z3-solved pools) or `naive` (independent random draws rejected until they
+    /// conform; a baseline, conform mode only).
+    #[arg(long, default_value = "solver", value_parser = Strategy::parse)]
+    pub generator: Strategy,
+    /// Boundary mutators and their probability per case, over the default mix:
+    /// `special=0.3,layout=0`, or `none`. Mutators: boundary, huge, special, layout, scalar.
+    #[arg(long, default_value = "default", value_parser = Mutation::parse)]
+    pub mutate: Mutation,
+    /// Time limit of one solver call, in milliseconds; an API whose solving gives up is skipped.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub solver_timeout: u32,
     /// Only APIs whose name contains one of these strings.
     #[arg(long)]
     pub api: Vec<String>,
@@ -57,6 +73,9 @@ pub struct Args {
     /// The worker executable (default: `sfz-worker` next to `sfz`).
     #[arg(long)]
     pub worker: Option<PathBuf>,
+    /// Candidate cases run per finding while shrinking its input (0: keep findings as found).
+    #[arg(long, default_value_t = 300)]
+    pub minimize: u64,
 }
 
 /// `500ms`, `30s`, `10m`, `2h`, or a plain number of seconds.
@@ -95,15 +114,21 @@ impl Observer for Progress {
             self.bar.println(format!("new {} on {}: {first}\n    reproducer: {}", f.oracle, f.api, f.repro));
         }
     }
+
+    fn minimized(&self, f: &Finding) {
+        if let (false, Some(m)) = (self.quiet, &f.minimization) {
+            if m.steps > 0 {
+                self.bar.println(format!("    {}: input shrunk from {} to {} elements", f.id, m.elements_before, m.elements_after));
+            }
+        }
+    }
 }
 
 pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     super::missing_paths(&args.paths)?;
     // Fail on an unusable output folder before any work starts.
     let store = Store::open(&args.out)?;
-    for line in &store.skipped {
-        eprintln!("warning: skipped an unreadable line of an earlier run: {line}");
-    }
+    eprint!("{}", super::report::skipped_lines(&args.out.join("findings.jsonl"), &store.previous, &store.skipped, color));
     let render = RenderConfig { color: color.stderr() };
 
     let checked = check::check_paths(&args.paths);
@@ -129,8 +154,22 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         }
     }
 
-    let gen_config = GenConfig { seed: args.seed, pool_size: args.pool_size as usize, ..Default::default() };
+    if args.generator == Strategy::Naive && args.mode != Mode::Conform {
+        eprintln!("sfz: the naive generator only makes conforming inputs; use `--mode conform` with it");
+        return Ok(ExitCode::from(2));
+    }
+    let gen_config = GenConfig {
+        seed: args.seed,
+        pool_size: args.pool_size as usize,
+        limits: Limits { timeout_ms: args.solver_timeout, ..Limits::default() },
+        mode: args.mode,
+        strategy: args.generator,
+        mutation: args.mutate.clone(),
+        ..Default::default()
+    };
+    let solve_start = std::time::Instant::now();
     let (pools, pool_diags, pool_skips) = plan::solve_pools(&plans, &gen_config);
+    let solve_seconds = solve_start.elapsed().as_secs_f64();
     eprint!("{}", diag::render_all(&checked.map, &pool_diags, render));
     skipped.extend(pool_skips);
 
@@ -148,6 +187,9 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
             ops: Vec::new(),
             ..PoolConfig::default()
         },
+        gen: gen_config,
+        minimize: (args.minimize > 0).then_some(args.minimize),
+        locations: plans.iter().map(|p| location(&checked.map, p.api.span)).collect(),
     };
     install_interrupt_handler();
     let bar = if args.json { ProgressBar::hidden() } else { ProgressBar::new_spinner() };
@@ -157,7 +199,10 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     bar.enable_steady_tick(Duration::from_millis(200));
     let observer = Progress { bar: bar.clone(), quiet: args.json };
     let summary = match fuzz::run(&plans, pools, skipped, &store, &config, &observer) {
-        Ok(s) => s,
+        Ok(mut s) => {
+            s.solve_seconds = solve_seconds;
+            s
+        }
         Err(fuzz::FuzzError::NothingToFuzz) => {
             bar.finish_and_clear();
             eprintln!("sfz: nothing to fuzz: every API was skipped (see the messages above)");
@@ -172,6 +217,16 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         eprint!("{}", table(&summary));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The file and 1-based line of a span, as a finding records where its API is specified.
+pub fn location(map: &crate::diag::SourceMap, span: crate::diag::Span) -> Option<crate::findings::SpecLocation> {
+    if span.file.0 as usize >= map.len() {
+        return None;
+    }
+    let file = map.get(span.file);
+    let (line, _) = file.line_col_utf16(span.lo as usize);
+    Some(crate::findings::SpecLocation { file: file.name.clone(), line: line + 1 })
 }
 
 /// Ctrl-C stops the campaign; the summary is still printed and nothing found is lost.
@@ -202,14 +257,31 @@ pub fn table(s: &Summary) -> String {
     let mut out = String::new();
     let pct = |part: u64, whole: u64| if whole == 0 { 0.0 } else { 100.0 * part as f64 / whole as f64 };
     out.push_str(&format!(
-        "\n  executions  {} in {:.1} s ({} execs/s, {} worker{})\n",
+        "\n  executions  {} in {:.1} s ({} execs/s, {} worker{}; pools solved in {:.1} s)\n",
         thousands(s.executions),
         s.seconds,
         thousands(s.execs_per_second.round() as u64),
         s.workers,
-        if s.workers == 1 { "" } else { "s" }
+        if s.workers == 1 { "" } else { "s" },
+        s.solve_seconds
     ));
+    out.push_str(&format!("  generation  {} mode, {} generator\n", s.mode, s.generator));
     out.push_str(&format!("  invalid     {} ({:.1}% rejected by argument checks)\n", thousands(s.invalid_arguments), pct(s.invalid_arguments, s.executions)));
+    let conform: u64 = s.apis.iter().map(|a| a.conform_executions).sum();
+    let violate: u64 = s.apis.iter().map(|a| a.violate_executions).sum();
+    if conform > 0 {
+        out.push_str(&format!("  conforming  {} cases, {:.1}% accepted by libtorch\n", thousands(conform), 100.0 * s.conform_valid_rate));
+    }
+    if violate > 0 {
+        let accepted: u64 = s.apis.iter().map(|a| a.violate_accepted).sum();
+        out.push_str(&format!(
+            "  violating   {} cases, {:.1}% rejected ({:.1}% naming the broken constraint), {} accepted\n",
+            thousands(violate),
+            100.0 * s.violate_rejected_rate,
+            100.0 * s.violate_matched_rate,
+            thousands(accepted)
+        ));
+    }
     let by: Vec<String> = s.findings_by_oracle.iter().map(|(o, n)| format!("{o} {n}")).collect();
     out.push_str(&format!(
         "  findings    {} new{}, {} duplicate occurrences, {} worker restarts\n",
@@ -218,11 +290,40 @@ pub fn table(s: &Summary) -> String {
         thousands(s.duplicates),
         s.worker_restarts
     ));
+    if s.spec_findings > 0 {
+        out.push_str(&format!("  spec        {} inputs the spec allows were rejected (spec-findings.jsonl)\n", s.spec_findings));
+    }
     out.push_str(&format!("  seed        {}   findings in {}\n\n", s.seed, s.out));
     let width = s.apis.iter().map(|a| a.api.len()).max().unwrap_or(3).max(3);
-    out.push_str(&format!("  {:width$}  {:>10}  {:>7}  {:>8}\n", "API", "execs", "valid", "failures"));
+    out.push_str(&format!(
+        "  {:width$}  {:>10}  {:>7}  {:>8}  {:>7}  {:>9}  {:>8}  {:>6}\n",
+        "API", "execs", "valid", "failures", "dtypes", "branches", "boundary", "combos"
+    ));
     for a in &s.apis {
-        out.push_str(&format!("  {:width$}  {:>10}  {:>6.1}%  {:>8}\n", a.api, thousands(a.executions), 100.0 * a.valid_rate, a.failures));
+        let (dtypes, branches, boundary, combos) = match &a.coverage {
+            Some(c) => {
+                let reached: usize = c.dtypes.values().map(Vec::len).sum();
+                let possible: usize = c.dtypes_possible.values().map(Vec::len).sum();
+                (
+                    format!("{reached}/{possible}"),
+                    format!("{}/{}", c.outcomes_reached, c.outcomes_total),
+                    format!("{}/{}", c.boundary_classes, crate::gen::coverage::Class::ALL.len()),
+                    c.combos.to_string(),
+                )
+            }
+            None => Default::default(),
+        };
+        out.push_str(&format!(
+            "  {:width$}  {:>10}  {:>6.1}%  {:>8}  {:>7}  {:>9}  {:>8}  {:>6}\n",
+            a.api,
+            thousands(a.executions),
+            100.0 * a.valid_rate,
+            a.failures,
+            dtypes,
+            branches,
+            boundary,
+            combos
+        ));
     }
     let rejected: Vec<&crate::fuzz::stats::ApiSummary> = s.apis.iter().filter(|a| !a.rejected_valid.is_empty()).collect();
     if !rejected.is_empty() {
@@ -230,6 +331,15 @@ pub fn table(s: &Summary) -> String {
         for a in rejected {
             for (msg, n) in a.rejected_valid.iter().take(3) {
                 out.push_str(&format!("    {} ({n}x): {msg}\n", a.api));
+            }
+        }
+    }
+    let accepted: Vec<&crate::fuzz::stats::ApiSummary> = s.apis.iter().filter(|a| !a.accepted_violations.is_empty()).collect();
+    if !accepted.is_empty() {
+        out.push_str("\n  libtorch accepted inputs that break a constraint (stricter than libtorch, or a missing check?):\n");
+        for a in accepted {
+            for (c, n) in a.accepted_violations.iter().take(3) {
+                out.push_str(&format!("    {} ({n}x): {c}\n", a.api));
             }
         }
     }

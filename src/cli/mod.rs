@@ -5,6 +5,8 @@ mod fmt;
 mod fuzz;
 pub mod hunt;
 pub mod train;
+mod replay;
+mod report;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -38,6 +40,10 @@ pub enum Command {
     Hunt(hunt::Args),
     /// Learn soft-assertion models from executions of the programs of spec files.
     Train(train::Args),
+    /// Run one recorded finding again and say whether it still reproduces.
+    Replay(replay::Args),
+    /// Tabulate a findings folder; write report.md and report.sarif; --verify the reproducers.
+    Report(report::Args),
 }
 
 #[derive(clap::Args, Debug)]
@@ -86,6 +92,8 @@ pub fn main() -> ExitCode {
         Command::Fuzz(args) => fuzz::run(args, cli.color),
         Command::Hunt(args) => hunt::run(args, cli.color),
         Command::Train(args) => train::run(args, cli.color),
+        Command::Replay(args) => replay::run(args, cli.color),
+        Command::Report(args) => report::run(args, cli.color),
     };
     match result {
         Ok(code) => code,

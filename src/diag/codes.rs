@@ -74,6 +74,11 @@ registry! {
     W0003 Warning "constraints too large to solve";
     W0004 Warning "oracle without an implementation";
     W0005 Warning "redundant rule";
+    W0006 Warning "solver timeout";
+    E0101 Error "unknown finding";
+    E0102 Error "finding of an API sfz no longer knows";
+    W0101 Warning "oracle does not apply";
+    W0102 Warning "unreadable finding skipped";
 }
 
 /// The entry for a code, case-insensitively (`e0002` works).

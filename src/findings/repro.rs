@@ -1,103 +1,621 @@
-//! Standalone Python reproducers: a script that rebuilds every input exactly as the worker did
-//! (see `sfz_worker::runtime::materialize` for the recipe semantics, `PY_MAKE` for their Python text) and
-//! makes the one call.
+//! Standalone Python reproducers, short enough to paste into a PyTorch issue: the inputs built
+//! inline (a seed and one line per tensor, rebuilding exactly what the worker built: see
+//! `runtime::materialize`), the one call, and a check that fails while the bug is there.
 //!
 //! The call goes through the public API (`torch.nn.functional.conv2d(x, w, ...)`, `x.add(y)`)
 //! when the binding reaches the operator that API reaches, else through
-//! `torch.ops.<ns>.<name>.<overload>(...)` with the binding's arguments in schema order. The
-//! script's last act tells a verifier what happened: a crash kills Python with the signal, an
-//! error propagates as an exception (non-zero exit), and a call that returns prints one line
-//! `sfz-outputs: [...]` (dtype, shape, NaN and inf counts, finite range per output, flattened as
-//! the worker flattens them).
+//! `torch.ops.<ns>.<name>.<overload>(...)` with the binding's arguments in schema order.
+//!
+//! How a script says the bug is there, per kind of evidence (`verify` relies on it):
+//! - the call itself fails: the script makes the call; a crash kills Python with the signal, an
+//!   internal error propagates as the exception (non-zero exit, the message on stderr);
+//! - a wrong result (NaN or inf, a violated `ensures`, a differential disagreement): an
+//!   `AssertionError` (from `assert` or `torch.testing.assert_close(..., equal_nan=True)`, which
+//!   decides closeness exactly as the worker did, on float64 copies);
+//! - a wrong gradient: `torch.autograd.gradcheck` raises its `GradcheckError`.
+//!
+//! A script that runs to the end found the bug gone.
 use std::fmt::Write as _;
 
 use crate::case::{Arg, Case, DType, Fill, Layout, Special, TensorRecipe};
 use crate::ops::binding::{ArgSource, OpBinding, Transform};
 use crate::ops::registry::{self, PyCall};
-use crate::ops::schema;
-use crate::spec::ApiSpec;
+use crate::ops::schema::{self, SchemaType};
+use crate::oracle::{Disagreement, Evidence};
+use crate::spec::{ApiSpec, BinOp, Builtin, Prop, TExpr, UnOp, Value};
+use crate::variant::{flip_layout, promote_dtype, promote_dtype_args, Check, Tolerance, Variant};
 
-/// The Python function that builds a tensor from a recipe, exactly as the worker's
-/// `sfz_worker::runtime::materialize` does.
-pub const PY_MAKE: &str = r#"def make(dtype, shape, fill, seed, layout="contiguous", specials=()):
-    kind, a, b = fill
-    if kind == "uniform":
-        torch.manual_seed(seed)
-        if dtype.is_complex:
-            v = torch.view_as_complex(torch.empty(list(shape) + [2], dtype=torch.float64).uniform_(a, b)).to(dtype)
-        else:
-            v = torch.empty(shape, dtype=torch.float64).uniform_(a, b).to(dtype)
-    elif kind == "int":
-        torch.manual_seed(seed)
-        v = torch.randint(a, b, shape, dtype=torch.int64).to(dtype)
-    else:
-        v = torch.empty(shape, dtype=torch.float64).fill_(a).to(dtype)
-    n = v.numel()
-    for i, x in specials:
-        if n:
-            v.view(-1).select(0, i % n).copy_(torch.tensor(x, dtype=torch.float64))
-    if layout == "transposed" and v.dim() >= 2:
-        v = v.transpose(-1, -2).contiguous().transpose(-1, -2)
-    elif layout == "strided" and v.dim() >= 1:
-        s = torch.zeros(list(shape[:-1]) + [2 * shape[-1]], dtype=dtype)
-        s[..., ::2].copy_(v)
-        v = s[..., ::2]
-    return v
-"#;
+/// Everything a reproducer is made from.
+pub struct Reproducer<'a> {
+    pub api: &'a ApiSpec,
+    pub binding: &'a OpBinding,
+    pub case: &'a Case,
+    pub evidence: &'a Evidence,
+    /// The differential check, for `Evidence::Differential`.
+    pub check: Option<&'a Check>,
+    /// The operator the check's variant calls, when not the API's own (out=, in-place).
+    pub twin: Option<&'a OpBinding>,
+    /// Opening comment lines (what was found, by which oracle).
+    pub header: &'a str,
+    /// For `Evidence::Call`, what the call does, as a comment on it ("dies with SIGSEGV").
+    pub expect: &'a str,
+}
 
-/// Summarises outputs as the worker's `Outcome` does, one JSON line.
-const PY_SUMMARY: &str = r#"def summary(v, out):
-    if isinstance(v, torch.Tensor):
-        d = {"dtype": str(v.dtype).replace("torch.", ""), "shape": list(v.shape), "nan": 0, "inf": 0}
-        flat = v.detach().reshape(-1)
-        if v.is_floating_point() or v.is_complex():
-            d["nan"] = int(torch.isnan(flat).sum())
-            d["inf"] = int(torch.isinf(flat).sum())
-            parts = torch.view_as_real(flat).reshape(-1) if v.is_complex() else flat
-            flat = parts[torch.isfinite(parts)]
-        flat = flat.double()
-        if flat.numel():
-            d["min"] = flat.min().item()
-            d["max"] = flat.max().item()
-        out.append({"tensor": d})
-    elif isinstance(v, (tuple, list)):
-        for e in v:
-            summary(e, out)
-    elif isinstance(v, bool):
-        out.append({"bool": v})
-    elif isinstance(v, int):
-        out.append({"int": v})
-    elif isinstance(v, float):
-        out.append({"float": v})
-    elif v is None:
-        out.append(None)
-    else:
-        out.append({"other": type(v).__name__})
-    return out
-"#;
+/// Python names a script defines itself; parameters with these names are renamed.
+const RESERVED: &[&str] = &["torch", "math", "result", "expected", "variant", "out", "f", "e", "xs"];
 
-/// The Python expression that builds one tensor: `make(torch.float32, [2, 3], ("uniform", -1.0, 1.0), 7)`.
-pub fn python_tensor(r: &TensorRecipe) -> String {
-    let fill = match r.fill {
-        Fill::Uniform { lo, hi } => format!("(\"uniform\", {}, {})", py_float(lo), py_float(hi)),
-        Fill::Int { lo, hi } => format!("(\"int\", {lo}, {hi})"),
-        Fill::Constant(c) => format!("(\"constant\", {}, None)", py_float(c)),
-    };
-    let mut s = format!("make({}, {}, {fill}, {}", py_dtype(r.dtype), py_ints(&r.shape), r.seed);
-    let layout = match r.layout {
-        Layout::Contiguous => None,
-        Layout::Transposed => Some("transposed"),
-        Layout::Strided => Some("strided"),
-    };
-    if layout.is_some() || !r.specials.is_empty() {
-        let _ = write!(s, ", \"{}\"", layout.unwrap_or("contiguous"));
+impl Reproducer<'_> {
+    /// The script.
+    pub fn render(&self) -> String {
+        let mut w = Writer { r: self, vars: vars(self.api, self.case), uses_math: false };
+        let body = w.body();
+        let mut out = String::new();
+        for line in self.header.lines() {
+            let _ = writeln!(out, "{}", format!("# {line}").trim_end());
+        }
+        out.push_str("# Needs torch 2.13.0 (pip install torch==2.13.0); exits with an error while the bug is there.\n");
+        if w.uses_math {
+            out.push_str("import math\n\n");
+        }
+        out.push_str("import torch\n\n");
+        out.push_str("torch.set_num_threads(1)  # as in sfz's workers: reductions may round differently on more threads\n");
+        if matches!(self.check.map(|c| &c.variant), Some(Variant::Cuda)) {
+            out.push_str("torch.backends.cuda.matmul.allow_tf32 = False\ntorch.backends.cudnn.allow_tf32 = False\n");
+        }
+        out.push('\n');
+        out.push_str(&inputs(self.case, &w.vars));
+        out.push('\n');
+        out.push_str(&body);
+        out
     }
-    if !r.specials.is_empty() {
-        let specials: Vec<String> = r.specials.iter().map(|(i, v)| format!("({i}, {})", py_special(*v))).collect();
-        let _ = write!(s, ", [{}]", specials.join(", "));
+}
+
+/// The reproducer of a plain call (no oracle verdict to assert): the inputs and the call, with
+/// `header` as opening comments. Spec findings use it: the script shows libtorch's error.
+pub fn call_script(api: &ApiSpec, binding: &OpBinding, case: &Case, header: &str) -> String {
+    Reproducer { api, binding, case, evidence: &Evidence::Call, check: None, twin: None, header, expect: "" }.render()
+}
+
+/// The tensor inputs of a case, built inline, one block per tensor.
+pub fn inputs(case: &Case, vars: &[String]) -> String {
+    let mut out = String::new();
+    for (i, arg) in case.args.iter().enumerate() {
+        match arg {
+            Arg::Tensor(r) => {
+                for line in tensor_lines(&vars[i], r) {
+                    let _ = writeln!(out, "{line}");
+                }
+            }
+            Arg::TensorList(rs) => {
+                let names: Vec<String> = (0..rs.len()).map(|k| format!("{}_{k}", vars[i])).collect();
+                for (name, r) in names.iter().zip(rs) {
+                    for line in tensor_lines(name, r) {
+                        let _ = writeln!(out, "{line}");
+                    }
+                }
+                let _ = writeln!(out, "{} = [{}]", vars[i], names.join(", "));
+            }
+            _ => {}
+        }
     }
-    s.push(')');
-    s
+    out
+}
+
+/// The script lines that build one tensor as `runtime::materialize` does, ending with `var`
+/// bound to it.
+pub fn tensor_lines(var: &str, r: &TensorRecipe) -> Vec<String> {
+    let mut lines = Vec::new();
+    let shape = py_ints(&r.shape);
+    let cast = |from: DType| if r.dtype == from { String::new() } else { format!(".to({})", py_dtype(r.dtype)) };
+    match r.fill {
+        Fill::Uniform { lo, hi } => {
+            lines.push(format!("torch.manual_seed({})", r.seed));
+            if r.dtype.is_complex() {
+                let mut pairs = r.shape.clone();
+                pairs.push(2);
+                lines.push(format!(
+                    "{var} = torch.view_as_complex(torch.empty({}, dtype=torch.float64).uniform_({}, {})){}",
+                    py_ints(&pairs),
+                    py_float(lo),
+                    py_float(hi),
+                    cast(DType::Complex128)
+                ));
+            } else {
+                lines.push(format!("{var} = torch.empty({shape}, dtype=torch.float64).uniform_({}, {}){}", py_float(lo), py_float(hi), cast(DType::Float64)));
+            }
+        }
+        Fill::Int { lo, hi } => {
+            lines.push(format!("torch.manual_seed({})", r.seed));
+            lines.push(format!("{var} = torch.randint({lo}, {hi}, {shape}){}", cast(DType::Int64)));
+        }
+        Fill::Constant(c) => lines.push(format!("{var} = torch.full({shape}, {}, dtype=torch.float64){}", py_float(c), cast(DType::Float64))),
+    }
+    let n = r.numel();
+    if n > 0 {
+        for (i, v) in &r.specials {
+            // Copied from a float64 tensor, unchecked, as the worker does (NaN into an int tensor too).
+            lines.push(format!("{var}.view(-1)[{}] = torch.tensor({}, dtype=torch.float64)", i % n, py_special(*v)));
+        }
+    }
+    if let Some(e) = relayout(var, r, r.layout) {
+        lines.push(format!("{var} = {e}"));
+    }
+    lines
+}
+
+/// An expression giving `var` (built contiguous, with recipe `r`'s shape and dtype) the layout
+/// `to`, same values; None when that changes nothing.
+fn relayout(var: &str, r: &TensorRecipe, to: Layout) -> Option<String> {
+    let ndim = r.shape.len();
+    match to {
+        Layout::Transposed if ndim >= 2 => Some(format!("{var}.mT.contiguous().mT")),
+        Layout::Strided if ndim >= 1 => {
+            let mut wide = r.shape.clone();
+            if let Some(last) = wide.last_mut() {
+                *last *= 2;
+            }
+            Some(format!("torch.zeros({}, dtype={})[..., ::2].copy_({var})", py_ints(&wide), py_dtype(r.dtype)))
+        }
+        // The first slice along dim 0 repeated with stride 0, as the worker builds it.
+        Layout::Expanded if ndim >= 1 && r.shape[0] >= 1 => Some(format!("{var}.narrow(0, 0, 1).expand({})", py_ints(&r.shape))),
+        Layout::Sliced if ndim >= 1 => {
+            let larger: Vec<i64> = r.shape.iter().map(|d| d + 1).collect();
+            Some(format!("torch.zeros({}, dtype={})[{}].copy_({var})", py_ints(&larger), py_dtype(r.dtype), vec!["1:"; ndim].join(", ")))
+        }
+        _ => None,
+    }
+}
+
+/// One variable per argument, named after its parameter.
+pub fn vars(api: &ApiSpec, case: &Case) -> Vec<String> {
+    (0..case.args.len()).map(|i| py_var(api.params.get(i).map_or("", |p| p.name.as_str()), i)).collect()
+}
+
+/// The call of `api` on `case` with these argument expressions.
+pub fn call(api: &ApiSpec, binding: &OpBinding, case: &Case, vars: &[String]) -> String {
+    match registry::python_call(&api.name) {
+        Some(form) if registry::is_public_mapping(api, binding) => public_call(api, &form, case, vars),
+        _ => ops_call(binding, case, vars, &[]),
+    }
+}
+
+struct Writer<'a> {
+    r: &'a Reproducer<'a>,
+    vars: Vec<String>,
+    uses_math: bool,
+}
+
+/// How the variant's call is made, for the shared parts of differential bodies.
+struct VariantCall {
+    /// Lines that prepare its inputs (layout copies, out= tensors, the in-place copy).
+    setup: Vec<String>,
+    /// The call expression.
+    call: String,
+    /// The value to compare with the original's output `k`, given the name the call's value
+    /// was bound to.
+    value: fn(&Writer, &str, usize) -> String,
+}
+
+impl Writer<'_> {
+    fn body(&mut self) -> String {
+        let r = self.r;
+        let call = call(r.api, r.binding, r.case, &self.vars);
+        match r.evidence {
+            Evidence::Call => {
+                if r.expect.is_empty() {
+                    format!("{call}\n")
+                } else {
+                    format!("{call}  # {}\n", r.expect)
+                }
+            }
+            Evidence::NonFinite { output } => {
+                let o = self.output("result", *output);
+                format!("result = {call}\nassert torch.isfinite({o}).all(), \"output {output} holds NaN or inf although every input is finite\"\n")
+            }
+            Evidence::Postcondition { clause } => {
+                let Some(c) = r.api.ensures.get(*clause) else { return format!("result = {call}\n") };
+                match self.expr(&c.expr) {
+                    Some(e) => format!("result = {call}\nassert {e}, {}\n", py_str(&format!("postcondition `{}` does not hold", c.text))),
+                    None => format!(
+                        "result = {call}\n# sfz cannot write `ensures {}` in Python; check it by hand:\nprint(result)\n",
+                        c.text
+                    ),
+                }
+            }
+            Evidence::Differential { what, .. } => match r.check {
+                Some(check) => self.differential(check, what, &call),
+                None => format!("result = {call}\n"),
+            },
+        }
+    }
+
+    fn differential(&mut self, check: &Check, what: &Disagreement, original: &str) -> String {
+        if let Variant::Gradient { eps, .. } = check.variant {
+            return self.gradient(eps, check.tolerances.float64);
+        }
+        let v = self.variant_call(check, what);
+        let mut out = String::new();
+        let setup = v.setup.iter().map(|l| format!("{l}\n")).collect::<String>();
+        let name = match check.variant {
+            Variant::Promote => "expected",
+            _ => "variant",
+        };
+        let describe = check.variant.describe();
+        let api = &self.r.api.name;
+        match what {
+            Disagreement::Values { output, dtype, tolerance } => {
+                let _ = writeln!(out, "result = {original}");
+                out.push_str(&setup);
+                let _ = writeln!(out, "{name} = {}", v.call);
+                let ours = self.output("result", *output);
+                let theirs = (v.value)(self, name, *output);
+                let (actual, expected) = match check.variant {
+                    // The float64 reference, rounded to the original's dtype.
+                    Variant::Promote => (comparable(&ours, *dtype), comparable(&format!("{theirs}.to({ours}.dtype)"), *dtype)),
+                    _ => (comparable(&theirs, *dtype), comparable(&ours, *dtype)),
+                };
+                let _ = writeln!(out, "torch.testing.assert_close({actual}, {expected}, {}, equal_nan=True)", tol_args(*tolerance));
+            }
+            Disagreement::Structure { output } => {
+                let _ = writeln!(out, "result = {original}");
+                out.push_str(&setup);
+                let _ = writeln!(out, "{name} = {}", v.call);
+                let ours = self.output("result", *output);
+                let theirs = (v.value)(self, name, *output);
+                let same = if check.variant == Variant::Promote { "shape" } else { "dtype and shape" };
+                let cond = if check.variant == Variant::Promote {
+                    format!("{theirs}.shape == {ours}.shape")
+                } else {
+                    format!("({theirs}.dtype, {theirs}.shape) == ({ours}.dtype, {ours}.shape)")
+                };
+                let _ = writeln!(out, "assert {cond}, {}", py_str(&format!("output {output}: the {describe} has another {same}")));
+            }
+            Disagreement::VariantRaises => {
+                let _ = writeln!(out, "result = {original}  # returns");
+                out.push_str(&setup);
+                let _ = writeln!(out, "try:\n    {}\nexcept Exception as e:", v.call);
+                let _ = writeln!(out, "    raise AssertionError({}) from e", py_str(&format!("{api} returns but its {describe} raises")));
+            }
+            Disagreement::OriginalRaises => {
+                out.push_str(&setup);
+                let _ = writeln!(out, "{name} = {}  # returns", v.call);
+                let _ = writeln!(out, "try:\n    {original}\nexcept Exception as e:");
+                let _ = writeln!(out, "    raise AssertionError({}) from e", py_str(&format!("{api} raises but its {describe} returns")));
+            }
+            Disagreement::VariantFails | Disagreement::Gradient => {
+                let _ = writeln!(out, "try:\n    result = {original}\nexcept Exception as e:  # what matters is the {describe}\n    result = None\n    print(\"the original raises:\", e)");
+                out.push_str(&setup);
+                let _ = writeln!(out, "{}  # fails", v.call);
+            }
+        }
+        out
+    }
+
+    /// The variant's call and what it needs first.
+    fn variant_call(&mut self, check: &Check, what: &Disagreement) -> VariantCall {
+        let r = self.r;
+        let case = r.case;
+        let plain = |w: &Writer, name: &str, k: usize| w.output(name, k);
+        match &check.variant {
+            Variant::Promote => {
+                let promoted = promote_dtype_args(case);
+                let vars = self.tensor_exprs(|v, rec| match rec.dtype {
+                    DType::Float16 | DType::BFloat16 | DType::Float32 => format!("{v}.double()"),
+                    DType::Complex64 => format!("{v}.to(torch.complex128)"),
+                    _ => v.to_string(),
+                });
+                VariantCall { setup: vec![], call: call(r.api, r.binding, &promoted, &vars), value: plain }
+            }
+            Variant::Cuda => {
+                let vars = self.tensor_exprs(|v, _| format!("{v}.cuda()"));
+                VariantCall { setup: vec![], call: call(r.api, r.binding, case, &vars), value: |w, name, k| format!("{}.cpu()", w.output(name, k)) }
+            }
+            Variant::Layout => {
+                let mut setup = Vec::new();
+                let mut vars = self.vars.clone();
+                for (i, arg) in case.args.iter().enumerate() {
+                    let flipped = |v: &str, rec: &TensorRecipe| {
+                        let mut to = rec.clone();
+                        flip_layout(&mut to);
+                        match to.layout {
+                            Layout::Contiguous => format!("{v}.contiguous()"),
+                            l => relayout(v, rec, l).unwrap_or_else(|| v.to_string()),
+                        }
+                    };
+                    match arg {
+                        Arg::Tensor(rec) => {
+                            let name = format!("{}_2", self.vars[i]);
+                            setup.push(format!("{name} = {}  # the same values, the other layout", flipped(&self.vars[i], rec)));
+                            vars[i] = name;
+                        }
+                        Arg::TensorList(rs) => {
+                            let items: Vec<String> = rs.iter().enumerate().map(|(k, rec)| flipped(&format!("{}_{k}", self.vars[i]), rec)).collect();
+                            let name = format!("{}_2", self.vars[i]);
+                            setup.push(format!("{name} = [{}]  # the same values, the other layout", items.join(", ")));
+                            vars[i] = name;
+                        }
+                        _ => {}
+                    }
+                }
+                VariantCall { setup, call: call(r.api, r.binding, case, &vars), value: plain }
+            }
+            Variant::Out { .. } => {
+                let twin = r.twin.unwrap_or(r.binding);
+                let n = twin.args.iter().filter(|a| matches!(a, ArgSource::Output(_))).count().max(1);
+                let outs: Vec<String> = if n == 1 { vec!["out".into()] } else { (0..n).map(|k| format!("out{k}")).collect() };
+                let fallback = case.args.iter().flat_map(Arg::tensors).next().map_or(DType::Float32, |t| t.dtype);
+                let setup = outs
+                    .iter()
+                    .enumerate()
+                    .map(|(k, o)| {
+                        // Empty, with the dtype of the original's output (which it may lack).
+                        let dtype = match what {
+                            Disagreement::OriginalRaises => py_dtype(fallback),
+                            Disagreement::VariantFails | Disagreement::Gradient => {
+                                format!("{}.dtype if result is not None else {}", self.output("result", k), py_dtype(fallback))
+                            }
+                            _ => format!("{}.dtype", self.output("result", k)),
+                        };
+                        format!("{o} = torch.empty(0, dtype={dtype})")
+                    })
+                    .collect::<Vec<_>>();
+                let call = self.out_call(twin, &outs);
+                // The caller sees the tensors it passed, written.
+                let value: fn(&Writer, &str, usize) -> String = if n == 1 { |_, _, _| "out".to_string() } else { |_, _, k| format!("out{k}") };
+                VariantCall { setup, call, value }
+            }
+            Variant::InPlace { arg, .. } => {
+                let twin = r.twin.unwrap_or(r.binding);
+                let v = self.vars.get(*arg).cloned().unwrap_or_else(|| "arg0".into());
+                let copy = format!("{v}_copy");
+                let layout_copy = match case.args.get(*arg) {
+                    Some(Arg::Tensor(rec)) if rec.layout == Layout::Strided => relayout(&v, rec, Layout::Strided).unwrap_or_else(|| format!("{v}.clone()")),
+                    _ => format!("{v}.clone()"),
+                };
+                let mut vars = self.vars.clone();
+                vars[*arg] = copy.clone();
+                let method = twin.name.rsplit("::").next().unwrap_or(&twin.name).to_string();
+                let call = match registry::python_call(&r.api.name) {
+                    Some(_) if registry::is_public_mapping(r.api, r.binding) => {
+                        // `x.exp_(...)`: the public call's arguments without the receiver.
+                        let as_method = PyCall::Method(method);
+                        let mut case2 = case.clone();
+                        // Put the mutated argument first, as the receiver.
+                        let receiver = case2.args.remove(*arg);
+                        case2.args.insert(0, receiver);
+                        let mut api2 = r.api.clone();
+                        let p = api2.params.remove(*arg);
+                        api2.params.insert(0, p);
+                        let mut vars2 = vars.clone();
+                        let x = vars2.remove(*arg);
+                        vars2.insert(0, x);
+                        public_call(&api2, &as_method, &case2, &vars2)
+                    }
+                    _ => ops_call(twin, case, &vars, &[]),
+                };
+                VariantCall { setup: vec![format!("{copy} = {layout_copy}")], call, value: |w, _, _| w.inplace_copy() }
+            }
+            Variant::Gradient { .. } => VariantCall { setup: vec![], call: String::new(), value: plain },
+        }
+    }
+
+    fn inplace_copy(&self) -> String {
+        match self.r.check.map(|c| &c.variant) {
+            Some(Variant::InPlace { arg, .. }) => format!("{}_copy", self.vars.get(*arg).map_or("arg0", String::as_str)),
+            _ => "variant".into(),
+        }
+    }
+
+    /// The out= call: the public function with `out=` where Python has one, else `torch.ops`.
+    fn out_call(&self, twin: &OpBinding, outs: &[String]) -> String {
+        let r = self.r;
+        let public = registry::is_public_mapping(r.api, r.binding)
+            && matches!(registry::python_call(&r.api.name), Some(PyCall::Function(ref f)) if f.starts_with("torch.") && !f.starts_with("torch.nn."))
+            && outs.len() == 1
+            && schema::parse(&twin.schema).is_ok_and(|s| s.args.last().is_some_and(|a| a.name == "out"));
+        if public {
+            let c = call(r.api, r.binding, r.case, &self.vars);
+            match c.strip_suffix(')') {
+                Some(head) if head.ends_with('(') => format!("{head}out=out)"),
+                Some(head) => format!("{head}, out=out)"),
+                None => c,
+            }
+        } else {
+            ops_call(twin, r.case, &self.vars, outs)
+        }
+    }
+
+    /// `torch.autograd.gradcheck` over the floating tensor inputs, in float64.
+    fn gradient(&mut self, eps: f64, tol: Tolerance) -> String {
+        let r = self.r;
+        let case = promote_dtype_args(r.case);
+        let floating = |rec: &TensorRecipe| rec.dtype.is_floating();
+        let has_list = case.args.iter().any(|a| matches!(a, Arg::TensorList(rs) if rs.iter().any(floating)));
+        let mut params = Vec::new();
+        let mut inputs = Vec::new();
+        let mut vars = self.vars.clone();
+        for (i, arg) in case.args.iter().enumerate() {
+            match arg {
+                Arg::Tensor(rec) if floating(rec) => {
+                    let p = if has_list { format!("xs[{}]", inputs.len()) } else { self.vars[i].clone() };
+                    inputs.push(format!("{}.double().requires_grad_()", self.vars[i]));
+                    params.push(self.vars[i].clone());
+                    vars[i] = p;
+                }
+                Arg::TensorList(rs) => {
+                    let items: Vec<String> = rs
+                        .iter()
+                        .enumerate()
+                        .map(|(k, rec)| {
+                            let element = format!("{}_{k}", self.vars[i]);
+                            if floating(rec) {
+                                inputs.push(format!("{element}.double().requires_grad_()"));
+                                format!("xs[{}]", inputs.len() - 1)
+                            } else {
+                                element
+                            }
+                        })
+                        .collect();
+                    vars[i] = format!("[{}]", items.join(", "));
+                }
+                _ => {}
+            }
+        }
+        let signature = if has_list { "*xs".to_string() } else { params.join(", ") };
+        let body = call(r.api, r.binding, &case, &vars);
+        let tuple = if inputs.len() == 1 { format!("({},)", inputs[0]) } else { format!("({})", inputs.join(", ")) };
+        format!(
+            "def f({signature}):\n    return {body}\n\n\n# Fails with GradcheckError (\"Jacobian mismatch\") while backward disagrees with finite differences.\ntorch.autograd.gradcheck(f, {tuple}, eps={}, {}, check_undefined_grad=False)\n",
+            py_float(eps),
+            tol_args(tol)
+        )
+    }
+
+    /// The tensor arguments rewritten by `f(var, recipe)` (list elements one by one).
+    fn tensor_exprs(&self, f: impl Fn(&str, &TensorRecipe) -> String) -> Vec<String> {
+        let mut vars = self.vars.clone();
+        for (i, arg) in self.r.case.args.iter().enumerate() {
+            match arg {
+                Arg::Tensor(rec) => vars[i] = f(&self.vars[i], rec),
+                Arg::TensorList(rs) => {
+                    let items: Vec<String> = rs.iter().enumerate().map(|(k, rec)| f(&format!("{}_{k}", self.vars[i]), rec)).collect();
+                    vars[i] = format!("[{}]", items.join(", "));
+                }
+                _ => {}
+            }
+        }
+        vars
+    }
+
+    /// Output `k` of the value bound to `name`: the value itself for an operator with one
+    /// tensor return, else `name[k]`.
+    fn output(&self, name: &str, k: usize) -> String {
+        let single = schema::parse(&self.r.binding.schema).map_or(true, |s| s.returns.len() == 1 && s.returns[0].ty == SchemaType::Tensor);
+        if single && k == 0 {
+            name.to_string()
+        } else {
+            format!("{name}[{k}]")
+        }
+    }
+
+    /// An `ensures` expression in Python, or None where sfz cannot write it.
+    fn expr(&mut self, e: &TExpr) -> Option<String> {
+        Some(match e {
+            TExpr::Lit(v) => py_lit(v)?,
+            TExpr::Param(i) => {
+                let arg = self.r.case.args.get(*i)?;
+                match arg {
+                    Arg::Omitted => py_lit(self.r.api.params.get(*i)?.default.as_ref()?)?,
+                    a => py_value(a, &self.vars[*i]),
+                }
+            }
+            TExpr::Result(k) => self.output("result", *k),
+            TExpr::Prop(inner, p) => {
+                let x = self.expr(inner)?;
+                match p {
+                    Prop::Dtype => format!("{x}.dtype"),
+                    Prop::Ndim => format!("{x}.dim()"),
+                    Prop::Shape => format!("list({x}.shape)"),
+                    Prop::Numel => format!("{x}.numel()"),
+                    Prop::Len => format!("len({x})"),
+                    Prop::Values => return None,
+                }
+            }
+            TExpr::Index(x, i) => format!("{}[{}]", self.expr(x)?, self.expr(i)?),
+            TExpr::Unary(UnOp::Not, x) => format!("(not {})", self.expr(x)?),
+            TExpr::Unary(UnOp::Neg, x) => format!("(-{})", self.expr(x)?),
+            TExpr::Binary(op, a, b) => return self.binary(*op, a, b),
+            TExpr::If(c, a, b) => format!("({} if {} else {})", self.expr(a)?, self.expr(c)?, self.expr(b)?),
+            TExpr::List(items) => format!("[{}]", items.iter().map(|i| self.expr(i)).collect::<Option<Vec<_>>>()?.join(", ")),
+            TExpr::Call(f, args) => {
+                let args: Vec<String> = args.iter().map(|a| self.expr(a)).collect::<Option<_>>()?;
+                match f {
+                    Builtin::Finite => format!("bool(torch.isfinite({}).all())", args.first()?),
+                    Builtin::Contiguous => format!("{}.is_contiguous()", args.first()?),
+                    Builtin::Len => format!("len({})", args.first()?),
+                    Builtin::Min => format!("min({})", args.join(", ")),
+                    Builtin::Max => format!("max({})", args.join(", ")),
+                    Builtin::Abs => format!("abs({})", args.first()?),
+                    Builtin::Prod => {
+                        self.uses_math = true;
+                        format!("math.prod({})", args.first()?)
+                    }
+                    Builtin::Broadcastable => return None,
+                }
+            }
+            TExpr::Range { .. } | TExpr::Bound(_) | TExpr::Each(_) | TExpr::Forall { .. } | TExpr::Exists { .. } => return None,
+        })
+    }
+
+    fn binary(&mut self, op: BinOp, a: &TExpr, b: &TExpr) -> Option<String> {
+        // `t.values OP x` and `t.values in lo..hi` hold for every element.
+        let values = |e: &TExpr| matches!(e, TExpr::Prop(_, Prop::Values));
+        let tensor_of = |w: &mut Writer, e: &TExpr| match e {
+            TExpr::Prop(inner, Prop::Values) => w.expr(inner),
+            other => w.expr(other),
+        };
+        if values(a) || values(b) {
+            let x = tensor_of(self, a)?;
+            return Some(match (op, b) {
+                (BinOp::In | BinOp::NotIn, TExpr::Range { lo, hi, inclusive }) => {
+                    let upper = if *inclusive { "<=" } else { "<" };
+                    let inside = format!("(({x} >= {}) & ({x} {upper} {}))", self.expr(lo)?, self.expr(hi)?);
+                    if op == BinOp::In { format!("bool({inside}.all())") } else { format!("bool((~{inside}).all())") }
+                }
+                _ if op.is_comparison() => format!("bool(({x} {} {}).all())", op.symbol(), tensor_of(self, b)?),
+                _ => return None,
+            });
+        }
+        let x = self.expr(a)?;
+        Some(match (op, b) {
+            (BinOp::In | BinOp::NotIn, TExpr::Range { lo, hi, inclusive }) => {
+                let upper = if *inclusive { "<=" } else { "<" };
+                let inside = format!("({} <= {x} {upper} {})", self.expr(lo)?, self.expr(hi)?);
+                if op == BinOp::In { inside } else { format!("(not {inside})") }
+            }
+            (BinOp::Implies, _) => format!("((not {x}) or {})", self.expr(b)?),
+            (BinOp::And, _) => format!("({x} and {})", self.expr(b)?),
+            (BinOp::Or, _) => format!("({x} or {})", self.expr(b)?),
+            (BinOp::In, _) => format!("({x} in {})", self.expr(b)?),
+            (BinOp::NotIn, _) => format!("({x} not in {})", self.expr(b)?),
+            // Floor division on ints and true division on floats cannot be told apart here.
+            (BinOp::Div, _) => return None,
+            (op, _) => format!("({x} {} {})", op.symbol(), self.expr(b)?),
+        })
+    }
+}
+
+/// A constant in Python.
+fn py_lit(v: &Value) -> Option<String> {
+    Some(match v {
+        Value::None => "None".into(),
+        Value::Bool(b) => if *b { "True".into() } else { "False".into() },
+        Value::Int(i) => i.to_string(),
+        Value::Float(f) => py_float(*f),
+        Value::Str(s) => py_str(s),
+        Value::Dtype(d) => py_dtype(*d),
+        Value::DtypeSet(ds) => format!("({},)", ds.iter().map(|d| py_dtype(*d)).collect::<Vec<_>>().join(", ")),
+        Value::List(items) => format!("[{}]", items.iter().map(py_lit).collect::<Option<Vec<_>>>()?.join(", ")),
+    })
+}
+
+/// A value made comparable exactly as the worker compares: float64 for real floating dtypes,
+/// complex128 for complex ones, as is for integers and bools.
+fn comparable(e: &str, dtype: Option<DType>) -> String {
+    match dtype {
+        Some(d) if d.is_complex() => format!("{e}.to(torch.complex128)"),
+        Some(d) if d.is_floating() => format!("{e}.double()"),
+        _ => e.to_string(),
+    }
+}
+
+fn tol_args(t: Tolerance) -> String {
+    format!("rtol={}, atol={}", py_float(t.rtol), py_float(t.atol))
+}
+
+/// `promote_dtype` for scripts that mention dtypes directly.
+pub fn promoted(d: DType) -> DType {
+    promote_dtype(d)
 }
 
 /// A float as Python reads it back to the same double.
@@ -131,7 +649,6 @@ fn py_str(s: &str) -> String {
 }
 
 /// Python names a script defines itself; parameters with these names are renamed.
-const RESERVED: &[&str] = &["torch", "make", "summary", "json", "sys", "result"];
 
 const PY_KEYWORDS: &[&str] = &[
     "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del", "elif", "else", "except",
@@ -166,44 +683,6 @@ fn py_value(arg: &Arg, var: &str) -> String {
     }
 }
 
-/// The reproducer for one case of `api`, bound by `binding`. `header_comment` opens the script
-/// as comment lines (what was found, when, by which sfz).
-pub fn python_reproducer(api: &ApiSpec, binding: &OpBinding, case: &Case, header_comment: &str) -> String {
-    let mut out = String::new();
-    for line in header_comment.lines() {
-        let _ = writeln!(out, "{}", format!("# {line}").trim_end());
-    }
-    out.push_str("# Standalone reproducer written by sfz; needs torch 2.13.0 (pip install torch==2.13.0).\n");
-    out.push_str("import json\n\nimport torch\n\n");
-    out.push_str("# sfz workers run single-threaded; reductions can round differently with more threads.\n");
-    out.push_str("torch.set_num_threads(1)\n\n\n");
-    out.push_str(PY_MAKE);
-    out.push_str("\n\n");
-    out.push_str(PY_SUMMARY);
-    out.push_str("\n\n");
-
-    // One variable per tensor-valued argument, named after its parameter.
-    let vars: Vec<String> = (0..case.args.len()).map(|i| py_var(api.params.get(i).map_or("", |p| p.name.as_str()), i)).collect();
-    for (i, arg) in case.args.iter().enumerate() {
-        match arg {
-            Arg::Tensor(r) => {
-                let _ = writeln!(out, "{} = {}", vars[i], python_tensor(r));
-            }
-            Arg::TensorList(rs) => {
-                let items: Vec<String> = rs.iter().map(python_tensor).collect();
-                let _ = writeln!(out, "{} = [\n    {},\n]", vars[i], items.join(",\n    "));
-            }
-            _ => {}
-        }
-    }
-    let call = match registry::python_call(&api.name) {
-        Some(form) if registry::is_public_mapping(api, binding) => public_call(api, &form, case, &vars),
-        _ => ops_call(binding, case, &vars),
-    };
-    let _ = writeln!(out, "\nresult = {call}");
-    out.push_str("print(\"sfz-outputs:\", json.dumps(summary(result, [])))\n");
-    out
-}
 
 /// `torch.nn.functional.conv2d(input, weight, None, [2, 2], padding=[1, 1])`: positional in
 /// spec order up to the first omitted or keyword-only parameter, keywords after.
@@ -236,8 +715,9 @@ fn public_call(api: &ApiSpec, form: &PyCall, case: &Case, vars: &[String]) -> St
     }
 }
 
-/// `torch.ops.aten.sum.dim_IntList(input, [1], True)`: the binding's arguments in schema order.
-fn ops_call(binding: &OpBinding, case: &Case, vars: &[String]) -> String {
+/// `torch.ops.aten.sum.dim_IntList(input, [1], True)`: the binding's arguments in schema order;
+/// `outs` name the tensors of `ArgSource::Output` arguments.
+fn ops_call(binding: &OpBinding, case: &Case, vars: &[String], outs: &[String]) -> String {
     let (ns, name) = binding.name.split_once("::").unwrap_or(("aten", binding.name.as_str()));
     let overload = if binding.overload.is_empty() { "default" } else { binding.overload.as_str() };
     let parsed = schema::parse(&binding.schema).ok();
@@ -249,6 +729,7 @@ fn ops_call(binding: &OpBinding, case: &Case, vars: &[String]) -> String {
             ArgSource::Default if arg_schema.is_some_and(|a| a.default.is_none()) => Some("None".to_string()),
             ArgSource::Default => None,
             ArgSource::Value(v) => Some(py_value(v, "None")),
+            ArgSource::Output(k) => Some(outs.get(*k).cloned().unwrap_or_else(|| "None".into())),
             ArgSource::Param { index, transform } => {
                 let arg = case.args.get(*index).unwrap_or(&Arg::Omitted);
                 let var = vars.get(*index).map_or("None", String::as_str);
@@ -291,6 +772,7 @@ fn padding_idx(arg: &Arg, weight: Option<&Arg>) -> Arg {
 mod tests {
     use super::*;
     use crate::ops::catalog::Catalog;
+    use crate::variant::Tolerances;
     use std::path::Path;
 
     fn api(src: &str) -> ApiSpec {
@@ -299,13 +781,21 @@ mod tests {
         checked.spec.apis.into_iter().next().expect("one api")
     }
 
+    fn catalog() -> Catalog {
+        Catalog::from_schemas(include_str!("../../tests/fixtures/schemas-2.13.0.txt").lines())
+    }
+
     fn bind(a: &ApiSpec) -> OpBinding {
-        let c = Catalog::from_schemas(include_str!("../../tests/fixtures/schemas-2.13.0.txt").lines());
-        registry::resolve(a, &c).unwrap()
+        registry::resolve(a, &catalog()).unwrap()
     }
 
     fn recipe() -> TensorRecipe {
         TensorRecipe { dtype: DType::Float32, shape: vec![2, 3], fill: Fill::Uniform { lo: -1.5, hi: 2.0 }, seed: 42, layout: Layout::Contiguous, specials: vec![] }
+    }
+
+    fn script(a: &ApiSpec, case: &Case, evidence: Evidence, check: Option<&Check>, twin: Option<&OpBinding>) -> String {
+        let b = bind(a);
+        Reproducer { api: a, binding: &b, case, evidence: &evidence, check, twin, header: "sfz finding t", expect: "" }.render()
     }
 
     #[test]
@@ -320,10 +810,20 @@ mod tests {
     }
 
     #[test]
-    fn tensors_render_with_their_whole_recipe() {
-        assert_eq!(python_tensor(&recipe()), "make(torch.float32, [2, 3], (\"uniform\", -1.5, 2.0), 42)");
-        let r = TensorRecipe { layout: Layout::Strided, specials: vec![(3, Special::NegInf)], fill: Fill::Int { lo: 0, hi: 5 }, dtype: DType::BFloat16, ..recipe() };
-        assert_eq!(python_tensor(&r), "make(torch.bfloat16, [2, 3], (\"int\", 0, 5), 42, \"strided\", [(3, float(\"-inf\"))])");
+    fn tensors_are_built_inline() {
+        assert_eq!(tensor_lines("x", &recipe()), ["torch.manual_seed(42)", "x = torch.empty([2, 3], dtype=torch.float64).uniform_(-1.5, 2.0).to(torch.float32)"]);
+        let r = TensorRecipe { layout: Layout::Strided, specials: vec![(7, Special::NegInf)], fill: Fill::Int { lo: 0, hi: 5 }, dtype: DType::Int64, ..recipe() };
+        assert_eq!(
+            tensor_lines("i", &r),
+            [
+                "torch.manual_seed(42)",
+                "i = torch.randint(0, 5, [2, 3])",
+                "i.view(-1)[1] = torch.tensor(float(\"-inf\"), dtype=torch.float64)",
+                "i = torch.zeros([2, 6], dtype=torch.int64)[..., ::2].copy_(i)"
+            ]
+        );
+        let r = TensorRecipe { layout: Layout::Transposed, fill: Fill::Constant(0.5), dtype: DType::Float64, ..recipe() };
+        assert_eq!(tensor_lines("c", &r), ["c = torch.full([2, 3], 0.5, dtype=torch.float64)", "c = c.mT.contiguous().mT"]);
     }
 
     #[test]
@@ -333,32 +833,86 @@ mod tests {
             op: 0,
             args: vec![Arg::Tensor(recipe()), Arg::Tensor(recipe()), Arg::None, Arg::IntList(vec![2, 2]), Arg::Omitted, Arg::IntList(vec![1, 1]), Arg::Int(1)],
         };
-        let script = python_reproducer(&a, &bind(&a), &case, "crash: SIGSEGV\nseed 7");
-        assert!(script.starts_with("# crash: SIGSEGV\n# seed 7\n"), "{script}");
-        assert!(script.contains("\nresult = torch.nn.functional.conv2d(input, weight, None, [2, 2], dilation=[1, 1], groups=1)\n"), "{script}");
-        assert!(script.contains("input = make(torch.float32"), "{script}");
+        let s = script(&a, &case, Evidence::Call, None, None);
+        assert!(s.contains("\ntorch.nn.functional.conv2d(input, weight, None, [2, 2], dilation=[1, 1], groups=1)\n"), "{s}");
     }
 
     #[test]
     fn keyword_only_parameters_and_methods() {
         let a = api("api torch.nn.functional.softmax(input: Tensor, dim: int, *, dtype: dtype? = None) -> Tensor {}");
         let case = Case { op: 0, args: vec![Arg::Tensor(recipe()), Arg::Int(-1), Arg::Dtype(DType::Float64)] };
-        assert!(python_reproducer(&a, &bind(&a), &case, "").contains("result = torch.nn.functional.softmax(input, -1, dtype=torch.float64)"));
+        assert!(script(&a, &case, Evidence::Call, None, None).contains("torch.nn.functional.softmax(input, -1, dtype=torch.float64)"));
         let a = api("api torch.Tensor.add(self: Tensor, other: Tensor, *, alpha: Scalar = 1) -> Tensor {}");
         let case = Case { op: 0, args: vec![Arg::Tensor(recipe()), Arg::Tensor(recipe()), Arg::Float(f64::INFINITY)] };
-        let script = python_reproducer(&a, &bind(&a), &case, "");
-        assert!(script.contains("result = self.add(other, alpha=float(\"inf\"))"), "{script}");
+        let s = script(&a, &case, Evidence::Call, None, None);
+        assert!(s.contains("self.add(other, alpha=float(\"inf\"))"), "{s}");
     }
 
     #[test]
     fn pinned_operators_go_through_torch_ops() {
         let a = api("#[aten(\"aten::_softmax\")]\napi torch.nn.functional.softmax(input: Tensor, dim: int, half_to_float: bool = false) -> Tensor {}");
         let case = Case { op: 0, args: vec![Arg::Tensor(recipe()), Arg::Int(1), Arg::Omitted] };
-        let script = python_reproducer(&a, &bind(&a), &case, "");
-        assert!(script.contains("result = torch.ops.aten._softmax.default(input, 1, False)"), "{script}");
+        let s = script(&a, &case, Evidence::Call, None, None);
+        assert!(s.contains("torch.ops.aten._softmax.default(input, 1, False)"), "{s}");
         let a = api("#[aten(\"aten::sum.dim_IntList\")]\napi torch.special.total(input: Tensor, dim: int[]?, *, dtype: dtype? = None) -> Tensor {}");
         let case = Case { op: 0, args: vec![Arg::Tensor(recipe()), Arg::None, Arg::Dtype(DType::Float64)] };
-        let script = python_reproducer(&a, &bind(&a), &case, "");
-        assert!(script.contains("result = torch.ops.aten.sum.dim_IntList(input, None, dtype=torch.float64)"), "{script}");
+        let s = script(&a, &case, Evidence::Call, None, None);
+        assert!(s.contains("torch.ops.aten.sum.dim_IntList(input, None, dtype=torch.float64)"), "{s}");
+    }
+
+    fn check(oracle: &str, variant: Variant) -> Check {
+        Check { oracle: oracle.into(), variant, tolerances: Tolerances::uniform(Tolerance { rtol: 1e-5, atol: 1e-6 }) }
+    }
+
+    fn values(output: usize) -> Evidence {
+        Evidence::Differential { check: 0, what: Disagreement::Values { output, dtype: Some(DType::Float32), tolerance: Tolerance { rtol: 1e-5, atol: 1e-6 } } }
+    }
+
+    #[test]
+    fn differential_scripts() {
+        let exp = api("api torch.exp(input: Tensor) -> Tensor {}");
+        let case = Case { op: 0, args: vec![Arg::Tensor(recipe())] };
+        let precision = check("precision", Variant::Promote);
+        insta::assert_snapshot!("precision", script(&exp, &case, values(0), Some(&precision), None));
+        let layout = check("layout", Variant::Layout);
+        insta::assert_snapshot!("layout", script(&exp, &case, values(0), Some(&layout), None));
+        let b = bind(&exp);
+        let out_twin = crate::ops::twins::out_binding(&b, &catalog()).unwrap();
+        let out = check("out", Variant::Out { op: 1 });
+        insta::assert_snapshot!("out_raises", script(&exp, &case, Evidence::Differential { check: 0, what: Disagreement::VariantRaises }, Some(&out), Some(&out_twin)));
+        let (ip_twin, arg) = crate::ops::twins::inplace_binding(&b, &catalog()).unwrap();
+        let inplace = check("inplace", Variant::InPlace { op: 1, arg });
+        insta::assert_snapshot!("inplace", script(&exp, &case, values(0), Some(&inplace), Some(&ip_twin)));
+        let gradient = Check { oracle: "gradient".into(), variant: Variant::Gradient { eps: 1e-6, samples: 8 }, tolerances: Tolerances::uniform(Tolerance { rtol: 1e-3, atol: 1e-5 }) };
+        let mm = api("api torch.matmul(input: Tensor, other: Tensor) -> Tensor {}");
+        let case2 = Case { op: 0, args: vec![Arg::Tensor(recipe()), Arg::Tensor(TensorRecipe { shape: vec![3, 2], seed: 7, ..recipe() })] };
+        insta::assert_snapshot!("gradient", script(&mm, &case2, Evidence::Differential { check: 0, what: Disagreement::Gradient }, Some(&gradient), None));
+        let cuda = check("cuda", Variant::Cuda);
+        insta::assert_snapshot!("cuda", script(&mm, &case2, values(0), Some(&cuda), None));
+    }
+
+    #[test]
+    fn out_overloads_with_several_outputs_go_through_torch_ops() {
+        let a = api("api torch.nn.functional.max_pool2d(input: Tensor, kernel_size: int[2], stride: int[2]? = None, padding: int[2] = [0, 0], dilation: int[2] = [1, 1], ceil_mode: bool = false) -> (values: Tensor, indices: Tensor) {}");
+        let b = bind(&a);
+        let twin = crate::ops::twins::out_binding(&b, &catalog()).expect("with_indices.out");
+        let case = Case { op: 0, args: vec![Arg::Tensor(TensorRecipe { shape: vec![1, 4, 4], ..recipe() }), Arg::IntList(vec![2, 2]), Arg::Omitted, Arg::Omitted, Arg::Omitted, Arg::Omitted] };
+        let s = script(&a, &case, values(1), Some(&check("out", Variant::Out { op: 1 })), Some(&twin));
+        assert!(s.contains("torch.ops.aten.max_pool2d_with_indices.out(input, [2, 2], out=out0, indices=out1)"), "{s}");
+        assert!(s.contains("torch.testing.assert_close(out1, result[1], rtol=1e-5, atol=1e-6, equal_nan=True)") || s.contains("out1.double()"), "{s}");
+    }
+
+    #[test]
+    fn postconditions_become_assertions() {
+        let a = api("api torch.nn.functional.softmax(input: Tensor, dim: int) -> Tensor { ensures result.shape == input.shape; ensures result.values in 0.0..=1.0; ensures input.numel > 0 => finite(result); }");
+        let case = Case { op: 0, args: vec![Arg::Tensor(recipe()), Arg::Int(1)] };
+        let s = script(&a, &case, Evidence::Postcondition { clause: 0 }, None, None);
+        assert!(s.contains("assert (list(result.shape) == list(input.shape)), \"postcondition `result.shape == input.shape` does not hold\""), "{s}");
+        let s = script(&a, &case, Evidence::Postcondition { clause: 1 }, None, None);
+        assert!(s.contains("assert bool(((result >= 0.0) & (result <= 1.0)).all())"), "{s}");
+        let s = script(&a, &case, Evidence::Postcondition { clause: 2 }, None, None);
+        assert!(s.contains("assert ((not (input.numel() > 0)) or bool(torch.isfinite(result).all()))"), "{s}");
+        let s = script(&a, &case, Evidence::NonFinite { output: 0 }, None, None);
+        assert!(s.contains("assert torch.isfinite(result).all()"), "{s}");
     }
 }

@@ -3,14 +3,23 @@
 //! what it holds, so a second run does not report the same finding again.
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
 use crate::case::Case;
+use crate::oracle::Evidence;
+use crate::variant::Check;
 
+/// The format of the lines this sfz writes. Lines of earlier formats are read (missing fields
+/// take their defaults); lines of a later one are skipped with a warning.
+pub const FORMAT: u32 = 2;
+
+fn format_1() -> u32 {
+    1
+}
 /// One unique finding, as stored.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Finding {
@@ -35,6 +44,66 @@ pub struct Finding {
     pub elapsed_s: f64,
     pub sfz_version: String,
     pub torch_version: String,
+    /// How the input was generated: `conform`, `violate`, or `nonconforming` (meant to conform,
+    /// but generation could not fit its values to every constraint).
+    #[serde(default)]
+    pub mode: Option<String>,
+    /// In violate mode, the constraint the input broke on purpose.
+    #[serde(default)]
+    pub violated: Option<crate::gen::Violation>,
+    /// The line's format (1: written before differential oracles).
+    #[serde(default = "format_1")]
+    pub format: u32,
+    /// What a reproducer has to show.
+    #[serde(default)]
+    pub evidence: Evidence,
+    /// The differential check that disagreed, for differential oracles.
+    #[serde(default)]
+    pub check: Option<Check>,
+    /// Where the API is specified.
+    #[serde(default)]
+    pub spec: Option<SpecLocation>,
+    /// The case as first found, when `case` is a minimized version of it.
+    #[serde(default)]
+    pub original: Option<Original>,
+    /// What minimization did.
+    #[serde(default)]
+    pub minimization: Option<Minimization>,
+    /// A spec pinned to this case (`repro/<id>.sfz`), relative to the folder.
+    #[serde(default)]
+    pub pinned: Option<String>,
+}
+
+/// A spec file and the 1-based line of an API in it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SpecLocation {
+    pub file: String,
+    pub line: u32,
+}
+
+/// A finding's case as first found, kept when a smaller one replaces it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Original {
+    pub case: Case,
+    pub inputs: Vec<String>,
+    /// Its reproducer, relative to the folder.
+    pub repro: String,
+    /// What the oracle said about it (the finding's `message` is the minimized case's).
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+/// What shrinking a finding's input did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Minimization {
+    /// Candidate cases run.
+    pub executions: u64,
+    /// Smaller cases that still fired and were kept, one after another.
+    pub steps: u32,
+    pub seconds: f64,
+    /// Elements over all input tensors, before and after.
+    pub elements_before: u64,
+    pub elements_after: u64,
 }
 
 /// The dedup key: the same oracle firing on the same API for the same cause is one finding.
@@ -55,10 +124,66 @@ impl Finding {
 pub enum StoreError {
     #[error("cannot use `{dir}` as the findings folder: {source}")]
     Unusable { dir: PathBuf, source: std::io::Error },
+    #[error("`{}` holds no findings.jsonl; is it a folder `sfz fuzz --out` wrote?", dir.display())]
+    NotAFindingsFolder { dir: PathBuf },
+    #[error("cannot read `{}`: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+}
+
+/// A line of findings.jsonl that could not be used.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SkippedLine {
+    /// 1-based.
+    pub line: usize,
+    pub reason: String,
+}
+
+/// The readable findings of a folder, and the lines that were not.
+#[derive(Clone, Debug, Default)]
+pub struct Loaded {
+    /// The findings.jsonl path and its text (for pointing at skipped lines).
+    pub path: PathBuf,
+    pub text: String,
+    pub findings: Vec<Finding>,
+    pub skipped: Vec<SkippedLine>,
+}
+
+/// Reads a findings folder without changing it.
+pub fn load(dir: &Path) -> Result<Loaded, StoreError> {
+    let path = dir.join("findings.jsonl");
+    if !path.is_file() {
+        return Err(StoreError::NotAFindingsFolder { dir: dir.to_path_buf() });
+    }
+    let bytes = fs::read(&path).map_err(|source| StoreError::Read { path: path.clone(), source })?;
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let (findings, skipped) = parse_lines(&text);
+    Ok(Loaded { path, text, findings, skipped })
+}
+
+/// Every readable finding of a findings.jsonl text, and why the other lines are not.
+pub fn parse_lines(text: &str) -> (Vec<Finding>, Vec<SkippedLine>) {
+    let mut findings = Vec::new();
+    let mut skipped = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Finding>(line) {
+            Ok(f) if f.format > FORMAT => {
+                skipped.push(SkippedLine { line: n + 1, reason: format!("written by a newer sfz (format {}, this one reads up to {FORMAT})", f.format) })
+            }
+            Ok(f) => findings.push(f),
+            Err(e) => skipped.push(SkippedLine { line: n + 1, reason: e.to_string() }),
+        }
+    }
+    (findings, skipped)
 }
 
 struct Inner {
     file: File,
+    /// Every line of the file, in order (unreadable ones kept verbatim, so rewriting the file to
+    /// update a finding loses nothing).
+    lines: Vec<String>,
     /// Occurrences per key, this run and earlier ones.
     seen: HashMap<Key, u64>,
     new: Vec<Finding>,
@@ -68,7 +193,9 @@ pub struct Store {
     dir: PathBuf,
     inner: Mutex<Inner>,
     /// Lines of an existing findings.jsonl that could not be read, with why.
-    pub skipped: Vec<String>,
+    pub skipped: Vec<SkippedLine>,
+    /// The existing findings.jsonl's text, for pointing at skipped lines.
+    pub previous: String,
 }
 
 impl Store {
@@ -77,28 +204,16 @@ impl Store {
         let unusable = |source| StoreError::Unusable { dir: dir.to_path_buf(), source };
         fs::create_dir_all(dir.join("repro")).map_err(unusable)?;
         let path = dir.join("findings.jsonl");
-        let mut seen = HashMap::new();
-        let mut skipped = Vec::new();
-        if let Ok(f) = File::open(&path) {
-            for (n, line) in BufReader::new(f).lines().enumerate() {
-                let Ok(line) = line else { break };
-                if line.trim().is_empty() {
-                    continue;
-                }
-                match serde_json::from_str::<Finding>(&line) {
-                    Ok(f) => {
-                        seen.insert(f.key(), 1);
-                    }
-                    Err(e) => skipped.push(format!("{}:{}: {e}", path.display(), n + 1)),
-                }
-            }
-        }
+        let previous = fs::read(&path).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+        let (old, skipped) = parse_lines(&previous);
+        let seen: HashMap<Key, u64> = old.iter().map(|f| (f.key(), 1)).collect();
+        let lines: Vec<String> = previous.lines().filter(|l| !l.trim().is_empty()).map(String::from).collect();
         let file = OpenOptions::new().create(true).append(true).open(&path).map_err(unusable)?;
         // Prove the folder is writable now, not at the first finding.
         let probe = dir.join(".sfz-write-test");
         fs::write(&probe, b"").map_err(unusable)?;
         let _ = fs::remove_file(probe);
-        Ok(Store { dir: dir.to_path_buf(), inner: Mutex::new(Inner { file, seen, new: Vec::new() }), skipped })
+        Ok(Store { dir: dir.to_path_buf(), inner: Mutex::new(Inner { file, lines, seen, new: Vec::new() }), skipped, previous })
     }
 
     pub fn dir(&self) -> &Path {
@@ -125,17 +240,47 @@ impl Store {
             *n += 1;
             return Ok(false);
         }
-        let repro = self.dir.join(&finding.repro);
-        let tmp = repro.with_extension("py.tmp");
-        fs::write(&tmp, reproducer)?;
-        fs::rename(&tmp, &repro)?;
-        let mut line = serde_json::to_string(&finding).map_err(std::io::Error::other)?;
-        line.push('\n');
-        inner.file.write_all(line.as_bytes())?;
+        write_atomic(&self.dir.join(&finding.repro), reproducer)?;
+        let line = serde_json::to_string(&finding).map_err(std::io::Error::other)?;
+        inner.file.write_all(format!("{line}\n").as_bytes())?;
         inner.file.flush()?;
+        inner.lines.push(line);
         inner.seen.insert(finding.key(), 1);
         inner.new.push(finding);
         Ok(true)
+    }
+
+    /// Writes a file of the folder (a pinned spec, a kept original reproducer), atomically.
+    pub fn write_file(&self, relative: &str, text: &str) -> std::io::Result<()> {
+        write_atomic(&self.dir.join(relative), text)
+    }
+
+    /// Replaces a recorded finding (same id): its reproducer first, then findings.jsonl,
+    /// rewritten whole and renamed into place, so that a kill at any moment leaves either the
+    /// old line or the new one.
+    pub fn update(&self, finding: Finding, reproducer: &str) -> std::io::Result<()> {
+        let mut inner = self.inner.lock().expect("store lock");
+        write_atomic(&self.dir.join(&finding.repro), reproducer)?;
+        let line = serde_json::to_string(&finding).map_err(std::io::Error::other)?;
+        let id_of = |l: &str| serde_json::from_str::<serde_json::Value>(l).ok().and_then(|v| v.get("id").and_then(|i| i.as_str()).map(String::from));
+        match inner.lines.iter().position(|l| id_of(l).as_deref() == Some(finding.id.as_str())) {
+            Some(i) => inner.lines[i] = line,
+            None => inner.lines.push(line),
+        }
+        let path = self.dir.join("findings.jsonl");
+        let text: String = inner.lines.iter().map(|l| format!("{l}\n")).collect();
+        let tmp = path.with_extension("jsonl.tmp");
+        {
+            let mut f = File::create(&tmp)?;
+            f.write_all(text.as_bytes())?;
+            f.sync_all()?;
+        }
+        fs::rename(&tmp, &path)?;
+        inner.file = OpenOptions::new().append(true).open(&path)?;
+        if let Some(f) = inner.new.iter_mut().find(|f| f.id == finding.id) {
+            *f = finding;
+        }
+        Ok(())
     }
 
     /// Findings recorded by this run, in order.
@@ -147,6 +292,13 @@ impl Store {
     pub fn occurrences(&self, key: &Key) -> u64 {
         self.inner.lock().expect("store lock").seen.get(key).copied().unwrap_or(0)
     }
+}
+
+fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    fs::write(&tmp, text)?;
+    fs::rename(&tmp, path)
 }
 
 /// A short stable id: oracle, op name, and a hash of the key.

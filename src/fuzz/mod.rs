@@ -1,18 +1,25 @@
 //! A fuzzing campaign: the planned APIs and their solved pools in, cases through the worker
 //! pool, verdicts into the findings store, a summary out. Case `i` is generated from the seed
 //! and `i` alone, so a run with `--seed S --iterations N` executes the same cases every time.
+pub mod blame;
+pub mod spec_findings;
+pub mod record;
+pub mod replay;
 pub mod stats;
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::case::Case;
-use crate::findings::{self, finding_id, Finding, Key, Store};
-use crate::gen::{values, Generator};
+use crate::findings::{self, finding_id, Finding, Key, SpecLocation, Store};
+use crate::gen::coverage::Coverage;
+use crate::gen::{ApiPools, GenConfig, Generated, Generator, Strategy};
+use spec_findings::{SpecFinding, SpecStore};
 use crate::oracle::{self, Status};
 use crate::outcome::{signal_name, Execution};
 use crate::plan::ApiPlan;
-use crate::solve::SymModel;
 use crate::worker::supervisor::{Pool, PoolConfig, PoolError};
 pub use stats::{Skipped, Summary};
 
@@ -25,12 +32,21 @@ pub struct FuzzConfig {
     /// Stop after this long.
     pub time: Option<Duration>,
     pub pool: PoolConfig,
+    /// How cases are generated (its seed is `seed`).
+    pub gen: GenConfig,
+    /// Candidate cases to run per finding while shrinking it (in a worker of its own, beside the
+    /// campaign); None: findings are not minimized.
+    pub minimize: Option<u64>,
+    /// Where each plan's API is specified (parallel to the plans, or empty).
+    pub locations: Vec<Option<SpecLocation>>,
 }
 
 /// What the campaign tells its caller while it runs (the CLI draws a progress bar).
 pub trait Observer: Sync {
     fn progress(&self, executions: u64, findings: u64, elapsed: Duration);
     fn finding(&self, finding: &Finding);
+    /// A finding's case was shrunk (or shrinking found nothing smaller).
+    fn minimized(&self, _finding: &Finding) {}
 }
 
 /// Set from a signal handler to stop a campaign early; the summary is still produced.
@@ -44,28 +60,76 @@ pub enum FuzzError {
     NothingToFuzz,
 }
 
+/// What generation knew about a case, kept from `next` until its execution is judged.
+#[derive(Clone, Copy)]
+struct Meta {
+    conforms: bool,
+    violated: Option<usize>,
+}
+
+/// Cases in flight, by index. Sharded so the worker threads rarely meet on a lock.
+struct Pending {
+    shards: Vec<Mutex<HashMap<u64, Meta>>>,
+}
+
+impl Pending {
+    fn new() -> Pending {
+        Pending { shards: (0..32).map(|_| Mutex::new(HashMap::new())).collect() }
+    }
+
+    fn shard(&self, index: u64) -> &Mutex<HashMap<u64, Meta>> {
+        &self.shards[(index % self.shards.len() as u64) as usize]
+    }
+
+    fn put(&self, index: u64, meta: Meta) {
+        self.shard(index).lock().expect("pending lock").insert(index, meta);
+    }
+
+    fn take(&self, index: u64) -> Option<Meta> {
+        self.shard(index).lock().expect("pending lock").remove(&index)
+    }
+}
+
 /// Runs the campaign. `plans` and `pools` are parallel.
 pub fn run(
     plans: &[ApiPlan],
-    pools: Vec<Vec<SymModel>>,
+    pools: Vec<ApiPools>,
     skipped: Vec<Skipped>,
     store: &Store,
     config: &FuzzConfig,
     observer: &dyn Observer,
 ) -> Result<Summary, FuzzError> {
-    if pools.iter().all(Vec::is_empty) {
+    if pools.iter().all(|p| p.models.is_empty()) {
         return Err(FuzzError::NothingToFuzz);
     }
     let names: Vec<String> = plans.iter().map(|p| p.api.name.clone()).collect();
-    let generator = Generator::new(plans.iter().map(|p| p.api.clone()).collect(), pools, config.seed);
+    let gen_config = GenConfig { seed: config.seed, ..config.gen.clone() };
+    // Under the naive strategy an API whose constraints the solver could not meet is still
+    // skipped: its pool holds the one model that proved them satisfiable.
+    let unbreakable: Vec<_> = pools.iter().map(|p| p.unbreakable.clone()).collect();
+    let possible_dtypes: Vec<_> = pools.iter().map(|p| p.dtypes.clone()).collect();
+    let skipped_apis: Vec<bool> = pools.iter().map(|p| p.models.is_empty()).collect();
+    let generator = Generator::new(plans.iter().map(|p| p.api.clone()).collect(), pools, gen_config.clone());
     let counters = stats::Counters::new(plans.len());
+    let coverage: Vec<Coverage> = plans.iter().map(|p| Coverage::new(&p.api)).collect();
+    let spec_store = SpecStore::new(store.dir());
+    let pending = Pending::new();
     let mut pool_config = config.pool.clone();
-    pool_config.ops = plans.iter().map(|p| p.binding.clone()).collect();
+    let (ops, checks) = crate::plan::op_table(plans);
+    pool_config.ops = ops;
+    pool_config.checks = checks.clone();
+    let oracles: Vec<Vec<&str>> = checks.iter().map(|cs| cs.iter().map(|c| c.oracle.as_str()).collect()).collect();
+    let minimizer_config = PoolConfig { workers: 1, in_flight: 8, ..pool_config.clone() };
     let pool = Pool::start(pool_config)?;
+    let (sender, jobs) = crossbeam_channel::unbounded::<Finding>();
+    let to_minimize = std::sync::Mutex::new(Some(sender));
     let torch_version = pool.torch_version().to_string();
 
     let start = Instant::now();
     let next_index = AtomicU64::new(0);
+    let generate = |index: u64| -> Option<Generated> {
+        generator.case(index).filter(|g| !skipped_apis[g.api])
+    };
     let next = || -> Option<(u64, Case)> {
         if INTERRUPTED.load(Ordering::Relaxed) || config.time.is_some_and(|t| start.elapsed() >= t) {
             return None;
@@ -74,30 +138,59 @@ pub fn run(
         if config.iterations.is_some_and(|n| index >= n) {
             return None;
         }
-        let generated = generator.case(index)?;
-        if !generated.conforms {
+        let generated = generate(index)?;
+        if !generated.conforms && generated.violated.is_none() {
             counters.apis[generated.api].nonconforming.fetch_add(1, Ordering::Relaxed);
         }
+        pending.put(index, Meta { conforms: generated.conforms, violated: generated.violated });
         Some((index, Case { op: generated.api as u32, args: generated.args }))
     };
     let sink = |index: u64, case: &Case, exec: Execution| {
         let api_index = case.op as usize;
         let Some(plan) = plans.get(api_index) else { return };
-        let verdict = oracle::judge(&plan.api, case, &exec);
+        // A case whose entry is gone (it was re-sent after a worker died) is generated again:
+        // case `index` is a function of the seed and the index.
+        let meta = pending.take(index).or_else(|| generate(index).map(|g| Meta { conforms: g.conforms, violated: g.violated }));
+        let meta = meta.unwrap_or(Meta { conforms: false, violated: None });
+        let violation = meta.violated.and_then(|v| generator.violations(api_index).get(v));
+        let verdict = oracle::judge(&plan.api, &checks[api_index], case, &exec);
         counters.count(api_index, verdict.status, true);
-        if matches!(exec, Execution::Crashed { .. } | Execution::Exited { .. } | Execution::TimedOut { .. }) {
+        if exec.killed_worker() {
             counters.restarts.fetch_add(1, Ordering::Relaxed);
         }
-        // Validity feedback: libtorch rejecting a case the spec calls valid means the spec
-        // misses a constraint.
-        if verdict.status == Status::Invalid || verdict.status == Status::Schema {
-            let conforms = values::conforms(&plan.api, &case.args).iter().all(|c| *c != Some(false));
-            if conforms {
-                if let Some(e) = &verdict.error {
-                    counters.rejection(&plan.api.name, e);
+        if let Execution::Checked { checks: reports, .. } = &exec {
+            counters.checks(&oracles[api_index], reports);
+        }
+        let rejected = matches!(verdict.status, Status::Invalid | Status::Schema);
+        let c = &counters.apis[api_index];
+        match violation {
+            Some(v) => {
+                c.violate.fetch_add(1, Ordering::Relaxed);
+                if rejected {
+                    c.violate_rejected.fetch_add(1, Ordering::Relaxed);
+                    if verdict.error.as_deref().is_some_and(|e| blame::matches(v.category, &v.params, e)) {
+                        c.violate_matched.fetch_add(1, Ordering::Relaxed);
+                    }
+                } else if verdict.status == Status::Ok {
+                    c.violate_accepted.fetch_add(1, Ordering::Relaxed);
+                    counters.accepted_violation(&plan.api.name, &v.text);
                 }
             }
+            None if meta.conforms => {
+                c.conform.fetch_add(1, Ordering::Relaxed);
+                // Validity feedback: libtorch rejecting a case the spec calls valid means the
+                // spec misses a constraint.
+                if rejected {
+                    c.conform_rejected.fetch_add(1, Ordering::Relaxed);
+                    if let Some(e) = &verdict.error {
+                        counters.rejection(&plan.api.name, e);
+                        record_spec_finding(&spec_store, plan, case, index, config.seed, e);
+                    }
+                }
+            }
+            None => {}
         }
+        coverage[api_index].record(&plan.api, &case.args, verdict.status == Status::Ok);
         for d in verdict.detections {
             let key = Key { api: plan.api.name.clone(), oracle: d.oracle.to_string(), signature: d.signature.clone() };
             if store.seen(&key) {
@@ -121,14 +214,43 @@ pub fn run(
                 elapsed_s: start.elapsed().as_secs_f64(),
                 sfz_version: env!("CARGO_PKG_VERSION").to_string(),
                 torch_version: torch_version.clone(),
+                mode: Some(
+                    match (violation.is_some(), meta.conforms) {
+                        (true, _) => "violate",
+                        (false, true) => "conform",
+                        (false, false) => "nonconforming",
+                    }
+                    .to_string(),
+                ),
+                violated: violation.cloned(),
+                format: crate::findings::store::FORMAT,
+                check: match &d.evidence {
+                    oracle::Evidence::Differential { check, .. } => checks[api_index].get(*check).cloned(),
+                    _ => None,
+                },
+                evidence: d.evidence,
+                spec: config.locations.get(api_index).cloned().flatten(),
+                original: None,
+                minimization: None,
+                pinned: Some(format!("repro/{id}.sfz")),
             };
-            let header = format!("sfz finding {id}: {} on {}\n{}", finding.oracle, finding.api, finding.message.lines().next().unwrap_or(""));
-            let script = findings::repro::python_reproducer(&plan.api, &plan.binding, case, &header);
+            let script = record::reproducer(plan, &finding);
             match store.record(finding.clone(), &script) {
                 Ok(true) => {
+                    if let Some(p) = &finding.pinned {
+                        if let Err(e) = store.write_file(p, &record::pinned(plan, &finding)) {
+                            eprintln!("sfz: could not write {p}: {e}");
+                        }
+                    }
                     counters.findings.fetch_add(1, Ordering::Relaxed);
                     *counters.by_oracle.lock().expect("counters lock").entry(finding.oracle.clone()).or_insert(0) += 1;
                     observer.finding(&finding);
+                    // A hang costs a timeout per candidate: not worth shrinking.
+                    if config.minimize.is_some() && finding.oracle != "hang" {
+                        if let Some(tx) = to_minimize.lock().expect("sender lock").as_ref() {
+                            let _ = tx.send(finding);
+                        }
+                    }
                 }
                 Ok(false) => {
                     counters.duplicates.fetch_add(1, Ordering::Relaxed);
@@ -140,10 +262,80 @@ pub fn run(
             observer.progress(counters.executions(), counters.findings.load(Ordering::Relaxed), start.elapsed());
         }
     };
-    pool.run(&next, &sink);
-    let seconds = start.elapsed().as_secs_f64();
+    let mut seconds = 0.0;
+    std::thread::scope(|scope| {
+        // Findings are shrunk beside the campaign, in a worker of their own started on the first.
+        let minimizer = scope.spawn(|| {
+            let mut pool: Option<Pool> = None;
+            for finding in jobs.iter() {
+                let Some(api_index) = plans.iter().position(|p| p.api.name == finding.api) else { continue };
+                if pool.is_none() {
+                    match Pool::start(minimizer_config.clone()) {
+                        Ok(p) => pool = Some(p),
+                        Err(e) => {
+                            eprintln!("sfz: cannot start a worker to minimize findings: {e}");
+                            return;
+                        }
+                    }
+                }
+                let Some(p) = &pool else { return };
+                let budget = record::budget(config.minimize.unwrap_or(0));
+                match record::minimize_finding(p, &plans[api_index], &checks[api_index], store, &finding, budget) {
+                    Ok(updated) => observer.minimized(&updated),
+                    Err(e) => eprintln!("sfz: could not write the minimized finding {}: {e}", finding.id),
+                }
+            }
+        });
+        pool.run(&next, &sink);
+        seconds = start.elapsed().as_secs_f64();
+        // Closing the channel lets the minimizer finish what is queued and stop.
+        to_minimize.lock().expect("sender lock").take();
+        let _ = minimizer.join();
+    });
     observer.progress(counters.executions(), counters.findings.load(Ordering::Relaxed), start.elapsed());
-    Ok(counters.summary(&names, seconds, config.pool.workers, config.seed, skipped, store.dir().display().to_string()))
+    let mut summary = counters.summary(&names, seconds, config.pool.workers, config.seed, skipped, store.dir().display().to_string());
+    summary.mode = gen_config.mode.name();
+    summary.generator = match gen_config.strategy {
+        Strategy::Solver => "solver".into(),
+        Strategy::Naive => "naive".into(),
+    };
+    summary.mutation = gen_config.mutation.clone();
+    summary.spec_findings = spec_store.count();
+    for (i, a) in summary.apis.iter_mut().enumerate() {
+        let api = &plans[i].api;
+        a.coverage = Some(coverage[i].report(api, &possible_dtypes[i]));
+        a.unbreakable = unbreakable[i].iter().filter_map(|(k, why)| api.requires.get(*k).map(|c| (c.text.clone(), why.clone()))).collect();
+    }
+    Ok(summary)
+}
+
+/// Writes a spec finding for a conforming case libtorch rejected, once per API and error.
+fn record_spec_finding(spec_store: &SpecStore, plan: &ApiPlan, case: &Case, index: u64, seed: u64, error: &str) {
+    let first = error.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+    let signature = crate::oracle::errors::normalize(first);
+    if spec_store.seen(&plan.api.name, &signature) {
+        return;
+    }
+    let key = Key { api: plan.api.name.clone(), oracle: "spec".into(), signature: signature.clone() };
+    let id = finding_id(&key);
+    let finding = SpecFinding {
+        id: id.clone(),
+        api: plan.api.name.clone(),
+        aten: plan.binding.qualified(),
+        kind: "constraint missing?".into(),
+        signature,
+        message: first.to_string(),
+        seed,
+        case_index: index,
+        case: case.clone(),
+        inputs: describe_inputs(plan, case),
+        repro: format!("spec/{id}.py"),
+    };
+    let header = format!("sfz spec finding {id} on {}: the spec allows this input, libtorch rejects it (constraint missing?)\n{first}", plan.api.name);
+    let script = findings::repro::call_script(&plan.api, &plan.binding, case, &header);
+    if let Err(e) = spec_store.record(&finding, &script) {
+        eprintln!("sfz: could not write spec finding {id}: {e}");
+    }
 }
 
 /// Each argument in words: `input = float32[2, 3] uniform in [-10, 10)`.
@@ -156,7 +348,11 @@ pub fn describe_inputs(plan: &ApiPlan, case: &Case) -> Vec<String> {
             Fill::Constant(v) => format!("all {v}"),
         };
         let specials = if t.specials.is_empty() { String::new() } else { format!(", {} special values", t.specials.len()) };
-        format!("{}{:?} {fill}{specials} (seed {})", t.dtype, t.shape, t.seed)
+        let layout = match t.layout {
+            crate::case::Layout::Contiguous => String::new(),
+            other => format!(", {} layout", format!("{other:?}").to_lowercase()),
+        };
+        format!("{}{:?} {fill}{specials}{layout} (seed {})", t.dtype, t.shape, t.seed)
     };
     plan.api
         .params

@@ -5,7 +5,10 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 
+use crate::gen::coverage::CoverageReport;
+use crate::gen::Mutation;
 use crate::oracle::Status;
+use crate::variant::{CheckOutcome, CheckReport};
 
 /// Per-API counters.
 #[derive(Default)]
@@ -16,6 +19,15 @@ pub struct ApiCounters {
     pub failed: AtomicU64,
     /// Cases the evaluator found violating a constraint (generation could not satisfy it).
     pub nonconforming: AtomicU64,
+    /// Conforming cases executed, and how many libtorch rejected (invalid or schema).
+    pub conform: AtomicU64,
+    pub conform_rejected: AtomicU64,
+    /// Violating cases executed; rejected by libtorch; rejected with an error that names the
+    /// broken constraint (`blame`); accepted (libtorch returned).
+    pub violate: AtomicU64,
+    pub violate_rejected: AtomicU64,
+    pub violate_matched: AtomicU64,
+    pub violate_accepted: AtomicU64,
 }
 
 /// Counters of one run.
@@ -29,6 +41,30 @@ pub struct Counters {
     pub restarts: AtomicU64,
     /// The first few distinct libtorch errors for conforming cases, per API (validity feedback).
     pub rejections: Mutex<BTreeMap<String, BTreeMap<String, u64>>>,
+    /// Per API, broken constraints whose violating inputs libtorch accepted, with counts.
+    pub accepted_violations: Mutex<BTreeMap<String, BTreeMap<String, u64>>>,
+    /// What the differential checks did, per oracle.
+    pub checks: Mutex<BTreeMap<String, CheckSummary>>,
+}
+
+/// What one differential oracle did over a run.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CheckSummary {
+    /// Cases it ran on.
+    pub cases: u64,
+    /// Both sides returned and agreed.
+    pub agreed: u64,
+    /// Both sides raised alike.
+    pub both_raised: u64,
+    /// It did not apply or could not run; why, with counts (the first few reasons).
+    pub skipped: u64,
+    pub skip_reasons: BTreeMap<String, u64>,
+    /// Occurrences of a disagreement (duplicates of a finding included).
+    pub disagreed: u64,
+    /// Time the worker spent in this check.
+    pub seconds: f64,
+    /// The largest relative difference among agreeing cases (how close to the tolerance they ran).
+    pub max_rel_agreeing: f64,
 }
 
 impl Counters {
@@ -40,7 +76,43 @@ impl Counters {
             by_oracle: Mutex::new(BTreeMap::new()),
             restarts: AtomicU64::new(0),
             rejections: Mutex::new(BTreeMap::new()),
+            accepted_violations: Mutex::new(BTreeMap::new()),
+            checks: Mutex::new(BTreeMap::new()),
         }
+    }
+
+    /// Counts what the checks of one case did (`oracles` parallel to `reports`).
+    pub fn checks(&self, oracles: &[&str], reports: &[CheckReport]) {
+        let mut all = self.checks.lock().expect("counters lock");
+        for (oracle, r) in oracles.iter().zip(reports) {
+            let c = match all.get_mut(*oracle) {
+                Some(c) => c,
+                None => all.entry(oracle.to_string()).or_default(),
+            };
+            c.cases += 1;
+            c.seconds += f64::from(r.micros) * 1e-6;
+            match &r.outcome {
+                CheckOutcome::Agree { max_rel, .. } => {
+                    c.agreed += 1;
+                    c.max_rel_agreeing = c.max_rel_agreeing.max(*max_rel);
+                }
+                CheckOutcome::BothRaised => c.both_raised += 1,
+                CheckOutcome::Skipped(why) => {
+                    c.skipped += 1;
+                    let key = crate::oracle::errors::normalize(why);
+                    if c.skip_reasons.len() < 8 || c.skip_reasons.contains_key(&key) {
+                        *c.skip_reasons.entry(key).or_insert(0) += 1;
+                    }
+                }
+                _ => c.disagreed += 1,
+            }
+        }
+    }
+
+    /// Records that libtorch accepted an input breaking `constraint`.
+    pub fn accepted_violation(&self, api: &str, constraint: &str) {
+        let mut r = self.accepted_violations.lock().expect("counters lock");
+        *r.entry(api.to_string()).or_default().entry(constraint.to_string()).or_insert(0) += 1;
     }
 
     pub fn count(&self, api: usize, status: Status, conforms: bool) {
@@ -95,11 +167,36 @@ pub struct ApiSummary {
     pub valid_rate: f64,
     /// Errors libtorch raised for cases the spec says are valid, with counts.
     pub rejected_valid: BTreeMap<String, u64>,
+    /// Cases meant to conform whose concrete values generation could not fit to the constraints
+    /// (sent anyway, counted in neither mode).
+    pub nonconforming: u64,
+    /// Conforming cases: executed, and the fraction libtorch accepted.
+    pub conform_executions: u64,
+    pub conform_valid_rate: f64,
+    /// Violating cases: executed, rejected by libtorch, rejected with an error that names the
+    /// broken constraint, accepted.
+    pub violate_executions: u64,
+    pub violate_rejected: u64,
+    pub violate_matched: u64,
+    pub violate_accepted: u64,
+    /// Constraints whose violating inputs libtorch accepted (stricter than libtorch, or a check
+    /// libtorch lacks), with counts.
+    pub accepted_violations: BTreeMap<String, u64>,
+    /// Constraints violate mode cannot break alone, with why.
+    pub unbreakable: BTreeMap<String, String>,
+    pub coverage: Option<CoverageReport>,
 }
 
 /// What a run did, as `--json` prints it.
 #[derive(Clone, Debug, Serialize)]
 pub struct Summary {
+    /// conform, violate or mixed:RATIO.
+    pub mode: String,
+    /// solver or naive.
+    pub generator: String,
+    pub mutation: Mutation,
+    /// Seconds spent solving pools before the campaign started (set by the caller).
+    pub solve_seconds: f64,
     pub executions: u64,
     pub seconds: f64,
     pub execs_per_second: f64,
@@ -108,11 +205,22 @@ pub struct Summary {
     pub duplicates: u64,
     pub findings_by_oracle: BTreeMap<String, u64>,
     pub worker_restarts: u64,
+    /// Over conforming cases: the fraction libtorch accepted.
+    pub conform_valid_rate: f64,
+    /// Over violating cases: the fraction libtorch rejected, and the fraction it rejected with
+    /// an error naming the broken constraint.
+    pub violate_rejected_rate: f64,
+    pub violate_matched_rate: f64,
+    /// Inputs the spec allows that libtorch rejected, one per API and error
+    /// (`spec-findings.jsonl`).
+    pub spec_findings: u64,
     pub workers: usize,
     pub seed: u64,
     pub apis: Vec<ApiSummary>,
     /// APIs left out, with why (unknown operator, unsatisfiable constraints, solver timeout).
     pub skipped: Vec<Skipped>,
+    /// What each differential oracle did (those the specs select).
+    pub checks: BTreeMap<String, CheckSummary>,
     pub out: String,
 }
 
@@ -125,6 +233,7 @@ pub struct Skipped {
 impl Counters {
     pub fn summary(&self, names: &[String], seconds: f64, workers: usize, seed: u64, skipped: Vec<Skipped>, out: String) -> Summary {
         let rejections = self.rejections.lock().expect("counters lock").clone();
+        let accepted = self.accepted_violations.lock().expect("counters lock").clone();
         let apis = names
             .iter()
             .zip(&self.apis)
@@ -132,6 +241,7 @@ impl Counters {
                 let executions = c.executions.load(Ordering::Relaxed);
                 let invalid = c.invalid.load(Ordering::Relaxed);
                 let schema = c.schema.load(Ordering::Relaxed);
+                let conform = c.conform.load(Ordering::Relaxed);
                 ApiSummary {
                     api: name.clone(),
                     executions,
@@ -140,11 +250,32 @@ impl Counters {
                     failures: c.failed.load(Ordering::Relaxed),
                     valid_rate: if executions == 0 { 0.0 } else { 1.0 - (invalid + schema) as f64 / executions as f64 },
                     rejected_valid: rejections.get(name).cloned().unwrap_or_default(),
+                    nonconforming: c.nonconforming.load(Ordering::Relaxed),
+                    conform_executions: conform,
+                    conform_valid_rate: rate(conform - c.conform_rejected.load(Ordering::Relaxed).min(conform), conform),
+                    violate_executions: c.violate.load(Ordering::Relaxed),
+                    violate_rejected: c.violate_rejected.load(Ordering::Relaxed),
+                    violate_matched: c.violate_matched.load(Ordering::Relaxed),
+                    violate_accepted: c.violate_accepted.load(Ordering::Relaxed),
+                    accepted_violations: accepted.get(name).cloned().unwrap_or_default(),
+                    unbreakable: BTreeMap::new(),
+                    coverage: None,
                 }
             })
             .collect();
         let executions = self.executions();
+        let sum = |f: fn(&ApiCounters) -> &AtomicU64| self.apis.iter().map(|a| f(a).load(Ordering::Relaxed)).sum::<u64>();
+        let (conform, conform_rejected) = (sum(|a| &a.conform), sum(|a| &a.conform_rejected));
+        let (violate, violate_rejected, violate_matched) = (sum(|a| &a.violate), sum(|a| &a.violate_rejected), sum(|a| &a.violate_matched));
         Summary {
+            mode: String::new(),
+            generator: String::new(),
+            mutation: Mutation::none(),
+            solve_seconds: 0.0,
+            conform_valid_rate: rate(conform - conform_rejected.min(conform), conform),
+            violate_rejected_rate: rate(violate_rejected, violate),
+            violate_matched_rate: rate(violate_matched, violate),
+            spec_findings: 0,
             executions,
             seconds,
             execs_per_second: if seconds > 0.0 { executions as f64 / seconds } else { 0.0 },
@@ -157,7 +288,16 @@ impl Counters {
             seed,
             apis,
             skipped,
+            checks: self.checks.lock().expect("counters lock").clone(),
             out,
         }
+    }
+}
+
+fn rate(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
     }
 }

@@ -7,6 +7,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::case::{Arg, DType, Fill, TensorRecipe};
 use crate::eval::{self, Bindings, TensorVal, Val};
 use crate::solve::{SymModel, SymValue};
+use super::plan::GenPlan;
 use crate::spec::{ApiSpec, BinOp, ParamType, Prop, TExpr, Value};
 
 /// Default element range when the spec gives none.
@@ -73,9 +74,15 @@ fn unknown_values(dtype: DType, shape: &[i64]) -> TensorVal {
     }
 }
 
-/// Bounds that the `requires` constraints put on parameter `p` (its values for a tensor, itself
-/// for a number), given what is already known.
-fn bounds_of(api: &ApiSpec, p: usize, known: &[Val]) -> Bounds {
+/// Bounds that the `requires` constraints (but `skip`) put on parameter `p` (its values for a
+/// tensor, itself for a number), given what is already known.
+fn bounds_of(api: &ApiSpec, p: usize, known: &[Val], skip: Option<usize>) -> Bounds {
+    let constraints = api.requires.iter().enumerate().filter(|(k, _)| Some(*k) != skip).map(|(_, c)| c);
+    bounds_from(constraints, p, known)
+}
+
+/// Bounds that these constraints put on parameter `p`.
+fn bounds_from<'c>(constraints: impl Iterator<Item = &'c crate::spec::Constraint>, p: usize, known: &[Val]) -> Bounds {
     let mut b = Bounds::none();
     let is_target = |e: &TExpr| match e {
         TExpr::Prop(base, Prop::Values) => matches!(**base, TExpr::Param(i) if i == p),
@@ -84,7 +91,7 @@ fn bounds_of(api: &ApiSpec, p: usize, known: &[Val]) -> Bounds {
     };
     let bindings = Bindings { params: known, results: &[] };
     let number = |e: &TExpr| eval_number(e, &bindings);
-    for c in &api.requires {
+    for c in constraints {
         let TExpr::Binary(op, l, r) = &c.expr else { continue };
         match (op, is_target(l), is_target(r)) {
             (BinOp::In, true, false) => {
@@ -208,7 +215,14 @@ fn eval_tensor(e: &TExpr, b: &Bindings) -> Option<TensorVal> {
 /// The fill of a tensor of this dtype within these bounds.
 fn fill_for(dtype: DType, b: Bounds) -> Fill {
     if dtype == DType::Bool {
-        return Fill::Int { lo: 0, hi: 2 };
+        // Only 0 and 1 exist: keep those the bounds allow (both when neither fits, which the
+        // evaluator then rejects).
+        let inside = |v: f64| b.lo.is_none_or(|l| if b.lo_open { v > l } else { v >= l }) && b.hi.is_none_or(|h| if b.hi_closed { v <= h } else { v < h });
+        return match (inside(0.0), inside(1.0)) {
+            (false, true) => Fill::Constant(1.0),
+            (true, false) => Fill::Constant(0.0),
+            _ => Fill::Int { lo: 0, hi: 2 },
+        };
     }
     if dtype.is_integral() {
         let (tmin, tmax) = dtype.int_bounds().expect("integral dtypes have bounds");
@@ -265,13 +279,15 @@ fn draw_float(b: Bounds, rng: &mut ChaCha8Rng) -> f64 {
     }
 }
 
-/// Concrete arguments for one model. Parameters with a default are sometimes left out, so the
-/// op's own default is exercised too.
-pub fn concretize(api: &ApiSpec, model: &SymModel, rng: &mut ChaCha8Rng) -> Vec<Arg> {
+/// Concrete arguments for one model, drawn in the plan's order (a parameter after those its
+/// bounds read) within the bounds of every constraint but `skip`. Parameters with a default are
+/// sometimes left out, so the op's own default is exercised too.
+pub fn concretize(api: &ApiSpec, plan: &GenPlan, model: &SymModel, skip: Option<usize>, rng: &mut ChaCha8Rng) -> Vec<Arg> {
     let mut known = symbolic_vals(model);
-    let mut args = Vec::with_capacity(model.len());
-    for (i, (v, p)) in model.iter().zip(&api.params).enumerate() {
-        let bounds = bounds_of(api, i, &known);
+    let mut args = vec![Arg::Omitted; model.len().min(api.params.len())];
+    for &i in &plan.order {
+        let (Some(v), Some(p)) = (model.get(i), api.params.get(i)) else { continue };
+        let bounds = bounds_of(api, i, &known, skip);
         let arg = match v {
             SymValue::Absent => {
                 if p.default == Some(Value::None) && rng.random_bool(0.5) {
@@ -307,7 +323,7 @@ pub fn concretize(api: &ApiSpec, model: &SymModel, rng: &mut ChaCha8Rng) -> Vec<
             _ => arg,
         };
         known[i] = Val::of_arg(&arg);
-        args.push(arg);
+        args[i] = arg;
     }
     args
 }
@@ -324,13 +340,27 @@ fn equals_default(a: &Arg, d: &Value) -> bool {
 
 /// Whether the arguments satisfy every `requires` constraint (None where undecidable).
 pub fn conforms(api: &ApiSpec, args: &[Arg]) -> Vec<Option<bool>> {
-    let vals: Vec<Val> = args.iter().zip(&api.params).map(|(a, p)| match a {
-        Arg::Omitted => p.default.as_ref().map(value_val).unwrap_or(Val::None),
-        a => Val::of_arg(a),
-    }).collect();
+    let vals = arg_vals(api, args);
     let optional: Vec<bool> = api.params.iter().map(|p| p.optional).collect();
     let b = Bindings { params: &vals, results: &[] };
     api.requires.iter().map(|c| eval::holds(&c.expr, &b, &c.params, &optional)).collect()
+}
+
+/// The evaluator's view of a case's arguments (an omitted one is its default).
+pub fn arg_vals(api: &ApiSpec, args: &[Arg]) -> Vec<Val> {
+    args.iter()
+        .zip(&api.params)
+        .map(|(a, p)| match a {
+            Arg::Omitted => p.default.as_ref().map(value_val).unwrap_or(Val::None),
+            a => Val::of_arg(a),
+        })
+        .collect()
+}
+
+/// Bounds constraint `k` alone puts on parameter `p`, given the case's other values.
+pub fn bounds_of_one(api: &ApiSpec, k: usize, p: usize, known: &[Val]) -> (Option<(f64, bool)>, Option<(f64, bool)>) {
+    let b = bounds_from(api.requires.get(k).into_iter(), p, known);
+    (b.lo.map(|v| (v, b.lo_open)), b.hi.map(|v| (v, b.hi_closed)))
 }
 
 /// A default value as a concrete value.

@@ -83,7 +83,7 @@ pub fn starting_inputs(program: &ProgramSpec, seed: u64, episode: u32) -> Result
     };
     let model = models.iter().find(nonempty).or(models.first()).ok_or("the inputs' constraints have no solution")?;
     let mut rng = ChaCha8Rng::seed_from_u64(s);
-    let args = concretize(api, model, &mut rng);
+    let args = concretize(api, &crate::gen::plan::GenPlan::new(api), model, None, &mut rng);
     let args: Vec<Arg> = args
         .into_iter()
         .zip(&api.params)

@@ -40,6 +40,9 @@ pub enum ArgSource {
     Default,
     /// A fixed value.
     Value(Arg),
+    /// An `out=` argument (a `Tensor(a!)` of an out overload): a tensor the worker allocates,
+    /// empty, with the dtype of output `k` of the functional call the out overload stands for.
+    Output(usize),
 }
 
 /// A Python-level adjustment between the public API and the ATen operator.

@@ -4,3 +4,4 @@ pub mod binding;
 pub mod catalog;
 pub mod registry;
 pub mod schema;
+pub mod twins;

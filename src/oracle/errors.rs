@@ -49,8 +49,13 @@ fn first_line(s: &str) -> &str {
 }
 
 /// A message with its input-dependent parts (numbers, addresses, quoted names of sizes) made
-/// uniform, so one cause gives one signature.
+/// uniform, so one cause gives one signature; at most 240 characters.
 pub fn normalize(message: &str) -> String {
+    normalize_all(message).chars().take(240).collect()
+}
+
+/// `normalize` without the length limit (for finding a signature's text in a longer output).
+pub fn normalize_all(message: &str) -> String {
     let mut out = String::with_capacity(message.len());
     let mut chars = message.chars().peekable();
     while let Some(c) = chars.next() {
@@ -69,8 +74,7 @@ pub fn normalize(message: &str) -> String {
             out.push(c);
         }
     }
-    let collapsed: String = out.split_whitespace().collect::<Vec<_>>().join(" ");
-    collapsed.chars().take(240).collect()
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

@@ -1,12 +1,16 @@
 //! Verdicts on executions: which oracles fire for a case and with what signature. A signature
 //! names the cause (an assert's location, a signal, a normalised message), so findings group by
 //! cause rather than by input.
+pub mod differential;
 pub mod errors;
 
-use crate::case::Case;
+use serde::{Deserialize, Serialize};
+
+use crate::case::{Case, DType};
 use crate::eval::{self, Bindings, Val};
 use crate::outcome::{signal_name, Execution, Outcome, Output};
 use crate::spec::ApiSpec;
+use crate::variant::{Check, Tolerance};
 use errors::ErrorKind;
 
 /// Inputs smaller than this that exhaust memory are reported: a small input asking for
@@ -35,6 +39,39 @@ pub struct Detection {
     /// The message a human reads: the error text, the signal, the violated postcondition.
     pub message: String,
     pub signal: Option<i32>,
+    /// What a reproducer has to show.
+    pub evidence: Evidence,
+}
+
+/// What a reproducer must show for a detection to count as reproduced.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub enum Evidence {
+    /// The call itself fails: a crash, a hang, an out-of-memory, an internal error.
+    #[default]
+    Call,
+    /// Output `output` holds NaN or inf.
+    NonFinite { output: usize },
+    /// `ensures` clause number `clause` of the API does not hold.
+    Postcondition { clause: usize },
+    /// Differential check number `check` of the API disagrees.
+    Differential { check: usize, what: Disagreement },
+}
+
+/// How a differential check disagreed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Disagreement {
+    /// Values of output `output` differ beyond `tolerance`.
+    Values { output: usize, dtype: Option<DType>, tolerance: Tolerance },
+    /// Output `output` differs in dtype or shape (or the outputs in number or kind).
+    Structure { output: usize },
+    /// The variant raises while the original returns.
+    VariantRaises,
+    /// The original raises while the variant returns.
+    OriginalRaises,
+    /// The variant itself fails (an internal error, a crash, a hang), whatever the original did.
+    VariantFails,
+    /// Analytic and numeric gradients differ.
+    Gradient,
 }
 
 #[derive(Clone, Debug)]
@@ -45,18 +82,34 @@ pub struct Verdict {
     pub error: Option<String>,
 }
 
-/// Judges one execution against the API's oracles and postconditions.
-pub fn judge(api: &ApiSpec, case: &Case, exec: &Execution) -> Verdict {
+/// Judges one execution against the API's oracles and postconditions; `checks` are the
+/// differential checks the API's cases run with (their reports come in `Execution::Checked`).
+pub fn judge(api: &ApiSpec, checks: &[Check], case: &Case, exec: &Execution) -> Verdict {
+    match exec {
+        Execution::Checked { outcome, checks: reports } => {
+            let mut v = judge_outcome(api, case, outcome);
+            v.detections.extend(differential::judge_reports(api, checks, case, outcome, reports));
+            v
+        }
+        Execution::InCheck { check, failure } => {
+            Verdict { status: Status::Failed, detections: differential::judge_in_check(checks, *check, failure).into_iter().collect(), error: None }
+        }
+        Execution::Completed(outcome) => judge_outcome(api, case, outcome),
+        _ => judge_failure(api, exec),
+    }
+}
+
+/// A worker that died or hung in the call itself.
+fn judge_failure(api: &ApiSpec, exec: &Execution) -> Verdict {
     let enabled = |name: &str| api.oracles.iter().any(|o| o.name == name);
     let mut detections = Vec::new();
-    let mut error = None;
     let status = match exec {
         Execution::Crashed { signal, stderr } => {
             // We only SIGKILL on timeouts (reported as such); a SIGKILL here is the kernel's
             // out-of-memory killer.
             if *signal == libc::SIGKILL {
                 if enabled("oom") {
-                    detections.push(Detection { oracle: "oom", signature: "killed (out of memory)".into(), message: tail(stderr), signal: Some(*signal) });
+                    detections.push(Detection { oracle: "oom", signature: "killed (out of memory)".into(), message: tail(stderr), signal: Some(*signal), evidence: Evidence::Call });
                 }
             } else if enabled("crash") {
                 detections.push(Detection {
@@ -64,6 +117,7 @@ pub fn judge(api: &ApiSpec, case: &Case, exec: &Execution) -> Verdict {
                     signature: crash_signature(&signal_name(*signal), stderr),
                     message: format!("worker killed by {}\n{}", signal_name(*signal), tail(stderr)),
                     signal: Some(*signal),
+                    evidence: Evidence::Call,
                 });
             }
             Status::Failed
@@ -75,30 +129,42 @@ pub fn judge(api: &ApiSpec, case: &Case, exec: &Execution) -> Verdict {
                     signature: crash_signature(&format!("exit {code}"), stderr),
                     message: format!("worker exited with status {code}\n{}", tail(stderr)),
                     signal: None,
+                    evidence: Evidence::Call,
                 });
             }
             Status::Failed
         }
         Execution::TimedOut { millis } => {
             if enabled("hang") {
-                detections.push(Detection { oracle: "hang", signature: "timeout".into(), message: format!("no answer after {millis} ms"), signal: None });
+                detections.push(Detection { oracle: "hang", signature: "timeout".into(), message: format!("no answer after {millis} ms"), signal: None, evidence: Evidence::Call });
             }
             Status::Failed
         }
-        Execution::Completed(Outcome::Raised { class, message, .. }) => {
+        _ => Status::Ok,
+    };
+    Verdict { status, detections, error: None }
+}
+
+/// A call the worker saw to the end (returned or raised).
+fn judge_outcome(api: &ApiSpec, case: &Case, outcome: &Outcome) -> Verdict {
+    let enabled = |name: &str| api.oracles.iter().any(|o| o.name == name);
+    let mut detections = Vec::new();
+    let mut error = None;
+    let status = match outcome {
+        Outcome::Raised { class, message, .. } => {
             error = Some(message.clone());
             match errors::classify(*class, message) {
                 ErrorKind::Argument => Status::Invalid,
                 ErrorKind::Schema => Status::Schema,
                 ErrorKind::Internal { signature } | ErrorKind::Unchecked { signature } => {
                     if enabled("internal_error") {
-                        detections.push(Detection { oracle: "internal_error", signature, message: message.clone(), signal: None });
+                        detections.push(Detection { oracle: "internal_error", signature, message: message.clone(), signal: None, evidence: Evidence::Call });
                     }
                     Status::Failed
                 }
                 ErrorKind::OutOfMemory => {
                     if enabled("oom") && case.input_elements() < OOM_INPUT_ELEMENTS {
-                        detections.push(Detection { oracle: "oom", signature: errors::normalize(message), message: message.clone(), signal: None });
+                        detections.push(Detection { oracle: "oom", signature: errors::normalize(message), message: message.clone(), signal: None, evidence: Evidence::Call });
                         Status::Failed
                     } else {
                         Status::Invalid
@@ -106,7 +172,7 @@ pub fn judge(api: &ApiSpec, case: &Case, exec: &Execution) -> Verdict {
                 }
             }
         }
-        Execution::Completed(Outcome::Returned { outputs, .. }) => {
+        Outcome::Returned { outputs, .. } => {
             if enabled("nan_inf") && case.inputs_finite() {
                 if let Some(d) = nonfinite(outputs) {
                     detections.push(d);
@@ -136,6 +202,7 @@ fn nonfinite(outputs: &[Output]) -> Option<Detection> {
             signature: format!("{what} in output {i} ({dtype})"),
             message: format!("output {i} ({dtype}, shape {:?}) holds {} NaN and {} inf from finite inputs", t.shape, t.nan, t.inf),
             signal: None,
+            evidence: Evidence::NonFinite { output: i },
         })
     })
 }
@@ -159,12 +226,14 @@ fn postconditions(api: &ApiSpec, case: &Case, outputs: &[Output]) -> Vec<Detecti
     let b = Bindings { params: &params, results: &results };
     api.ensures
         .iter()
-        .filter(|c| eval::holds(&c.expr, &b, &c.params, &optional) == Some(false))
-        .map(|c| Detection {
+        .enumerate()
+        .filter(|(_, c)| eval::holds(&c.expr, &b, &c.params, &optional) == Some(false))
+        .map(|(clause, c)| Detection {
             oracle: "postcondition",
             signature: format!("ensures {}", c.text),
             message: format!("postcondition `{}` does not hold", c.text),
             signal: None,
+            evidence: Evidence::Postcondition { clause },
         })
         .collect()
 }

@@ -3,11 +3,14 @@
 //! is reported and left out; the others go on.
 use crate::diag::{codes, Diagnostic};
 use crate::fuzz::Skipped;
-use crate::gen::{self, GenConfig};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::gen::{self, ApiPools, GenConfig, Job, JobResult};
 use crate::ops::binding::OpBinding;
 use crate::ops::catalog::Catalog;
 use crate::ops::registry::{self, Mismatch, ResolveError};
-use crate::solve::{SolveError, SymModel};
+use crate::oracle::differential::{self, PlannedCheck};
+use crate::solve::SolveError;
 use crate::spec::{ApiSpec, Spec};
 
 /// One API, ready to run.
@@ -15,19 +18,48 @@ use crate::spec::{ApiSpec, Spec};
 pub struct ApiPlan {
     pub api: ApiSpec,
     pub binding: OpBinding,
+    /// The differential checks its `oracles` clause asks for, with the twin operators they call.
+    pub checks: Vec<PlannedCheck>,
 }
 
-/// Resolves every API to an operator. Unresolvable ones become E0004/E0017 diagnostics.
+/// Resolves every API to an operator. Unresolvable ones become E0004/E0017 diagnostics (the API
+/// is left out); differential oracles that cannot apply become W0101 warnings (the API runs).
 pub fn plan(spec: &Spec, catalog: &Catalog) -> (Vec<ApiPlan>, Vec<Diagnostic>) {
     let mut plans = Vec::new();
     let mut diags = Vec::new();
     for api in &spec.apis {
         match registry::resolve(api, catalog) {
-            Ok(binding) => plans.push(ApiPlan { api: api.clone(), binding }),
+            Ok(binding) => {
+                let (checks, warnings) = differential::plan_checks(api, &binding, catalog);
+                diags.extend(warnings);
+                plans.push(ApiPlan { api: api.clone(), binding, checks });
+            }
             Err(e) => diags.push(resolve_diagnostic(api, &e)),
         }
     }
     (plans, diags)
+}
+
+/// The op table and per-op checks a worker pool loads for `plans`: the APIs' operators first
+/// (case `op` i is plan i), then the twins their checks call. Also returns each plan's checks
+/// as the workers run them (twin indices resolved), for judging.
+pub fn op_table(plans: &[ApiPlan]) -> (Vec<OpBinding>, Vec<Vec<crate::variant::Check>>) {
+    let mut ops: Vec<OpBinding> = plans.iter().map(|p| p.binding.clone()).collect();
+    let mut checks = vec![Vec::new(); ops.len()];
+    for (i, p) in plans.iter().enumerate() {
+        for c in &p.checks {
+            let op = match &c.twin {
+                Some(twin) => {
+                    ops.push(twin.clone());
+                    checks.push(Vec::new());
+                    (ops.len() - 1) as u32
+                }
+                None => 0,
+            };
+            checks[i].push(c.with_op(op));
+        }
+    }
+    (ops, checks)
 }
 
 /// E0004 when no operator answers to the API's name, E0017 when one does but its schema does
@@ -80,28 +112,56 @@ pub fn resolve_diagnostic(api: &ApiSpec, e: &ResolveError) -> Diagnostic {
     d
 }
 
-/// Solves every plan's pool, spreading APIs over the cores. Returns the pools (empty for a
-/// skipped API), diagnostics for unsatisfiable APIs, and why each skipped API was skipped.
-pub fn solve_pools(plans: &[ApiPlan], config: &GenConfig) -> (Vec<Vec<SymModel>>, Vec<Diagnostic>, Vec<Skipped>) {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(plans.len().max(1));
-    let results: Vec<(usize, Result<Vec<SymModel>, SolveError>)> = std::thread::scope(|s| {
+/// Solves every plan's pools, spreading the jobs (per API: ordinary and boundary models, huge
+/// models, one job per constraint to break) over the cores. Returns the pools (empty for a
+/// skipped API), diagnostics for unsatisfiable APIs and solver timeouts, and why each skipped
+/// API was skipped. A constraint that cannot be broken alone, or whose violating models time
+/// out, is noted in its API's pools; the API still runs.
+pub fn solve_pools(plans: &[ApiPlan], config: &GenConfig) -> (Vec<ApiPools>, Vec<Diagnostic>, Vec<Skipped>) {
+    let work: Vec<(usize, Job)> = plans.iter().enumerate().flat_map(|(i, p)| gen::jobs(&p.api, config).into_iter().map(move |j| (i, j))).collect();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(work.len().max(1));
+    let next = AtomicUsize::new(0);
+    let results: Vec<(usize, JobResult)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                s.spawn(move || {
-                    (t..plans.len()).step_by(threads).map(|i| (i, gen::solve_pool(&plans[i].api, config, i))).collect::<Vec<_>>()
+            .map(|_| {
+                s.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let w = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(&(i, job)) = work.get(w) else { break };
+                        out.push((i, gen::run_job(&plans[i].api, config, i, job)));
+                    }
+                    out
                 })
             })
             .collect();
         handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
     });
-    let mut pools = vec![Vec::new(); plans.len()];
+    let mut per_api: Vec<Vec<JobResult>> = (0..plans.len()).map(|_| Vec::new()).collect();
+    for (i, r) in results {
+        per_api[i].push(r);
+    }
+    let mut pools = Vec::with_capacity(plans.len());
+    let mut failed: Vec<Option<SolveError>> = Vec::with_capacity(plans.len());
+    for (plan, results) in plans.iter().zip(per_api) {
+        match gen::assemble(&plan.api, results) {
+            Ok(p) => {
+                pools.push(p);
+                failed.push(None);
+            }
+            Err(e) => {
+                pools.push(ApiPools::default());
+                failed.push(Some(e));
+            }
+        }
+    }
     let mut diags = Vec::new();
     let mut skipped = Vec::new();
-    for (i, r) in results {
+    for (i, e) in failed.into_iter().enumerate() {
+        let Some(e) = e else { continue };
         let api = &plans[i].api;
-        match r {
-            Ok(models) => pools[i] = models,
-            Err(SolveError::Unsat { core }) => {
+        match e {
+            SolveError::Unsat { core } => {
                 let mut d = Diagnostic::new(codes::E0009, format!("the constraints of `{}` cannot all hold", api.name))
                     .with_label(api.span, "no input satisfies this API's constraints; it is skipped");
                 for c in core.iter().filter_map(|&k| api.requires.get(k)) {
@@ -110,7 +170,15 @@ pub fn solve_pools(plans: &[ApiPlan], config: &GenConfig) -> (Vec<Vec<SymModel>>
                 diags.push(d.with_help("relax or remove one of the conflicting constraints"));
                 skipped.push(Skipped { api: api.name.clone(), reason: "unsatisfiable constraints".into() });
             }
-            Err(e) => skipped.push(Skipped { api: api.name.clone(), reason: e.to_string() }),
+            SolveError::Timeout(ms) => {
+                diags.push(
+                    Diagnostic::new(codes::W0006, format!("the solver gave up on `{}` after {ms} ms", api.name))
+                        .with_label(api.span, "no input was generated for this API; it is skipped")
+                        .with_help("simplify its constraints (nonlinear products of several variables are slow), or raise `--solver-timeout`"),
+                );
+                skipped.push(Skipped { api: api.name.clone(), reason: format!("solver timeout ({ms} ms)") });
+            }
+            e => skipped.push(Skipped { api: api.name.clone(), reason: e.to_string() }),
         }
     }
     (pools, diags, skipped)

@@ -133,8 +133,14 @@ impl<'a> Encoder<'a> {
                 match (tt, ft) {
                     (Term::Bool(a), Term::Bool(b)) => Term::Bool(c.ite(&with_guards(tg, a), &with_guards(fg, b))),
                     (a, b) => {
-                        guards.extend(tg);
-                        guards.extend(fg);
+                        // Only the branch taken must be defined: `other.shape[-2]` in the `else`
+                        // of `if other.ndim == 1` does not constrain a 1-D `other`.
+                        if !tg.is_empty() {
+                            guards.push(c.implies(Bool::and(&tg)));
+                        }
+                        if !fg.is_empty() {
+                            guards.push(c.not().implies(Bool::and(&fg)));
+                        }
                         Term::Int(c.ite(&as_int(a)?, &as_int(b)?))
                     }
                 }

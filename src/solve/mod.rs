@@ -4,6 +4,7 @@
 //!
 //! z3 contexts are thread-local: a `Problem` lives on the thread that built it, and only plain
 //! `SymModel`s leave it.
+mod domain;
 mod encode;
 mod vars;
 
@@ -12,11 +13,12 @@ use rand_chacha::ChaCha8Rng;
 use z3::ast::{Bool, Int};
 use z3::{Params, SatResult, Solver};
 
+pub use domain::{Boundary, Domains};
 pub use vars::{SymModel, SymValue};
 
 use crate::spec::{ApiSpec, BinOp, Constraint, Prop, TExpr};
 use encode::Encoder;
-use vars::{ParamVars, Var};
+use vars::{ParamVars, Var, VarKind};
 
 /// Bounds that keep generated inputs small and the solver fast.
 #[derive(Clone, Debug)]
@@ -60,6 +62,9 @@ pub struct Problem {
     /// For each `requires` constraint: its tracking literal, or None when it is concrete.
     tracked: Vec<Option<Bool>>,
     limits: Limits,
+    /// What each decision variable can be, once `explore` ran.
+    domains: Domains,
+    explored: bool,
 }
 
 impl Problem {
@@ -90,7 +95,37 @@ impl Problem {
                 }
             }
         }
-        Problem { solver, vars, tracked, limits: limits.clone() }
+        Problem { solver, vars, tracked, limits: limits.clone(), domains: Domains::default(), explored: false }
+    }
+
+    /// Replaces constraint `k` (which `new` must have skipped) by its negation, so models break
+    /// it. A concrete constraint cannot be negated symbolically; instead the tensor whose values
+    /// it constrains is made non-empty (and present), so a drawn value can break it. Returns
+    /// whether the negation reached the solver.
+    pub fn negate(&mut self, api: &ApiSpec, k: usize) -> bool {
+        let Some(c) = api.requires.get(k) else { return false };
+        let mut enc = Encoder::new(&self.vars, &self.limits);
+        match enc.constraint(&c.expr, &c.params) {
+            Ok(b) => {
+                self.solver.assert(b.not());
+                true
+            }
+            Err(_) => {
+                if let Some(p) = value_target(&c.expr) {
+                    if let Some(pv) = self.vars.get(p) {
+                        if let Some(present) = &pv.present {
+                            self.solver.assert(present);
+                        }
+                        match &pv.var {
+                            Var::Tensor(t) => self.solver.assert(Int::mul(&t.dims).ge(1)),
+                            Var::TensorList { items, .. } => self.solver.assert(Int::mul(&items[0].dims).ge(1)),
+                            _ => {}
+                        }
+                    }
+                }
+                false
+            }
+        }
     }
 
     /// Whether the constraint at this index reached the solver (it is not concrete).
@@ -128,31 +163,25 @@ impl Problem {
     }
 
     /// Up to `count` distinct models, spread over the domains: each is found with a random target
-    /// for a random subset of the variables (dropped when it conflicts), and blocked afterwards so
-    /// it is not found again. Fewer come back when the space is smaller.
-    pub fn sample(&self, count: usize, seed: u64) -> Result<Vec<SymModel>, SolveError> {
+    /// for a random subset of the variables, drawn from what that variable can be under the
+    /// constraints (`domains`), dropped when it conflicts; each model is blocked afterwards so it
+    /// is not found again. Fewer come back when the space is smaller.
+    pub fn sample(&mut self, count: usize, seed: u64) -> Result<Vec<SymModel>, SolveError> {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let mut params = Params::new();
-        params.set_u32("random_seed", (seed & 0x7fff_ffff) as u32);
-        params.set_u32("timeout", self.limits.timeout_ms);
-        self.solver.set_params(&params);
-        let (ints, bools) = vars::decision_vars(&self.vars);
+        self.seed_solver(seed);
+        self.explore();
         let mut out = Vec::new();
         self.solver.push();
         let mut misses = 0;
         while out.len() < count && misses < 8 {
-            let targets = self.targets(&ints, &bools, &mut rng);
+            let targets = self.targets(&mut rng);
             let found = self.solve_towards(&targets)?;
             let Some(model) = found else { break };
             let sym = vars::read(&model, &self.vars);
-            // Block this exact assignment of the decision variables.
-            let mut differ: Vec<Bool> = ints.iter().filter_map(|v| model.eval(v, true).map(|x| v.eq(&x).not())).collect();
-            differ.extend(bools.iter().filter_map(|b| model.eval(b, true).map(|x| b.iff(&x).not())));
-            if differ.is_empty() {
+            if !self.block(&model) {
                 out.push(sym);
                 break;
             }
-            self.solver.assert(Bool::or(&differ));
             if out.contains(&sym) {
                 misses += 1;
             } else {
@@ -166,27 +195,56 @@ impl Problem {
         Ok(out)
     }
 
-    /// Random targets: each variable gets one with probability 1/2, uniform in its domain.
-    fn targets(&self, ints: &[Int], bools: &[Bool], rng: &mut ChaCha8Rng) -> Vec<Bool> {
+    /// Randomises z3's own choices too, so that two seeds do not start from the same corner.
+    fn seed_solver(&self, seed: u64) {
+        let mut params = Params::new();
+        params.set_u32("random_seed", (seed & 0x7fff_ffff) as u32);
+        params.set_u32("timeout", self.limits.timeout_ms);
+        self.solver.set_params(&params);
+    }
+
+    /// Asserts that the decision variables differ from this model; false when there are none.
+    fn block(&self, model: &z3::Model) -> bool {
+        let (ints, bools) = vars::decision_vars(&self.vars);
+        let mut differ: Vec<Bool> = ints.iter().filter_map(|(v, _)| model.eval(v, true).map(|x| v.eq(&x).not())).collect();
+        differ.extend(bools.iter().filter_map(|b| model.eval(b, true).map(|x| b.iff(&x).not())));
+        if differ.is_empty() {
+            return false;
+        }
+        self.solver.assert(Bool::or(&differ));
+        true
+    }
+
+    /// Random targets: each variable gets one with probability 1/2, drawn from its feasible
+    /// domain when exploration found it (dtypes, ranks, enum values, lengths: uniformly; ints:
+    /// often at either end of their range), dimensions biased towards small sizes.
+    fn targets(&self, rng: &mut ChaCha8Rng) -> Vec<Bool> {
+        let (ints, bools) = vars::decision_vars(&self.vars);
         let mut targets = Vec::new();
-        let domain = self.limits.int_range;
-        for v in ints {
-            if rng.random_bool(0.5) {
-                let name = v.to_string();
-                let value = if name.ends_with(".ndim") {
-                    rng.random_range(0..=self.limits.max_ndim as i64)
-                } else if name.contains(".shape[") {
-                    // Small sizes are where most behaviour lives; 0 and 1 are edge cases.
-                    *[0, 1, 1, 2, 2, 3, 3, 4, 5, 8].get(rng.random_range(0..10)).unwrap_or(&2)
-                } else if name.ends_with(".dtype") {
-                    rng.random_range(0..crate::case::DType::ALL.len() as i64)
-                } else if name.ends_with(".len") {
-                    rng.random_range(0..=self.limits.max_list_len as i64)
-                } else {
-                    rng.random_range(domain.0..=domain.1)
-                };
-                targets.push(v.eq(value));
+        for (v, kind) in &ints {
+            if !rng.random_bool(0.5) {
+                continue;
             }
+            let name = v.to_string();
+            let feasible = self.domains.finite.get(&name);
+            let value = match (kind, feasible) {
+                (VarKind::Dtype | VarKind::Ndim | VarKind::Enum | VarKind::Len, Some(values)) if !values.is_empty() => values[rng.random_range(0..values.len())],
+                (VarKind::Dtype, _) => rng.random_range(0..crate::case::DType::ALL.len() as i64),
+                (VarKind::Ndim, _) => rng.random_range(0..=self.limits.max_ndim as i64),
+                (VarKind::Len, _) => rng.random_range(0..=self.limits.max_list_len as i64),
+                (VarKind::Enum, _) => 0,
+                // Small sizes are where most behaviour lives; 0 and 1 are edge cases.
+                (VarKind::Dim, _) => *[0, 1, 1, 2, 2, 3, 3, 4, 5, 8].get(rng.random_range(0..10)).unwrap_or(&2),
+                (VarKind::Int, _) => {
+                    let (lo, hi) = self.domains.ranges.get(&name).copied().unwrap_or(self.limits.int_range);
+                    match rng.random_range(0..10) {
+                        0 | 1 => lo,
+                        2 | 3 => hi,
+                        _ => rng.random_range(lo..=hi.max(lo)),
+                    }
+                }
+            };
+            targets.push(v.eq(value));
         }
         for b in bools {
             if rng.random_bool(0.5) {
@@ -238,6 +296,28 @@ impl Problem {
     }
 }
 
+/// The parameter whose values a concrete constraint bounds: `p.values in ..`, `p.values op e`,
+/// `p op e` (floats), `finite(p)`, with `p` possibly `p[i]` of a list.
+pub fn value_target(e: &TExpr) -> Option<usize> {
+    fn param(e: &TExpr) -> Option<usize> {
+        match e {
+            TExpr::Param(p) => Some(*p),
+            TExpr::Index(b, _) | TExpr::Each(b) => param(b),
+            _ => None,
+        }
+    }
+    match e {
+        TExpr::Binary(op, l, r) if op.is_comparison() => match (&**l, &**r) {
+            (TExpr::Prop(b, Prop::Values), _) => param(b),
+            (_, TExpr::Prop(b, Prop::Values)) => param(b),
+            (TExpr::Param(p), _) | (_, TExpr::Param(p)) => Some(*p),
+            _ => None,
+        },
+        TExpr::Call(crate::spec::Builtin::Finite, args) => args.first().and_then(param),
+        _ => None,
+    }
+}
+
 /// A value-range constraint `t.values in lo..hi` is concrete, but it implies something symbolic:
 /// a non-empty tensor needs a non-empty range (gather's `index.values in 0..input.shape[dim]`
 /// needs `input.shape[dim] > 0` unless `index` is empty).
@@ -267,4 +347,58 @@ pub fn check_sat(api: &ApiSpec, limits: &Limits) -> Result<(), SolveError> {
 /// Up to `count` diverse models of an API's constraints, a function of the seed alone.
 pub fn sample(api: &ApiSpec, limits: &Limits, count: usize, seed: u64) -> Result<Vec<SymModel>, SolveError> {
     fresh(|| Problem::new(api, limits, &[]).sample(count, seed))
+}
+
+/// What the solver makes of one API's constraints for conforming inputs.
+#[derive(Clone, Debug, Default)]
+pub struct Solved {
+    /// Diverse models.
+    pub models: Vec<SymModel>,
+    /// Models at the edges of the domains (empty and 0-d tensors, ints at their extremes, None
+    /// for optionals, empty lists, mixed dtypes, ...), each with the edge it was solved for.
+    pub boundary: Vec<(Boundary, SymModel)>,
+    /// Per parameter: the dtypes a conforming input can give it (tensors, tensor lists, dtype
+    /// parameters; empty for the others). Coverage reports against it.
+    pub dtypes: Vec<Vec<crate::case::DType>>,
+}
+
+/// Models, boundary models and feasible dtypes of an API, in one fresh z3 context.
+pub fn solve(api: &ApiSpec, limits: &Limits, count: usize, seed: u64) -> Result<Solved, SolveError> {
+    fresh(|| {
+        let mut p = Problem::new(api, limits, &[]);
+        let models = p.sample(count, seed)?;
+        let boundary = p.boundary(mix_seed(seed))?;
+        let dtypes = p.feasible_dtypes();
+        Ok(Solved { models, boundary, dtypes })
+    })
+}
+
+/// Up to `count` models that violate constraint `k` of the API and satisfy every other one.
+/// For a concrete constraint (tensor values, floats) the models satisfy all the others and give
+/// the tensor it constrains at least one element, so that a value can break it. `Unsat` means
+/// the constraint cannot be broken while the others hold.
+pub fn sample_violating(api: &ApiSpec, limits: &Limits, k: usize, count: usize, seed: u64) -> Result<Vec<SymModel>, SolveError> {
+    fresh(|| {
+        let mut p = Problem::new(api, limits, &[k]);
+        let symbolic = p.negate(api, k);
+        // A concrete constraint that bounds no single parameter's values has no way to be
+        // broken on purpose.
+        if !symbolic && api.requires.get(k).and_then(|c| value_target(&c.expr)).is_none() {
+            return Ok(Vec::new());
+        }
+        p.sample(count, seed)
+    })
+}
+
+/// A few conforming models with one tensor far larger than the usual limits allow (up to
+/// `limits.max_numel` elements), for the `huge` boundary class.
+pub fn sample_huge(api: &ApiSpec, limits: &Limits, count: usize, seed: u64) -> Result<Vec<SymModel>, SolveError> {
+    fresh(|| {
+        let p = Problem::new(api, limits, &[]);
+        p.huge(count, seed)
+    })
+}
+
+fn mix_seed(seed: u64) -> u64 {
+    seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17) ^ 0x5851_F42D_4C95_7F2D
 }

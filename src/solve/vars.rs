@@ -246,14 +246,30 @@ pub fn read(model: &Model, vars: &[ParamVars]) -> SymModel {
         .collect()
 }
 
+/// What a decision variable stands for; it decides how targets for it are drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VarKind {
+    /// Index into `DType::ALL` (a tensor's dtype or a dtype parameter).
+    Dtype,
+    Ndim,
+    /// One dimension of a tensor.
+    Dim,
+    /// Index into an enum's values.
+    Enum,
+    /// The length of a list.
+    Len,
+    /// An int parameter or an int-list element.
+    Int,
+}
+
 /// Every solver variable that decides a model, for blocking clauses and random targets.
-pub fn decision_vars(vars: &[ParamVars]) -> (Vec<Int>, Vec<Bool>) {
+pub fn decision_vars(vars: &[ParamVars]) -> (Vec<(Int, VarKind)>, Vec<Bool>) {
     let mut ints = Vec::new();
     let mut bools = Vec::new();
-    let tensor = |t: &TensorVars, ints: &mut Vec<Int>| {
-        ints.push(t.dtype.clone());
-        ints.push(t.ndim.clone());
-        ints.extend(t.dims.iter().cloned());
+    let tensor = |t: &TensorVars, ints: &mut Vec<(Int, VarKind)>| {
+        ints.push((t.dtype.clone(), VarKind::Dtype));
+        ints.push((t.ndim.clone(), VarKind::Ndim));
+        ints.extend(t.dims.iter().map(|d| (d.clone(), VarKind::Dim)));
     };
     for pv in vars {
         if let Some(p) = &pv.present {
@@ -262,17 +278,19 @@ pub fn decision_vars(vars: &[ParamVars]) -> (Vec<Int>, Vec<Bool>) {
         match &pv.var {
             Var::Tensor(t) => tensor(t, &mut ints),
             Var::TensorList { len, items } => {
-                ints.push(len.clone());
+                ints.push((len.clone(), VarKind::Len));
                 items.iter().for_each(|t| tensor(t, &mut ints));
             }
-            Var::Int(v) | Var::Enum(v, _) | Var::Dtype(v) => ints.push(v.clone()),
+            Var::Int(v) => ints.push((v.clone(), VarKind::Int)),
+            Var::Enum(v, _) => ints.push((v.clone(), VarKind::Enum)),
+            Var::Dtype(v) => ints.push((v.clone(), VarKind::Dtype)),
             Var::Bool(b) => bools.push(b.clone()),
             Var::IntList { len, items } => {
-                ints.push(len.clone());
-                ints.extend(items.iter().cloned());
+                ints.push((len.clone(), VarKind::Len));
+                ints.extend(items.iter().map(|v| (v.clone(), VarKind::Int)));
             }
             Var::BoolList { len, items } => {
-                ints.push(len.clone());
+                ints.push((len.clone(), VarKind::Len));
                 bools.extend(items.iter().cloned());
             }
             Var::Concrete => {}

@@ -10,10 +10,12 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-const WORDS: usize = 3;
+const WORDS: usize = 4;
 const STATE: usize = 0;
 const ID: usize = 1;
 const START: usize = 2;
+/// 0 while the case's own call runs, k + 1 while its differential check k runs.
+const PHASE: usize = 3;
 const SIZE: usize = 4096;
 
 /// The shared progress page of one worker.
@@ -32,6 +34,8 @@ pub struct Running {
     pub id: u64,
     /// `monotonic_ns()` when it started.
     pub since_ns: u64,
+    /// 0 during the call itself, k + 1 during its differential check k.
+    pub phase: u64,
 }
 
 impl Progress {
@@ -80,8 +84,14 @@ impl Progress {
     /// The worker starts case `id`.
     pub fn begin(&self, id: u64) {
         self.word(ID).store(id, Ordering::Relaxed);
+        self.word(PHASE).store(0, Ordering::Relaxed);
         self.word(START).store(monotonic_ns(), Ordering::Relaxed);
         self.word(STATE).store(1, Ordering::Release);
+    }
+
+    /// The worker moves on to differential check `check` of the running case.
+    pub fn check(&self, check: u32) {
+        self.word(PHASE).store(u64::from(check) + 1, Ordering::Release);
     }
 
     /// The worker finished its case.
@@ -94,7 +104,11 @@ impl Progress {
     pub fn running(&self) -> Option<Running> {
         let read = || {
             let state = self.word(STATE).load(Ordering::Acquire);
-            let r = Running { id: self.word(ID).load(Ordering::Relaxed), since_ns: self.word(START).load(Ordering::Relaxed) };
+            let r = Running {
+                id: self.word(ID).load(Ordering::Relaxed),
+                since_ns: self.word(START).load(Ordering::Relaxed),
+                phase: self.word(PHASE).load(Ordering::Acquire),
+            };
             (state, r)
         };
         loop {
@@ -135,6 +149,9 @@ mod tests {
         let r = parent.running().unwrap();
         assert_eq!(r.id, 42);
         assert!(r.since_ns <= monotonic_ns());
+        assert_eq!(r.phase, 0);
+        child.check(2);
+        assert_eq!(parent.running().map(|r| (r.id, r.phase)), Some((42, 3)));
         child.end();
         assert_eq!(parent.running(), None);
     }

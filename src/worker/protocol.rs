@@ -9,6 +9,7 @@ use crate::case::Case;
 use crate::numeric::hunt::{HuntRequest, HuntResult};
 use crate::ops::binding::OpBinding;
 use crate::outcome::Outcome;
+use crate::variant::{Check, CheckReport};
 
 /// Messages larger than this are refused: a corrupt length must not allocate gigabytes.
 pub const MAX_FRAME: u32 = 64 << 20;
@@ -23,6 +24,9 @@ pub enum Request {
     Catalog,
     /// Run one hunt episode on a program (`numeric::hunt`); the answer carries the same id.
     Hunt { id: u64, request: Box<HuntRequest> },
+    /// Differential checks per loaded op (parallel to the last `Load`); cases of an op with
+    /// checks are answered with `Checked` instead of `Done`. Replaces earlier checks.
+    Checks { checks: Vec<Vec<Check>> },
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -34,6 +38,10 @@ pub enum Response {
     Done { id: u64, outcome: Outcome },
     Catalog { schemas: Vec<String> },
     Hunted { id: u64, result: Box<HuntResult> },
+    /// Per op of the `Checks` request: None when every check can run, else why not.
+    ChecksLoaded { errors: Vec<Option<String>> },
+    /// A case of an op with checks: its outcome and one report per check, in order.
+    Checked { id: u64, outcome: Outcome, checks: Vec<CheckReport> },
 }
 
 pub fn write_frame<W: Write, T: Serialize>(w: &mut W, msg: &T) -> io::Result<()> {

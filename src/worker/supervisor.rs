@@ -28,6 +28,7 @@ use super::protocol::{read_frame, write_frame, Request, Response};
 use crate::case::Case;
 use crate::ops::binding::OpBinding;
 use crate::outcome::Execution;
+use crate::variant::Check;
 
 /// Bytes of a worker's stderr kept for crash reports.
 const STDERR_TAIL: usize = 16 << 10;
@@ -57,6 +58,9 @@ pub struct PoolConfig {
     pub fork_server: bool,
     /// The operators cases refer to by index.
     pub ops: Vec<OpBinding>,
+    /// Differential checks per op (parallel to `ops`, or empty for none); cases of an op with
+    /// checks come back as `Execution::Checked`.
+    pub checks: Vec<Vec<Check>>,
 }
 
 impl Default for PoolConfig {
@@ -70,6 +74,7 @@ impl Default for PoolConfig {
             startup_timeout: Duration::from_secs(60),
             fork_server: true,
             ops: Vec::new(),
+            checks: Vec::new(),
         }
     }
 }
@@ -154,6 +159,7 @@ pub struct Pool {
     /// Why the fork server is not in use, when it was asked for.
     forkserver_error: Option<String>,
     load_errors: Vec<Option<String>>,
+    check_errors: Vec<Option<String>>,
     torch_version: String,
 }
 
@@ -173,20 +179,18 @@ impl Pool {
             (None, None)
         };
         let server = forkserver.as_ref();
-        let started: Vec<Result<Started, PoolError>> = thread::scope(|s| {
+        let started: Vec<Result<(Worker, Loaded), PoolError>> = thread::scope(|s| {
             let handles: Vec<_> = (0..config.workers.max(1)).map(|_| s.spawn(|| Worker::start(&config, server))).collect();
             handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(PoolError::Protocol("worker start-up panicked (a bug in sfz)".into())))).collect()
         });
         let mut slots = Vec::new();
-        let mut load_errors = Vec::new();
-        let mut torch_version = String::new();
+        let mut loaded = Loaded::default();
         for r in started {
-            let (worker, errors, version) = r?;
-            load_errors = errors;
-            torch_version = version;
+            let (worker, l) = r?;
+            loaded = l;
             slots.push(Mutex::new(Some(worker)));
         }
-        Ok(Pool { config, slots, forkserver, forkserver_error, load_errors, torch_version })
+        Ok(Pool { config, slots, forkserver, forkserver_error, load_errors: loaded.ops, check_errors: loaded.checks, torch_version: loaded.torch_version })
     }
 
     /// True when workers are forked from a fork server.
@@ -207,6 +211,11 @@ impl Pool {
     /// Per op of the config: None when every worker resolved it, else why not.
     pub fn load_errors(&self) -> &[Option<String>] {
         &self.load_errors
+    }
+
+    /// Per op of the config: None when every differential check can run, else why not.
+    pub fn check_errors(&self) -> &[Option<String>] {
+        &self.check_errors
     }
 
     /// The libtorch version the workers report.
@@ -246,6 +255,19 @@ impl Pool {
         total
     }
 
+    /// Runs `cases` and returns their executions in order (None for a case that never ran
+    /// because a worker could not be restarted).
+    pub fn run_batch(&self, cases: &[Case]) -> Vec<Option<Execution>> {
+        let queue = Mutex::new(cases.iter().cloned().enumerate().map(|(i, c)| (i as u64, c)).collect::<VecDeque<_>>());
+        let results = Mutex::new(vec![None; cases.len()]);
+        self.run(&|| queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front(), &|id, _, exec| {
+            if let Some(slot) = results.lock().unwrap_or_else(|e| e.into_inner()).get_mut(id as usize) {
+                *slot = Some(exec);
+            }
+        });
+        results.into_inner().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// One worker's loop: keep `in_flight` cases queued, collect answers, handle deaths.
     fn drive(&self, slot: &mut Option<Worker>, next: &(dyn Fn() -> Option<(u64, Case)> + Sync), sink: &(dyn Fn(u64, &Case, Execution) + Sync)) -> RunStats {
         let mut stats = RunStats::default();
@@ -269,7 +291,7 @@ impl Pool {
                     attempt = Worker::start(&self.config, self.forkserver.as_ref());
                 }
                 match attempt {
-                    Ok((w, _, _)) => {
+                    Ok((w, _)) => {
                         *slot = Some(w);
                         stats.restarts += 1;
                         stats.respawn += t.elapsed();
@@ -313,7 +335,7 @@ impl Pool {
                 worker.wait_answer(self.config.timeout)
             };
             match event {
-                Event::Answer(id, outcome) => {
+                Event::Answer(id, exec) => {
                     match queue.front() {
                         Some((head, _)) if *head == id => {}
                         _ => {
@@ -328,7 +350,7 @@ impl Pool {
                         blind_deaths = 0;
                         stats.cases += 1;
                         stats.completed += 1;
-                        sink(id, &case, Execution::Completed(outcome));
+                        sink(id, &case, exec);
                     }
                 }
                 Event::Protocol(message) => {
@@ -346,7 +368,7 @@ impl Pool {
                             if let Some((id, case)) = queue.remove(pos) {
                                 stats.cases += 1;
                                 stats.timed_out += 1;
-                                sink(id, &case, Execution::TimedOut { millis });
+                                sink(id, &case, in_phase(culprit, Execution::TimedOut { millis }));
                             }
                         }
                         None => {
@@ -374,7 +396,7 @@ impl Pool {
                                         Execution::Exited { code: code.unwrap_or(-1), stderr }
                                     }
                                 };
-                                sink(id, &case, exec);
+                                sink(id, &case, in_phase(culprit, exec));
                             }
                         }
                         // The fork server died before it could tell how the worker ended: run
@@ -401,6 +423,14 @@ impl Pool {
 
 }
 
+/// A death or hang during a differential check is the check's, not the call's.
+fn in_phase(running: Option<super::progress::Running>, failure: Execution) -> Execution {
+    match running {
+        Some(r) if r.phase > 0 => Execution::InCheck { check: (r.phase - 1) as u32, failure: Box::new(failure) },
+        _ => failure,
+    }
+}
+
 /// Kills the slot's worker so that the next turn of the driving loop starts a fresh one.
 fn retire(slot: &mut Option<Worker>) {
     if let Some(mut w) = slot.take() {
@@ -425,7 +455,7 @@ impl Drop for Pool {
 pub fn fetch_catalog(worker_exe: &Path) -> Result<Vec<String>, PoolError> {
     ignore_sigpipe();
     let config = PoolConfig { worker_exe: worker_exe.to_path_buf(), memory_mb: None, ..PoolConfig::default() };
-    let (mut worker, _, _) = Worker::start(&config, None)?;
+    let (mut worker, _) = Worker::start(&config, None)?;
     let result = (|| {
         worker.send(&Request::Catalog)?;
         worker.flush()?;
@@ -467,7 +497,7 @@ impl HuntWorker {
     pub fn start(worker_exe: &Path, timeout: Duration) -> Result<HuntWorker, PoolError> {
         ignore_sigpipe();
         let config = PoolConfig { worker_exe: worker_exe.to_path_buf(), timeout, fork_server: false, ..PoolConfig::default() };
-        let (worker, _, _) = Worker::start(&config, None)?;
+        let (worker, _) = Worker::start(&config, None)?;
         Ok(HuntWorker { config, worker: Some(worker), next_id: 0 })
     }
 
@@ -530,7 +560,8 @@ fn last_line(s: &str) -> &str {
 
 /// What ended a wait for an answer.
 enum Event {
-    Answer(u64, crate::outcome::Outcome),
+    /// A case's answer: `Completed` or `Checked`.
+    Answer(u64, Execution),
     /// The worker closed its output or a write to it failed.
     Died,
     /// A case ran past the timeout; the running case, if the worker was in one.
@@ -566,8 +597,15 @@ impl Tail {
     }
 }
 
-/// A started worker, its load errors and its libtorch version.
-type Started = (Worker, Vec<Option<String>>, String);
+/// What a worker said while starting.
+#[derive(Default)]
+struct Loaded {
+    /// Per op: None when resolved, else why not.
+    ops: Vec<Option<String>>,
+    /// Per op: None when its checks can run, else why not.
+    checks: Vec<Option<String>>,
+    torch_version: String,
+}
 
 /// One worker process seen from the parent.
 struct Worker {
@@ -583,9 +621,9 @@ struct Worker {
 
 impl Worker {
     /// Starts a worker (forked from `server` when there is one alive, else spawned), waits for
-    /// `Ready`, and loads the config's ops (unless there are none). Returns the worker, its load
-    /// errors and its libtorch version.
-    fn start(config: &PoolConfig, server: Option<&Arc<ForkServer>>) -> Result<Started, PoolError> {
+    /// `Ready`, and loads the config's ops and checks (unless there are
+    /// none). Returns the worker and what it said while starting.
+    fn start(config: &PoolConfig, server: Option<&Arc<ForkServer>>) -> Result<(Worker, Loaded), PoolError> {
         let path = &config.worker_exe;
         if !path.is_file() {
             return Err(PoolError::WorkerMissing { path: path.clone() });
@@ -644,13 +682,13 @@ impl Worker {
                 return Err(PoolError::StartupFailed { status: describe(status.as_ref()), stderr });
             }
         };
-        let mut errors = Vec::new();
+        let mut loaded = Loaded { torch_version: version, ..Loaded::default() };
         if !config.ops.is_empty() {
             if let Err(e) = worker.send(&Request::Load { ops: config.ops.clone() }).and_then(|()| worker.flush()) {
                 return Err(worker.fail(PoolError::Io(e)));
             }
             match worker.recv(deadline) {
-                Recv::Frame(Response::Loaded { errors: e }) => errors = e,
+                Recv::Frame(Response::Loaded { errors: e }) => loaded.ops = e,
                 Recv::Frame(other) => return Err(worker.fail(PoolError::Protocol(format!("expected Loaded, got {other:?}")))),
                 Recv::Timeout => return Err(worker.fail(PoolError::Protocol("no answer to Load within the start-up timeout".into()))),
                 Recv::Closed(why) => {
@@ -659,7 +697,21 @@ impl Worker {
                 }
             }
         }
-        Ok((worker, errors, version))
+        if config.checks.iter().any(|c| !c.is_empty()) {
+            if let Err(e) = worker.send(&Request::Checks { checks: config.checks.clone() }).and_then(|()| worker.flush()) {
+                return Err(worker.fail(PoolError::Io(e)));
+            }
+            match worker.recv(deadline) {
+                Recv::Frame(Response::ChecksLoaded { errors }) => loaded.checks = errors,
+                Recv::Frame(other) => return Err(worker.fail(PoolError::Protocol(format!("expected ChecksLoaded, got {other:?}")))),
+                Recv::Timeout => return Err(worker.fail(PoolError::Protocol("no answer to Checks within the start-up timeout".into()))),
+                Recv::Closed(why) => {
+                    let (status, stderr) = worker.reap();
+                    return Err(PoolError::StartupFailed { status: format!("{} while loading checks: {why}", describe(status.as_ref())), stderr });
+                }
+            }
+        }
+        Ok((worker, loaded))
     }
 
     /// A worker forked by the fork server: our ends of its pipes.
@@ -735,7 +787,8 @@ impl Worker {
             let deadline_ns = running.map_or(now.saturating_add(timeout_ns), |r| r.since_ns.saturating_add(timeout_ns));
             let deadline = Instant::now() + Duration::from_nanos(deadline_ns.saturating_sub(now));
             match self.recv(Some(deadline)) {
-                Recv::Frame(Response::Done { id, outcome }) => return Event::Answer(id, outcome),
+                Recv::Frame(Response::Done { id, outcome }) => return Event::Answer(id, Execution::Completed(outcome)),
+                Recv::Frame(Response::Checked { id, outcome, checks }) => return Event::Answer(id, Execution::Checked { outcome, checks }),
                 Recv::Frame(other) => return Event::Protocol(format!("expected Done, got {other:?}")),
                 Recv::Closed(_) => return Event::Died,
                 Recv::Timeout => {

@@ -13,13 +13,14 @@ use tch::Tensor;
 
 use super::ffi::{self, SfzTensorInfo};
 use super::materialize::materialize;
-use sfz::case::{Arg, Case, DType};
+use sfz::case::{Arg, Case, DType, TensorRecipe};
 use sfz::ops::binding::{ArgSource, OpBinding, Transform};
 use sfz::ops::schema::{self, OpSchema, SchemaType};
 use sfz::outcome::{ErrorClass, Outcome, Output, TensorInfo};
+use sfz::variant::Check;
 
 /// An owned `c10::OperatorHandle`.
-struct OpHandle(*mut c_void);
+pub(super) struct OpHandle(*mut c_void);
 
 impl Drop for OpHandle {
     fn drop(&mut self) {
@@ -29,7 +30,7 @@ impl Drop for OpHandle {
 }
 
 /// The shim's per-call state (the boxed stack, outputs, error), reused across calls.
-struct CallState(*mut c_void);
+pub(super) struct CallState(*mut c_void);
 
 impl Drop for CallState {
     fn drop(&mut self) {
@@ -39,32 +40,70 @@ impl Drop for CallState {
 }
 
 /// One loaded operator.
-struct LoadedOp {
+pub(super) struct LoadedOp {
     handle: OpHandle,
-    binding: OpBinding,
-    schema: OpSchema,
+    pub binding: OpBinding,
+    pub schema: OpSchema,
     /// Case arguments some schema argument reads; others (Python-only) are not materialised.
-    used: Vec<usize>,
+    pub used: Vec<usize>,
 }
 
 /// Executes cases against the operators of one `Load`.
 pub struct Executor {
-    ops: Vec<Result<LoadedOp, String>>,
-    call: CallState,
-    /// Tensors of the case being run; they must outlive the call that borrows them.
-    tensors: Vec<Tensor>,
-    /// Per case argument, its range in `tensors`.
-    ranges: Vec<(usize, usize)>,
+    pub(super) ops: Vec<Result<LoadedOp, String>>,
+    /// Differential checks per op (see `runtime::checks`).
+    pub(super) checks: Vec<Vec<Check>>,
+    pub(super) call: CallState,
 }
 
 /// Why a case could not even reach the operator.
-struct Rejected {
-    class: ErrorClass,
-    message: String,
+pub(super) struct Rejected {
+    pub class: ErrorClass,
+    pub message: String,
 }
 
-fn schema_error(message: String) -> Rejected {
+pub(super) fn schema_error(message: String) -> Rejected {
     Rejected { class: ErrorClass::Schema, message }
+}
+
+impl Rejected {
+    pub fn into_outcome(self) -> Outcome {
+        Outcome::Raised { class: self.class, message: self.message, micros: 0 }
+    }
+}
+
+/// The materialised tensors of one call: per case argument, its range in `tensors`. The
+/// boxed stack holds pointers into `tensors`, so they outlive the call.
+#[derive(Default)]
+pub(super) struct Inputs {
+    pub tensors: Vec<Tensor>,
+    pub ranges: Vec<(usize, usize)>,
+}
+
+impl Inputs {
+    /// The tensors of case argument `index`.
+    pub fn of(&self, index: usize) -> &[Tensor] {
+        let (start, end) = self.ranges.get(index).copied().unwrap_or((0, 0));
+        &self.tensors[start..end]
+    }
+
+    /// The same inputs with each tensor replaced by `f(argument index, tensor)`.
+    pub fn map(&self, mut f: impl FnMut(usize, &Tensor) -> Result<Tensor, tch::TchError>) -> Result<Inputs, tch::TchError> {
+        let mut tensors = Vec::with_capacity(self.tensors.len());
+        for (arg, &(start, end)) in self.ranges.iter().enumerate() {
+            for t in &self.tensors[start..end] {
+                tensors.push(f(arg, t)?);
+            }
+        }
+        Ok(Inputs { tensors, ranges: self.ranges.clone() })
+    }
+}
+
+/// What one boxed call produced: the outcome, and when it returned (and they were asked for)
+/// the output tensors, parallel to the outcome's outputs (None for non-tensor outputs).
+pub(super) struct Called {
+    pub outcome: Outcome,
+    pub tensors: Vec<Option<Tensor>>,
 }
 
 impl Default for Executor {
@@ -78,63 +117,70 @@ impl Executor {
     pub fn new() -> Executor {
         // SAFETY: plain allocation on the C++ side.
         let call = CallState(unsafe { ffi::sfz_call_new() });
-        Executor { ops: Vec::new(), call, tensors: Vec::new(), ranges: Vec::new() }
+        Executor { ops: Vec::new(), checks: Vec::new(), call }
     }
 
-    /// Resolves bindings to dispatcher handles, replacing any loaded before. Cases name them by
-    /// index. Per binding: None when loaded, else why not.
+    /// Resolves bindings to dispatcher handles, replacing any loaded before (and their checks).
+    /// Cases name them by index. Per binding: None when loaded, else why not.
     pub fn load(&mut self, bindings: &[OpBinding]) -> Vec<Option<String>> {
         self.ops = bindings.iter().map(load_one).collect();
+        self.checks.clear();
         self.ops.iter().map(|r| r.as_ref().err().cloned()).collect()
     }
 
     /// Runs one case to an outcome. Never panics on anything in the case.
     pub fn run(&mut self, case: &Case) -> Outcome {
-        let result = self.run_inner(case);
-        self.tensors.clear();
-        match result {
-            Ok(outcome) => outcome,
-            Err(r) => Outcome::Raised { class: r.class, message: r.message, micros: 0 },
+        match self.run_inner(case, false) {
+            Ok((called, _)) => called.outcome,
+            Err(r) => r.into_outcome(),
         }
     }
 
-    /// The output tensors of the last call that returned, in flattened output order.
-    pub fn output_tensors(&self) -> Vec<Tensor> {
-        // SAFETY: indices are below the count the shim reports; sfz_call_tensor returns a new
-        // owned at::Tensor that tch frees.
-        unsafe {
-            let n = ffi::sfz_call_num_outputs(self.call.0);
-            (0..n)
-                .filter_map(|k| {
-                    let (mut i, mut d) = (0i64, 0f64);
-                    (ffi::sfz_call_output(self.call.0, k, &mut i, &mut d) == 0).then_some(i)
-                })
-                .map(|index| Tensor::from_ptr(ffi::sfz_call_tensor(self.call.0, index)))
-                .collect()
+    /// The op of a case, or why it cannot run.
+    pub(super) fn op(&self, index: u32) -> Result<&LoadedOp, Rejected> {
+        match self.ops.get(index as usize) {
+            Some(Ok(op)) => Ok(op),
+            Some(Err(e)) => Err(schema_error(format!("op {index} did not load: {e}"))),
+            None => Err(schema_error(format!("op {index} is not loaded ({} are)", self.ops.len()))),
         }
     }
 
-    fn run_inner(&mut self, case: &Case) -> Result<Outcome, Rejected> {
-        let op = match self.ops.get(case.op as usize) {
-            Some(Ok(op)) => op,
-            Some(Err(e)) => return Err(schema_error(format!("op {} did not load: {e}", case.op))),
-            None => return Err(schema_error(format!("op {} is not loaded ({} are)", case.op, self.ops.len()))),
-        };
-        // Materialise every tensor first: the stack holds pointers into `self.tensors`.
-        self.ranges.clear();
-        self.ranges.resize(case.args.len(), (0, 0));
+    /// Runs a case as it is: materialise, call, observe; the output tensors are kept when asked.
+    pub(super) fn run_inner(&mut self, case: &Case, keep: bool) -> Result<(Called, Inputs), Rejected> {
+        let inputs = self.materialize(case.op, case, &mut |r| materialize(r))?;
+        let called = self.invoke(case.op, case, &inputs, &[], keep)?;
+        Ok((called, inputs))
+    }
+
+    /// Builds every tensor the op's binding reads from the case, with `build`.
+    pub(super) fn materialize(
+        &self,
+        op: u32,
+        case: &Case,
+        build: &mut dyn FnMut(&TensorRecipe) -> Result<Tensor, tch::TchError>,
+    ) -> Result<Inputs, Rejected> {
+        let op = self.op(op)?;
+        let mut inputs = Inputs { tensors: Vec::new(), ranges: vec![(0, 0); case.args.len()] };
         for &index in &op.used {
             let Some(arg) = case.args.get(index) else {
                 return Err(schema_error(format!("the binding reads argument {index} but the case has {}", case.args.len())));
             };
-            let start = self.tensors.len();
+            let start = inputs.tensors.len();
             for recipe in arg.tensors() {
-                let t = materialize(recipe).map_err(|e| schema_error(format!("cannot build argument {index}: {e}")))?;
-                self.tensors.push(t);
+                let t = build(recipe).map_err(|e| schema_error(format!("cannot build argument {index}: {e}")))?;
+                inputs.tensors.push(t);
             }
-            self.ranges[index] = (start, self.tensors.len());
+            inputs.ranges[index] = (start, inputs.tensors.len());
         }
+        Ok(inputs)
+    }
+
+    /// Calls op `op` with the case's values and `inputs`' tensors; `outs` feed `ArgSource::Output`
+    /// arguments; the output tensors are returned when `keep`. A call that raises is `Ok` with a
+    /// `Raised` outcome; `Err` means the arguments could not even be put on the stack.
+    pub(super) fn invoke(&mut self, op: u32, case: &Case, inputs: &Inputs, outs: &[Tensor], keep: bool) -> Result<Called, Rejected> {
         let call = self.call.0;
+        let op = self.op(op)?;
         // SAFETY: `call` is live; every pointer pushed below stays valid until sfz_call_run returns.
         unsafe { ffi::sfz_call_reset(call) };
         for (position, source) in op.binding.args.iter().enumerate() {
@@ -142,10 +188,16 @@ impl Executor {
             match source {
                 ArgSource::Default => push_default(call, &op.handle, position, ty)?,
                 ArgSource::Value(v) => push(call, v, ty, &[])?,
+                ArgSource::Output(k) => match outs.get(*k) {
+                    // SAFETY: live call; the tensor outlives the call.
+                    Some(t) => unsafe { ffi::sfz_push_tensor(call, t.as_ptr()) },
+                    None => return Err(schema_error(format!("no tensor for output argument {k}"))),
+                },
                 ArgSource::Param { index, transform } => {
-                    let arg = &case.args[*index];
-                    let (start, end) = self.ranges[*index];
-                    let tensors = &self.tensors[start..end];
+                    let Some(arg) = case.args.get(*index) else {
+                        return Err(schema_error(format!("the binding reads argument {index} but the case has {}", case.args.len())));
+                    };
+                    let tensors = inputs.of(*index);
                     match (arg, transform) {
                         (Arg::Omitted, Transform::OmittedAs(v)) => push(call, v, ty, &[])?,
                         (Arg::Omitted, _) => push_default(call, &op.handle, position, ty)?,
@@ -166,11 +218,41 @@ impl Executor {
         if status != 0 {
             // SAFETY: the error string lives in `call` until the next reset.
             let message = unsafe { CStr::from_ptr(ffi::sfz_call_error(call)) }.to_string_lossy().into_owned();
-            return Ok(Outcome::Raised { class: ErrorClass::from_code(status), message, micros });
+            return Ok(Called { outcome: Outcome::Raised { class: ErrorClass::from_code(status), message, micros }, tensors: Vec::new() });
         }
         match observe(call) {
-            Ok(outputs) => Ok(Outcome::Returned { outputs, micros }),
-            Err(r) => Ok(Outcome::Raised { class: r.class, message: r.message, micros }),
+            Ok(outputs) => Ok(Called { outcome: Outcome::Returned { outputs, micros }, tensors: if keep { self.tensor_slots() } else { Vec::new() } }),
+            Err(r) => Ok(Called { outcome: Outcome::Raised { class: r.class, message: r.message, micros }, tensors: Vec::new() }),
+        }
+    }
+
+    /// The output tensors of the last call that returned, parallel to its flattened outputs.
+    fn tensor_slots(&self) -> Vec<Option<Tensor>> {
+        // SAFETY: as in `output_tensors`.
+        unsafe {
+            let n = ffi::sfz_call_num_outputs(self.call.0);
+            (0..n)
+                .map(|k| {
+                    let (mut i, mut d) = (0i64, 0f64);
+                    (ffi::sfz_call_output(self.call.0, k, &mut i, &mut d) == 0).then(|| Tensor::from_ptr(ffi::sfz_call_tensor(self.call.0, i)))
+                })
+                .collect()
+        }
+    }
+
+    /// The output tensors of the last call that returned, in flattened output order.
+    pub fn output_tensors(&self) -> Vec<Tensor> {
+        // SAFETY: indices are below the count the shim reports; sfz_call_tensor returns a new
+        // owned at::Tensor that tch frees.
+        unsafe {
+            let n = ffi::sfz_call_num_outputs(self.call.0);
+            (0..n)
+                .filter_map(|k| {
+                    let (mut i, mut d) = (0i64, 0f64);
+                    (ffi::sfz_call_output(self.call.0, k, &mut i, &mut d) == 0).then_some(i)
+                })
+                .map(|index| Tensor::from_ptr(ffi::sfz_call_tensor(self.call.0, index)))
+                .collect()
         }
     }
 }
@@ -229,7 +311,7 @@ fn load_one(b: &OpBinding) -> Result<LoadedOp, String> {
 }
 
 /// F.embedding's Python-side handling of `padding_idx`, including its range assertion.
-fn embedding_padding_idx(arg: &Arg, weight: Option<&Arg>) -> Result<Arg, Rejected> {
+pub(super) fn embedding_padding_idx(arg: &Arg, weight: Option<&Arg>) -> Result<Arg, Rejected> {
     let p = match arg {
         Arg::None => return Ok(Arg::Int(-1)),
         Arg::Int(p) => *p,

@@ -28,12 +28,19 @@
 //!         s = torch.zeros(list(shape[:-1]) + [2 * shape[-1]], dtype=dtype)  # zeroed buffer
 //!         s[..., ::2].copy_(v)
 //!         v = s[..., ::2]
+//!     elif layout == "expanded" and v.dim() >= 1 and shape[0] >= 1:  # the first slice along
+//!         v = v.narrow(0, 0, 1).expand(list(shape))  # dim 0 repeated with stride 0
+//!     elif layout == "sliced" and v.dim() >= 1:    # same values at offset (1, 1, ...) of a
+//!         s = torch.zeros([d + 1 for d in shape], dtype=dtype)  # zeroed, larger buffer
+//!         s[(slice(1, None),) * v.dim()].copy_(v)
+//!         v = s[(slice(1, None),) * v.dim()]
 //!     return v
 //! ```
 //!
-//! Layout never changes the values, only the strides, so shrinking a finding can drop a layout
-//! without changing what the op computes. A layout that would not change a tensor's strides
-//! (transposed below 2-D, strided at 0-D) leaves it contiguous. `Constant` draws nothing and so
+//! Layouts other than `expanded` never change the values, only the strides, so shrinking a
+//! finding can drop them without changing what the op computes; `expanded` repeats the first
+//! slice (the values stay within the fill's bounds). A layout that would not apply (transposed
+//! below 2-D, the others at 0-D, expanded with an empty first dimension) leaves it contiguous. `Constant` draws nothing and so
 //! does not seed. `.to(dtype)` is a no-op when the dtypes agree, in both languages.
 //!
 //! No tch function taking a `Scalar` appears on a path that can fail: tch 0.26 drops the
@@ -123,6 +130,19 @@ pub fn materialize(r: &TensorRecipe) -> Result<Tensor, tch::TchError> {
             let mut every_other = buffer.f_slice(-1, 0, None::<i64>, 2)?;
             every_other.f_copy_(&v)?;
             v = every_other;
+        }
+        Layout::Expanded if ndim >= 1 && r.shape[0] >= 1 => {
+            v = v.f_narrow(0, 0, 1)?.f_expand(r.shape.as_slice(), false)?;
+        }
+        Layout::Sliced if ndim >= 1 => {
+            let larger: Vec<i64> = r.shape.iter().map(|d| d + 1).collect();
+            let buffer = Tensor::f_zeros(larger.as_slice(), (target, cpu))?;
+            let mut inner = buffer.shallow_clone();
+            for d in 0..ndim as i64 {
+                inner = inner.f_slice(d, 1, None::<i64>, 1)?;
+            }
+            inner.f_copy_(&v)?;
+            v = inner;
         }
         _ => {}
     }

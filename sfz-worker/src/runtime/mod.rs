@@ -1,6 +1,8 @@
 //! The only code that touches libtorch: the shim's raw bindings, recipes materialised into
 //! tensors, and the executor that calls operators through the boxed dispatcher. Only the
 //! `sfz-worker` binary uses this module; the parent process never loads libtorch.
+pub mod checks;
+pub mod compare;
 pub mod executor;
 pub mod ffi;
 pub mod materialize;

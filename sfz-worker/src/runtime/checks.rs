@@ -1,0 +1,574 @@
+//! Differential checks in the worker: after a case's call, the same case again as each variant
+//! of its op's checks (`variant::Variant`), compared here so that only verdicts leave the worker.
+//!
+//! Every variant rebuilds what it changes from the recipes, so the libtorch generator is in the
+//! same state before each call (recipes reseed it) and the original inputs are never mutated.
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use tch::{Device, Kind, Tensor};
+
+use super::compare::compare;
+use super::executor::{Called, Executor, Inputs, Rejected};
+use super::materialize::{kind, materialize};
+use sfz::case::{Arg, Case, DType};
+use sfz::ops::binding::ArgSource;
+use sfz::oracle::errors::{classify, ErrorKind};
+use sfz::outcome::{ErrorClass, Outcome, Output};
+use sfz::variant::{flip_layout, promote_dtype_args, Check, CheckOutcome, CheckReport, GradientMismatch, Tolerance, Tolerances, ValueMismatch, Variant};
+
+impl Executor {
+    /// Installs the differential checks of each loaded op (parallel to the last `load`). Per op:
+    /// None when every check can run, else why not (a variant's op that did not load).
+    pub fn set_checks(&mut self, checks: Vec<Vec<Check>>) -> Vec<Option<String>> {
+        let errors = (0..self.ops.len())
+            .map(|i| {
+                let problems: Vec<String> = checks.get(i).into_iter().flatten().filter_map(|c| self.check_problem(c)).collect();
+                (!problems.is_empty()).then(|| problems.join("; "))
+            })
+            .collect();
+        self.checks = checks;
+        errors
+    }
+
+    fn check_problem(&self, check: &Check) -> Option<String> {
+        let op = match check.variant {
+            Variant::Out { op } | Variant::InPlace { op, .. } => op,
+            _ => return None,
+        };
+        self.op(op).err().map(|r| format!("{}: {}", check.oracle, r.message))
+    }
+
+    /// True when cases of op `op` run with checks.
+    pub fn has_checks(&self, op: u32) -> bool {
+        self.checks.get(op as usize).is_some_and(|c| !c.is_empty())
+    }
+
+    /// Runs a case, then each check of its op; `phase(k)` is called before check k starts (the
+    /// worker records it, so that a crash inside a check is attributed to the check).
+    pub fn run_checked(&mut self, case: &Case, phase: &mut dyn FnMut(u32)) -> (Outcome, Vec<CheckReport>) {
+        let checks = self.checks.get(case.op as usize).cloned().unwrap_or_default();
+        let (main, inputs) = match self.run_inner(case, true) {
+            Ok(r) => r,
+            Err(r) => {
+                let skipped = checks.iter().map(|_| report(CheckOutcome::Skipped("the call did not reach the operator".into()), 0)).collect();
+                return (r.into_outcome(), skipped);
+            }
+        };
+        let mut reports = Vec::with_capacity(checks.len());
+        for (k, check) in checks.iter().enumerate() {
+            phase(k as u32);
+            let start = Instant::now();
+            // A check must never take the worker down through a Rust panic (a tch wrapper that
+            // unwraps); that would be reported as a crash of libtorch.
+            let outcome = catch_unwind(AssertUnwindSafe(|| self.check(check, case, &main, &inputs)))
+                .unwrap_or_else(|_| CheckOutcome::Skipped("the check panicked (a bug in sfz)".into()));
+            reports.push(report(outcome, start.elapsed().as_micros()));
+        }
+        (main.outcome, reports)
+    }
+
+    fn check(&mut self, check: &Check, case: &Case, main: &Called, inputs: &Inputs) -> CheckOutcome {
+        let result = match &check.variant {
+            Variant::Promote => self.promote(case, main, inputs, &check.tolerances),
+            Variant::Layout => self.layout(case, main, &check.tolerances),
+            Variant::Out { op } => self.out(*op, case, main, inputs, &check.tolerances),
+            Variant::InPlace { op, arg } => self.in_place(*op, *arg, case, main, &check.tolerances),
+            Variant::Gradient { eps, samples } => self.gradient(case, main, inputs, *eps, *samples, check.tolerances.float64),
+            Variant::Cuda => self.cuda(case, main, inputs, &check.tolerances),
+        };
+        result.unwrap_or_else(|e| match e {
+            Failure::Skip(why) => CheckOutcome::Skipped(why),
+            Failure::Torch(e) => CheckOutcome::Skipped(format!("preparing the variant failed: {e}")),
+        })
+    }
+
+    /// Float16, bfloat16, float32 (and complex64) inputs and `dtype` arguments in double precision.
+    fn promote(&mut self, case: &Case, main: &Called, inputs: &Inputs, tol: &Tolerances) -> Result<CheckOutcome, Failure> {
+        let mut changed = false;
+        let promoted = inputs.map(|_, t| {
+            let to = promoted_kind(t.f_kind()?);
+            changed |= to.is_some();
+            match to {
+                Some(k) => t.f_to_kind(k),
+                None => Ok(t.shallow_clone()),
+            }
+        })?;
+        let case2 = promote_dtype_args(case);
+        if !changed && case2 == *case {
+            return Err(Failure::Skip("no float16, bfloat16, float32 or complex64 input".into()));
+        }
+        let reference = self.invoke_variant(case.op, &case2, &promoted, &[])?;
+        Ok(consistency(main, &reference).unwrap_or_else(|| compare_outputs(main, &reference, tol, Mode::Promote)))
+    }
+
+    /// Each input tensor in the other memory layout.
+    fn layout(&mut self, case: &Case, main: &Called, tol: &Tolerances) -> Result<CheckOutcome, Failure> {
+        let mut flipped = case.clone();
+        let mut changed = false;
+        for arg in &mut flipped.args {
+            match arg {
+                Arg::Tensor(r) => changed |= flip_layout(r),
+                Arg::TensorList(rs) => rs.iter_mut().for_each(|r| changed |= flip_layout(r)),
+                _ => {}
+            }
+        }
+        if !changed {
+            return Err(Failure::Skip("no input has more than one element along its last dimensions".into()));
+        }
+        let inputs = self.materialize(case.op, &flipped, &mut |r| materialize(r)).map_err(Failure::from)?;
+        let variant = self.invoke_variant(case.op, &flipped, &inputs, &[])?;
+        Ok(consistency(main, &variant).unwrap_or_else(|| compare_outputs(&variant, main, tol, Mode::Same)))
+    }
+
+    /// The out= overload writing into fresh empty tensors.
+    fn out(&mut self, op: u32, case: &Case, main: &Called, inputs: &Inputs, tol: &Tolerances) -> Result<CheckOutcome, Failure> {
+        let slots = self.op(op).map_err(Failure::from)?.binding.args.iter().filter_map(|a| if let ArgSource::Output(k) = a { Some(*k) } else { None }).max();
+        let Some(last) = slots else { return Err(Failure::Skip("the out= overload has no output argument".into())) };
+        let fallback = inputs.tensors.first().and_then(|t| t.f_kind().ok()).unwrap_or(Kind::Float);
+        let mut outs = Vec::new();
+        for k in 0..=last {
+            let kind = main.tensors.get(k).and_then(Option::as_ref).and_then(|t| t.f_kind().ok()).unwrap_or(fallback);
+            outs.push(Tensor::f_empty([0i64], (kind, Device::Cpu))?);
+        }
+        let variant = self.invoke_variant(op, case, inputs, &outs)?;
+        if let Some(c) = consistency(main, &variant) {
+            return Ok(c);
+        }
+        // What the caller sees is the tensors it passed, written.
+        let written = Called { outcome: variant.outcome.clone(), tensors: outs.into_iter().map(Some).collect() };
+        Ok(compare_outputs(&written, main, tol, Mode::Same))
+    }
+
+    /// The in-place twin applied to a fresh copy of argument `arg`.
+    fn in_place(&mut self, op: u32, arg: usize, case: &Case, main: &Called, tol: &Tolerances) -> Result<CheckOutcome, Failure> {
+        let Some(Arg::Tensor(recipe)) = case.args.get(arg) else { return Err(Failure::Skip("the mutated argument is not a tensor".into())) };
+        if let Outcome::Returned { outputs, .. } = &main.outcome {
+            match outputs.first() {
+                Some(Output::Tensor(t)) if t.dtype == Some(recipe.dtype) && t.shape == recipe.shape => {}
+                _ => return Err(Failure::Skip("the result's dtype or shape is not the input's, so the in-place form cannot hold it".into())),
+            }
+        }
+        let inputs = self.materialize(case.op, case, &mut |r| materialize(r)).map_err(Failure::from)?;
+        let variant = self.invoke_variant(op, case, &inputs, &[])?;
+        if let Some(c) = consistency(main, &variant) {
+            return Ok(c);
+        }
+        let Some(mutated) = inputs.of(arg).first() else { return Err(Failure::Skip("the mutated argument was not built".into())) };
+        // Both sides as the original's first output (its dtype and shape are the input's).
+        let first = first_output(&main.outcome);
+        let written = Called { outcome: first.clone(), tensors: vec![Some(mutated.shallow_clone())] };
+        let expected = Called { outcome: first, tensors: main.tensors.iter().take(1).map(|t| t.as_ref().map(Tensor::shallow_clone)).collect() };
+        Ok(compare_outputs(&written, &expected, tol, Mode::Same))
+    }
+
+    /// The same inputs on the first CUDA device.
+    fn cuda(&mut self, case: &Case, main: &Called, inputs: &Inputs, tol: &Tolerances) -> Result<CheckOutcome, Failure> {
+        if let Err(why) = cuda_available() {
+            return Err(Failure::Skip(why.clone()));
+        }
+        let on_gpu = inputs.map(|_, t| t.f_to_device(Device::Cuda(0)))?;
+        let variant = self.invoke_variant(case.op, case, &on_gpu, &[])?;
+        Ok(consistency(main, &variant).unwrap_or_else(|| compare_outputs(&variant, main, tol, Mode::Same)))
+    }
+
+    /// Reverse-mode gradients against central finite differences, in float64.
+    fn gradient(&mut self, case: &Case, main: &Called, inputs: &Inputs, eps: f64, samples: u32, tol: Tolerance) -> Result<CheckOutcome, Failure> {
+        if !matches!(main.outcome, Outcome::Returned { .. }) {
+            return Err(Failure::Skip("the call raised".into()));
+        }
+        if inputs.tensors.iter().any(|t| t.f_kind().is_ok_and(|k| matches!(k, Kind::ComplexHalf | Kind::ComplexFloat | Kind::ComplexDouble))) {
+            return Err(Failure::Skip("complex inputs are not differentiated".into()));
+        }
+        // Leaves: every real floating input, in float64, contiguous (so that element i of the
+        // storage is element i in logical order).
+        let mut leaves: Vec<(usize, usize, Tensor)> = Vec::new();
+        let mut position = Vec::new();
+        let grad_inputs = inputs.map(|arg, t| {
+            let k = t.f_kind()?;
+            if matches!(k, Kind::Half | Kind::BFloat16 | Kind::Float | Kind::Double) {
+                let leaf = t.f_to_kind(Kind::Double)?.f_contiguous()?.f_detach()?.set_requires_grad(true);
+                let within = position.iter().filter(|&&a| a == arg).count();
+                position.push(arg);
+                leaves.push((arg, within, leaf.shallow_clone()));
+                Ok(leaf)
+            } else {
+                Ok(t.shallow_clone())
+            }
+        })?;
+        if leaves.is_empty() {
+            return Err(Failure::Skip("no floating input".into()));
+        }
+        let case2 = promote_dtype_args(case);
+        let forward = tch::with_grad(|| self.invoke(case.op, &case2, &grad_inputs, &[], true));
+        let forward = forward.map_err(Failure::from)?;
+        if let Outcome::Raised { message, .. } = &forward.outcome {
+            return Err(Failure::Skip(format!("the float64 call raised: {}", first_line(message))));
+        }
+        let weights = weights(&forward.tensors)?;
+        // Under grad mode too: the objective is part of the graph that backward walks.
+        let objective = tch::with_grad(|| objective_of(&forward.tensors, &weights))?;
+        let Some(loss) = objective.filter(|l| l.requires_grad()) else {
+            return Err(Failure::Skip("no floating output depends on the floating inputs".into()));
+        };
+        let wrt: Vec<&Tensor> = leaves.iter().map(|(_, _, t)| t).collect();
+        let grads = match Tensor::f_run_backward(&[&loss], &wrt, false, false) {
+            Ok(g) => g,
+            Err(e) => {
+                let message = e.to_string();
+                return match classify(ErrorClass::C10, &message) {
+                    ErrorKind::Internal { .. } | ErrorKind::Unchecked { .. } => Ok(CheckOutcome::Raised { class: ErrorClass::C10, message }),
+                    _ => Err(Failure::Skip(format!("backward raised: {}", first_line(&message)))),
+                };
+            }
+        };
+        drop(loss);
+        let at_x0: Vec<Option<Tensor>> = forward.tensors.iter().map(|t| t.as_ref().and_then(|t| t.f_detach().ok())).collect();
+        // Up to `samples` elements, spread over all leaves, chosen from the recipes' seeds.
+        let sizes: Vec<u64> = leaves.iter().map(|(_, _, t)| t.numel() as u64).collect();
+        if sizes.iter().all(|&n| n == 0) {
+            return Err(Failure::Skip("the floating inputs have no elements".into()));
+        }
+        let picks = pick_elements(&sizes, samples as usize, case_seed(case));
+        let (mut checked, mut nonsmooth) = (0u32, 0u32);
+        let (mut max_abs, mut max_rel) = (0f64, 0f64);
+        for (leaf, index) in picks {
+            let grad = &grads[leaf];
+            let analytic = if grad.defined() { grad.f_reshape([-1i64])?.f_double_value(&[index as i64])? } else { 0.0 };
+            let data = leaves[leaf].2.f_detach()?.f_reshape([-1i64])?;
+            let mut element = data.f_select(0, index as i64)?;
+            let x0 = element.f_double_value(&[])?;
+            let mut at = |x: f64| -> Result<Option<Vec<Option<Tensor>>>, Failure> {
+                element.f_copy_(&Tensor::from(x))?;
+                let called = self.invoke(case.op, &case2, &grad_inputs, &[], true).map_err(Failure::from)?;
+                Ok(matches!(called.outcome, Outcome::Returned { .. }).then_some(called.tensors))
+            };
+            let plus = at(x0 + eps)?;
+            let minus = at(x0 - eps)?;
+            element.f_copy_(&Tensor::from(x0))?;
+            let (Some(plus), Some(minus)) = (plus, minus) else {
+                nonsmooth += 1;
+                continue;
+            };
+            // Differences elementwise before the weighted sum: a difference of two large sums
+            // would lose the small change to rounding.
+            let (Some(central), Some(right), Some(left)) =
+                (weighted_difference(&plus, &minus, &weights)?, weighted_difference(&plus, &at_x0, &weights)?, weighted_difference(&at_x0, &minus, &weights)?)
+            else {
+                nonsmooth += 1;
+                continue;
+            };
+            let numeric = central / (2.0 * eps);
+            // A kink (or a jump) within eps makes the one-sided slopes disagree: no derivative
+            // there to check.
+            if !numeric.is_finite() || !tol.close(right / eps, left / eps) {
+                nonsmooth += 1;
+                continue;
+            }
+            checked += 1;
+            let diff = (analytic - numeric).abs();
+            if diff.is_finite() {
+                max_abs = max_abs.max(diff);
+                if numeric != 0.0 {
+                    max_rel = max_rel.max(diff / numeric.abs());
+                }
+            }
+            if !tol.close(analytic, numeric) {
+                let (arg, tensor, _) = &leaves[leaf];
+                return Ok(CheckOutcome::Gradient(GradientMismatch { arg: *arg, tensor: *tensor, index, analytic, numeric, checked, nonsmooth }));
+            }
+        }
+        if checked == 0 {
+            return Err(Failure::Skip("no sampled element is a smooth point".into()));
+        }
+        Ok(CheckOutcome::Agree { max_abs, max_rel })
+    }
+
+    /// Calls a variant; a call that cannot be made at all is the check's problem, not a finding.
+    fn invoke_variant(&mut self, op: u32, case: &Case, inputs: &Inputs, outs: &[Tensor]) -> Result<Called, Failure> {
+        self.invoke(op, case, inputs, outs, true).map_err(Failure::from)
+    }
+}
+
+/// Why a check ended without a verdict.
+enum Failure {
+    Skip(String),
+    Torch(tch::TchError),
+}
+
+impl From<tch::TchError> for Failure {
+    fn from(e: tch::TchError) -> Self {
+        Failure::Torch(e)
+    }
+}
+
+impl From<Rejected> for Failure {
+    fn from(r: Rejected) -> Self {
+        Failure::Skip(format!("the variant cannot be called: {}", first_line(&r.message)))
+    }
+}
+
+fn report(outcome: CheckOutcome, micros: u128) -> CheckReport {
+    CheckReport { outcome, micros: u32::try_from(micros).unwrap_or(u32::MAX) }
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim()
+}
+
+/// The dtype a promoted input gets, or None when it stays.
+fn promoted_kind(k: Kind) -> Option<Kind> {
+    match k {
+        Kind::Half | Kind::BFloat16 | Kind::Float => Some(Kind::Double),
+        Kind::ComplexHalf | Kind::ComplexFloat => Some(Kind::ComplexDouble),
+        _ => None,
+    }
+}
+
+/// When exactly one side raised (or the variant raised an error that is itself a bug), the
+/// verdict is about errors; None when both returned (compare values) or both raised alike.
+fn consistency(original: &Called, variant: &Called) -> Option<CheckOutcome> {
+    match (&original.outcome, &variant.outcome) {
+        (Outcome::Returned { .. }, Outcome::Returned { .. }) => None,
+        (Outcome::Raised { .. }, Outcome::Returned { .. }) => Some(CheckOutcome::Returned),
+        (Outcome::Returned { .. }, Outcome::Raised { class, message, .. }) => Some(CheckOutcome::Raised { class: *class, message: message.clone() }),
+        (Outcome::Raised { .. }, Outcome::Raised { class, message, .. }) => Some(match classify(*class, message) {
+            ErrorKind::Internal { .. } | ErrorKind::Unchecked { .. } => CheckOutcome::Raised { class: *class, message: message.clone() },
+            _ => CheckOutcome::BothRaised,
+        }),
+    }
+}
+
+/// How a variant's outputs relate to the original's.
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    /// Same dtypes, same values within tolerance.
+    Same,
+    /// `actual` is the original, `expected` the float64 reference: the reference is rounded to
+    /// the original's dtype first; integer and bool outputs are not compared (near-ties may
+    /// legitimately break differently in another precision).
+    Promote,
+}
+
+/// Compares the outputs of two calls that both returned.
+fn compare_outputs(actual: &Called, expected: &Called, tol: &Tolerances, mode: Mode) -> CheckOutcome {
+    let (Outcome::Returned { outputs: a, .. }, Outcome::Returned { outputs: e, .. }) = (&actual.outcome, &expected.outcome) else {
+        return CheckOutcome::BothRaised;
+    };
+    if a.len() != e.len() {
+        return CheckOutcome::Structure { output: a.len().min(e.len()), what: format!("{} outputs against {}", a.len(), e.len()) };
+    }
+    let (mut max_abs, mut max_rel) = (0f64, 0f64);
+    for (k, (x, y)) in a.iter().zip(e).enumerate() {
+        match (x, y) {
+            (Output::Tensor(tx), Output::Tensor(ty)) => {
+                if mode == Mode::Same && tx.dtype != ty.dtype {
+                    return CheckOutcome::Structure { output: k, what: format!("dtype {} against {}", dtype_name(tx.dtype), dtype_name(ty.dtype)) };
+                }
+                if tx.shape != ty.shape {
+                    return CheckOutcome::Structure { output: k, what: format!("shape {:?} against {:?}", tx.shape, ty.shape) };
+                }
+                let floating = tx.dtype.is_some_and(|d| d.is_floating() || d.is_complex());
+                if mode == Mode::Promote && !floating {
+                    continue;
+                }
+                let (Some(Some(ta)), Some(Some(te))) = (actual.tensors.get(k), expected.tensors.get(k)) else { continue };
+                let rounded;
+                let te = match (mode, tx.dtype) {
+                    (Mode::Promote, Some(d)) => match te.f_to_kind(kind(d)) {
+                        Ok(t) => {
+                            rounded = t;
+                            &rounded
+                        }
+                        Err(e) => return CheckOutcome::Skipped(format!("rounding the reference failed: {e}")),
+                    },
+                    _ => te,
+                };
+                let t = tol.for_dtype(tx.dtype);
+                match compare(ta, te, t) {
+                    Ok(c) => {
+                        max_abs = max_abs.max(c.max_abs);
+                        max_rel = max_rel.max(c.max_rel);
+                        if let Some((index, actual, expected)) = c.first {
+                            return CheckOutcome::Values(ValueMismatch {
+                                output: k,
+                                dtype: tx.dtype,
+                                index,
+                                actual,
+                                expected,
+                                mismatched: c.mismatched,
+                                total: c.total,
+                                max_abs: c.max_abs,
+                                max_rel: c.max_rel,
+                                tolerance: t,
+                            });
+                        }
+                    }
+                    Err(e) => return CheckOutcome::Skipped(format!("comparing output {k} failed: {e}")),
+                }
+            }
+            (Output::Int(i), Output::Int(j)) if i != j => return scalar_mismatch(k, *i as f64, *j as f64, Tolerance::EXACT),
+            (Output::Bool(i), Output::Bool(j)) if i != j => return scalar_mismatch(k, *i as u8 as f64, *j as u8 as f64, Tolerance::EXACT),
+            (Output::Float(i), Output::Float(j)) if !tol.float64.close(*i, *j) => return scalar_mismatch(k, *i, *j, tol.float64),
+            (Output::Int(_), Output::Int(_)) | (Output::Bool(_), Output::Bool(_)) | (Output::Float(_), Output::Float(_)) => {}
+            (Output::None, Output::None) | (Output::Other, Output::Other) => {}
+            (x, y) => return CheckOutcome::Structure { output: k, what: format!("{} against {}", kind_name(x), kind_name(y)) },
+        }
+    }
+    CheckOutcome::Agree { max_abs, max_rel }
+}
+
+fn scalar_mismatch(output: usize, actual: f64, expected: f64, tolerance: Tolerance) -> CheckOutcome {
+    let diff = (actual - expected).abs();
+    CheckOutcome::Values(ValueMismatch {
+        output,
+        dtype: None,
+        index: 0,
+        actual,
+        expected,
+        mismatched: 1,
+        total: 1,
+        max_abs: diff,
+        max_rel: if expected != 0.0 { diff / expected.abs() } else { 0.0 },
+        tolerance,
+    })
+}
+
+fn dtype_name(d: Option<DType>) -> &'static str {
+    d.map_or("(other)", DType::name)
+}
+
+fn kind_name(o: &Output) -> &'static str {
+    match o {
+        Output::Tensor(_) => "a tensor",
+        Output::Int(_) => "an int",
+        Output::Float(_) => "a float",
+        Output::Bool(_) => "a bool",
+        Output::None => "None",
+        Output::Other => "another value",
+    }
+}
+
+/// The original's first output alone (the in-place form returns only its mutated input).
+fn first_output(outcome: &Outcome) -> Outcome {
+    match outcome {
+        Outcome::Returned { outputs, micros } => Outcome::Returned { outputs: outputs.iter().take(1).cloned().collect(), micros: *micros },
+        other => other.clone(),
+    }
+}
+
+/// A fixed weight per element of every floating output, in [0.5, 1.5): `sum(w * out)` depends
+/// on every element, with no two weights of a small output alike.
+fn weights(outputs: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>, tch::TchError> {
+    outputs
+        .iter()
+        .enumerate()
+        .map(|(k, t)| match t {
+            Some(t) if t.f_kind()? == Kind::Double => {
+                let n = t.numel() as i64;
+                let i = Tensor::f_arange(n, (Kind::Double, Device::Cpu))?;
+                // (i * 0.618... + k * 0.377...) mod 1, a low-discrepancy sequence.
+                let frac = i.f_mul_scalar(0.618_033_988_749_894_9)?.f_add_scalar(0.377 * k as f64)?.f_frac()?;
+                Ok(Some(frac.f_add_scalar(0.5)?.f_reshape(t.size())?))
+            }
+            _ => Ok(None),
+        })
+        .collect()
+}
+
+/// `sum_k sum(w_k * (a_k - b_k))` over the floating outputs, or None when a side lacks one.
+fn weighted_difference(a: &[Option<Tensor>], b: &[Option<Tensor>], weights: &[Option<Tensor>]) -> Result<Option<f64>, tch::TchError> {
+    let mut total = 0.0;
+    let mut any = false;
+    for ((x, y), w) in a.iter().zip(b).zip(weights) {
+        let (Some(x), Some(y), Some(w)) = (x, y, w) else { continue };
+        if x.size() != w.size() || y.size() != w.size() {
+            return Ok(None);
+        }
+        total += x.f_sub(y)?.f_mul(w)?.f_sum(Kind::Double)?.f_double_value(&[])?;
+        any = true;
+    }
+    Ok(any.then_some(total))
+}
+
+/// `sum_k sum(w_k * out_k)` over the floating outputs, or None when there is none.
+fn objective_of(outputs: &[Option<Tensor>], weights: &[Option<Tensor>]) -> Result<Option<Tensor>, tch::TchError> {
+    let mut total: Option<Tensor> = None;
+    for (t, w) in outputs.iter().zip(weights) {
+        let (Some(t), Some(w)) = (t, w) else { continue };
+        if t.size() != w.size() || t.f_kind()? != Kind::Double {
+            continue;
+        }
+        let term = t.f_mul(w)?.f_sum(Kind::Double)?;
+        total = Some(match total {
+            Some(s) => s.f_add(&term)?,
+            None => term,
+        });
+    }
+    Ok(total)
+}
+
+/// A seed for choosing elements: the same case chooses the same ones.
+fn case_seed(case: &Case) -> u64 {
+    let mut h = 0x9e37_79b9_7f4a_7c15u64;
+    for r in case.args.iter().flat_map(Arg::tensors) {
+        h = sfz::gen::mix(h ^ r.seed);
+    }
+    h
+}
+
+/// Up to `samples` (leaf, element) pairs: every element when there are few, else a seeded
+/// spread over all of them, in increasing order.
+pub fn pick_elements(sizes: &[u64], samples: usize, seed: u64) -> Vec<(usize, u64)> {
+    let total: u64 = sizes.iter().sum();
+    let flat: Vec<u64> = if total <= samples as u64 {
+        (0..total).collect()
+    } else {
+        let mut chosen = std::collections::BTreeSet::new();
+        let mut h = seed;
+        while chosen.len() < samples {
+            h = sfz::gen::mix(h);
+            chosen.insert(h % total);
+        }
+        chosen.into_iter().collect()
+    };
+    flat.into_iter()
+        .map(|mut i| {
+            let mut leaf = 0;
+            while i >= sizes[leaf] {
+                i -= sizes[leaf];
+                leaf += 1;
+            }
+            (leaf, i)
+        })
+        .collect()
+}
+
+/// Whether CUDA can be used here, or why not. Asked once per worker: the driver library first
+/// (cheap), then libtorch's CUDA library (loaded on demand: the worker links only
+/// libtorch_cpu), then `torch::cuda::is_available()`.
+pub fn cuda_available() -> &'static Result<(), String> {
+    static STATUS: OnceLock<Result<(), String>> = OnceLock::new();
+    STATUS.get_or_init(|| {
+        let open = |name: &std::ffi::CStr| {
+            // SAFETY: dlopen with a valid C string; the handle is kept for the process's life.
+            let h = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
+            if h.is_null() {
+                // SAFETY: dlerror returns a thread-local C string or null.
+                let e = unsafe { libc::dlerror() };
+                Err(if e.is_null() { "unknown error".to_string() } else { unsafe { std::ffi::CStr::from_ptr(e) }.to_string_lossy().into_owned() })
+            } else {
+                Ok(())
+            }
+        };
+        open(c"libcuda.so.1").map_err(|e| format!("CUDA is not available: no NVIDIA driver ({e})"))?;
+        open(c"libtorch_cuda.so").map_err(|e| format!("CUDA is not available: libtorch_cuda.so cannot be loaded ({e})"))?;
+        if !tch::Cuda::is_available() {
+            return Err("CUDA is not available: torch::cuda::is_available() is false".into());
+        }
+        // SAFETY: plain configuration call.
+        unsafe { super::ffi::sfz_cuda_strict() };
+        Ok(())
+    })
+}

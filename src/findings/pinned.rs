@@ -1,0 +1,156 @@
+//! A finding's case as a spec: the API's declaration with every argument pinned (dtype and shape
+//! of each tensor, the range its values were drawn from, the value of each scalar) and the
+//! oracle that fired. `sfz fuzz` on it runs only cases like the finding's; the exact case (seeds
+//! included) is the finding's JSON line, which `sfz replay` runs.
+use std::fmt::Write as _;
+
+use crate::case::{Arg, Case, Fill, Layout, TensorRecipe};
+use crate::spec::{ApiSpec, ParamType, Value};
+use crate::variant::Check;
+
+/// The pinned spec text. `oracle` is the oracle that fired (with the check's tolerances for a
+/// differential one); `ensures` are the postcondition clauses to keep.
+pub fn pinned_spec(api: &ApiSpec, case: &Case, header: &str, oracle: &str, check: Option<&Check>, ensures: &[&str]) -> String {
+    let mut out = String::new();
+    for line in header.lines() {
+        let _ = writeln!(out, "{}", format!("// {line}").trim_end());
+    }
+    out.push_str("// The case pinned: `sfz fuzz` on this file runs only cases like it (values drawn from the same\n");
+    out.push_str("// ranges); `sfz replay` runs the exact one.\n");
+    if let Some(aten) = &api.aten {
+        let _ = writeln!(out, "#[aten({aten:?})]");
+    }
+    let mut params = Vec::new();
+    let mut kw = false;
+    for p in &api.params {
+        if p.kw_only && !kw {
+            params.push("*".to_string());
+            kw = true;
+        }
+        let mut s = format!("{}: {}{}", p.name, type_text(&p.ty), if p.optional { "?" } else { "" });
+        if let Some(d) = &p.default {
+            let _ = write!(s, " = {}", value_text(d));
+        }
+        params.push(s);
+    }
+    let returns = match api.returns.as_slice() {
+        [] => String::new(),
+        [r] if r.name == "result" => format!(" -> {}", type_text(&r.ty)),
+        rs => format!(
+            " -> ({})",
+            rs.iter().enumerate().map(|(i, r)| format!("{}: {}", if r.name.contains('.') { format!("r{i}") } else { r.name.clone() }, type_text(&r.ty))).collect::<Vec<_>>().join(", ")
+        ),
+    };
+    let _ = writeln!(out, "api {}({}){returns} {{", api.name, params.join(", "));
+    for (p, arg) in api.params.iter().zip(&case.args) {
+        let name = &p.name;
+        match arg {
+            Arg::Omitted => {}
+            Arg::None => {
+                let _ = writeln!(out, "    {name} == None;");
+            }
+            Arg::Tensor(t) => tensor(&mut out, name, t),
+            Arg::TensorList(ts) => {
+                let _ = writeln!(out, "    len({name}) == {};", ts.len());
+                for (k, t) in ts.iter().enumerate() {
+                    tensor(&mut out, &format!("{name}[{k}]"), t);
+                }
+            }
+            Arg::Bool(b) => {
+                let _ = writeln!(out, "    {name} == {b};");
+            }
+            Arg::Int(i) => {
+                let _ = writeln!(out, "    {name} == {i};");
+            }
+            Arg::Float(f) if f.is_finite() => {
+                let _ = writeln!(out, "    {name} == {f:?};");
+            }
+            Arg::Float(f) => {
+                let _ = writeln!(out, "    // {name} is {f}");
+            }
+            Arg::Str(s) => {
+                let _ = writeln!(out, "    {name} == {s:?};");
+            }
+            Arg::Dtype(d) => {
+                let _ = writeln!(out, "    {name} == {};", d.name());
+            }
+            Arg::IntList(xs) => {
+                let _ = writeln!(out, "    {name} == {xs:?};");
+            }
+            Arg::FloatList(xs) => {
+                let _ = writeln!(out, "    {name} == [{}];", xs.iter().map(|x| format!("{x:?}")).collect::<Vec<_>>().join(", "));
+            }
+            Arg::BoolList(xs) => {
+                let _ = writeln!(out, "    {name} == {xs:?};");
+            }
+        }
+    }
+    for e in ensures {
+        let _ = writeln!(out, "    ensures {e};");
+    }
+    let _ = writeln!(out, "    oracles {};", oracle_text(oracle, check));
+    out.push_str("}\n");
+    out
+}
+
+fn tensor(out: &mut String, name: &str, t: &TensorRecipe) {
+    let _ = writeln!(out, "    {name}.dtype == {};", t.dtype.name());
+    let _ = writeln!(out, "    {name}.shape == {:?};", t.shape);
+    match t.fill {
+        Fill::Uniform { lo, hi } if lo.is_finite() && hi.is_finite() && lo < hi => {
+            let _ = writeln!(out, "    {name}.values in {lo:?}..{hi:?};");
+        }
+        Fill::Int { lo, hi } if lo < hi => {
+            let _ = writeln!(out, "    {name}.values in {lo}..{hi};");
+        }
+        Fill::Constant(c) if c.is_finite() => {
+            let _ = writeln!(out, "    {name}.values in {c:?}..={c:?};");
+        }
+        _ => {}
+    }
+    if !t.specials.is_empty() {
+        let _ = writeln!(out, "    // {name} also holds {} special values (NaN, inf, -0.0 or set values) at fixed places", t.specials.len());
+    }
+    if t.layout != Layout::Contiguous {
+        let _ = writeln!(out, "    // {name} is {:?} (not contiguous)", t.layout);
+    }
+}
+
+/// The oracle as an `oracles` clause item, with a differential check's tolerances.
+fn oracle_text(oracle: &str, check: Option<&Check>) -> String {
+    let Some(c) = check else { return oracle.to_string() };
+    match c.variant {
+        crate::variant::Variant::Gradient { eps, samples } => {
+            let t = c.tolerances.float64;
+            format!("{oracle}(eps = {eps:?}, rtol = {:?}, atol = {:?}, samples = {samples})", t.rtol, t.atol)
+        }
+        _ => {
+            let t = &c.tolerances;
+            let pair = |x: crate::variant::Tolerance| format!("[{:?}, {:?}]", x.rtol, x.atol);
+            format!(
+                "{oracle}(float16 = {}, bfloat16 = {}, float32 = {}, float64 = {})",
+                pair(t.float16),
+                pair(t.bfloat16),
+                pair(t.float32),
+                pair(t.float64)
+            )
+        }
+    }
+}
+
+fn type_text(t: &ParamType) -> String {
+    t.describe()
+}
+
+fn value_text(v: &Value) -> String {
+    match v {
+        Value::None => "None".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Int(i) => i.to_string(),
+        Value::Float(f) => format!("{f:?}"),
+        Value::Str(s) => format!("{s:?}"),
+        Value::Dtype(d) => d.name().into(),
+        Value::DtypeSet(ds) => format!("[{}]", ds.iter().map(|d| d.name()).collect::<Vec<_>>().join(", ")),
+        Value::List(items) => format!("[{}]", items.iter().map(value_text).collect::<Vec<_>>().join(", ")),
+    }
+}

@@ -1,0 +1,211 @@
+//! Reports over a findings folder: the terminal table, a markdown report with each reproducer,
+//! SARIF 2.1.0 for code-scanning tools, and JSON for scripts. Verification results (from
+//! `verify`) are shown where there are some.
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde_json::json;
+
+use super::verify::Verification;
+use super::{finding_id, Finding, Loaded};
+
+/// One line per oracle: what it looks for (SARIF rule descriptions, the markdown legend).
+pub fn oracle_description(oracle: &str) -> &'static str {
+    match oracle {
+        "crash" => "the process died by a signal inside libtorch",
+        "hang" => "a call ran past the timeout",
+        "internal_error" => "libtorch failed an internal assert or leaked a C++ exception",
+        "oom" => "an allocation failed on a small input",
+        "nan_inf" => "NaN or inf from finite inputs",
+        "postcondition" => "an `ensures` clause of the spec does not hold",
+        "precision" => "the result disagrees with the same call in float64",
+        "layout" => "the result depends on the memory layout of the inputs",
+        "out" => "the out= overload disagrees with the functional call",
+        "inplace" => "the in-place form disagrees with the functional call",
+        "gradient" => "backward disagrees with finite differences",
+        "cuda" => "CUDA disagrees with the CPU",
+        _ => "a finding of sfz",
+    }
+}
+
+/// The findings of a folder, one per (API, oracle, signature), in file order.
+pub fn unique(loaded: &Loaded) -> Vec<&Finding> {
+    let mut seen = HashSet::new();
+    loaded.findings.iter().filter(|f| seen.insert(f.key())).collect()
+}
+
+fn elements(f: &Finding) -> String {
+    match (&f.minimization, &f.original) {
+        (Some(m), Some(_)) => format!("{} (from {})", m.elements_after, m.elements_before),
+        _ => f.case.input_elements().to_string(),
+    }
+}
+
+fn reproduces(v: Option<&Verification>) -> &'static str {
+    match v {
+        Some(v) if v.reproduced => "yes",
+        Some(_) => "no",
+        None => "-",
+    }
+}
+
+/// The terminal table: one row per unique finding.
+pub fn table(findings: &[&Finding], verified: &HashMap<String, Verification>) -> String {
+    let rows: Vec<[String; 6]> = findings
+        .iter()
+        .map(|f| {
+            let sig: String = f.signature.chars().take(60).collect();
+            [f.id.clone(), f.oracle.clone(), f.api.clone(), elements(f), reproduces(verified.get(&f.id)).to_string(), sig]
+        })
+        .collect();
+    let header = ["ID", "ORACLE", "API", "INPUT ELEMENTS", "REPRODUCES", "SIGNATURE"];
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for r in &rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let line = |out: &mut String, cells: &[&str]| {
+        let parts: Vec<String> = cells.iter().zip(&widths).map(|(c, w)| format!("{c:w$}")).collect();
+        let _ = writeln!(out, "  {}", parts.join("  ").trim_end());
+    };
+    line(&mut out, &header);
+    for r in &rows {
+        line(&mut out, &r.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+    out
+}
+
+/// Counts per oracle.
+pub fn by_oracle(findings: &[&Finding]) -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    for f in findings {
+        *m.entry(f.oracle.clone()).or_insert(0) += 1;
+    }
+    m
+}
+
+/// The markdown report, reproducers inline.
+pub fn markdown(dir: &Path, loaded: &Loaded, verified: &HashMap<String, Verification>) -> String {
+    let findings = unique(loaded);
+    let mut out = format!("# sfz findings in `{}`\n\n", dir.display());
+    let mix: Vec<String> = by_oracle(&findings).iter().map(|(o, n)| format!("{o} {n}")).collect();
+    let _ = writeln!(out, "{} unique finding{}{}.", findings.len(), if findings.len() == 1 { "" } else { "s" }, if mix.is_empty() { String::new() } else { format!(" ({})", mix.join(", ")) });
+    if !verified.is_empty() {
+        let yes = findings.iter().filter(|f| verified.get(&f.id).is_some_and(|v| v.reproduced)).count();
+        let _ = writeln!(out, "Reproducers run under pip torch: {yes} of {} reproduce.", verified.len());
+    }
+    if !loaded.skipped.is_empty() {
+        let _ = writeln!(out, "{} line{} of findings.jsonl could not be read and are left out.", loaded.skipped.len(), if loaded.skipped.len() == 1 { "" } else { "s" });
+    }
+    out.push_str("\n| finding | oracle | API | signature | input elements | reproduces |\n|---|---|---|---|---|---|\n");
+    for f in &findings {
+        let _ = writeln!(
+            out,
+            "| [{}](#{}) | {} | `{}` | {} | {} | {} |",
+            f.id,
+            f.id,
+            f.oracle,
+            f.api,
+            f.signature.replace('|', "\\|").replace('\n', " "),
+            elements(f),
+            reproduces(verified.get(&f.id))
+        );
+    }
+    for f in &findings {
+        let _ = writeln!(out, "\n## {}\n\n**{}** on `{}` ({}): {}\n", f.id, f.oracle, f.api, f.aten, oracle_description(&f.oracle));
+        let _ = writeln!(out, "```\n{}\n```\n", f.message.trim_end());
+        out.push_str("Inputs:\n\n");
+        for i in &f.inputs {
+            let _ = writeln!(out, "- `{i}`");
+        }
+        if let (Some(m), Some(o)) = (&f.minimization, &f.original) {
+            let _ = writeln!(out, "\nMinimized from {} to {} input elements in {} steps ({} cases run); the original reproducer is [`{}`]({}).", m.elements_before, m.elements_after, m.steps, m.executions, o.repro, o.repro);
+        }
+        if let Some(v) = verified.get(&f.id) {
+            let _ = writeln!(out, "\nVerified: {} ({}).", if v.reproduced { "reproduces" } else { "does not reproduce" }, v.detail);
+        }
+        let script = std::fs::read_to_string(dir.join(&f.repro)).unwrap_or_else(|e| format!("# cannot read {}: {e}", f.repro));
+        let _ = writeln!(out, "\nReproducer [`{}`]({}):\n\n```python\n{}```", f.repro, f.repro, script);
+        if let Some(p) = &f.pinned {
+            let _ = writeln!(out, "\nThe case as a spec: [`{p}`]({p}); replay it with `sfz replay {}`.", f.id);
+        }
+    }
+    out
+}
+
+/// A SARIF 2.1.0 log: one rule per oracle, one result per unique finding, located at its API's
+/// declaration in the spec.
+pub fn sarif(loaded: &Loaded, verified: &HashMap<String, Verification>) -> serde_json::Value {
+    let findings = unique(loaded);
+    let oracles: Vec<String> = by_oracle(&findings).into_keys().collect();
+    let rules: Vec<serde_json::Value> = oracles
+        .iter()
+        .map(|o| json!({ "id": o, "name": o, "shortDescription": { "text": oracle_description(o) }, "defaultConfiguration": { "level": "error" } }))
+        .collect();
+    let results: Vec<serde_json::Value> = findings
+        .iter()
+        .map(|f| {
+            let mut locations = Vec::new();
+            if let Some(spec) = &f.spec {
+                locations.push(json!({ "physicalLocation": { "artifactLocation": { "uri": spec.file }, "region": { "startLine": spec.line } } }));
+            }
+            let mut properties = json!({ "api": f.api, "aten": f.aten, "signature": f.signature, "reproducer": f.repro, "inputElements": f.case.input_elements() });
+            if let Some(v) = verified.get(&f.id) {
+                properties["reproduced"] = json!(v.reproduced);
+            }
+            json!({
+                "ruleId": f.oracle,
+                "ruleIndex": oracles.iter().position(|o| *o == f.oracle).unwrap_or(0),
+                "level": "error",
+                "message": { "text": format!("{} on {}: {}", f.oracle, f.api, f.message.lines().next().unwrap_or("")) },
+                "locations": locations,
+                "relatedLocations": [{ "id": 1, "message": { "text": "reproducer" }, "physicalLocation": { "artifactLocation": { "uri": f.repro, "uriBaseId": "FINDINGS" } } }],
+                "partialFingerprints": { "sfzFinding/v1": finding_id(&f.key()) },
+                "properties": properties,
+            })
+        })
+        .collect();
+    json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": { "driver": { "name": "sfz", "version": env!("CARGO_PKG_VERSION"), "informationUri": "https://github.com/sfz-fuzz/sfz", "rules": rules } },
+            "results": results,
+        }],
+    })
+}
+
+/// The report as one JSON object (`sfz report --json`).
+pub fn to_json(loaded: &Loaded, verified: &HashMap<String, Verification>) -> serde_json::Value {
+    let findings = unique(loaded);
+    let rows: Vec<serde_json::Value> = findings
+        .iter()
+        .map(|f| {
+            json!({
+                "id": f.id,
+                "api": f.api,
+                "aten": f.aten,
+                "oracle": f.oracle,
+                "signature": f.signature,
+                "message": f.message,
+                "repro": f.repro,
+                "pinned": f.pinned,
+                "input_elements": f.case.input_elements(),
+                "original_input_elements": f.original.as_ref().map(|o| o.case.input_elements()),
+                "minimization": f.minimization,
+                "verification": verified.get(&f.id),
+            })
+        })
+        .collect();
+    let reproduced = findings.iter().filter(|f| verified.get(&f.id).is_some_and(|v| v.reproduced)).count();
+    json!({
+        "findings": rows,
+        "unique": findings.len(),
+        "by_oracle": by_oracle(&findings),
+        "verified": if verified.is_empty() { serde_json::Value::Null } else { json!({ "reproduced": reproduced, "run": verified.len() }) },
+        "skipped_lines": loaded.skipped.iter().map(|s| json!({ "line": s.line, "reason": s.reason })).collect::<Vec<_>>(),
+    })
+}

@@ -1,0 +1,134 @@
+//! Running reproducers under pip torch and deciding whether each still shows its bug: the
+//! script must fail the way its finding says (see `repro` for how scripts fail), not merely fail.
+use std::io::Read;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::Finding;
+use crate::oracle::errors::{normalize, normalize_all};
+use crate::oracle::{Disagreement, Evidence};
+use crate::outcome::signal_name;
+
+/// Whether a reproducer showed its bug.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Verification {
+    pub reproduced: bool,
+    /// What happened, in words ("died with SIGSEGV", "AssertionError", "exited 0").
+    pub detail: String,
+    pub seconds: f64,
+}
+
+/// What a script does while its bug is there.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expected {
+    /// Killed by this signal.
+    Signal(String),
+    /// Exits with this status.
+    Exit(i32),
+    /// Runs past the timeout.
+    Hang,
+    /// Runs out of memory.
+    OutOfMemory,
+    /// Fails with every one of these texts on stderr (compared normalised).
+    Error(Vec<String>),
+}
+
+/// The Python to run reproducers with: `$SFZ_PYTHON`, else the one set-up pinned at build time,
+/// else `python3`.
+pub fn default_python() -> PathBuf {
+    std::env::var_os("SFZ_PYTHON").map(PathBuf::from).or_else(|| option_env!("SFZ_PYTHON").map(PathBuf::from)).unwrap_or_else(|| "python3".into())
+}
+
+/// What a finding's script must do to count as reproducing it.
+pub fn expected(f: &Finding) -> Expected {
+    let failure = || -> Expected {
+        if let Some(sig) = &f.signal {
+            return Expected::Signal(sig.clone());
+        }
+        let sig = f.signature.as_str();
+        if let Some(code) = sig.split("exit ").nth(1).and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next()).and_then(|n| n.parse().ok()) {
+            return Expected::Exit(code);
+        }
+        if sig.ends_with("timeout") {
+            return Expected::Hang;
+        }
+        if let Some(at) = sig.find("INTERNAL ASSERT ") {
+            // `INTERNAL ASSERT aten/src/ATen/native/Foo.cpp:123`: Python prints the full path.
+            let loc = &sig[at + "INTERNAL ASSERT ".len()..];
+            let (path, line) = loc.rsplit_once(':').unwrap_or((loc, ""));
+            let file = path.rsplit('/').next().unwrap_or(path);
+            return Expected::Error(vec!["INTERNAL ASSERT FAILED".into(), format!("{file}\":{line}")]);
+        }
+        // `OutOfRange: vector::_M_range_check: ...`: the message after the class.
+        let text = sig.split_once(": ").map_or(sig, |(_, t)| t);
+        Expected::Error(vec![text.to_string()])
+    };
+    match (&f.evidence, f.oracle.as_str()) {
+        (Evidence::Call, "hang") => Expected::Hang,
+        (Evidence::Call, "oom") => Expected::OutOfMemory,
+        (Evidence::Call, _) => failure(),
+        (Evidence::Differential { what: Disagreement::VariantFails, .. }, _) => failure(),
+        (Evidence::Differential { what: Disagreement::Gradient, .. }, _) => Expected::Error(vec!["Jacobian mismatch".into()]),
+        _ => Expected::Error(vec!["AssertionError".into()]),
+    }
+}
+
+/// Runs `dir`'s reproducer of `f` with `python`, at most `timeout`.
+pub fn verify(f: &Finding, dir: &Path, python: &Path, timeout: Duration) -> Verification {
+    let script = dir.join(&f.repro);
+    let start = Instant::now();
+    let done = |reproduced: bool, detail: String| Verification { reproduced, detail, seconds: start.elapsed().as_secs_f64() };
+    let mut child = match Command::new(python).arg(&script).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn() {
+        Ok(c) => c,
+        Err(e) => return done(false, format!("cannot run {}: {e}", python.display())),
+    };
+    let mut stderr = child.stderr.take();
+    let reader = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        if let Some(e) = stderr.as_mut() {
+            let _ = e.read_to_end(&mut s);
+        }
+        String::from_utf8_lossy(&s).into_owned()
+    });
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break Some(s),
+            Ok(None) if start.elapsed() >= timeout => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(_) => break None,
+        }
+    };
+    let stderr = reader.join().unwrap_or_default();
+    let expected = expected(f);
+    let Some(status) = status else {
+        return done(expected == Expected::Hang, format!("still running after {} s", timeout.as_secs_f64()));
+    };
+    let what = match (status.signal(), status.code()) {
+        (Some(s), _) => format!("died with {}", signal_name(s)),
+        (None, Some(c)) => format!("exited {c}"),
+        (None, None) => "ended".to_string(),
+    };
+    let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+    let detail = if last.is_empty() { what.clone() } else { format!("{what}: {}", last.chars().take(200).collect::<String>()) };
+    let reproduced = match &expected {
+        Expected::Signal(name) => status.signal().map(signal_name).as_deref() == Some(name.as_str()),
+        Expected::Exit(code) => status.code() == Some(*code),
+        Expected::Hang => false,
+        Expected::OutOfMemory => {
+            status.signal() == Some(libc::SIGKILL) || ["out of memory", "can't allocate memory", "MemoryError", "DefaultCPUAllocator"].iter().any(|t| stderr.contains(t))
+        }
+        Expected::Error(texts) => {
+            let seen = normalize_all(&stderr);
+            !status.success() && texts.iter().all(|t| stderr.contains(t.as_str()) || seen.contains(&normalize(t)))
+        }
+    };
+    done(reproduced, detail)
+}

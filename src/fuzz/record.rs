@@ -1,0 +1,115 @@
+//! Turning a detection into files: the finding's reproducer and pinned spec, and after
+//! minimization the smaller case's (the original reproducer kept beside it). Shared by the
+//! campaign and its minimizer.
+use std::time::Duration;
+
+use crate::case::Case;
+use crate::findings::minimize::{self, Budget};
+use crate::findings::pinned::pinned_spec;
+use crate::findings::repro::Reproducer;
+use crate::findings::{Finding, Minimization, Original, Store};
+use crate::oracle::{self, Evidence};
+use crate::plan::ApiPlan;
+use crate::variant::Check;
+use crate::worker::supervisor::Pool;
+
+/// The reproducer of a finding's current case.
+pub fn reproducer(plan: &ApiPlan, finding: &Finding) -> String {
+    let (check, twin) = check_of(plan, finding);
+    let mut header = format!("sfz finding {}: {} on {}\n{}", finding.id, finding.oracle, finding.api, first_line(&finding.message));
+    if let Some(v) = &finding.violated {
+        header.push_str(&format!("\nthe input breaks `{}` on purpose (violate mode)", v.text));
+    }
+    let expect = match (finding.oracle.as_str(), &finding.signal) {
+        ("crash", Some(sig)) => format!("dies with {sig}"),
+        ("crash", None) => "exits the process".to_string(),
+        ("hang", _) => "does not return".to_string(),
+        ("internal_error", _) => format!("raises: {}", first_line(&finding.message)),
+        ("oom", _) => "runs out of memory".to_string(),
+        _ => String::new(),
+    };
+    Reproducer { api: &plan.api, binding: &plan.binding, case: &finding.case, evidence: &finding.evidence, check: check.as_ref(), twin, header: &header, expect: &expect }
+        .render()
+}
+
+/// The pinned spec of a finding's current case.
+pub fn pinned(plan: &ApiPlan, finding: &Finding) -> String {
+    let ensures: Vec<&str> = match finding.evidence {
+        Evidence::Postcondition { clause } => plan.api.ensures.get(clause).map(|c| c.text.as_str()).into_iter().collect(),
+        _ => Vec::new(),
+    };
+    let header = format!("sfz finding {}: {} on {}\n{}", finding.id, finding.oracle, finding.api, first_line(&finding.message));
+    pinned_spec(&plan.api, &finding.case, &header, &finding.oracle, finding.check.as_ref(), &ensures)
+}
+
+/// The check (as recorded) and the twin operator it calls, for a differential finding.
+fn check_of<'a>(plan: &'a ApiPlan, finding: &Finding) -> (Option<Check>, Option<&'a crate::ops::binding::OpBinding>) {
+    match finding.evidence {
+        Evidence::Differential { check, .. } => {
+            let planned = plan.checks.get(check);
+            (finding.check.clone().or_else(|| planned.map(|p| p.check.clone())), planned.and_then(|p| p.twin.as_ref()))
+        }
+        _ => (None, None),
+    }
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim()
+}
+
+/// Shrinks a recorded finding with `pool` (which runs the campaign's op table and checks) and,
+/// when a smaller case still fires alike, rewrites its files. Returns the updated finding.
+pub fn minimize_finding(pool: &Pool, plan: &ApiPlan, checks: &[Check], store: &Store, finding: &Finding, budget: Budget) -> std::io::Result<Finding> {
+    let op = finding.case.op;
+    // The message of each candidate that fired: the minimized case's replaces the original's
+    // (its element counts and values are the smaller case's).
+    let mut messages: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    let key = |c: &Case| serde_json::to_string(c).unwrap_or_default();
+    let fires = &mut |batch: &[Case]| -> Vec<bool> {
+        pool.run_batch(batch)
+            .into_iter()
+            .zip(batch)
+            .map(|(exec, case)| {
+                let Some(exec) = exec else { return false };
+                let verdict = oracle::judge(&plan.api, checks, case, &exec);
+                match verdict.detections.into_iter().find(|d| d.oracle == finding.oracle && d.signature == finding.signature) {
+                    Some(d) => {
+                        messages.insert(key(case), d.message);
+                        true
+                    }
+                    None => false,
+                }
+            })
+            .collect()
+    };
+    let shrunk = minimize::minimize(&plan.api, &finding.case, budget, fires);
+    let mut updated = finding.clone();
+    let stats = Minimization {
+        executions: shrunk.executions,
+        steps: shrunk.steps,
+        seconds: shrunk.seconds,
+        elements_before: finding.case.input_elements(),
+        elements_after: shrunk.case.input_elements(),
+    };
+    if shrunk.steps > 0 {
+        let original_repro = finding.repro.replace(".py", ".original.py");
+        store.write_file(&original_repro, &reproducer(plan, finding))?;
+        updated.original = Some(Original { case: finding.case.clone(), inputs: finding.inputs.clone(), repro: original_repro, message: Some(finding.message.clone()) });
+        if let Some(m) = messages.remove(&key(&shrunk.case)) {
+            updated.message = m;
+        }
+        updated.case = Case { op, ..shrunk.case };
+        updated.inputs = super::describe_inputs(plan, &updated.case);
+    }
+    updated.minimization = Some(stats);
+    if let Some(p) = &updated.pinned {
+        store.write_file(p, &pinned(plan, &updated))?;
+    }
+    store.update(updated.clone(), &reproducer(plan, &updated))?;
+    Ok(updated)
+}
+
+/// The minimization budget of a campaign: executions per finding, and time.
+pub fn budget(executions: u64) -> Budget {
+    Budget { executions, time: Duration::from_secs(30), batch: 8 }
+}

@@ -1,0 +1,222 @@
+//! Differential oracles, parent side: from an API's `oracles` clause to the checks its cases run
+//! with (`variant::Check`), and from the worker's check reports to detections.
+//!
+//! Which disagreements are findings: values or structure that differ; the variant raising while
+//! the original returns; the variant failing an internal assert or leaking a C++ exception (even
+//! when the original raised too); the variant accepting what the original rejects, except for
+//! `precision` and `cuda`, whose variants legitimately support more dtypes (a float64 or CUDA
+//! kernel where the float16 CPU one is missing). Out-of-memory and schema errors of a variant are
+//! never findings: they are about the machine or about sfz's binding of the twin.
+use crate::case::Case;
+use crate::diag::{codes, Diagnostic};
+use crate::ops::binding::OpBinding;
+use crate::ops::catalog::Catalog;
+use crate::ops::twins;
+use crate::outcome::{signal_name, Execution, Outcome};
+use crate::spec::{ApiSpec, OracleUse, Value};
+use crate::variant::{Check, CheckOutcome, CheckReport, Tolerance, Tolerances, Variant};
+
+use super::errors::{self, ErrorKind};
+use super::{Detection, Disagreement, Evidence};
+
+/// The differential oracles, in the order their checks run.
+pub const DIFFERENTIAL: &[&str] = &["precision", "layout", "out", "inplace", "gradient", "cuda"];
+
+/// One check of an API as planned: the check, and the operator its variant calls when that is
+/// not the API's own (the `out=` overload, the in-place twin). The campaign appends those
+/// operators to the pool's op table and points the check at them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlannedCheck {
+    pub check: Check,
+    pub twin: Option<OpBinding>,
+}
+
+impl PlannedCheck {
+    /// The check with its twin's op index set.
+    pub fn with_op(&self, op: u32) -> Check {
+        let mut c = self.check.clone();
+        match &mut c.variant {
+            Variant::Out { op: o } | Variant::InPlace { op: o, .. } => *o = op,
+            _ => {}
+        }
+        c
+    }
+}
+
+/// The checks an API's differential oracles ask for. An oracle that cannot apply (no `out=`
+/// overload, no in-place twin) is left out with a W0101 warning at its use.
+pub fn plan_checks(api: &ApiSpec, binding: &OpBinding, catalog: &Catalog) -> (Vec<PlannedCheck>, Vec<Diagnostic>) {
+    let mut checks = Vec::new();
+    let mut diags = Vec::new();
+    for name in DIFFERENTIAL {
+        let Some(u) = api.oracles.iter().find(|o| o.name == *name) else { continue };
+        let tolerances = tolerances(u);
+        let planned = |variant, twin| PlannedCheck { check: Check { oracle: name.to_string(), variant, tolerances }, twin };
+        match *name {
+            "precision" => checks.push(planned(Variant::Promote, None)),
+            "layout" => checks.push(planned(Variant::Layout, None)),
+            "cuda" => checks.push(planned(Variant::Cuda, None)),
+            "gradient" => {
+                let eps = float_arg(u, "eps").unwrap_or(1e-6);
+                let samples = match u.args.iter().find(|(n, _)| n == "samples") {
+                    Some((_, Value::Int(n))) => (*n).clamp(1, 1000) as u32,
+                    _ => 8,
+                };
+                let t = Tolerance { rtol: float_arg(u, "rtol").unwrap_or(1e-3), atol: float_arg(u, "atol").unwrap_or(1e-5) };
+                checks.push(PlannedCheck { check: Check { oracle: "gradient".into(), variant: Variant::Gradient { eps, samples }, tolerances: Tolerances::uniform(t) }, twin: None });
+            }
+            "out" => match twins::out_binding(binding, catalog) {
+                Some(b) => checks.push(planned(Variant::Out { op: 0 }, Some(b))),
+                None => diags.push(not_applicable(u, &format!("`{}` has no out= overload taking the same arguments", binding.qualified()))),
+            },
+            "inplace" => match twins::inplace_binding(binding, catalog) {
+                Some((b, arg)) => checks.push(planned(Variant::InPlace { op: 0, arg }, Some(b))),
+                None => diags.push(not_applicable(u, &format!("`{}` has no in-place form (`{}_`) taking the same arguments", binding.qualified(), binding.name))),
+            },
+            _ => {}
+        }
+    }
+    (checks, diags)
+}
+
+fn not_applicable(u: &OracleUse, why: &str) -> Diagnostic {
+    Diagnostic::new(codes::W0101, format!("oracle `{}` does not apply here", u.name))
+        .with_label(u.span, why.to_string())
+        .with_help(format!("remove `{}` from the oracles clause; the other oracles run", u.name))
+}
+
+fn float_arg(u: &OracleUse, name: &str) -> Option<f64> {
+    match u.args.iter().find(|(n, _)| n == name)?.1 {
+        Value::Float(f) => Some(f),
+        Value::Int(i) => Some(i as f64),
+        _ => None,
+    }
+}
+
+/// The `[rtol, atol]` pairs of an oracle use, per dtype (the declaration's defaults filled in by
+/// the checker; exact where neither says anything).
+pub fn tolerances(u: &OracleUse) -> Tolerances {
+    let pair = |name: &str| match u.args.iter().find(|(n, _)| n == name).map(|(_, v)| v) {
+        Some(Value::List(items)) => {
+            let num = |v: &Value| match v {
+                Value::Float(f) => Some(*f),
+                Value::Int(i) => Some(*i as f64),
+                _ => None,
+            };
+            match items.as_slice() {
+                [r, a] => Tolerance { rtol: num(r).unwrap_or(0.0), atol: num(a).unwrap_or(0.0) },
+                _ => Tolerance::EXACT,
+            }
+        }
+        _ => Tolerance::EXACT,
+    };
+    Tolerances { float16: pair("float16"), bfloat16: pair("bfloat16"), float32: pair("float32"), float64: pair("float64") }
+}
+
+/// Detections from the check reports of a case whose call completed with `outcome`.
+pub fn judge_reports(api: &ApiSpec, checks: &[Check], case: &Case, outcome: &Outcome, reports: &[CheckReport]) -> Vec<Detection> {
+    checks.iter().zip(reports).enumerate().filter_map(|(k, (check, report))| judge_one(api, k, check, case, outcome, &report.outcome)).collect()
+}
+
+fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outcome, report: &CheckOutcome) -> Option<Detection> {
+    let what = check.variant.describe();
+    let detection = |signature: String, message: String, how: Disagreement| {
+        Some(Detection { oracle: oracle_name(check), signature, message, signal: None, evidence: Evidence::Differential { check: k, what: how } })
+    };
+    match report {
+        CheckOutcome::Agree { .. } | CheckOutcome::BothRaised | CheckOutcome::Skipped(_) => None,
+        CheckOutcome::Values(m) => {
+            let dtype = m.dtype.map_or("scalar".to_string(), |d| d.to_string());
+            let (actual, expected) = match check.variant {
+                Variant::Promote => ("the original", "the float64 reference (rounded)"),
+                Variant::Gradient { .. } => ("analytic", "numeric"),
+                _ => ("the variant", "the original"),
+            };
+            detection(
+                format!("values differ in output {} ({dtype})", m.output),
+                format!(
+                    "output {} ({dtype}) differs from the {what}: element {} is {} in {actual} and {} in {expected}; {} of {} elements differ beyond rtol={} atol={} (largest difference {})",
+                    m.output, m.index, m.actual, m.expected, m.mismatched, m.total, m.tolerance.rtol, m.tolerance.atol, m.max_abs
+                ),
+                Disagreement::Values { output: m.output, dtype: m.dtype, tolerance: m.tolerance },
+            )
+        }
+        CheckOutcome::Structure { output, what: how } => {
+            detection(format!("output {output}: {}", errors::normalize(how)), format!("output {output} differs from the {what}: {how}"), Disagreement::Structure { output: *output })
+        }
+        CheckOutcome::Gradient(g) => {
+            let param = api.params.get(g.arg).map_or_else(|| format!("argument {}", g.arg), |p| format!("`{}`", p.name));
+            let dtype = case.args.get(g.arg).and_then(|a| a.tensors().nth(g.tensor)).map_or("?".to_string(), |r| r.dtype.to_string());
+            detection(
+                format!("gradient of {param} ({dtype} input) differs from finite differences"),
+                format!(
+                    "d/d{param}[{}] of sum(w * outputs) is {} by backward but {} by central differences ({} elements checked, {} skipped as not smooth)",
+                    g.index, g.analytic, g.numeric, g.checked, g.nonsmooth
+                ),
+                Disagreement::Gradient,
+            )
+        }
+        CheckOutcome::Raised { class, message } => {
+            let first = message.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+            match errors::classify(*class, message) {
+                ErrorKind::Internal { signature } | ErrorKind::Unchecked { signature } => {
+                    detection(format!("{what}: {signature}"), format!("the {what} fails: {message}"), Disagreement::VariantFails)
+                }
+                ErrorKind::Argument if matches!(outcome, Outcome::Returned { .. }) => detection(
+                    format!("only the {what} raises: {}", errors::normalize(first)),
+                    format!("the original call returns but the {what} raises: {message}"),
+                    Disagreement::VariantRaises,
+                ),
+                _ => None,
+            }
+        }
+        CheckOutcome::Returned => {
+            if matches!(check.variant, Variant::Promote | Variant::Cuda | Variant::Gradient { .. }) {
+                return None;
+            }
+            let Outcome::Raised { class, message, .. } = outcome else { return None };
+            if errors::classify(*class, message) != ErrorKind::Argument {
+                return None;
+            }
+            let first = message.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+            detection(
+                format!("only the original raises: {}", errors::normalize(first)),
+                format!("the original call raises but the {what} returns; the original says: {message}"),
+                Disagreement::OriginalRaises,
+            )
+        }
+    }
+}
+
+/// The detection for a worker that died or hung inside check `check`.
+pub fn judge_in_check(checks: &[Check], check: u32, failure: &Execution) -> Option<Detection> {
+    let c = checks.get(check as usize)?;
+    let what = c.variant.describe();
+    let oracle = oracle_name(c);
+    let evidence = Evidence::Differential { check: check as usize, what: Disagreement::VariantFails };
+    match failure {
+        Execution::Crashed { signal, stderr } => Some(Detection {
+            oracle,
+            signature: format!("{what}: {}", super::crash_signature(&signal_name(*signal), stderr)),
+            message: format!("the worker was killed by {} while running the {what}\n{}", signal_name(*signal), super::tail(stderr)),
+            signal: Some(*signal),
+            evidence,
+        }),
+        Execution::Exited { code, stderr } => Some(Detection {
+            oracle,
+            signature: format!("{what}: {}", super::crash_signature(&format!("exit {code}"), stderr)),
+            message: format!("the worker exited with status {code} while running the {what}\n{}", super::tail(stderr)),
+            signal: None,
+            evidence,
+        }),
+        Execution::TimedOut { millis } => {
+            Some(Detection { oracle, signature: format!("{what}: timeout"), message: format!("the {what} ran for {millis} ms without finishing"), signal: None, evidence })
+        }
+        _ => None,
+    }
+}
+
+/// Oracle names are `&'static str` in detections; the differential ones are known.
+fn oracle_name(check: &Check) -> &'static str {
+    DIFFERENTIAL.iter().find(|n| **n == check.oracle).copied().unwrap_or("differential")
+}

@@ -1,0 +1,209 @@
+//! Differential checks: a case run again in a changed form (a *variant*) and compared with the
+//! original inside the worker. Only verdicts cross the process boundary (agreement, the first
+//! mismatching element, the variant's error), never tensors.
+//!
+//! The parent derives the checks of an API from its `oracles` clause once (`oracle::differential`)
+//! and hands them to each worker with `Request::Checks`; after that every case of the API comes
+//! back as `Execution::Checked` with one `CheckReport` per check, in order.
+use serde::{Deserialize, Serialize};
+
+use crate::case::{Arg, Case, DType, Layout, TensorRecipe};
+use crate::outcome::ErrorClass;
+
+/// How a variant changes the call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Variant {
+    /// Every float16, bfloat16 and float32 input (and `dtype` argument) promoted to float64,
+    /// complex64 to complex128: the same values, computed in double precision. The original's
+    /// outputs are compared with the reference's rounded to the original's dtype.
+    Promote,
+    /// Every input tensor with the other memory layout: contiguous ones made non-contiguous
+    /// (transposed, or every other element of a wider buffer), non-contiguous ones contiguous.
+    Layout,
+    /// The operator's `out=` overload, loaded at index `op`, writing into tensors the worker
+    /// allocates empty with the dtypes of the original's outputs.
+    Out { op: u32 },
+    /// The operator's in-place twin, loaded at index `op`, applied to a copy of case argument
+    /// `arg`; the copy afterwards is compared with the original's first output.
+    InPlace { op: u32, arg: usize },
+    /// Reverse-mode gradients of `sum(w * outputs)` with respect to the real floating inputs
+    /// (promoted to float64), compared at up to `samples` input elements with central finite
+    /// differences of step `eps`. Elements where the one-sided slopes disagree are not smooth
+    /// there and are skipped.
+    Gradient { eps: f64, samples: u32 },
+    /// The same call with every input on the first CUDA device.
+    Cuda,
+}
+
+impl Variant {
+    /// How reports and reproducers name it.
+    pub fn describe(&self) -> &'static str {
+        match self {
+            Variant::Promote => "float64 reference",
+            Variant::Layout => "other memory layout",
+            Variant::Out { .. } => "out= variant",
+            Variant::InPlace { .. } => "in-place variant",
+            Variant::Gradient { .. } => "finite differences",
+            Variant::Cuda => "CUDA",
+        }
+    }
+}
+
+/// `|actual - expected| <= atol + rtol * |expected|`, elementwise, as `torch.isclose`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Tolerance {
+    pub rtol: f64,
+    pub atol: f64,
+}
+
+impl Tolerance {
+    pub const EXACT: Tolerance = Tolerance { rtol: 0.0, atol: 0.0 };
+
+    pub fn close(self, actual: f64, expected: f64) -> bool {
+        if actual == expected || (actual.is_nan() && expected.is_nan()) {
+            return true;
+        }
+        if !actual.is_finite() || !expected.is_finite() {
+            return false;
+        }
+        (actual - expected).abs() <= self.atol + self.rtol * expected.abs()
+    }
+}
+
+/// Tolerances per floating dtype (complex dtypes use their component's); integers and bools
+/// compare exactly.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Tolerances {
+    pub float16: Tolerance,
+    pub bfloat16: Tolerance,
+    pub float32: Tolerance,
+    pub float64: Tolerance,
+}
+
+impl Tolerances {
+    /// One tolerance for every floating dtype.
+    pub fn uniform(t: Tolerance) -> Tolerances {
+        Tolerances { float16: t, bfloat16: t, float32: t, float64: t }
+    }
+
+    pub fn for_dtype(&self, dtype: Option<DType>) -> Tolerance {
+        match dtype {
+            Some(DType::Float16) => self.float16,
+            Some(DType::BFloat16) => self.bfloat16,
+            Some(DType::Float32 | DType::Complex64) => self.float32,
+            Some(DType::Float64 | DType::Complex128) => self.float64,
+            _ => Tolerance::EXACT,
+        }
+    }
+}
+
+/// One differential check of an API: a variant and how closely it must agree.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    /// The oracle that asked for it (`precision`, `layout`, `out`, `inplace`, `gradient`, `cuda`).
+    pub oracle: String,
+    pub variant: Variant,
+    pub tolerances: Tolerances,
+}
+
+/// What one check found.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum CheckOutcome {
+    /// Both sides returned and agree; the largest absolute and relative differences seen (for
+    /// tuning tolerances).
+    Agree { max_abs: f64, max_rel: f64 },
+    /// Both sides raised (the variant's error is in `Raised` when it matters, see below).
+    BothRaised,
+    /// The check does not apply to this case, or cannot run here; why.
+    Skipped(String),
+    /// The variant raised. The original's outcome says whether it returned (an inconsistency)
+    /// or raised as well (then only an internal error of the variant is a finding).
+    Raised { class: ErrorClass, message: String },
+    /// The original raised but the variant returned.
+    Returned,
+    /// The outputs differ in number, kind, dtype or shape.
+    Structure { output: usize, what: String },
+    /// Output values differ beyond the tolerance.
+    Values(ValueMismatch),
+    /// An analytic gradient differs from its finite-difference estimate.
+    Gradient(GradientMismatch),
+}
+
+/// The first element (in logical order) of an output where the two sides disagree.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ValueMismatch {
+    pub output: usize,
+    pub dtype: Option<DType>,
+    /// Flat index of the first mismatching element, and its two values (the real parts for complex).
+    pub index: u64,
+    pub actual: f64,
+    pub expected: f64,
+    /// Elements that differ, of `total`.
+    pub mismatched: u64,
+    pub total: u64,
+    /// Largest differences over the finite pairs.
+    pub max_abs: f64,
+    pub max_rel: f64,
+    /// The tolerance applied.
+    pub tolerance: Tolerance,
+}
+
+/// A gradient component that disagrees with finite differences.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GradientMismatch {
+    /// The case argument (and tensor within a list) differentiated.
+    pub arg: usize,
+    pub tensor: usize,
+    /// Flat index of the element.
+    pub index: u64,
+    pub analytic: f64,
+    pub numeric: f64,
+    /// Elements compared, and those skipped as not smooth.
+    pub checked: u32,
+    pub nonsmooth: u32,
+}
+
+/// The report of one check, in the order of the request's checks.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CheckReport {
+    pub outcome: CheckOutcome,
+    /// Time the check took in the worker.
+    pub micros: u32,
+}
+
+/// The case with its `dtype` arguments promoted as inputs are.
+pub fn promote_dtype_args(case: &Case) -> Case {
+    let mut c = case.clone();
+    for arg in &mut c.args {
+        if let Arg::Dtype(d) = arg {
+            *d = promote_dtype(*d);
+        }
+    }
+    c
+}
+
+/// float16, bfloat16, float32 → float64; complex64 → complex128; others unchanged.
+pub fn promote_dtype(d: DType) -> DType {
+    match d {
+        DType::Float16 | DType::BFloat16 | DType::Float32 => DType::Float64,
+        DType::Complex64 => DType::Complex128,
+        other => other,
+    }
+}
+
+/// The other layout for a recipe: a contiguous tensor becomes transposed (when its last two
+/// dimensions have more than one element each) or strided (when its last one does); a
+/// non-contiguous one becomes contiguous. False when nothing would change.
+pub fn flip_layout(r: &mut TensorRecipe) -> bool {
+    let dims = r.shape.len();
+    let last = |k: usize| if dims >= k { r.shape[dims - k] } else { 0 };
+    let to = match r.layout {
+        Layout::Transposed | Layout::Strided | Layout::Expanded | Layout::Sliced => Layout::Contiguous,
+        Layout::Contiguous if last(1) > 1 && last(2) > 1 => Layout::Transposed,
+        Layout::Contiguous if last(1) > 1 => Layout::Strided,
+        Layout::Contiguous => return false,
+    };
+    r.layout = to;
+    true
+}
+

@@ -1,0 +1,332 @@
+//! Differential oracles, minimization, replay, reports and verified reproducers end to end: real
+//! `sfz` and `sfz-worker` binaries, real libtorch, the planted `sfz_test::buggy` operator (see
+//! sfz-worker/csrc/shim.cpp: y = x * x with one bug per value of `bug`), and pip torch for the
+//! reproducers.
+//!
+//! One campaign over the planted operator is shared by the tests that only read its folder;
+//! tests that change a folder work on a copy.
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+fn sfz() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_sfz"))
+}
+
+fn run(cmd: &mut Command) -> (i32, String, String) {
+    let Output { status, stdout, stderr } = cmd.output().expect("sfz runs");
+    (status.code().unwrap_or(-1), String::from_utf8_lossy(&stdout).into_owned(), String::from_utf8_lossy(&stderr).into_owned())
+}
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+/// Diagnostics of a run's stderr, without the progress lines, with `dir` written `<tmp>`.
+fn diagnostics(stderr: &str, dir: &Path) -> String {
+    let kept: Vec<&str> = stderr.lines().filter(|l| !l.contains("execs") && !l.starts_with("minimized") && !l.contains('\r')).collect();
+    kept.join("\n").replace(&dir.display().to_string(), "<tmp>")
+}
+
+/// The planted operator with every differential oracle on, and an API whose `inplace` oracle
+/// cannot apply (torch.sum has no in-place form).
+const BUGGY: &str = r#"/// y = x * x; `bug` plants one bug (shim.cpp): 1 layout, 2 float32 precision, 3 out= values,
+/// 4 in-place values, 5 out= raises, 6 backward, 7 out= segfaults; 0 is correct everywhere.
+#[aten("sfz_test::buggy")]
+api sfz_test.buggy(input: Tensor, bug: int) -> Tensor {
+    input.dtype in [float32, float64];
+    input.ndim in 1..3;
+    input.shape[*] in 2..5;
+    input.values in -2.0..2.0;
+    bug in [0, 1, 2, 3, 4, 5, 6, 7];
+    oracles crash, internal_error, precision, layout, out, inplace, gradient, cuda;
+}
+
+api torch.sum(input: Tensor) -> Tensor {
+    input.dtype in [float32];
+    oracles crash, inplace;
+}
+"#;
+
+/// A finished campaign over `BUGGY`: its folder, spec, JSON summary and stderr.
+struct Campaign {
+    dir: PathBuf,
+    spec: PathBuf,
+    out: PathBuf,
+    summary: serde_json::Value,
+    stderr: String,
+}
+
+fn campaign() -> &'static Campaign {
+    static CAMPAIGN: OnceLock<Campaign> = OnceLock::new();
+    CAMPAIGN.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("tempdir").keep();
+        let spec = dir.join("buggy.sfz");
+        std::fs::write(&spec, BUGGY).expect("write spec");
+        let out = dir.join("out");
+        let (code, stdout, stderr) = run(sfz()
+            .args(["fuzz", "--color=never", "--json", "--iterations", "300", "--seed", "5", "--workers", "1", "--mutate", "none"])
+            .arg(&spec)
+            .arg("--out")
+            .arg(&out)
+            .current_dir(&dir));
+        assert_eq!(code, 0, "{stderr}");
+        Campaign { dir, spec, out, summary: json(&stdout), stderr }
+    })
+}
+
+/// The findings of a folder as JSON values.
+fn findings(out: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(out.join("findings.jsonl")).expect("findings.jsonl");
+    text.lines().map(json).collect()
+}
+
+fn bug_of(f: &serde_json::Value) -> i64 {
+    f["case"]["args"][1]["Int"].as_i64().unwrap_or_else(|| panic!("bug argument: {f}"))
+}
+
+/// Copies a findings folder (files and `repro/`).
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read_dir").flatten() {
+        let p = entry.path();
+        if p.is_dir() {
+            copy_dir(&p, &to.join(entry.file_name()));
+        } else {
+            std::fs::copy(&p, to.join(entry.file_name())).expect("copy");
+        }
+    }
+}
+
+#[test]
+fn each_differential_oracle_fires_on_its_planted_bug_and_agrees_elsewhere() {
+    let c = campaign();
+    let found = findings(&c.out);
+    // Which bug each oracle found: exactly the planted ones (minimization keeps `bug`: no
+    // other value shows the same disagreement).
+    let mut fired: Vec<(String, i64)> = found.iter().map(|f| (f["oracle"].as_str().unwrap_or("").to_string(), bug_of(f))).collect();
+    fired.sort();
+    fired.dedup();
+    let expected: Vec<(String, i64)> =
+        [("gradient", 6), ("inplace", 4), ("layout", 1), ("out", 3), ("out", 5), ("out", 7), ("precision", 2)].iter().map(|(o, b)| (o.to_string(), *b)).collect();
+    assert_eq!(fired, expected, "{found:#?}");
+    for f in &found {
+        match f["oracle"].as_str().unwrap_or("") {
+            // The out= overload refusing bug 5 while the functional call returns.
+            "out" if bug_of(f) == 5 => {
+                assert!(f["signature"].as_str().unwrap_or("").starts_with("only the out= variant raises"), "{f}");
+                assert_eq!(f["evidence"]["Differential"]["what"], "VariantRaises");
+            }
+            // The worker killed inside the out= check: a finding of that check, not of the call.
+            "out" if bug_of(f) == 7 => {
+                assert_eq!(f["signal"], "SIGSEGV");
+                assert!(f["signature"].as_str().unwrap_or("").starts_with("out= variant: SIGSEGV"), "{f}");
+            }
+            "precision" => assert_eq!(f["case"]["args"][0]["Tensor"]["dtype"], "Float32", "only float32 is off: {f}"),
+            _ => {}
+        }
+        assert!(c.out.join(f["repro"].as_str().expect("repro")).is_file());
+        assert!(c.out.join(f["pinned"].as_str().expect("pinned")).is_file());
+    }
+    // Every check ran and mostly agreed (bug 0 and the bugs of the other oracles); CUDA is
+    // skipped here and says why.
+    let checks = &c.summary["checks"];
+    for oracle in ["precision", "layout", "out", "inplace", "gradient"] {
+        let s = &checks[oracle];
+        assert!(s["cases"].as_u64().unwrap_or(0) > 0 && s["agreed"].as_u64().unwrap_or(0) > s["disagreed"].as_u64().unwrap_or(0), "{oracle}: {s}");
+    }
+    let cuda = &checks["cuda"];
+    assert_eq!(cuda["skipped"], cuda["cases"], "{cuda}");
+    assert!(cuda["skip_reasons"].as_object().is_some_and(|r| r.keys().all(|k| k.starts_with("CUDA is not available"))), "{cuda}");
+}
+
+#[test]
+fn an_oracle_that_cannot_apply_is_a_warning_and_the_rest_runs() {
+    let c = campaign();
+    insta::assert_snapshot!(diagnostics(&c.stderr, &c.dir));
+    let apis: Vec<&str> = c.summary["apis"].as_array().expect("apis").iter().filter_map(|a| a["api"].as_str()).collect();
+    assert!(apis.contains(&"torch.sum"), "torch.sum still runs: {apis:?}");
+}
+
+#[test]
+fn minimization_shrinks_a_finding_and_keeps_the_original() {
+    let c = campaign();
+    let found = findings(&c.out);
+    let mut shrunk = 0;
+    for f in &found {
+        let m = &f["minimization"];
+        assert!(m.is_object(), "every finding went through minimization: {f}");
+        let (before, after) = (m["elements_before"].as_u64().unwrap_or(0), m["elements_after"].as_u64().unwrap_or(0));
+        assert!(after <= before);
+        if f["original"].is_object() {
+            shrunk += 1;
+            assert!(after < before || m["steps"].as_u64() > Some(0), "{m}");
+            let original = c.out.join(f["original"]["repro"].as_str().expect("original repro"));
+            assert!(original.is_file(), "the original reproducer is kept");
+            assert_ne!(std::fs::read_to_string(&original).ok(), std::fs::read_to_string(c.out.join(f["repro"].as_str().unwrap_or(""))).ok());
+            assert_eq!(f["original"]["case"]["args"][1], f["case"]["args"][1], "the bug stays planted");
+            // The message is the smaller case's; the original's is kept with it.
+            assert!(f["original"]["message"].is_string(), "{f}");
+            if f["original"]["message"].as_str().is_some_and(|m| m.contains(" elements differ")) {
+                assert_ne!(f["original"]["message"], f["message"], "{f}");
+            }
+        }
+        // Planted bugs need at most two elements (layout: a non-contiguous pair) to show.
+        assert!(after <= 2, "minimized to {after} elements: {f}");
+    }
+    assert!(shrunk >= 3, "most inputs started larger than their minimum: {found:#?}");
+}
+
+#[test]
+fn replay_reproduces_a_finding_and_names_bad_ids_and_vanished_apis() {
+    let c = campaign();
+    let found = findings(&c.out);
+    let layout = found.iter().find(|f| f["oracle"] == "layout").expect("a layout finding");
+    let id = layout["id"].as_str().expect("id");
+    let (code, stdout, stderr) = run(sfz().arg("replay").arg(c.out.join(id)));
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.starts_with(&format!("{id} (layout on sfz_test.buggy): reproduces")), "{stdout}");
+
+    let (code, stdout, _) = run(sfz().args(["replay", "--json", "--dir"]).arg(&c.out).arg(id));
+    assert_eq!(code, 0);
+    let r = json(&stdout);
+    assert_eq!(r["reproduced"], true);
+    assert!(r["detections"].as_array().is_some_and(|d| d.iter().any(|d| d.as_str().is_some_and(|s| s.starts_with("layout: ")))), "{r}");
+
+    // An id that is not there.
+    let (code, _, stderr) = run(sfz().args(["replay", "--color=never", "--dir"]).arg(&c.out).arg("layout-nope"));
+    assert_eq!(code, 2);
+    insta::assert_snapshot!("replay_unknown_id", stderr.replace(&c.dir.display().to_string(), "<tmp>"));
+
+    // The spec no longer declares the API.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = dir.path().join("renamed.sfz");
+    std::fs::write(&spec, BUGGY.replace("api sfz_test.buggy(", "api sfz_test.buggy2(")).expect("write");
+    let (code, _, stderr) = run(sfz().args(["replay", "--color=never", "--spec"]).arg(&spec).arg(c.out.join(id)));
+    assert_eq!(code, 2);
+    insta::assert_snapshot!("replay_vanished_api", stderr.replace(&dir.path().display().to_string(), "<tmp>").replace(id, "<id>"));
+}
+
+#[test]
+fn report_prints_a_table_and_writes_markdown_sarif_and_json() {
+    let c = campaign();
+    let copy = tempfile::tempdir().expect("tempdir");
+    copy_dir(&c.out, copy.path());
+    let (code, stdout, stderr) = run(sfz().args(["report", "--color=never"]).arg(copy.path()));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stderr, "");
+    // Input sizes before minimization depend on the generator; after it, on the bugs alone.
+    let normalized: String = stdout
+        .replace(&copy.path().display().to_string(), "<tmp>")
+        .split(" (from ")
+        .enumerate()
+        .map(|(i, part)| if i == 0 { part.to_string() } else { format!(" (from N){}", &part[part.find(')').map_or(0, |k| k + 1)..]) })
+        .collect();
+    insta::assert_snapshot!(normalized);
+
+    let md = std::fs::read_to_string(copy.path().join("report.md")).expect("report.md written");
+    let found = findings(copy.path());
+    for f in &found {
+        let id = f["id"].as_str().unwrap_or("");
+        assert!(md.contains(&format!("## {id}")), "{id} has a section");
+    }
+    assert!(md.contains("```python\n# sfz finding"), "reproducers are inline");
+
+    let sarif = json(&std::fs::read_to_string(copy.path().join("report.sarif")).expect("report.sarif written"));
+    assert_eq!(sarif["version"], "2.1.0");
+    assert!(sarif["$schema"].as_str().is_some_and(|s| s.contains("sarif-2.1.0")));
+    let run0 = &sarif["runs"][0];
+    assert_eq!(run0["tool"]["driver"]["name"], "sfz");
+    let rules: Vec<&str> = run0["tool"]["driver"]["rules"].as_array().expect("rules").iter().filter_map(|r| r["id"].as_str()).collect();
+    let results = run0["results"].as_array().expect("results");
+    assert_eq!(results.len(), found.len());
+    for r in results {
+        let rule = r["ruleId"].as_str().expect("ruleId");
+        assert_eq!(rules.get(r["ruleIndex"].as_u64().expect("ruleIndex") as usize), Some(&rule));
+        assert!(r["message"]["text"].as_str().is_some_and(|t| !t.is_empty()));
+        let loc = &r["locations"][0]["physicalLocation"];
+        assert!(loc["artifactLocation"]["uri"].as_str().is_some_and(|u| u.ends_with("buggy.sfz")), "{r}");
+        assert!(loc["region"]["startLine"].as_u64().is_some_and(|l| l >= 1));
+    }
+
+    let (code, stdout, _) = run(sfz().args(["report", "--json"]).arg(copy.path()));
+    assert_eq!(code, 0);
+    let j = json(&stdout);
+    assert_eq!(j["unique"].as_u64(), Some(found.len() as u64));
+    assert_eq!(j["by_oracle"]["out"], 3);
+    assert_eq!(j["verified"], serde_json::Value::Null);
+    assert_eq!(j["findings"].as_array().map(Vec::len), Some(found.len()));
+}
+
+#[test]
+fn unreadable_lines_are_skipped_with_a_warning_and_the_rest_is_reported() {
+    let c = campaign();
+    let copy = tempfile::tempdir().expect("tempdir");
+    copy_dir(&c.out, copy.path());
+    let path = copy.path().join("findings.jsonl");
+    let text = std::fs::read_to_string(&path).expect("read");
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let total = lines.len();
+    // A line cut short (a disk that filled up), and a line from an older sfz: format 1 had no
+    // evidence, check, minimization or pinned spec.
+    lines[1] = lines[1][..40].to_string();
+    let mut old = json(&lines[2]);
+    for field in ["format", "evidence", "check", "spec", "original", "minimization", "pinned", "mode", "violated"] {
+        old.as_object_mut().expect("object").remove(field);
+    }
+    lines[2] = old.to_string();
+    std::fs::write(&path, lines.join("\n") + "\n").expect("write");
+    let (code, stdout, stderr) = run(sfz().args(["report", "--color=never", "--json"]).arg(copy.path()));
+    assert_eq!(code, 0, "{stderr}");
+    insta::assert_snapshot!(stderr.replace(&copy.path().display().to_string(), "<tmp>"));
+    let j = json(&stdout);
+    assert_eq!(j["unique"].as_u64(), Some(total as u64 - 1), "only the cut line is left out");
+    assert_eq!(j["skipped_lines"][0]["line"], 2);
+}
+
+/// Real torch APIs whose findings pip torch reproduces, and a planted one it cannot (pip torch
+/// has no `sfz_test` operators).
+const REAL: &str = r#"api torch.log(input: Tensor) -> Tensor {
+    input.dtype in [float32];
+    input.values in -2.0..-1.0;
+    oracles nan_inf;
+}
+
+api torch.exp(input: Tensor) -> Tensor {
+    input.dtype in [float32];
+    ensures result.ndim == 9;
+}
+
+#[aten("sfz_test::buggy")]
+api sfz_test.buggy(input: Tensor, bug: int) -> Tensor {
+    input.dtype in [float32];
+    bug in [3];
+    oracles out;
+}
+"#;
+
+#[test]
+fn verify_runs_each_reproducer_under_pip_torch_and_marks_those_that_reproduce() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = dir.path().join("real.sfz");
+    std::fs::write(&spec, REAL).expect("write");
+    let out = dir.path().join("out");
+    let (code, _, stderr) = run(sfz().args(["fuzz", "--json", "--iterations", "60", "--seed", "1", "--workers", "1", "--mutate", "none"]).arg(&spec).arg("--out").arg(&out));
+    assert_eq!(code, 0, "{stderr}");
+    let (code, stdout, stderr) = run(sfz().args(["report", "--verify", "--json"]).arg(&out));
+    assert_eq!(code, 0, "{stderr}");
+    let j = json(&stdout);
+    let verdicts: std::collections::BTreeMap<String, bool> = j["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| (format!("{} {}", f["oracle"].as_str().unwrap_or(""), f["api"].as_str().unwrap_or("")), f["verification"]["reproduced"].as_bool().unwrap_or(false)))
+        .collect();
+    let expected: std::collections::BTreeMap<String, bool> =
+        [("nan_inf torch.log", true), ("out sfz_test.buggy", false), ("postcondition torch.exp", true)].iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    assert_eq!(verdicts, expected, "{j:#}");
+    assert_eq!(j["verified"]["reproduced"], 2);
+    assert_eq!(j["verified"]["run"], 3);
+    let md = std::fs::read_to_string(out.join("report.md")).expect("report.md");
+    assert!(md.contains("Reproducers run under pip torch: 2 of 3 reproduce."), "{md}");
+}
