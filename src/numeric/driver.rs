@@ -81,7 +81,12 @@ pub fn starting_inputs(program: &ProgramSpec, seed: u64, episode: u32) -> Result
     let nonempty = |m: &&crate::solve::SymModel| {
         m.iter().all(|v| !matches!(v, crate::solve::SymValue::Tensor { shape, .. } if shape.contains(&0)))
     };
-    let model = models.iter().find(nonempty).or(models.first()).ok_or("the inputs' constraints have no solution")?;
+    // Episodes walk through the pool, so that shapes vary from one episode to the next.
+    let usable: Vec<&crate::solve::SymModel> = models.iter().filter(nonempty).collect();
+    let model = match usable.len() {
+        0 => models.first().ok_or("the inputs' constraints have no solution")?,
+        n => usable[episode as usize % n],
+    };
     let mut rng = ChaCha8Rng::seed_from_u64(s);
     let args = concretize(api, &crate::gen::plan::GenPlan::new(api), model, None, &mut rng);
     let args: Vec<Arg> = args
