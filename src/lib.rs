@@ -11,6 +11,7 @@ pub mod fmt;
 pub mod fuzz;
 pub mod gen;
 pub mod lsp;
+pub mod numeric;
 pub mod ops;
 pub mod oracle;
 pub mod outcome;

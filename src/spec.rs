@@ -15,6 +15,8 @@ pub struct Spec {
     /// Every `rule` item, whatever its status. Validated rules are also folded into their
     /// API's `requires`.
     pub rules: Vec<RuleSpec>,
+    /// Every `program` item, lowered to its IR (`numeric::program`).
+    pub programs: Vec<crate::numeric::program::ProgramSpec>,
 }
 
 /// A `rule` item: constraints on one API, with their provenance.

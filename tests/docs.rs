@@ -47,3 +47,8 @@ fn readme_examples() {
 fn oracle_guide_examples() {
     check_examples("docs/ORACLES.md", 1);
 }
+
+#[test]
+fn numeric_guide_examples() {
+    check_examples("docs/NUMERIC.md", 1);
+}

@@ -106,6 +106,16 @@ pub fn serve(config: &ServeConfig) -> Result<(), ServeError> {
                 response
             }
             Request::Catalog => Response::Catalog { schemas: runtime::catalog_schemas() },
+            Request::Hunt { id, request } => {
+                if let Some(p) = &progress {
+                    p.begin(id);
+                }
+                let result = runtime::program::hunt(&request);
+                if let Some(p) = &progress {
+                    p.end();
+                }
+                Response::Hunted { id, result: Box::new(result) }
+            }
             Request::Checks { checks } => Response::ChecksLoaded { errors: executor.set_checks(checks) },
         };
         write_frame(&mut writer, &response).map_err(ServeError::Write)?;

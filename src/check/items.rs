@@ -269,7 +269,7 @@ impl Checker<'_> {
     }
 
     /// One `requires` statement: a constraint, or a constraint set applied (several constraints).
-    fn requirement(&mut self, module: usize, params: &[ParamSpec], expr: &ast::Expr, file: crate::diag::FileId, origin: Origin) -> Vec<Constraint> {
+    pub(super) fn requirement(&mut self, module: usize, params: &[ParamSpec], expr: &ast::Expr, file: crate::diag::FileId, origin: Origin) -> Vec<Constraint> {
         let mut env = Env::new(module, params);
         let whole = self.loader.map.get(file).slice(expr.span).to_string();
         if let ast::ExprKind::Call(callee, args) = &expr.kind {

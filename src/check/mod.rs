@@ -164,6 +164,7 @@ impl Checker<'_> {
         let mut api_modules: Vec<ModId> = Vec::new();
         // APIs without errors, whose constraints are then solved together.
         let mut to_solve: Vec<usize> = Vec::new();
+        let mut programs = Vec::new();
         for (m, module) in loader.modules.iter().enumerate() {
             // Two files may each specify an API; one file may not specify it twice.
             let mut api_spans: HashMap<String, crate::diag::Span> = HashMap::new();
@@ -181,7 +182,10 @@ impl Checker<'_> {
                         diags.into_iter().for_each(|d| self.error(d));
                     }
                     ItemKind::Oracle(o) => self.check_oracle_decl(item_ref, o),
-                    ItemKind::Program(p) => self.check_program(m, p),
+                    ItemKind::Program(p) => {
+                        let program = self.check_program(m, p);
+                        programs.push(program);
+                    }
                     ItemKind::Api(api) if !module.is_std() => {
                         let spec = self.check_api(m, item, api);
                         // Only a well-formed API is worth a satisfiability check: a reported
@@ -239,7 +243,7 @@ impl Checker<'_> {
         self.redundant_rules(&apis, &to_solve, &rules);
         self.unused();
         self.record_names();
-        Spec { apis, rules: rules.into_iter().map(|(r, ..)| r).collect() }
+        Spec { apis, rules: rules.into_iter().map(|(r, ..)| r).collect(), programs }
     }
 
     /// Records a reference for the language server (not while re-checking expanded text).

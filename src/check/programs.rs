@@ -1,9 +1,10 @@
-//! `program` items: compositions of API calls, reserved for numerical checks that another part
-//! of sfz will run. Until then they are parsed, formatted and checked for names only: the
-//! parameters' types resolve, every name used is a parameter, an earlier `let`, a quantified
-//! variable, a dtype, a visible item, a built-in function or the root of a dotted path
-//! (`torch.softmax`); a `let` name is bound once. Values are not typed (a call's result has no
-//! type yet) and nothing is executed.
+//! `program` items: compositions of calls that `sfz hunt` runs in workers (see `numeric`).
+//! Checked here: the parameters' types resolve, every name used is a parameter, an earlier
+//! `let`, a quantified variable, a dtype, a visible item, a built-in function or the root of a
+//! dotted path (`torch.softmax`); a `let` name is bound once; each `let` lowers to steps of the
+//! program IR (wrong calls are E0020); `requires` over parameters only become the inputs'
+//! constraints, checked as an API's are. `ensures` and `requires` that read a `let` are checked
+//! for names only.
 use std::collections::HashMap;
 
 use super::scope::closest;
@@ -12,10 +13,47 @@ use super::Checker;
 use crate::ast::{self, ExprKind, StmtKind};
 use crate::case::DType;
 use crate::diag::{codes, Diagnostic, Span};
+use crate::numeric::program::{Lowerer, ProgramIr, ProgramSpec};
+use crate::spec::{ApiSpec, Origin};
+
+/// Every plain name an expression mentions.
+fn mentioned(e: &ast::Expr, out: &mut Vec<String>) {
+    match &e.kind {
+        ExprKind::Name(n) => out.push(n.clone()),
+        ExprKind::Field(b, _) | ExprKind::Each(b) | ExprKind::Paren(b) | ExprKind::Unary(_, b) => mentioned(b, out),
+        ExprKind::Call(c, args) => {
+            mentioned(c, out);
+            args.iter().for_each(|a| mentioned(&a.value, out));
+        }
+        ExprKind::Index(a, b) | ExprKind::Binary(_, a, b) | ExprKind::Range { lo: a, hi: b, .. } => {
+            mentioned(a, out);
+            mentioned(b, out);
+        }
+        ExprKind::List(items) => items.iter().for_each(|i| mentioned(i, out)),
+        ExprKind::If { cond, then, els } => {
+            mentioned(cond, out);
+            mentioned(then, out);
+            if let Some(e) = els {
+                mentioned(e, out);
+            }
+        }
+        ExprKind::Forall { range, body, .. } | ExprKind::Exists { range, body, .. } => {
+            mentioned(range, out);
+            mentioned(body, out);
+        }
+        _ => {}
+    }
+}
 
 impl Checker<'_> {
-    pub fn check_program(&mut self, module: usize, program: &ast::Program) {
+    pub fn check_program(&mut self, module: usize, program: &ast::Program) -> ProgramSpec {
         let params = self.params(module, &program.params);
+        let file = self.loader.modules[module].file;
+        let loader = self.loader;
+        let text = move |s: Span| loader.map.get(file).slice(s).to_string();
+        let mut lowerer = Lowerer::new(&params, &text);
+        let mut requires = Vec::new();
+        let errors_before = self.diags.iter().filter(|d| d.is_error()).count();
         self.body_scope(program.body.span, &params, false);
         // Name → where it is bound.
         let mut names: HashMap<String, Span> = params.iter().map(|p| (p.name.clone(), p.span)).collect();
@@ -34,8 +72,19 @@ impl Checker<'_> {
                     }
                     self.reference(name.span, Some(name.span), hover_text(&format!("let {}", name.name), "A value computed by the program."));
                     names.insert(name.name.clone(), name.span);
+                    lowerer.lower_let(&name.name, value);
                 }
-                StmtKind::Require { expr, .. } | StmtKind::Ensure(expr) => self.program_names(module, expr, &names, &mut Vec::new()),
+                StmtKind::Require { expr, .. } => {
+                    let mut used = Vec::new();
+                    mentioned(expr, &mut used);
+                    let on_lets = used.iter().any(|n| names.contains_key(n) && !params.iter().any(|p| &p.name == n));
+                    if on_lets {
+                        self.program_names(module, expr, &names, &mut Vec::new());
+                    } else {
+                        requires.extend(self.requirement(module, &params, expr, file, Origin::Inline));
+                    }
+                }
+                StmtKind::Ensure(expr) => self.program_names(module, expr, &names, &mut Vec::new()),
                 StmtKind::Oracles(refs) => {
                     for r in refs {
                         self.oracle_use(module, r);
@@ -43,6 +92,23 @@ impl Checker<'_> {
                 }
             }
         }
+        let Lowerer { steps, step_text, diags, .. } = lowerer;
+        for d in diags {
+            self.error(d);
+        }
+        let runnable = self.diags.iter().filter(|d| d.is_error()).count() == errors_before && !steps.is_empty();
+        let inputs = ApiSpec {
+            name: program.name.name.clone(),
+            span: program.name.span,
+            aten: None,
+            params: params.clone(),
+            returns: Vec::new(),
+            requires,
+            ensures: Vec::new(),
+            oracles: Vec::new(),
+        };
+        let ir = ProgramIr { params: params.iter().map(|p| p.name.clone()).collect(), steps };
+        ProgramSpec { name: program.name.name.clone(), span: program.name.span, inputs, ir, step_text, runnable }
     }
 
     /// Reports names that mean nothing in a program; `bound` holds quantified variables.

@@ -3,6 +3,8 @@ mod check;
 mod explain;
 mod fmt;
 mod fuzz;
+pub mod hunt;
+pub mod train;
 mod replay;
 mod report;
 mod infer;
@@ -36,6 +38,11 @@ pub enum Command {
     Lsp(LspArgs),
     /// Fuzz the APIs of spec files against libtorch; findings go to --out.
     Fuzz(fuzz::Args),
+    /// Run the `program` items of spec files and search for inputs that make an intermediate
+    /// NaN or INF; reports and reproducers go to --out.
+    Hunt(hunt::Args),
+    /// Learn soft-assertion models from executions of the programs of spec files.
+    Train(train::Args),
     /// Run one recorded finding again and say whether it still reproduces.
     Replay(replay::Args),
     /// Tabulate a findings folder; write report.md and report.sarif; --verify the reproducers.
@@ -92,6 +99,8 @@ pub fn main() -> ExitCode {
         Command::Fmt(args) => fmt::run(args, cli.color),
         Command::Lsp(args) => crate::lsp::run_stdio(crate::lsp::Config { worker_exe: args.worker }).map(|()| ExitCode::SUCCESS),
         Command::Fuzz(args) => fuzz::run(args, cli.color),
+        Command::Hunt(args) => hunt::run(args, cli.color),
+        Command::Train(args) => train::run(args, cli.color),
         Command::Replay(args) => replay::run(args, cli.color),
         Command::Report(args) => report::run(args, cli.color),
         Command::Init(args) => init::run(args, cli.color),

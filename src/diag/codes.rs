@@ -69,6 +69,7 @@ registry! {
     E0017 Error "signature does not match the operator schema";
     E0018 Error "cannot read source file";
     E0019 Error "unknown operator";
+    E0020 Error "invalid computation in a program";
     W0001 Warning "unused import";
     W0002 Warning "unused definition";
     W0003 Warning "constraints too large to solve";

@@ -82,7 +82,7 @@ pub fn plan_for(finding: &Finding, specs: &[PathBuf], catalog: &Catalog) -> Resu
     if !api.oracles.iter().any(|o| o.name == finding.oracle) {
         api.oracles.push(OracleUse { name: finding.oracle.clone(), span: api.span, args: Vec::new() });
     }
-    let (mut plans, diags) = plan::plan(&Spec { apis: vec![api], rules: Vec::new() }, catalog);
+    let (mut plans, diags) = plan::plan(&Spec { apis: vec![api], rules: Vec::new(), programs: Vec::new() }, catalog);
     let Some(mut plan) = plans.pop() else {
         let why = diags.first().map_or_else(|| "it cannot be planned".to_string(), |d| d.notes.first().cloned().unwrap_or_else(|| d.message.clone()));
         return Err(gone(format!("the operator registry no longer resolves it: {why}"), "check the spec against this libtorch with `sfz fuzz`"));

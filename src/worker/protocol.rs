@@ -6,6 +6,7 @@ use std::io::{self, Read, Write};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 use crate::case::Case;
+use crate::numeric::hunt::{HuntRequest, HuntResult};
 use crate::ops::binding::OpBinding;
 use crate::outcome::Outcome;
 use crate::variant::{Check, CheckReport};
@@ -21,6 +22,8 @@ pub enum Request {
     Run { id: u64, case: Case },
     /// List every operator schema the dispatcher knows.
     Catalog,
+    /// Run one hunt episode on a program (`numeric::hunt`); the answer carries the same id.
+    Hunt { id: u64, request: Box<HuntRequest> },
     /// Differential checks per loaded op (parallel to the last `Load`); cases of an op with
     /// checks are answered with `Checked` instead of `Done`. Replaces earlier checks.
     Checks { checks: Vec<Vec<Check>> },
@@ -34,6 +37,7 @@ pub enum Response {
     Loaded { errors: Vec<Option<String>> },
     Done { id: u64, outcome: Outcome },
     Catalog { schemas: Vec<String> },
+    Hunted { id: u64, result: Box<HuntResult> },
     /// Per op of the `Checks` request: None when every check can run, else why not.
     ChecksLoaded { errors: Vec<Option<String>> },
     /// A case of an op with checks: its outcome and one report per check, in order.

@@ -6,6 +6,7 @@ pub mod compare;
 pub mod executor;
 pub mod ffi;
 pub mod materialize;
+pub mod program;
 
 use std::ffi::CStr;
 

@@ -1,0 +1,135 @@
+//! Programs run in real workers: the NaN/INF oracle on intermediates, both search strategies,
+//! fixed variants that stay clean, reproducers that replay the chain in pip torch, and training
+//! records for soft assertions.
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use sfz::numeric::driver::{hunt_program, starting_inputs, HuntConfig, Status};
+use sfz::numeric::hunt::Strategy;
+use sfz::numeric::program::ProgramSpec;
+use sfz::numeric::report::{python_reproducer, report};
+use sfz::worker::supervisor::HuntWorker;
+
+fn worker() -> HuntWorker {
+    HuntWorker::start(Path::new(env!("CARGO_BIN_EXE_sfz-worker")), Duration::from_secs(60)).expect("a worker starts")
+}
+
+fn programs(file: &str) -> Vec<ProgramSpec> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/numerical").join(file);
+    let checked = sfz::check::check_paths(&[path]);
+    assert!(!checked.has_errors());
+    checked.spec.programs
+}
+
+fn program(file: &str, name: &str) -> ProgramSpec {
+    programs(file).into_iter().find(|p| p.name == name).unwrap_or_else(|| panic!("no program {name}"))
+}
+
+fn config(strategy: Strategy) -> HuntConfig {
+    HuntConfig { strategy, budget: 300, episodes: 3, seed: 7, models: None, collect: false }
+}
+
+#[test]
+fn both_strategies_find_the_naive_softmax_overflow_and_not_its_fix() {
+    let mut w = worker();
+    let bug = program("softmax.sfz", "naive_softmax");
+    let fixed = program("softmax.sfz", "naive_softmax_fixed");
+    for strategy in [Strategy::Gradient, Strategy::Random] {
+        let o = hunt_program(&mut w, &bug, &config(strategy));
+        let Status::Found(f) = &o.status else { panic!("{strategy:?}: {:?}", o.status) };
+        // exp of a value above ~88.7 is inf in float32: the first non-finite step is `e`.
+        assert_eq!(bug.ir.steps[f.step as usize].name, "e");
+        assert!(f.inf > 0);
+        let x = f.inputs[0].as_ref().expect("x is a tensor");
+        assert!(x.values.iter().any(|v| *v > 88.0) && x.values.iter().all(|v| (-100.0..=100.0).contains(v)), "{:?}", x.values);
+        let clean = hunt_program(&mut w, &fixed, &config(strategy));
+        assert_eq!(clean.status, Status::Clean, "{strategy:?}");
+        assert_eq!(clean.evals, 900);
+    }
+}
+
+#[test]
+fn gradient_guidance_drives_a_standard_deviation_to_zero() {
+    let mut w = worker();
+    let p = program("normalization.sfz", "standardize");
+    let o = hunt_program(&mut w, &p, &HuntConfig { episodes: 1, budget: 100, ..config(Strategy::Gradient) });
+    let Status::Found(f) = &o.status else { panic!("{:?}", o.status) };
+    assert_eq!(p.ir.steps[f.step as usize].name, "z");
+    assert!(f.nan > 0);
+    // Every element equal: the standard deviation is exactly 0.
+    let x = &f.inputs[0].as_ref().unwrap().values;
+    assert!(x.iter().all(|v| *v == x[0]), "{x:?}");
+    let path = &o.last.as_ref().unwrap().path;
+    assert!(path.iter().any(|pt| pt.action == "polyak" || pt.action == "sign"), "{path:?}");
+}
+
+#[test]
+fn every_example_program_runs_in_a_worker() {
+    let mut w = worker();
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/numerical");
+    let checked = sfz::check::check_paths(&[dir]);
+    assert!(checked.spec.programs.len() >= 60);
+    for p in &checked.spec.programs {
+        assert!(p.runnable, "{}", p.name);
+        let o = hunt_program(&mut w, p, &HuntConfig { strategy: Strategy::Once, episodes: 1, budget: 1, ..config(Strategy::Once) });
+        assert!(matches!(o.status, Status::Clean | Status::Found(_)), "{}: {:?}", p.name, o.status);
+        if p.name.ends_with("_fixed") {
+            assert_eq!(o.status, Status::Clean, "{}", p.name);
+        }
+    }
+}
+
+#[test]
+fn the_reproducer_replays_the_chain_in_pip_torch() {
+    let Some(python) = std::env::var("SFZ_PYTHON").ok().or_else(|| option_env!("SFZ_PYTHON").map(String::from)) else {
+        panic!("SFZ_PYTHON names the venv's python with torch 2.13.0");
+    };
+    let mut w = worker();
+    let p = program("losses.sfz", "binary_cross_entropy");
+    let o = hunt_program(&mut w, &p, &config(Strategy::Gradient));
+    let r = report(&p, &o, Strategy::Gradient);
+    assert_eq!((r.status, r.oracle), ("bug", Some("nan_inf")));
+    let script = python_reproducer(&p, &o, "test").expect("a bug has a reproducer");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("repro.py");
+    std::fs::write(&file, &script).unwrap();
+    let out = Command::new(python).arg(&file).output().expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stdout.trim(), format!("sfz-nonfinite: {}", r.step.unwrap()));
+}
+
+#[test]
+fn training_records_label_non_finite_outputs() {
+    let mut w = worker();
+    let p = program("softmax.sfz", "naive_softmax");
+    let o = hunt_program(&mut w, &p, &HuntConfig { strategy: Strategy::Random, episodes: 1, budget: 200, collect: true, ..config(Strategy::Random) });
+    assert!(o.records.len() >= 200 * p.ir.steps.len() / 2);
+    let exp: Vec<_> = o.records.iter().filter(|r| r.op == sfz::numeric::ops::NumOp::Exp).collect();
+    // Feature 0 is the operand's maximum: exp overflows exactly above ~88.72.
+    assert!(exp.iter().any(|r| r.nonfinite) && exp.iter().any(|r| !r.nonfinite));
+    for r in &exp {
+        assert_eq!(r.nonfinite, r.features[0] > 88.72, "{:?}", r.features);
+    }
+    let models = sfz::cli::train::fit(&o.records, &Default::default());
+    let m = models.models.get(&sfz::numeric::ops::NumOp::Exp).expect("a model for exp");
+    // The forest separates what it saw: overflowing inputs from the rest.
+    let hot: Vec<_> = exp.iter().filter(|r| r.nonfinite).collect();
+    let cold: Vec<_> = exp.iter().filter(|r| !r.nonfinite).collect();
+    let right = |rs: &[&&sfz::numeric::hunt::Record], want: bool| rs.iter().filter(|r| (m.nonfinite.predict(&r.features) > 0.5) == want).count();
+    assert!(right(&hot, true) * 10 >= hot.len() * 9, "{} of {} overflowing inputs predicted", right(&hot, true), hot.len());
+    assert!(right(&cold, false) * 100 >= cold.len() * 99, "{} of {} finite inputs predicted", right(&cold, false), cold.len());
+}
+
+#[test]
+fn starting_inputs_follow_the_programs_constraints() {
+    let p = program("domains.sfz", "float16_sum_overflow");
+    for episode in 0..4 {
+        let (args, bounds) = starting_inputs(&p, 3, episode).unwrap();
+        let sfz::case::Arg::Tensor(x) = &args[0] else { panic!("{args:?}") };
+        assert_eq!(x.dtype, sfz::case::DType::Float32);
+        assert!(x.shape.len() == 1 && x.shape[0] >= 8, "{:?}", x.shape);
+        assert_eq!(bounds[0], Some((-10000.0, 10000.0)));
+    }
+}

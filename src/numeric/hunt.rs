@@ -1,0 +1,171 @@
+//! One hunt episode, as a worker runs it: a program, its starting inputs, a strategy and a
+//! budget of program evaluations; back comes whether an intermediate turned non-finite from
+//! finite inputs (the NaN/INF oracle), the inputs that did it and the path that led there.
+use serde::{Deserialize, Serialize};
+
+use super::program::ProgramIr;
+use super::soft::SoftModels;
+use crate::case::{Arg, DType};
+
+/// How the inputs move between evaluations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Strategy {
+    /// Evaluate the starting inputs only.
+    Once,
+    /// Random mutation: resample or perturb within the inputs' bounds.
+    Random,
+    /// Autograd: step the inputs along the gradient of an objective on the intermediate a soft
+    /// assertion (or, without models, a round robin over risky steps) points at.
+    Gradient,
+}
+
+impl Strategy {
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Once => "once",
+            Strategy::Random => "random",
+            Strategy::Gradient => "gradient",
+        }
+    }
+}
+
+/// A hunt request.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct HuntRequest {
+    pub program: ProgramIr,
+    /// One argument per program parameter (tensors as recipes).
+    pub inputs: Vec<Arg>,
+    /// Per parameter: the value bounds a search keeps a tensor in (from its fill).
+    pub bounds: Vec<Option<(f64, f64)>>,
+    pub strategy: Strategy,
+    /// Program evaluations (forward passes) the episode may spend.
+    pub budget: u32,
+    pub seed: u64,
+    /// Soft-assertion models for the program's ops, if loaded.
+    pub models: Option<SoftModels>,
+    /// Return one training record per step and evaluation (for `sfz train`).
+    pub collect: bool,
+}
+
+/// Statistics of one tensor, cheap to compute and enough for soft assertions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    pub numel: u64,
+    /// Over the finite elements; 0 when none.
+    pub min: f64,
+    pub max: f64,
+    pub abs_min: f64,
+    pub abs_max: f64,
+    pub nan: u64,
+    pub inf: u64,
+}
+
+impl Stats {
+    pub fn finite(&self) -> bool {
+        self.nan == 0 && self.inf == 0
+    }
+}
+
+/// What one step of one evaluation looked like.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepObs {
+    pub dtype: Option<DType>,
+    pub out: Stats,
+}
+
+/// A training record: an op's input statistics and what its output did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    pub op: super::ops::NumOp,
+    pub features: Vec<f64>,
+    /// The output holds NaN or INF although the inputs were finite.
+    pub nonfinite: bool,
+    /// The output is finite but differs from a float64 evaluation by more than the dtype's
+    /// tolerance.
+    pub imprecise: bool,
+}
+
+/// One tensor input as found: its values, exactly (as f64 widened from the dtype).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InputValues {
+    pub dtype: DType,
+    pub shape: Vec<i64>,
+    pub values: Vec<f64>,
+}
+
+/// One point of the search path.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PathPoint {
+    pub eval: u32,
+    /// The step whose objective moved the inputs (gradient), or None (random).
+    pub target: Option<u32>,
+    pub objective: f64,
+    /// The move: `start`, `resample`, `perturb`, `sign`, `polyak`, `extreme`.
+    pub action: String,
+}
+
+/// The NaN/INF oracle fired.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Found {
+    /// The first step whose output is non-finite while its inputs are finite.
+    pub step: u32,
+    /// The evaluation (1-based) that found it.
+    pub eval: u32,
+    pub nan: u64,
+    pub inf: u64,
+    /// The tensor inputs at that evaluation, per parameter (None for non-tensors).
+    pub inputs: Vec<Option<InputValues>>,
+    /// Every step's output statistics at that evaluation.
+    pub steps: Vec<StepObs>,
+    /// Microseconds from the episode's start.
+    pub micros: u64,
+}
+
+/// The strongest soft-assertion warning of an episode.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SoftSignal {
+    pub step: u32,
+    /// The predicted probability of a non-finite output.
+    pub probability: f64,
+    /// The evaluation at which it first passed the threshold.
+    pub eval: u32,
+}
+
+/// What an episode ended with.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HuntResult {
+    pub found: Option<Found>,
+    pub evals: u32,
+    pub micros: u64,
+    /// The path (at most `MAX_PATH` points, the last ones kept).
+    pub path: Vec<PathPoint>,
+    pub soft: Option<SoftSignal>,
+    /// The strongest warning of the precision model (output imprecise against float64).
+    pub imprecise: Option<SoftSignal>,
+    pub records: Vec<Record>,
+    /// The program could not run at all (a libtorch error on the starting inputs): not a bug.
+    pub rejected: Option<String>,
+}
+
+/// Path points kept per episode.
+pub const MAX_PATH: usize = 64;
+
+/// Input features of an op from the statistics of its (up to two) tensor operands and the
+/// dtype: per operand max, min, abs-min, abs-max, log10 magnitude; then dtype code, log10 size.
+pub fn features(operands: &[Stats], dtype: Option<DType>) -> Vec<f64> {
+    let mut f = Vec::with_capacity(12);
+    for k in 0..2 {
+        match operands.get(k) {
+            Some(s) => {
+                f.extend([s.max, s.min, s.abs_min, s.abs_max, (s.abs_max + 1e-300).log10()]);
+            }
+            None => f.extend([0.0, 0.0, 1.0, 1.0, 0.0]),
+        }
+    }
+    f.push(dtype.map_or(0.0, |d| d.aten_id() as f64));
+    f.push((operands.first().map_or(1, |s| s.numel).max(1) as f64).log10());
+    f.iter().map(|v| v.clamp(-1e300, 1e300)).collect()
+}
+
+/// Probability above which a soft assertion counts as firing.
+pub const FIRE: f64 = 0.5;

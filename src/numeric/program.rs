@@ -1,0 +1,397 @@
+//! `program` items lowered to a straight-line IR: each step is one operation of the table in
+//! `ops` applied to operands (parameters, earlier steps, constants). The checker lowers every
+//! program (wrong calls are E0020); workers interpret the IR with tch, keeping every
+//! intermediate so that oracles and soft assertions can look at each.
+use serde::{Deserialize, Serialize};
+
+use super::ops::{self, Kind, NumOp, OpSig};
+use crate::ast::{self, ExprKind};
+use crate::case::DType;
+use crate::diag::{codes, Diagnostic, Span};
+use crate::spec::{ApiSpec, BinOp, ParamSpec, ParamType, UnOp};
+
+/// One operand of a step. Values are numbered parameters first, then steps.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Operand {
+    Value(u32),
+    Float(f64),
+    Int(i64),
+    Bool(bool),
+    Dtype(DType),
+    None,
+    Ints(Vec<i64>),
+}
+
+/// One operation applied to its operands, in the table's parameter order (defaults filled in).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    /// The `let` name for the step that computes a `let`'s value, else `let.k` for an
+    /// intermediate inside it.
+    pub name: String,
+    pub op: NumOp,
+    pub args: Vec<Operand>,
+}
+
+/// What a worker needs to run a program: the parameter count and the steps.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProgramIr {
+    /// Parameter names, in order (value `i` is parameter `i`).
+    pub params: Vec<String>,
+    pub steps: Vec<Step>,
+}
+
+impl ProgramIr {
+    /// The name of value `v` (a parameter or a step).
+    pub fn value_name(&self, v: u32) -> &str {
+        let v = v as usize;
+        if v < self.params.len() {
+            &self.params[v]
+        } else {
+            &self.steps[v - self.params.len()].name
+        }
+    }
+
+    /// The value indices a step reads.
+    pub fn reads(step: &Step) -> impl Iterator<Item = u32> + '_ {
+        step.args.iter().filter_map(|a| match a {
+            Operand::Value(v) => Some(*v),
+            _ => None,
+        })
+    }
+}
+
+/// A checked program: its inputs as an API-like spec (parameters and the `requires` that only
+/// mention parameters, which the solver and generator serve as for an API) and its IR.
+#[derive(Clone, Debug)]
+pub struct ProgramSpec {
+    pub name: String,
+    pub span: Span,
+    pub inputs: ApiSpec,
+    pub ir: ProgramIr,
+    /// The source text of each step's expression, for reports.
+    pub step_text: Vec<String>,
+    /// False when lowering reported an error: such a program is never run.
+    pub runnable: bool,
+}
+
+/// Lowers a program body's `let` statements; errors go to `diags`. `text` returns the source of
+/// a span.
+pub struct Lowerer<'a> {
+    params: &'a [ParamSpec],
+    /// `let` names bound so far, with their value index.
+    lets: Vec<(String, u32)>,
+    pub steps: Vec<Step>,
+    pub step_text: Vec<String>,
+    pub diags: Vec<Diagnostic>,
+    text: &'a dyn Fn(Span) -> String,
+    /// The `let` being lowered and how many intermediates it made.
+    current: String,
+    inner: u32,
+}
+
+/// What an operand is, for checking it against a parameter's kind.
+#[derive(Clone, Copy, PartialEq)]
+enum Shape {
+    Tensor,
+    IntLike,
+    FloatLike,
+    BoolLike,
+    DtypeLike,
+    NoneLike,
+    IntsLike,
+    Other,
+}
+
+impl<'a> Lowerer<'a> {
+    pub fn new(params: &'a [ParamSpec], text: &'a dyn Fn(Span) -> String) -> Self {
+        Lowerer { params, lets: Vec::new(), steps: Vec::new(), step_text: Vec::new(), diags: Vec::new(), text, current: String::new(), inner: 0 }
+    }
+
+    /// Lowers `let name = value;`. Names the checker already rejected lower to nothing.
+    pub fn lower_let(&mut self, name: &str, value: &ast::Expr) {
+        self.current = name.to_string();
+        self.inner = 0;
+        let first_new = (self.params.len() + self.steps.len()) as u32;
+        let Some(op) = self.expr(value) else { return };
+        let index = match op {
+            Operand::Value(v) if v >= first_new => v,
+            // `let q = p;`: an identity step keeps one step per `let`.
+            Operand::Value(v) if self.shape_of(&Operand::Value(v)) == Shape::Tensor => {
+                self.push(NumOp::Mul, vec![Operand::Value(v), Operand::Float(1.0)], value.span)
+            }
+            _ => {
+                self.error(value.span, "a `let` must hold a tensor", "compute it from a tensor parameter");
+                return;
+            }
+        };
+        // The last step of the expression takes the `let`'s own name.
+        if let Some(k) = index.checked_sub(self.params.len() as u32) {
+            self.steps[k as usize].name = name.to_string();
+        }
+        self.lets.push((name.to_string(), index));
+    }
+
+    fn is_step(&self, v: u32) -> bool {
+        v as usize >= self.params.len()
+    }
+
+    fn error(&mut self, span: Span, msg: &str, help: &str) {
+        let mut d = Diagnostic::new(codes::E0020, msg.to_string()).with_label(span, "here");
+        if !help.is_empty() {
+            d = d.with_help(help.to_string());
+        }
+        self.diags.push(d);
+    }
+
+    fn push(&mut self, op: NumOp, args: Vec<Operand>, span: Span) -> u32 {
+        self.inner += 1;
+        let name = format!("{}.{}", self.current, self.inner);
+        self.steps.push(Step { name, op, args });
+        self.step_text.push((self.text)(span));
+        (self.params.len() + self.steps.len() - 1) as u32
+    }
+
+    fn shape_of(&self, op: &Operand) -> Shape {
+        match op {
+            Operand::Value(v) if self.is_step(*v) => Shape::Tensor,
+            Operand::Value(v) => match &self.params[*v as usize].ty {
+                ParamType::Tensor => Shape::Tensor,
+                ParamType::Int => Shape::IntLike,
+                ParamType::Float | ParamType::Scalar => Shape::FloatLike,
+                ParamType::Bool => Shape::BoolLike,
+                ParamType::Dtype => Shape::DtypeLike,
+                ParamType::IntList(_) => Shape::IntsLike,
+                _ => Shape::Other,
+            },
+            Operand::Float(_) => Shape::FloatLike,
+            Operand::Int(_) => Shape::IntLike,
+            Operand::Bool(_) => Shape::BoolLike,
+            Operand::Dtype(_) => Shape::DtypeLike,
+            Operand::None => Shape::NoneLike,
+            Operand::Ints(_) => Shape::IntsLike,
+        }
+    }
+
+    fn fits(kind: Kind, s: Shape) -> bool {
+        use Shape::*;
+        match kind {
+            Kind::Tensor => s == Tensor,
+            Kind::Number => matches!(s, Tensor | IntLike | FloatLike),
+            Kind::Int => s == IntLike,
+            Kind::Dims => matches!(s, IntLike | IntsLike | NoneLike),
+            Kind::Float => matches!(s, IntLike | FloatLike),
+            Kind::OptFloat => matches!(s, IntLike | FloatLike | NoneLike),
+            Kind::Bool => s == BoolLike,
+            Kind::Dtype => s == DtypeLike,
+        }
+    }
+
+    /// Lowers an expression to an operand, adding steps for the calls in it. None when it was
+    /// reported (or names something the name check already reported).
+    fn expr(&mut self, e: &ast::Expr) -> Option<Operand> {
+        match &e.kind {
+            ExprKind::Int(v) => Some(Operand::Int(*v)),
+            ExprKind::Float { value, .. } => Some(Operand::Float(*value)),
+            ExprKind::Bool(b) => Some(Operand::Bool(*b)),
+            ExprKind::None => Some(Operand::None),
+            ExprKind::Paren(inner) => self.expr(inner),
+            ExprKind::Name(n) => {
+                if let Some((_, v)) = self.lets.iter().rev().find(|(l, _)| l == n) {
+                    return Some(Operand::Value(*v));
+                }
+                if let Some(i) = self.params.iter().position(|p| &p.name == n) {
+                    return Some(Operand::Value(i as u32));
+                }
+                if let Some(d) = DType::from_name(n) {
+                    return Some(Operand::Dtype(d));
+                }
+                None
+            }
+            ExprKind::Field(base, f) if is_torch_path(base) && DType::from_name(&f.name).is_some() => {
+                DType::from_name(&f.name).map(Operand::Dtype)
+            }
+            ExprKind::List(items) => {
+                let mut out = Vec::new();
+                for i in items {
+                    match self.expr(i)? {
+                        Operand::Int(v) => out.push(v),
+                        _ => {
+                            self.error(i.span, "a list in a program holds int literals only", "write dimensions as literals: `dim = [0, 1]`");
+                            return None;
+                        }
+                    }
+                }
+                Some(Operand::Ints(out))
+            }
+            ExprKind::Unary(UnOp::Neg, inner) => match self.expr(inner)? {
+                Operand::Int(v) => Some(Operand::Int(v.wrapping_neg())),
+                Operand::Float(v) => Some(Operand::Float(-v)),
+                v => {
+                    self.check_kind(Kind::Tensor, &v, inner.span, "-")?;
+                    Some(Operand::Value(self.push(NumOp::Neg, vec![v], e.span)))
+                }
+            },
+            ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div), a, b) => {
+                let (x, y) = (self.expr(a)?, self.expr(b)?);
+                let num = match op {
+                    BinOp::Add => NumOp::Add,
+                    BinOp::Sub => NumOp::Sub,
+                    BinOp::Mul => NumOp::Mul,
+                    _ => NumOp::Div,
+                };
+                self.check_kind(Kind::Number, &x, a.span, num.short())?;
+                self.check_kind(Kind::Number, &y, b.span, num.short())?;
+                if self.shape_of(&x) != Shape::Tensor && self.shape_of(&y) != Shape::Tensor {
+                    self.error(e.span, "arithmetic on two numbers in a program", "one side must be a tensor; write the constant out");
+                    return None;
+                }
+                Some(Operand::Value(self.push(num, vec![x, y], e.span)))
+            }
+            ExprKind::Call(callee, args) => self.call(e, callee, args),
+            _ => {
+                self.error(e.span, "this expression cannot be computed by a program", "a program computes with calls, `+ - * /` and unary `-`");
+                None
+            }
+        }
+    }
+
+    fn check_kind(&mut self, kind: Kind, v: &Operand, span: Span, op: &str) -> Option<()> {
+        if Self::fits(kind, self.shape_of(v)) {
+            Some(())
+        } else {
+            let d = Diagnostic::new(codes::E0020, format!("wrong kind of argument to `{op}`"))
+                .with_label(span, format!("expected {}", kind.describe()));
+            self.diags.push(d);
+            None
+        }
+    }
+
+    fn call(&mut self, e: &ast::Expr, callee: &ast::Expr, args: &[ast::CallArg]) -> Option<Operand> {
+        let (sig, receiver): (&OpSig, Option<&ast::Expr>) = match &callee.kind {
+            _ if is_torch_path(callee) => {
+                let path = dotted(callee).unwrap_or_default();
+                match ops::by_function(&path) {
+                    Some(s) => (s, None),
+                    None => {
+                        let names: Vec<&str> = ops::OPS.iter().flat_map(|s| s.functions.iter().copied()).collect();
+                        let help = match crate::check::closest(&path, names) {
+                            Some(s) => format!("did you mean `{s}`?"),
+                            None => "see `docs/NUMERIC.md` for the operations programs may call".to_string(),
+                        };
+                        self.error(callee.span, &format!("`{path}` is not an operation programs can run"), &help);
+                        return None;
+                    }
+                }
+            }
+            ExprKind::Field(base, method) => match ops::by_method(&method.name) {
+                Some(s) => (s, Some(&**base)),
+                None => {
+                    let names: Vec<&str> = ops::OPS.iter().filter_map(|s| s.method).collect();
+                    let help = match crate::check::closest(&method.name, names) {
+                        Some(s) => format!("did you mean `.{s}()`?"),
+                        None => "see `docs/NUMERIC.md` for the operations programs may call".to_string(),
+                    };
+                    self.error(method.span, &format!("`.{}()` is not an operation programs can run", method.name), &help);
+                    return None;
+                }
+            },
+            _ => {
+                self.error(callee.span, "a program calls `torch.` functions and tensor methods only", "");
+                return None;
+            }
+        };
+        let name = sig.method.or(sig.functions.first().copied()).unwrap_or("?");
+        let mut slots: Vec<Option<(Operand, Span)>> = vec![None; sig.params.len()];
+        let mut next = 0;
+        if let Some(r) = receiver {
+            slots[0] = Some((self.expr(r)?, r.span));
+            next = 1;
+        }
+        for a in args {
+            let k = match &a.name {
+                Some(n) => match sig.params.iter().position(|p| p.0 == n.name) {
+                    Some(k) => k,
+                    None => {
+                        let ps: Vec<&str> = sig.params.iter().map(|p| p.0).collect();
+                        self.error(n.span, &format!("`{name}` has no parameter `{}`", n.name), &format!("its parameters are {}", ps.join(", ")));
+                        return None;
+                    }
+                },
+                None => {
+                    if next >= sig.params.len() {
+                        self.error(a.value.span, &format!("too many arguments to `{name}`"), &format!("it takes {}", sig.params.len()));
+                        return None;
+                    }
+                    next += 1;
+                    next - 1
+                }
+            };
+            if slots[k].is_some() {
+                self.error(a.value.span, &format!("`{}` of `{name}` is given twice", sig.params[k].0), "");
+                return None;
+            }
+            let v = self.expr(&a.value)?;
+            slots[k] = Some((v, a.value.span));
+        }
+        let mut out = Vec::with_capacity(slots.len());
+        for (slot, (pname, kind, default)) in slots.into_iter().zip(sig.params) {
+            match (slot, default) {
+                (Some((v, span)), _) => {
+                    self.check_kind(*kind, &v, span, name)?;
+                    out.push(v);
+                }
+                (None, Some(d)) => out.push(match d {
+                    ops::Default::None => Operand::None,
+                    ops::Default::Int(v) => Operand::Int(*v),
+                    ops::Default::Float(v) => Operand::Float(*v),
+                    ops::Default::Bool(v) => Operand::Bool(*v),
+                }),
+                (None, None) => {
+                    self.error(e.span, &format!("`{name}` needs `{pname}`"), &format!("pass {} as `{pname}`", kind.describe()));
+                    return None;
+                }
+            }
+        }
+        Some(Operand::Value(self.push(sig.op, out, e.span)))
+    }
+}
+
+/// `torch`, `torch.nn`, ...: a dotted path rooted at `torch`.
+fn is_torch_path(e: &ast::Expr) -> bool {
+    dotted(e).is_some_and(|p| p == "torch" || p.starts_with("torch."))
+}
+
+fn dotted(e: &ast::Expr) -> Option<String> {
+    match &e.kind {
+        ExprKind::Name(n) => Some(n.clone()),
+        ExprKind::Field(base, f) => Some(format!("{}.{}", dotted(base)?, f.name)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::check::check_text;
+
+    #[test]
+    fn lets_lower_to_named_steps_with_defaults_filled() {
+        let text = "program p(x: Tensor) {\n    x.dtype == float32;\n    let p = torch.softmax(x, dim = -1);\n    let l = -torch.log(p).mean();\n}\n";
+        let c = check_text(std::path::Path::new("p.sfz"), text);
+        assert!(!c.has_errors(), "{:?}", c.diags);
+        let p = &c.spec.programs[0];
+        assert!(p.runnable);
+        let steps: Vec<String> = p.ir.steps.iter().map(|s| format!("{} = {:?}{:?}", s.name, s.op, s.args)).collect();
+        assert_eq!(
+            steps,
+            [
+                "p = Softmax[Value(0), Int(-1)]",
+                "l.1 = Log[Value(1)]",
+                "l.2 = Mean[Value(2), None, Bool(false)]",
+                "l = Neg[Value(3)]",
+            ]
+        );
+        assert_eq!(p.step_text[1], "torch.log(p)");
+        // The parameter-only requirement became an input constraint.
+        assert_eq!(p.inputs.requires.len(), 1);
+    }
+}

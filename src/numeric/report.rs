@@ -1,0 +1,230 @@
+//! Per-program reports, the fields users of the Soft Assertion Fuzzer read (status, oracle,
+//! input, soft-assertion signal, severity, elapsed time), and Python reproducers that replay
+//! the program's chain in pip torch on the inputs found.
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::driver::{Outcome, Status};
+use super::hunt::{InputValues, PathPoint, Strategy};
+use super::ops::{Kind, NumOp};
+use super::program::{Operand, ProgramIr, ProgramSpec};
+use crate::case::Arg;
+use crate::findings::repro::py_float;
+
+/// One program's report, as `sfz hunt` writes it (JSON) and prints it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub program: String,
+    /// `bug`, `clean`, `rejected` or `crashed`.
+    pub status: &'static str,
+    /// The oracle that fired: `nan_inf` (or `crash`).
+    pub oracle: Option<&'static str>,
+    /// The step whose output went non-finite, its op and source text.
+    pub step: Option<String>,
+    pub op: Option<String>,
+    pub expr: Option<String>,
+    pub nan: u64,
+    pub inf: u64,
+    /// `high` (NaN, or a crash), `medium` (INF only), `none`.
+    pub severity: &'static str,
+    /// The inputs that made it, per tensor parameter.
+    pub input: Vec<(String, InputValues)>,
+    pub soft_assertion: Option<SoftReport>,
+    /// The precision model's strongest warning: a step likely to lose precision against
+    /// float64 (a warning only, never a finding).
+    pub precision_warning: Option<SoftReport>,
+    pub strategy: &'static str,
+    pub elapsed_ms: f64,
+    /// Microseconds inside the worker from the episode's start to the finding.
+    pub time_to_find_us: Option<u64>,
+    pub evals: u64,
+    pub episodes: u32,
+    pub path: Vec<PathPoint>,
+    /// Why the program was rejected or how the worker died.
+    pub message: Option<String>,
+    /// The reproducer's file name, when one was written.
+    pub reproducer: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct SoftReport {
+    pub step: String,
+    pub op: String,
+    pub probability: f64,
+    /// The evaluation at which it first fired.
+    pub eval: u32,
+}
+
+fn soft_report(ir: &ProgramIr, s: &super::hunt::SoftSignal) -> Option<SoftReport> {
+    let st = ir.steps.get(s.step as usize)?;
+    Some(SoftReport { step: st.name.clone(), op: st.op.short().to_string(), probability: s.probability, eval: s.eval })
+}
+
+pub fn report(program: &ProgramSpec, outcome: &Outcome, strategy: Strategy) -> Report {
+    let ir = &program.ir;
+    let step_of = |k: u32| ir.steps.get(k as usize);
+    let mut r = Report {
+        program: program.name.clone(),
+        status: "clean",
+        oracle: None,
+        step: None,
+        op: None,
+        expr: None,
+        nan: 0,
+        inf: 0,
+        severity: "none",
+        input: Vec::new(),
+        soft_assertion: outcome.soft.as_ref().and_then(|s| soft_report(ir, s)),
+        precision_warning: outcome.imprecise.as_ref().and_then(|s| soft_report(ir, s)),
+        strategy: strategy.name(),
+        elapsed_ms: outcome.elapsed.as_secs_f64() * 1e3,
+        time_to_find_us: None,
+        evals: outcome.evals,
+        episodes: outcome.episodes,
+        path: outcome.last.as_ref().map(|l| l.path.clone()).unwrap_or_default(),
+        message: None,
+        reproducer: None,
+    };
+    match &outcome.status {
+        Status::Found(f) => {
+            r.status = "bug";
+            r.oracle = Some("nan_inf");
+            if let Some(st) = step_of(f.step) {
+                r.step = Some(st.name.clone());
+                r.op = Some(st.op.python());
+                r.expr = program.step_text.get(f.step as usize).cloned();
+            }
+            r.nan = f.nan;
+            r.inf = f.inf;
+            r.severity = if f.nan > 0 { "high" } else { "medium" };
+            r.time_to_find_us = Some(f.micros);
+            r.input = f.inputs.iter().enumerate().filter_map(|(i, v)| Some((ir.params[i].clone(), v.clone()?))).collect();
+        }
+        Status::Clean => {}
+        Status::Rejected(m) => {
+            r.status = "rejected";
+            r.message = Some(m.clone());
+        }
+        Status::Crashed(m) => {
+            r.status = "crashed";
+            r.oracle = Some("crash");
+            r.severity = "high";
+            r.message = Some(m.clone());
+        }
+    }
+    r
+}
+
+/// A Python name for value `v`: a `let` keeps its name, an intermediate is `_sK`.
+fn py_name(ir: &ProgramIr, v: u32) -> String {
+    let name = ir.value_name(v);
+    let ident = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && !name.starts_with(|c: char| c.is_ascii_digit());
+    if !ident {
+        format!("_s{}", v as usize - ir.params.len())
+    } else if ["torch", "sys", "steps", "math"].contains(&name) || ["in", "is", "if", "or", "and", "not", "def", "del", "for", "as", "lambda", "None"].contains(&name) {
+        format!("{name}_")
+    } else {
+        name.to_string()
+    }
+}
+
+fn py_operand(ir: &ProgramIr, o: &Operand) -> String {
+    match o {
+        Operand::Value(v) => py_name(ir, *v),
+        Operand::Float(f) => py_float(*f),
+        Operand::Int(i) => i.to_string(),
+        Operand::Bool(b) => if *b { "True".into() } else { "False".into() },
+        Operand::Dtype(d) => format!("torch.{}", d.name()),
+        Operand::None => "None".into(),
+        Operand::Ints(xs) => format!("[{}]", xs.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")),
+    }
+}
+
+/// One step as a Python expression.
+pub fn py_step(ir: &ProgramIr, k: usize) -> String {
+    let step = &ir.steps[k];
+    let a: Vec<String> = step.args.iter().map(|o| py_operand(ir, o)).collect();
+    let infix = |op: &str| format!("{} {op} {}", a[0], a[1]);
+    match step.op {
+        NumOp::Add => infix("+"),
+        NumOp::Sub => infix("-"),
+        NumOp::Mul => infix("*"),
+        NumOp::Div => infix("/"),
+        NumOp::To => format!("{}.to({})", a[0], a[1]),
+        op => {
+            let sig = op.sig();
+            let mut args = Vec::new();
+            for (i, ((name, kind, default), text)) in sig.params.iter().zip(&a).enumerate() {
+                let is_default = match default {
+                    Some(super::ops::Default::None) => step.args[i] == Operand::None,
+                    Some(super::ops::Default::Int(v)) => step.args[i] == Operand::Int(*v),
+                    Some(super::ops::Default::Float(v)) => step.args[i] == Operand::Float(*v),
+                    Some(super::ops::Default::Bool(v)) => step.args[i] == Operand::Bool(*v),
+                    None => false,
+                };
+                if is_default {
+                    continue;
+                }
+                if i == 0 || (*kind == Kind::Tensor || *kind == Kind::Number) && default.is_none() {
+                    args.push(text.clone());
+                } else {
+                    args.push(format!("{name}={text}"));
+                }
+            }
+            format!("{}({})", op.python(), args.join(", "))
+        }
+    }
+}
+
+/// A Python script that rebuilds the inputs found and replays the chain; it prints the first
+/// step whose output is non-finite from finite inputs and exits 1 when the bug reproduces.
+pub fn python_reproducer(program: &ProgramSpec, outcome: &Outcome, header: &str) -> Option<String> {
+    let Status::Found(found) = &outcome.status else { return None };
+    let ir = &program.ir;
+    let mut out = String::new();
+    for line in header.lines() {
+        let _ = writeln!(out, "{}", format!("# {line}").trim_end());
+    }
+    out.push_str("import sys\nimport torch\n\ntorch.set_num_threads(1)\n\n");
+    for (i, p) in ir.params.iter().enumerate() {
+        let name = py_name(ir, i as u32);
+        let text = match (found.inputs.get(i).cloned().flatten(), outcome.inputs.get(i)) {
+            (Some(v), _) => format!(
+                "torch.tensor([{}], dtype=torch.float64).to(torch.{}).reshape([{}])",
+                v.values.iter().map(|x| py_float(*x)).collect::<Vec<_>>().join(", "),
+                v.dtype.name(),
+                v.shape.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
+            ),
+            (None, Some(Arg::Float(f))) => py_float(*f),
+            (None, Some(Arg::Int(x))) => x.to_string(),
+            (None, Some(Arg::Bool(b))) => if *b { "True".into() } else { "False".into() },
+            (None, Some(Arg::Dtype(d))) => format!("torch.{}", d.name()),
+            _ => "None".into(),
+        };
+        let _ = writeln!(out, "{name} = {text}  # {p}");
+    }
+    out.push_str("\nsteps = []\n");
+    for (k, step) in ir.steps.iter().enumerate() {
+        let v = (ir.params.len() + k) as u32;
+        let name = py_name(ir, v);
+        let reads: Vec<String> = ProgramIr::reads(step).map(|r| py_name(ir, r)).collect();
+        let text = program.step_text.get(k).map(String::as_str).unwrap_or("");
+        let _ = writeln!(out, "{name} = {}  # {}", py_step(ir, k), text.replace('\n', " "));
+        let _ = writeln!(out, "steps.append(({:?}, {name}, [{}]))", step.name, reads.join(", "));
+    }
+    out.push_str(
+        r#"
+def finite(t):
+    return not isinstance(t, torch.Tensor) or bool(torch.isfinite(t).all())
+
+for name, value, inputs in steps:
+    nonempty = all(not isinstance(i, torch.Tensor) or i.numel() > 0 for i in inputs)
+    if nonempty and all(finite(i) for i in inputs) and not finite(value):
+        print("sfz-nonfinite:", name)
+        sys.exit(1)
+print("sfz-finite")
+"#,
+    );
+    Some(out)
+}
