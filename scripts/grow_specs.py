@@ -5,6 +5,10 @@ skeletons, validates enumerated candidates against libtorch, and drops the opera
 inferred spec stays below 90% valid inputs.
 
 Usage: python3 scripts/grow_specs.py [--sfz target/debug/sfz] [--budget 8s] [--jobs 2] [AREA...]
+       python3 scripts/grow_specs.py --retry [--budget 12s] [AREA...]
+
+`--retry` runs again, with another seed, the operators of the first pass that ended between 75%
+and 90% valid inputs, and appends those that now pass to the area's file.
 
 The operator lists go to data/ops/<area>.txt (committed, so a run is reproducible), the figures
 of each area's run to data/ops/<area>.json.
@@ -62,8 +66,11 @@ def main():
     ap.add_argument("--sfz", default=str(ROOT / "target/debug/sfz"))
     ap.add_argument("--budget", default="8s")
     ap.add_argument("--jobs", default="2")
+    ap.add_argument("--retry", action="store_true")
     ap.add_argument("areas", nargs="*")
     args = ap.parse_args()
+    if args.retry:
+        return retry(args)
     init = subprocess.run([args.sfz, "init", "--all"], capture_output=True, text=True, check=True)
     names = re.findall(r"^api ([\w.]+)\(", init.stdout, re.M)
     # The hand-written specs keep their APIs.
@@ -97,6 +104,38 @@ def main():
         (ROOT / f"data/ops/{area}.json").write_text(json.dumps(results, indent=1) + "\n")
         kept = len(re.findall(r"^api ", out.read_text(), re.M)) if out.exists() else 0
         print(f"{area}: kept {kept} of {len(ops)}", file=sys.stderr, flush=True)
+
+
+def retry(args):
+    import tempfile
+    for area, _ in AREAS:
+        if args.areas and area not in args.areas:
+            continue
+        first = ROOT / f"data/ops/{area}.json"
+        if not first.exists():
+            continue
+        near = [r["api"] for r in json.loads(first.read_text() or "[]")
+                if not (r["conclusive"] and (r["valid_after"] or 0) >= 0.9) and (r["valid_after"] or 0) >= 0.75]
+        if not near:
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "retry.sfz"
+            cmd = [args.sfz, "infer", "--color=never", "--prune", "--seed", "7", "--budget", args.budget, "--workers", args.jobs, "--json", "-o", str(out)] + near
+            print(f"{area}: retrying {len(near)} operators", file=sys.stderr, flush=True)
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            try:
+                results = json.loads(r.stdout)
+            except ValueError:
+                results = []
+            (ROOT / f"data/ops/{area}-retry.json").write_text(json.dumps(results, indent=1) + "\n")
+            gained = out.read_text() if out.exists() else ""
+        target = ROOT / f"specs/inferred/{area}.sfz"
+        text = target.read_text() if target.exists() else ""
+        if gained.strip():
+            target.write_text(text.rstrip("\n") + "\n\n" + gained)
+            subprocess.run([args.sfz, "fmt", str(target)], check=True)
+        kept = len(re.findall(r"^api ", gained, re.M))
+        print(f"{area}: kept {kept} more of {len(near)}", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":
