@@ -21,7 +21,7 @@ def inference_figures():
     per_source = {}
     seconds, last, runs = [], {}, 0
     files = sorted(f for f in (ROOT / "data/ops").glob("*.json") if not f.name.startswith("fuzz-"))
-    files.sort(key=lambda f: f.name.endswith("-retry.json"))
+    files.sort(key=lambda f: ("-retry" in f.name, f.name))
     for f in files:
         for r in json.loads(f.read_text() or "[]"):
             runs += 1
