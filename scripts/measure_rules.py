@@ -16,21 +16,25 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def inference_figures():
+    # Candidate counts and times over every run (first pass and retries); per API, the last
+    # run decides whether it was kept.
     per_source = {}
-    seconds, before, after, kept = [], [], [], 0
-    total = 0
-    for f in sorted((ROOT / "data/ops").glob("*.json")):
+    seconds, last, runs = [], {}, 0
+    files = sorted(f for f in (ROOT / "data/ops").glob("*.json") if not f.name.startswith("fuzz-"))
+    files.sort(key=lambda f: ("-retry" in f.name, f.name))
+    for f in files:
         for r in json.loads(f.read_text() or "[]"):
-            total += 1
+            runs += 1
             for key in ("proposed", "validated", "rejected"):
                 for source, n in r.get(key, []):
                     per_source.setdefault(source, {"proposed": 0, "validated": 0, "rejected": 0})[key] += n
             seconds.append(r.get("seconds", 0.0))
-            if r.get("conclusive") and r.get("valid_after") is not None and r["valid_after"] >= 0.9:
-                kept += 1
-                before.append(r.get("valid_before") or 0.0)
-                after.append(r["valid_after"])
-    print(f"operators tried: {total}, kept (>= 90% valid after inference): {kept}")
+            last[r["api"]] = r
+    kept_runs = [r for r in last.values() if r.get("conclusive") and r.get("valid_after") is not None and r["valid_after"] >= 0.9]
+    before = [r.get("valid_before") or 0.0 for r in kept_runs]
+    after = [r["valid_after"] for r in kept_runs]
+    kept = len(kept_runs)
+    print(f"operators tried: {len(last)} ({runs} runs), kept (>= 90% valid after inference): {kept}")
     for s, c in per_source.items():
         print(f"  candidates from {s}: proposed {c['proposed']}, validated {c['validated']}, rejected {c['rejected']}")
     if seconds:

@@ -72,4 +72,16 @@ mod tests {
         assert!(!implied(&base, &[&rules[1]], &rules[0], &limits));
         assert_eq!(minimal(&base, &rules, &limits), vec![0, 2]);
     }
+
+    #[test]
+    fn none_tests_on_concrete_parameters_reach_the_solver() {
+        // A string or float parameter has no solver variable, but its presence has one.
+        let src = "api torch.linalg.svd(A: Tensor, *, driver: str? = None) {}\nrule a for torch.linalg.svd { driver == None; }\n";
+        let checked = crate::check::check_text(Path::new("t.sfz"), src);
+        let mut base = checked.spec.apis[0].clone();
+        base.requires.clear();
+        let rule = &checked.spec.rules[0].constraints;
+        assert!(!implied(&base, &[], rule, &Limits::default()));
+        assert!(implied(&base, &[rule], rule, &Limits::default()));
+    }
 }

@@ -75,6 +75,15 @@ impl<'a> Encoder<'a> {
     }
 
     fn term(&mut self, e: &TExpr, guards: &mut Vec<Bool>) -> R<Term> {
+        // `p == None` on a parameter whose value is concrete (a float, a string) still reads
+        // its presence, which the solver does decide.
+        if let TExpr::Binary(op @ (BinOp::Eq | BinOp::Ne), a, b) = e {
+            if let (TExpr::Param(i), TExpr::Lit(Value::None)) | (TExpr::Lit(Value::None), TExpr::Param(i)) = (&**a, &**b) {
+                if let Some(ParamVars { present: Some(p), var: Var::Concrete }) = self.vars.get(*i) {
+                    return Ok(Term::Bool(if *op == BinOp::Eq { p.not() } else { p.clone() }));
+                }
+            }
+        }
         Ok(match e {
             TExpr::Lit(v) => literal(v)?,
             TExpr::Param(i) => {
