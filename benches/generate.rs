@@ -272,7 +272,8 @@ fn main() {
     }
     let plans = plans();
     println!("# generation benchmark: {} APIs from specs/", plans.len());
-    let parts: [(&str, fn(&[ApiPlan])); 7] = [("solve", solve), ("cases", cases), ("valid", valid), ("violate", violate), ("cost", cost), ("combos", combos), ("mix", mix)];
+    type Part = (&'static str, fn(&[ApiPlan]));
+    let parts: [Part; 7] = [("solve", solve), ("cases", cases), ("valid", valid), ("violate", violate), ("cost", cost), ("combos", combos), ("mix", mix)];
     for (name, f) in parts {
         if run(name) {
             f(&plans);

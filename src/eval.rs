@@ -492,9 +492,7 @@ fn equal(a: &Val, b: &Val) -> Option<bool> {
         (Val::None, _) | (_, Val::None) => false,
         (Val::Values(t), x) | (x, Val::Values(t)) => {
             let v = x.num()?;
-            if t.numel() == 0 {
-                true
-            } else if t.min == v && t.max == v && t.max_closed && !t.nonfinite {
+            if t.numel() == 0 || (t.min == v && t.max == v && t.max_closed && !t.nonfinite) {
                 true
             } else if t.min > v || t.max < v {
                 false

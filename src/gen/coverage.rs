@@ -687,7 +687,7 @@ mod tests {
         e.specials = vec![(5, Special::PosInf)];
         assert_eq!(names(tensor_classes(&e)), ["expanded"]);
         let mut i = t(DType::Int64, &[4]);
-        i.specials = vec![(0, Special::Value(-9.223372036854775808e18))];
+        i.specials = vec![(0, Special::Value(-9.223_372_036_854_776e18))];
         assert_eq!(names(tensor_classes(&i)), ["dtype-extreme"]);
     }
 

@@ -357,8 +357,11 @@ pub fn arg_vals(api: &ApiSpec, args: &[Arg]) -> Vec<Val> {
         .collect()
 }
 
+/// A lower or upper bound: the value, and whether it is included.
+pub type Bound = Option<(f64, bool)>;
+
 /// Bounds constraint `k` alone puts on parameter `p`, given the case's other values.
-pub fn bounds_of_one(api: &ApiSpec, k: usize, p: usize, known: &[Val]) -> (Option<(f64, bool)>, Option<(f64, bool)>) {
+pub fn bounds_of_one(api: &ApiSpec, k: usize, p: usize, known: &[Val]) -> (Bound, Bound) {
     let b = bounds_from(api.requires.get(k).into_iter(), p, known);
     (b.lo.map(|v| (v, b.lo_open)), b.hi.map(|v| (v, b.hi_closed)))
 }

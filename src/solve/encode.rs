@@ -373,7 +373,7 @@ impl<'a> Encoder<'a> {
                             let a = from_right(da, na, &ii);
                             let b = from_right(db, nb, &ii);
                             let both = Bool::and(&[ii.lt(na), ii.lt(nb)]);
-                            parts.push(both.implies(&Bool::or(&[a.eq(&b), a.eq(1), b.eq(1)])));
+                            parts.push(both.implies(Bool::or(&[a.eq(&b), a.eq(1), b.eq(1)])));
                         }
                     }
                 }

@@ -137,10 +137,12 @@ pub fn skip_trivia(text: &str, mut pos: usize) -> usize {
             pos += if b[pos].is_ascii() { 1 } else { 3 };
         }
         let rest = &text[pos..];
-        if rest.starts_with("//") && !(rest.starts_with("///") && !rest.starts_with("////")) {
+        // A `//` comment, but not a `///` doc comment (`////` is a plain comment again).
+        let doc = rest.starts_with("///") && !rest.starts_with("////");
+        if rest.starts_with("//") && !doc {
             pos = rest.find('\n').map_or(text.len(), |n| pos + n);
-        } else if rest.starts_with("/*") {
-            pos = rest[2..].find("*/").map_or(text.len(), |n| pos + 2 + n + 2);
+        } else if let Some(body) = rest.strip_prefix("/*") {
+            pos = body.find("*/").map_or(text.len(), |n| pos + 2 + n + 2);
         } else {
             return pos;
         }
