@@ -202,7 +202,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         let mut spec = checked.spec.clone();
         spec.apis.retain(|a| args.api.is_empty() || args.api.iter().any(|f| a.name.contains(f.as_str())));
         let bases: Vec<ApiSpec> = spec.apis.iter().map(|a| base_of(a, args.revalidate)).collect();
-        let base_spec = Spec { apis: bases, rules: Vec::new() };
+        let base_spec = Spec { apis: bases, rules: Vec::new(), programs: Vec::new() };
         let (plans, diags) = crate::plan::plan(&base_spec, &catalog);
         if !diags.is_empty() {
             eprint!("{}", diag::render_all(&checked.map, &diags, render));
