@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use crate::case::{Arg, Case, Fill, Layout, TensorRecipe};
-use crate::spec::{ApiSpec, ParamType, Value};
+use crate::spec::{ApiSpec, ParamType};
 use crate::variant::Check;
 
 /// The pinned spec text. `oracle` is the oracle that fired (with the check's tolerances for a
@@ -29,7 +29,7 @@ pub fn pinned_spec(api: &ApiSpec, case: &Case, header: &str, oracle: &str, check
         }
         let mut s = format!("{}: {}{}", p.name, type_text(&p.ty), if p.optional { "?" } else { "" });
         if let Some(d) = &p.default {
-            let _ = write!(s, " = {}", value_text(d));
+            let _ = write!(s, " = {}", crate::check::value_text(d));
         }
         params.push(s);
     }
@@ -140,17 +140,4 @@ fn oracle_text(oracle: &str, check: Option<&Check>) -> String {
 
 fn type_text(t: &ParamType) -> String {
     t.describe()
-}
-
-fn value_text(v: &Value) -> String {
-    match v {
-        Value::None => "None".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Int(i) => i.to_string(),
-        Value::Float(f) => format!("{f:?}"),
-        Value::Str(s) => format!("{s:?}"),
-        Value::Dtype(d) => d.name().into(),
-        Value::DtypeSet(ds) => format!("[{}]", ds.iter().map(|d| d.name()).collect::<Vec<_>>().join(", ")),
-        Value::List(items) => format!("[{}]", items.iter().map(value_text).collect::<Vec<_>>().join(", ")),
-    }
 }

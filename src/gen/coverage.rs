@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::case::{Arg, DType, Layout, Special, TensorRecipe};
 use crate::eval::{self, Bindings, Val};
-use crate::spec::{ApiSpec, BinOp, Category, ParamType, TExpr, UnOp, Value};
+use crate::spec::{ApiSpec, BinOp, Category, ParamType, TExpr, UnOp};
 
 use super::values::{arg_vals, eval_number};
 
@@ -382,7 +382,7 @@ fn or_chain<'e>(e: &'e TExpr, out: &mut Vec<&'e TExpr>) {
 pub fn show(e: &TExpr, api: &ApiSpec) -> String {
     let go = |x: &TExpr| show(x, api);
     match e {
-        TExpr::Lit(v) => show_value(v),
+        TExpr::Lit(v) => crate::check::value_text(v),
         TExpr::Param(i) => api.params.get(*i).map_or_else(|| format!("param{i}"), |p| p.name.clone()),
         TExpr::Result(i) => if *i == 0 { "result".into() } else { format!("result.{i}") },
         TExpr::Bound(id) => format!("v{id}"),
@@ -404,19 +404,6 @@ pub fn show(e: &TExpr, api: &ApiSpec) -> String {
         TExpr::Forall { var, range, body } => format!("forall v{var} in {}: {}", go(range), go(body)),
         TExpr::Exists { var, range, body } => format!("exists v{var} in {}: {}", go(range), go(body)),
         TExpr::Call(b, args) => format!("{}({})", b.name(), args.iter().map(go).collect::<Vec<_>>().join(", ")),
-    }
-}
-
-fn show_value(v: &Value) -> String {
-    match v {
-        Value::None => "None".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Int(i) => i.to_string(),
-        Value::Float(f) => format!("{f:?}"),
-        Value::Str(s) => format!("{s:?}"),
-        Value::Dtype(d) => d.name().into(),
-        Value::DtypeSet(ds) => format!("[{}]", ds.iter().map(|d| d.name()).collect::<Vec<_>>().join(", ")),
-        Value::List(items) => format!("[{}]", items.iter().map(show_value).collect::<Vec<_>>().join(", ")),
     }
 }
 
