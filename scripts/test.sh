@@ -4,4 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh --quiet
+# A one-shot run gains nothing from incremental artefacts (GiBs on disk).
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 cargo test --all-targets "$@"
