@@ -61,7 +61,7 @@ fn campaign(plans: &[ApiPlan], gen: GenConfig, seconds: u64) -> (Summary, f64) {
     let solve = t.elapsed().as_secs_f64();
     let out = tempfile::tempdir().expect("tempdir");
     let store = Store::open(out.path()).expect("store");
-    let config = FuzzConfig { seed: gen.seed, iterations: None, time: Some(Duration::from_secs(seconds)), pool: pool_config(plans), minimize: None, locations: Vec::new(), gen };
+    let config = FuzzConfig { seed: gen.seed, iterations: None, time: Some(Duration::from_secs(seconds)), pool: pool_config(plans), minimize: None, locations: Vec::new(), quarantine: None, gen };
     let summary = fuzz::run(plans, pools, skipped, &store, &config, &Quiet).expect("campaign runs");
     (summary, solve)
 }
@@ -235,7 +235,7 @@ fn mix(plans: &[ApiPlan]) {
     println!("\n## mix: candidate mutation mixes, conform mode, 10 s each\n");
     println!("| mix | valid (conforming) | combos | accepted combos | boundary classes (sum over APIs) |");
     println!("|---|---|---|---|---|");
-    for text in ["none", "boundary=0.1,huge=0.001,special=0.1,layout=0.1,scalar=0.05", "default", "boundary=0.35,huge=0.005,special=0.35,layout=0.3,scalar=0.2", "boundary=0.5,huge=0.01,special=0.5,layout=0.5,scalar=0.5"] {
+    for text in ["none", "boundary=0.1,huge=0.001,special=0.1,layout=0.1,scalar=0.05,dtype=0.1", "dtype=0", "default", "dtype=0.6", "boundary=0.35,huge=0.005,special=0.35,layout=0.3,scalar=0.2,dtype=0.5"] {
         let mutation = Mutation::parse(text).expect("mix parses");
         let (s, _) = campaign(plans, GenConfig { seed: 15, mutation, ..GenConfig::default() }, secs(10));
         let (mut combos, mut accepted, mut classes) = (0, 0, 0);

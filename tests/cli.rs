@@ -86,6 +86,57 @@ fn a_crash_is_recorded_with_its_input_and_the_run_goes_on() {
 }
 
 #[test]
+fn an_api_that_keeps_killing_workers_is_quarantined_and_the_others_run_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = write(dir.path(), "crashy.sfz", CRASHY);
+    let out = dir.path().join("out");
+    let args = [
+        "fuzz",
+        "--json",
+        "--iterations",
+        "600",
+        "--workers",
+        "1",
+        "--in-flight",
+        "4",
+        "--seed",
+        "3",
+        "--minimize",
+        "0",
+        "--quarantine",
+        "5",
+    ];
+    let (code, stdout, stderr) = run(sfz().args(args).arg(&spec).arg("--out").arg(&out));
+    assert_eq!(code, 0, "{stderr}");
+    let summary = json(&stdout);
+    let apis = summary["apis"].as_array().expect("apis");
+    let api = |name: &str| {
+        apis.iter()
+            .find(|a| a["api"] == name)
+            .unwrap_or_else(|| panic!("{name} in {summary}"))
+    };
+    let crashy = api("sfz_test.raise_signal");
+    assert_eq!(crashy["quarantined"], true, "{crashy}");
+    // Cases already in flight when it was quarantined still ran.
+    let deaths = crashy["worker_deaths"].as_u64().unwrap_or(0);
+    assert!((5..=5 + 4).contains(&deaths), "{crashy}");
+    assert!(
+        crashy["quarantined_cases"].as_u64().unwrap_or(0) > 100,
+        "{crashy}"
+    );
+    assert_eq!(api("torch.exp")["quarantined"], false);
+    // Every case index either ran or was set aside.
+    let ran: u64 = apis
+        .iter()
+        .map(|a| {
+            a["executions"].as_u64().unwrap_or(0) + a["quarantined_cases"].as_u64().unwrap_or(0)
+        })
+        .sum();
+    assert_eq!(ran, 600, "{summary}");
+    assert_eq!(summary["findings_by_oracle"]["crash"], 1);
+}
+
+#[test]
 fn a_seed_reproduces_the_run() {
     let dir = tempfile::tempdir().expect("tempdir");
     let quickstart = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/quickstart.sfz");
@@ -225,4 +276,31 @@ fn generation_options_are_checked() {
     let (code, _, stderr) = run(sfz().arg("fuzz").arg(&spec).args(["--mode", "mixed:2"]));
     assert_eq!(code, 2);
     assert!(stderr.contains("must be a number within 0 and 1"), "{stderr}");
+}
+
+#[test]
+fn hunt_finds_the_numerical_bug_and_not_its_fix_and_writes_a_reproducer_that_fires() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let programs = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/numerical/softmax.sfz");
+    let out = dir.path().join("hunt");
+    let (code, stdout, stderr) = run(sfz()
+        .args(["hunt", "--json", "--seed", "1", "--program", "softmax_log", "--program", "softmax_log_fixed"])
+        .arg(&programs)
+        .arg("--out")
+        .arg(&out));
+    assert_eq!(code, 0, "{stderr}");
+    let reports = json(&stdout);
+    let reports = reports.as_array().expect("one report per program");
+    let report = |name: &str| reports.iter().find(|r| r["program"] == name).unwrap_or_else(|| panic!("{name} in {stdout}"));
+    let bug = report("softmax_log");
+    assert_eq!((bug["status"].as_str(), bug["oracle"].as_str(), bug["op"].as_str()), (Some("bug"), Some("nan_inf"), Some("torch.log")), "{bug}");
+    assert_eq!(report("softmax_log_fixed")["status"], "clean");
+    assert!(out.join("softmax_log.gradient.json").is_file());
+    assert!(!out.join("softmax_log_fixed.gradient.py").exists(), "no reproducer for a clean program");
+    // The reproducer runs under pip torch and names the step the report names.
+    let python = sfz::findings::verify::default_python();
+    let repro = Command::new(&python).arg(out.join("softmax_log.gradient.py")).output().expect("python runs");
+    assert_eq!(repro.status.code(), Some(1), "{}", String::from_utf8_lossy(&repro.stderr));
+    let said = format!("{}{}", String::from_utf8_lossy(&repro.stdout), String::from_utf8_lossy(&repro.stderr));
+    assert!(said.contains(bug["step"].as_str().expect("a step")), "{said}");
 }

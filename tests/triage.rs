@@ -245,6 +245,8 @@ fn report_prints_a_table_and_writes_markdown_sarif_and_json() {
     let rules: Vec<&str> = run0["tool"]["driver"]["rules"].as_array().expect("rules").iter().filter_map(|r| r["id"].as_str()).collect();
     let results = run0["results"].as_array().expect("results");
     assert_eq!(results.len(), found.len());
+    let base = run0["originalUriBaseIds"]["FINDINGS"]["uri"].as_str().expect("a FINDINGS base");
+    let folder = std::path::PathBuf::from(base.strip_prefix("file://").expect("a file URI"));
     for r in results {
         let rule = r["ruleId"].as_str().expect("ruleId");
         assert_eq!(rules.get(r["ruleIndex"].as_u64().expect("ruleIndex") as usize), Some(&rule));
@@ -252,6 +254,9 @@ fn report_prints_a_table_and_writes_markdown_sarif_and_json() {
         let loc = &r["locations"][0]["physicalLocation"];
         assert!(loc["artifactLocation"]["uri"].as_str().is_some_and(|u| u.ends_with("buggy.sfz")), "{r}");
         assert!(loc["region"]["startLine"].as_u64().is_some_and(|l| l >= 1));
+        let repro = &r["relatedLocations"][0]["physicalLocation"]["artifactLocation"];
+        assert_eq!(repro["uriBaseId"], "FINDINGS");
+        assert!(folder.join(repro["uri"].as_str().expect("uri")).is_file(), "the reproducer resolves against FINDINGS: {r}");
     }
 
     let (code, stdout, _) = run(sfz().args(["report", "--json"]).arg(copy.path()));

@@ -84,16 +84,22 @@ pub fn unsat_cores(apis: &[&ApiSpec]) -> Vec<Option<Vec<usize>>> {
     let mut seen = std::collections::HashSet::new();
     let misses: Vec<usize> = (0..apis.len()).filter(|&i| out[i].is_none() && seen.insert(&keys[i])).collect();
     if !misses.is_empty() {
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(misses.len());
-        let solved: Vec<(usize, Option<Verdict>)> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..threads)
-                .map(|t| {
-                    let mine: Vec<usize> = misses.iter().copied().skip(t).step_by(threads).collect();
-                    s.spawn(move || mine.into_iter().map(|i| (i, solve_one(apis[i]))).collect::<Vec<_>>())
-                })
-                .collect();
-            handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
-        });
+        // A few misses (the language server's edit) are solved on the calling thread: its z3
+        // context lives on between calls, where a new thread would pay for a new one.
+        let threads = if misses.len() <= 2 { 1 } else { std::thread::available_parallelism().map_or(1, |n| n.get()).min(misses.len()) };
+        let solved: Vec<(usize, Option<Verdict>)> = if threads == 1 {
+            misses.iter().map(|&i| (i, solve_one(apis[i]))).collect()
+        } else {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = (0..threads)
+                    .map(|t| {
+                        let mine: Vec<usize> = misses.iter().copied().skip(t).step_by(threads).collect();
+                        s.spawn(move || mine.into_iter().map(|i| (i, solve_one(apis[i]))).collect::<Vec<_>>())
+                    })
+                    .collect();
+                handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+            })
+        };
         let mut memo = MEMO.lock().unwrap_or_else(|e| e.into_inner());
         if memo.verdicts.len() > MAX_ENTRIES {
             memo.verdicts.clear();

@@ -55,7 +55,7 @@ pub struct Args {
     #[arg(long, default_value = "solver", value_parser = Strategy::parse)]
     pub generator: Strategy,
     /// Boundary mutators and their probability per case, over the default mix:
-    /// `special=0.3,layout=0`, or `none`. Mutators: boundary, huge, special, layout, scalar.
+    /// `special=0.3,layout=0`, or `none`. Mutators: boundary, huge, special, layout, scalar, dtype.
     #[arg(long, default_value = "default", value_parser = Mutation::parse)]
     pub mutate: Mutation,
     /// Time limit of one solver call, in milliseconds; an API whose solving gives up is skipped.
@@ -76,6 +76,9 @@ pub struct Args {
     /// Candidate cases run per finding while shrinking its input (0: keep findings as found).
     #[arg(long, default_value_t = 300)]
     pub minimize: u64,
+    /// Worker deaths after which an API's cases stop running, a hang counting for 8 (0: never).
+    #[arg(long, default_value_t = crate::fuzz::QUARANTINE_AFTER)]
+    pub quarantine: u64,
 }
 
 /// `500ms`, `30s`, `10m`, `2h`, or a plain number of seconds.
@@ -190,6 +193,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         gen: gen_config,
         minimize: (args.minimize > 0).then_some(args.minimize),
         locations: plans.iter().map(|p| location(&checked.map, p.api.span)).collect(),
+        quarantine: (args.quarantine > 0).then_some(args.quarantine),
     };
     install_interrupt_handler();
     let bar = if args.json { ProgressBar::hidden() } else { ProgressBar::new_spinner() };
@@ -345,6 +349,14 @@ pub fn table(s: &Summary) -> String {
     }
     for sk in &s.skipped {
         out.push_str(&format!("  skipped {}: {}\n", sk.api, sk.reason));
+    }
+    for a in s.apis.iter().filter(|a| a.quarantined) {
+        out.push_str(&format!(
+            "  quarantined {}: it killed the worker {} times; {} later cases not run (--quarantine)\n",
+            a.api,
+            a.worker_deaths,
+            thousands(a.quarantined_cases)
+        ));
     }
     out
 }

@@ -161,8 +161,10 @@ pub fn markdown(dir: &Path, loaded: &Loaded, verified: &HashMap<String, Verifica
 }
 
 /// A SARIF 2.1.0 log: one rule per oracle, one result per unique finding, located at its API's
-/// declaration in the spec.
+/// declaration in the spec. Reproducers are relative to the `FINDINGS` base, the findings folder.
 pub fn sarif(loaded: &Loaded, verified: &HashMap<String, Verification>) -> serde_json::Value {
+    let folder = loaded.path.parent().map(|d| d.canonicalize().unwrap_or_else(|_| d.to_path_buf())).unwrap_or_default();
+    let base = format!("file://{}/", folder.display().to_string().trim_end_matches('/'));
     let findings = unique(loaded);
     let oracles: Vec<String> = by_oracle(&findings).into_keys().collect();
     let rules: Vec<serde_json::Value> = oracles
@@ -197,6 +199,7 @@ pub fn sarif(loaded: &Loaded, verified: &HashMap<String, Verification>) -> serde
         "version": "2.1.0",
         "runs": [{
             "tool": { "driver": { "name": "sfz", "version": env!("CARGO_PKG_VERSION"), "informationUri": "https://github.com/sfz-fuzz/sfz", "rules": rules } },
+            "originalUriBaseIds": { "FINDINGS": { "uri": base, "description": { "text": "the findings folder" } } },
             "results": results,
         }],
     })

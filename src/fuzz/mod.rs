@@ -39,7 +39,19 @@ pub struct FuzzConfig {
     pub minimize: Option<u64>,
     /// Where each plan's API is specified (parallel to the plans, or empty).
     pub locations: Vec<Option<SpecLocation>>,
+    /// Worker deaths (crashes, hangs, out of memory) after which an API is quarantined: its
+    /// later cases are generated (case `i` stays a function of the seed and `i`) but not run.
+    /// An API that keeps killing workers has long been recorded, costs a restart (a timeout for
+    /// a hang) per case, and may corrupt memory that later cases of other APIs die of.
+    /// None: never.
+    pub quarantine: Option<u64>,
 }
+
+/// The default quarantine threshold.
+pub const QUARANTINE_AFTER: u64 = 32;
+
+/// A hang counts for this many deaths towards quarantine (4 hangs under the default).
+pub const HANG_WEIGHT: u64 = 8;
 
 /// What the campaign tells its caller while it runs (the CLI draws a progress bar).
 pub trait Observer: Sync {
@@ -127,6 +139,8 @@ pub fn run(
 
     let start = Instant::now();
     let next_index = AtomicU64::new(0);
+    let live = skipped_apis.iter().filter(|s| !**s).count() as u64;
+    let quarantined = AtomicU64::new(0);
     let generate = |index: u64| -> Option<Generated> {
         generator.case(index).filter(|g| !skipped_apis[g.api])
     };
@@ -134,11 +148,21 @@ pub fn run(
         if INTERRUPTED.load(Ordering::Relaxed) || config.time.is_some_and(|t| start.elapsed() >= t) {
             return None;
         }
-        let index = next_index.fetch_add(1, Ordering::Relaxed);
-        if config.iterations.is_some_and(|n| index >= n) {
-            return None;
-        }
-        let generated = generate(index)?;
+        let (index, generated) = loop {
+            if quarantined.load(Ordering::Relaxed) >= live {
+                return None;
+            }
+            let index = next_index.fetch_add(1, Ordering::Relaxed);
+            if config.iterations.is_some_and(|n| index >= n) {
+                return None;
+            }
+            let generated = generate(index)?;
+            let c = &counters.apis[generated.api];
+            if !c.quarantined.load(Ordering::Relaxed) {
+                break (index, generated);
+            }
+            c.quarantined_cases.fetch_add(1, Ordering::Relaxed);
+        };
         if !generated.conforms && generated.violated.is_none() {
             counters.apis[generated.api].nonconforming.fetch_add(1, Ordering::Relaxed);
         }
@@ -157,6 +181,15 @@ pub fn run(
         counters.count(api_index, verdict.status, true);
         if exec.killed_worker() {
             counters.restarts.fetch_add(1, Ordering::Relaxed);
+            let c = &counters.apis[api_index];
+            let deaths = c.worker_deaths.fetch_add(1, Ordering::Relaxed) + 1;
+            let hung = matches!(exec, Execution::TimedOut { .. });
+            let hangs = c.hangs.fetch_add(u64::from(hung), Ordering::Relaxed) + u64::from(hung);
+            // A hang costs a whole timeout, hundreds of crashes' worth of restarts.
+            let over = |q: u64| deaths >= q || hangs >= (q / HANG_WEIGHT).max(1);
+            if config.quarantine.is_some_and(over) && !c.quarantined.swap(true, Ordering::Relaxed) {
+                quarantined.fetch_add(1, Ordering::Relaxed);
+            }
         }
         if let Execution::Checked { checks: reports, .. } = &exec {
             counters.checks(&oracles[api_index], reports);

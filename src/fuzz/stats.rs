@@ -1,6 +1,6 @@
 //! Counters of a run, shared by the worker threads, and the summary they add up to.
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use serde::Serialize;
@@ -28,6 +28,13 @@ pub struct ApiCounters {
     pub violate_rejected: AtomicU64,
     pub violate_matched: AtomicU64,
     pub violate_accepted: AtomicU64,
+    /// Executions that killed or hung the worker, and of those, timeouts; past the quarantine
+    /// threshold the API is quarantined and its later cases are counted in `quarantined_cases`,
+    /// not run.
+    pub worker_deaths: AtomicU64,
+    pub hangs: AtomicU64,
+    pub quarantined: AtomicBool,
+    pub quarantined_cases: AtomicU64,
 }
 
 /// Counters of one run.
@@ -190,6 +197,11 @@ pub struct ApiSummary {
     /// Constraints violate mode cannot break alone, with why.
     pub unbreakable: BTreeMap<String, String>,
     pub coverage: Option<CoverageReport>,
+    /// Executions that killed or hung the worker.
+    pub worker_deaths: u64,
+    /// Whether it was quarantined (too many worker deaths), and the cases not run since.
+    pub quarantined: bool,
+    pub quarantined_cases: u64,
 }
 
 /// What a run did, as `--json` prints it.
@@ -265,6 +277,9 @@ impl Counters {
                     accepted_violations: accepted.get(name).cloned().unwrap_or_default(),
                     unbreakable: BTreeMap::new(),
                     coverage: None,
+                    worker_deaths: c.worker_deaths.load(Ordering::Relaxed),
+                    quarantined: c.quarantined.load(Ordering::Relaxed),
+                    quarantined_cases: c.quarantined_cases.load(Ordering::Relaxed),
                 }
             })
             .collect();

@@ -395,6 +395,8 @@ impl Generator {
             } else {
                 pools.models.get(rng.random_range(0..pools.models.len().max(1)))?
             };
+            let redrawn = if m.dtype > 0.0 && rng.random_bool(m.dtype) { mutate::redraw_dtype(model, &pools.dtypes, rng) } else { None };
+            let model = redrawn.as_ref().unwrap_or(model);
             let mut args = values::concretize(spec, &prep.plan, model, None, rng);
             if Check::Conform.holds(spec, &prep.plan, &args) {
                 self.mutate(api, &mut args, Check::Conform, rng);

@@ -4,6 +4,8 @@
 //!   maximal dimensions, ints at the ends of what the constraints allow, None for optionals,
 //!   empty lists, mixed dtypes and ranks) and huge models (one tensor of 2^14 elements or more);
 //!   a case draws from them with probability `boundary` and `huge`;
+//! - a *dtype* redraw gives a drawn model's tensors another dtype the constraints allow (the
+//!   pool holds only so many models, so without it a run sees few dtype and rank pairings);
 //! - *value* mutators rewrite a drawn case: special elements in a tensor (NaN, ±inf, -0.0,
 //!   denormals, 0, ±1, the dtype's extremes), a non-contiguous layout (transposed, strided,
 //!   expanded, sliced), float arguments at extremes, unconstrained ints at the ends of int64.
@@ -19,7 +21,7 @@ use serde::Serialize;
 
 use super::violate::{holds_exactly, int_extreme, EXTREME_INTS};
 use crate::case::{Arg, DType, Layout, Special, TensorRecipe};
-use crate::solve::value_target;
+use crate::solve::{value_target, SymModel, SymValue};
 use crate::spec::{ApiSpec, ParamType};
 
 /// Probability per case of each mutator.
@@ -35,21 +37,23 @@ pub struct Mutation {
     pub layout: f64,
     /// Put a float argument, or an int no constraint mentions, at an extreme.
     pub scalar: f64,
+    /// Give the model's tensors another feasible dtype before concretising it.
+    pub dtype: f64,
 }
 
 impl Default for Mutation {
     fn default() -> Self {
-        Mutation { boundary: 0.2, huge: 0.002, special: 0.2, layout: 0.15, scalar: 0.1 }
+        Mutation { boundary: 0.2, huge: 0.002, special: 0.2, layout: 0.15, scalar: 0.1, dtype: 0.3 }
     }
 }
 
 impl Mutation {
     /// No mutation at all.
     pub fn none() -> Self {
-        Mutation { boundary: 0.0, huge: 0.0, special: 0.0, layout: 0.0, scalar: 0.0 }
+        Mutation { boundary: 0.0, huge: 0.0, special: 0.0, layout: 0.0, scalar: 0.0, dtype: 0.0 }
     }
 
-    pub const NAMES: [&'static str; 5] = ["boundary", "huge", "special", "layout", "scalar"];
+    pub const NAMES: [&'static str; 6] = ["boundary", "huge", "special", "layout", "scalar", "dtype"];
 
     /// Parses `none`, `default`, or `name=p,name=p` over the default mix.
     pub fn parse(text: &str) -> Result<Mutation, String> {
@@ -72,6 +76,7 @@ impl Mutation {
                 "special" => &mut m.special,
                 "layout" => &mut m.layout,
                 "scalar" => &mut m.scalar,
+                "dtype" => &mut m.dtype,
                 other => return Err(format!("unknown mutator `{other}` (names: {})", Mutation::NAMES.join(", "))),
             };
             *slot = p;
@@ -235,4 +240,112 @@ pub fn scalar(api: &ApiSpec, args: &mut [Arg], rng: &mut ChaCha8Rng) -> bool {
         _ => return false,
     }
     true
+}
+
+/// A copy of `model` where one tensor parameter with a choice takes another of its `feasible`
+/// dtypes, and so does every tensor that shared its old dtype (equalities between parameters'
+/// dtypes survive). None when no parameter has a choice. The caller re-checks the case: a
+/// relation other than equality may still break.
+pub fn redraw_dtype(
+    model: &SymModel,
+    feasible: &[Vec<DType>],
+    rng: &mut ChaCha8Rng,
+) -> Option<SymModel> {
+    let choices: Vec<(usize, DType)> = model
+        .iter()
+        .enumerate()
+        .filter_map(|(p, v)| match v {
+            SymValue::Tensor { dtype, .. }
+                if feasible
+                    .get(p)
+                    .is_some_and(|f| f.iter().any(|d| d != dtype)) =>
+            {
+                Some((p, *dtype))
+            }
+            _ => None,
+        })
+        .collect();
+    if choices.is_empty() {
+        return None;
+    }
+    let (p, old) = choices[rng.random_range(0..choices.len())];
+    let others: Vec<DType> = feasible[p].iter().copied().filter(|d| *d != old).collect();
+    let new = others[rng.random_range(0..others.len())];
+    let mut out = model.clone();
+    for v in &mut out {
+        match v {
+            SymValue::Tensor { dtype, .. } if *dtype == old => *dtype = new,
+            SymValue::TensorList(items) => {
+                for item in items.iter_mut().filter(|item| item.0 == old) {
+                    item.0 = new;
+                }
+            }
+            _ => {}
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+
+    use super::*;
+
+    #[test]
+    fn a_dtype_redraw_moves_every_tensor_that_shared_the_dtype() {
+        let model = vec![
+            SymValue::Tensor {
+                dtype: DType::Float32,
+                shape: vec![2],
+            },
+            SymValue::Tensor {
+                dtype: DType::Float32,
+                shape: vec![3],
+            },
+            SymValue::Tensor {
+                dtype: DType::Int64,
+                shape: vec![1],
+            },
+            SymValue::Int(4),
+        ];
+        let feasible = vec![
+            vec![DType::Float32, DType::Float64],
+            vec![DType::Float32, DType::Float64],
+            vec![DType::Int64],
+            vec![],
+        ];
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let out = redraw_dtype(&model, &feasible, &mut rng).expect("two parameters have a choice");
+        let dtypes: Vec<Option<DType>> = out
+            .iter()
+            .map(|v| {
+                if let SymValue::Tensor { dtype, .. } = v {
+                    Some(*dtype)
+                } else {
+                    None
+                }
+            })
+            .collect();
+        assert_eq!(
+            dtypes,
+            vec![
+                Some(DType::Float64),
+                Some(DType::Float64),
+                Some(DType::Int64),
+                None
+            ]
+        );
+        assert_eq!(out[3], SymValue::Int(4));
+    }
+
+    #[test]
+    fn no_choice_no_redraw() {
+        let model = vec![SymValue::Tensor {
+            dtype: DType::Int64,
+            shape: vec![1],
+        }];
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        assert_eq!(redraw_dtype(&model, &[vec![DType::Int64]], &mut rng), None);
+    }
 }

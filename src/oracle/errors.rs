@@ -23,12 +23,21 @@ pub fn classify(class: ErrorClass, message: &str) -> ErrorKind {
         ErrorClass::Schema => ErrorKind::Schema,
         ErrorClass::OutOfMemory | ErrorClass::BadAlloc => ErrorKind::OutOfMemory,
         _ if message.contains("INTERNAL ASSERT FAILED") => ErrorKind::Internal { signature: assert_location(message) },
+        // c10's checked_convert refusing a Scalar argument outside the dtype's range (a
+        // `std::runtime_error`, a RuntimeError in Python): an argument check, not a bug.
+        _ if is_range_check(message) => ErrorKind::Argument,
         ErrorClass::OutOfRange | ErrorClass::InvalidArgument | ErrorClass::StdException | ErrorClass::Unknown => {
             ErrorKind::Unchecked { signature: format!("{class:?}: {}", normalize(first_line(message))) }
         }
         _ if message.contains("can't allocate memory") || message.contains("out of memory") => ErrorKind::OutOfMemory,
         _ => ErrorKind::Argument,
     }
+}
+
+fn is_range_check(message: &str) -> bool {
+    // The worker prefixes a std exception's message with its type (`St13runtime_error: `).
+    let first = first_line(message);
+    first.contains("value cannot be converted to type") && first.contains("without overflow")
 }
 
 /// `INTERNAL ASSERT FAILED at "/path/aten/src/ATen/native/Foo.cpp":123` → `aten/src/ATen/native/Foo.cpp:123`.
@@ -80,6 +89,14 @@ pub fn normalize_all(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scalar_out_of_the_dtype_range_is_an_argument_error() {
+        let msg = "St13runtime_error: value cannot be converted to type uint8_t without overflow";
+        assert_eq!(classify(ErrorClass::StdException, msg), ErrorKind::Argument);
+        let other = "St13runtime_error: vector::_M_range_check";
+        assert!(matches!(classify(ErrorClass::StdException, other), ErrorKind::Unchecked { .. }));
+    }
 
     #[test]
     fn argument_errors_are_not_bugs() {

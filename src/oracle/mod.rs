@@ -6,7 +6,7 @@ pub mod errors;
 
 use serde::{Deserialize, Serialize};
 
-use crate::case::{Case, DType};
+use crate::case::{Arg, Case, DType};
 use crate::eval::{self, Bindings, Val};
 use crate::outcome::{signal_name, Execution, Outcome, Output};
 use crate::spec::ApiSpec;
@@ -16,6 +16,28 @@ use errors::ErrorKind;
 /// Inputs smaller than this that exhaust memory are reported: a small input asking for
 /// gigabytes is a size computation gone wrong.
 pub const OOM_INPUT_ELEMENTS: u64 = 1 << 20;
+
+/// ... unless an int argument is this large: `diag(v, 2**31)` asks for a 2^31-square matrix,
+/// and saying it cannot allocate that is libtorch doing its job.
+pub const OOM_INT_ARGUMENT: i64 = 1 << 20;
+
+/// A timeout on inputs of this many elements or more is the cost of their size (`matrix_exp` of
+/// a 1024-square float16 matrix, `pdist` of 8,192 points), not a hang: only smaller ones are.
+pub const HANG_INPUT_ELEMENTS: u64 = 1 << 14;
+
+/// The largest magnitude of an int argument of the case (in lists too).
+fn largest_int(case: &Case) -> i64 {
+    case.args
+        .iter()
+        .flat_map(|a| match a {
+            Arg::Int(x) => vec![*x],
+            Arg::IntList(xs) => xs.clone(),
+            _ => Vec::new(),
+        })
+        .map(|x| x.checked_abs().unwrap_or(i64::MAX))
+        .max()
+        .unwrap_or(0)
+}
 
 /// How one case ended, for statistics.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -95,12 +117,12 @@ pub fn judge(api: &ApiSpec, checks: &[Check], case: &Case, exec: &Execution) -> 
             Verdict { status: Status::Failed, detections: differential::judge_in_check(checks, *check, failure).into_iter().collect(), error: None }
         }
         Execution::Completed(outcome) => judge_outcome(api, case, outcome),
-        _ => judge_failure(api, exec),
+        _ => judge_failure(api, case, exec),
     }
 }
 
 /// A worker that died or hung in the call itself.
-fn judge_failure(api: &ApiSpec, exec: &Execution) -> Verdict {
+fn judge_failure(api: &ApiSpec, case: &Case, exec: &Execution) -> Verdict {
     let enabled = |name: &str| api.oracles.iter().any(|o| o.name == name);
     let mut detections = Vec::new();
     let status = match exec {
@@ -135,7 +157,7 @@ fn judge_failure(api: &ApiSpec, exec: &Execution) -> Verdict {
             Status::Failed
         }
         Execution::TimedOut { millis } => {
-            if enabled("hang") {
+            if enabled("hang") && case.input_elements() < HANG_INPUT_ELEMENTS {
                 detections.push(Detection { oracle: "hang", signature: "timeout".into(), message: format!("no answer after {millis} ms"), signal: None, evidence: Evidence::Call });
             }
             Status::Failed
@@ -163,7 +185,7 @@ fn judge_outcome(api: &ApiSpec, case: &Case, outcome: &Outcome) -> Verdict {
                     Status::Failed
                 }
                 ErrorKind::OutOfMemory => {
-                    if enabled("oom") && case.input_elements() < OOM_INPUT_ELEMENTS {
+                    if enabled("oom") && case.input_elements() < OOM_INPUT_ELEMENTS && largest_int(case) < OOM_INT_ARGUMENT {
                         detections.push(Detection { oracle: "oom", signature: errors::normalize(message), message: message.clone(), signal: None, evidence: Evidence::Call });
                         Status::Failed
                     } else {
