@@ -63,6 +63,36 @@ pub fn normalize(message: &str) -> String {
     normalize_all(message).chars().take(240).collect()
 }
 
+/// One name for one cause in a crash's last line: glibc's many words for a corrupted heap (which
+/// depend on where the corruption is noticed, not on what corrupted it) are one, and a LAPACK
+/// routine's dtype letter (`SGEBAL`, `CGEBAL`, `ZGEBAL`) is dropped.
+pub fn crash_cause(line: &str) -> String {
+    const HEAP: [&str; 9] = [
+        "free(): invalid",
+        "double free or corruption",
+        "malloc(): corrupted",
+        "malloc(): invalid",
+        "malloc(): unaligned",
+        "invalid fastbin entry",
+        "corrupted size vs. prev_size",
+        "corrupted double-linked list",
+        "munmap_chunk(): invalid pointer",
+    ];
+    if HEAP.iter().any(|h| line.contains(h)) {
+        return "heap corruption detected by glibc".into();
+    }
+    if let Some(at) = line.find("on entry to ") {
+        let (head, routine) = line.split_at(at + "on entry to ".len());
+        let mut chars = routine.chars();
+        if let (Some('S' | 'D' | 'C' | 'Z'), rest) = (chars.next(), chars.as_str()) {
+            if rest.starts_with(|c: char| c.is_ascii_uppercase()) {
+                return format!("{head}?{rest}");
+            }
+        }
+    }
+    line.to_string()
+}
+
 /// `normalize` without the length limit (for finding a signature's text in a longer output).
 pub fn normalize_all(message: &str) -> String {
     let mut out = String::with_capacity(message.len());
@@ -89,6 +119,17 @@ pub fn normalize_all(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_cause_one_crash_name() {
+        assert_eq!(crash_cause("free(): invalid next size (fast)"), crash_cause("double free or corruption (!prev)"));
+        assert_eq!(
+            crash_cause("Intel oneMKL ERROR: Parameter N was incorrect on entry to ZGEBAL."),
+            crash_cause("Intel oneMKL ERROR: Parameter N was incorrect on entry to SGEBAL.")
+        );
+        assert_eq!(crash_cause("Intel oneMKL ERROR: Parameter N was incorrect on entry to SGEBAL."), "Intel oneMKL ERROR: Parameter N was incorrect on entry to ?GEBAL.");
+        assert_eq!(crash_cause("Segmentation fault in foo"), "Segmentation fault in foo");
+    }
 
     #[test]
     fn a_scalar_out_of_the_dtype_range_is_an_argument_error() {
