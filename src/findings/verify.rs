@@ -78,6 +78,26 @@ pub fn expected(f: &Finding) -> Expected {
 }
 
 /// Runs `dir`'s reproducer of `f` with `python`, at most `timeout`.
+/// Python's stderr without the frames of its tracebacks (`  File ...` and the source lines under
+/// them): the exception lines and anything printed outside a traceback stay.
+fn without_traceback_frames(stderr: &str) -> String {
+    let mut out = String::new();
+    let mut in_traceback = false;
+    for line in stderr.lines() {
+        if line.starts_with("Traceback (most recent call last):") {
+            in_traceback = true;
+            continue;
+        }
+        if in_traceback && line.starts_with(' ') {
+            continue;
+        }
+        in_traceback = false;
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
 pub fn verify(f: &Finding, dir: &Path, python: &Path, timeout: Duration) -> Verification {
     let script = dir.join(&f.repro);
     let start = Instant::now();
@@ -126,9 +146,25 @@ pub fn verify(f: &Finding, dir: &Path, python: &Path, timeout: Duration) -> Veri
             status.signal() == Some(libc::SIGKILL) || ["out of memory", "can't allocate memory", "MemoryError", "DefaultCPUAllocator"].iter().any(|t| stderr.contains(t))
         }
         Expected::Error(texts) => {
-            let seen = normalize_all(&stderr);
-            !status.success() && texts.iter().all(|t| stderr.contains(t.as_str()) || seen.contains(&normalize(t)))
+            // Only what was raised counts: a traceback echoes the script's lines, whose comments
+            // quote the expected error.
+            let raised = without_traceback_frames(&stderr);
+            let seen = normalize_all(&raised);
+            !status.success() && texts.iter().all(|t| raised.contains(t.as_str()) || seen.contains(&normalize(t)))
         }
     };
     done(reproduced, detail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_traceback_frames;
+
+    #[test]
+    fn traceback_frames_do_not_count_as_the_error() {
+        let stderr = "Traceback (most recent call last):\n  File \"r.py\", line 9, in <module>\n    torch.mse_loss(a, b, -1)  # raises: INTERNAL ASSERT FAILED at \"Loss.cpp\":97\n    ^^^^^^^^^^^^^^\nAttributeError: module 'torch' has no attribute 'mse_loss'\n";
+        let raised = without_traceback_frames(stderr);
+        assert!(!raised.contains("INTERNAL ASSERT"), "{raised}");
+        assert!(raised.contains("AttributeError"));
+    }
 }

@@ -130,11 +130,19 @@ fn implied_parts(api: &str) -> Option<(&'static str, &str)> {
 /// True when the binding calls the very operator Python's public API reaches for this spec, so
 /// that a reproducer may call the public API instead of `torch.ops.aten`.
 pub fn is_public_mapping(api: &ApiSpec, binding: &OpBinding) -> bool {
-    if python_call(&api.name).is_none() {
+    if python_call(&api.name).is_none() || !is_python_callable(&api.name) {
         return false;
     }
     let listed = wrapper(&api.name).is_some_and(|w| w.ops.iter().any(|op| split_qualified(op).0 == binding.name));
     listed || implied_op(&api.name).as_deref() == Some(binding.name.as_str())
+}
+
+/// Whether torch 2.13.0's Python API has a callable of this name (data/python_api.txt, written
+/// by scripts/extract_python_api.py). `aten::mse_loss` exists, `torch.mse_loss` does not.
+pub fn is_python_callable(api: &str) -> bool {
+    static NAMES: std::sync::LazyLock<std::collections::HashSet<&'static str>> =
+        std::sync::LazyLock::new(|| include_str!("../../data/python_api.txt").lines().filter(|l| !l.starts_with('#')).collect());
+    NAMES.contains(api)
 }
 
 fn wrapper(api: &str) -> Option<&'static Wrapper> {
@@ -522,6 +530,12 @@ mod tests {
 
     fn catalog() -> Catalog {
         Catalog::from_schemas(include_str!("../../tests/fixtures/schemas-2.13.0.txt").lines())
+    }
+
+    #[test]
+    fn only_names_python_has_are_called_by_name() {
+        assert!(is_python_callable("torch.exp") && is_python_callable("torch.nn.functional.mse_loss") && is_python_callable("torch.Tensor.exp"));
+        assert!(!is_python_callable("torch.mse_loss"), "aten::mse_loss has no torch.mse_loss");
     }
 
     /// The first API of a spec text, checked by the real checker.
