@@ -23,6 +23,10 @@ pub fn classify(class: ErrorClass, message: &str) -> ErrorKind {
         ErrorClass::Schema => ErrorKind::Schema,
         ErrorClass::OutOfMemory | ErrorClass::BadAlloc => ErrorKind::OutOfMemory,
         _ if message.contains("INTERNAL ASSERT FAILED") => ErrorKind::Internal { signature: assert_location(message) },
+        // c10's checked_convert (`Scalar::to<T>()`) refuses a number the dtype cannot hold with a
+        // plain std::runtime_error: a check of the argument (a RuntimeError in Python, e.g.
+        // `torch.full((2,), 300, dtype=torch.uint8)`), not an exception that escaped the checks.
+        ErrorClass::StdException if message.contains("value cannot be converted to type") && message.contains("without overflow") => ErrorKind::Argument,
         ErrorClass::OutOfRange | ErrorClass::InvalidArgument | ErrorClass::StdException | ErrorClass::Unknown => {
             ErrorKind::Unchecked { signature: format!("{class:?}: {}", normalize(first_line(message))) }
         }
@@ -86,6 +90,9 @@ mod tests {
         assert_eq!(classify(ErrorClass::C10, "Dimension out of range (expected to be in range of [-1, 0], but got 3)"), ErrorKind::Argument);
         assert_eq!(classify(ErrorClass::Index, "index 5 is out of bounds for dimension 0 with size 3"), ErrorKind::Argument);
         assert_eq!(classify(ErrorClass::Schema, "Expected a value of type 'int'"), ErrorKind::Schema);
+        assert_eq!(classify(ErrorClass::StdException, "St13runtime_error: value cannot be converted to type uint8_t without overflow"), ErrorKind::Argument);
+        // Other escaped exceptions stay suspicious.
+        assert!(matches!(classify(ErrorClass::StdException, "St12length_error: cannot create std::vector larger than max_size()"), ErrorKind::Unchecked { .. }));
     }
 
     #[test]

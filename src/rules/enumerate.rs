@@ -38,6 +38,9 @@ pub fn candidates(api: &ApiSpec) -> Vec<Candidate> {
     let tensors: Vec<&str> = names(api, |t| matches!(t, ParamType::Tensor));
     let lists: Vec<&str> = names(api, |t| matches!(t, ParamType::TensorList));
     let ints: Vec<&str> = names(api, |t| matches!(t, ParamType::Int));
+    // Ints and int lists that can index a shape (an optional one is `int?`, no index).
+    let dims: Vec<&str> = api.params.iter().filter(|p| p.ty == ParamType::Int && !p.optional).map(|p| p.name.as_str()).collect();
+    let dim_lists: Vec<&str> = api.params.iter().filter(|p| matches!(p.ty, ParamType::IntList(_)) && !p.optional).map(|p| p.name.as_str()).collect();
     let int_lists: Vec<(&str, Option<u32>)> =
         api.params.iter().filter_map(|p| if let ParamType::IntList(n) = p.ty { Some((p.name.as_str(), n)) } else { None }).collect();
     let numbers: Vec<&str> = names(api, |t| matches!(t, ParamType::Float | ParamType::Scalar));
@@ -92,7 +95,9 @@ pub fn candidates(api: &ApiSpec) -> Vec<Candidate> {
     for d in &ints {
         for t in &tensors {
             add(format!("{d}_dim_of_{t}"), format!("{d} in -max({t}.ndim, 1)..max({t}.ndim, 1);"));
-            // Reductions and transforms along a dimension need something there.
+        }
+        // Reductions and transforms along a dimension need something there.
+        for t in tensors.iter().filter(|_| dims.contains(d)) {
             add(format!("{t}_{d}_nonempty"), format!("{t}.ndim == 0 or {t}.shape[{d}] >= 1;"));
         }
         for t in &tensors {
@@ -112,7 +117,7 @@ pub fn candidates(api: &ApiSpec) -> Vec<Candidate> {
     }
     // A size or length along a dimension another int names: at most that dimension's size.
     for a in &ints {
-        for d in ints.iter().filter(|d| *d != a) {
+        for d in dims.iter().filter(|d| *d != a) {
             for t in &tensors {
                 add(format!("{a}_within_{t}_{d}"), format!("{a} <= (if {t}.ndim == 0 then 1 else {t}.shape[{d}]);"));
             }
@@ -134,7 +139,7 @@ pub fn candidates(api: &ApiSpec) -> Vec<Candidate> {
         }
         // Reductions over the listed dimensions need something in each, and something at all
         // when the list is empty (all dimensions).
-        for t in &tensors {
+        for t in tensors.iter().filter(|_| dim_lists.contains(l)) {
             add(format!("{t}_{l}_nonempty"), format!("forall i in 0..len({l}): {t}.ndim == 0 or {t}.shape[{l}[i]] >= 1;"));
             add(format!("{t}_nonempty_without_{l}"), format!("len({l}) >= 1 or {t}.numel > 0;"));
         }
@@ -187,7 +192,7 @@ pub fn candidates(api: &ApiSpec) -> Vec<Candidate> {
     }
     // A transform along `dim` of an empty dimension needs a size (`n`) to pad it to.
     for p in api.params.iter().filter(|p| p.optional && p.ty == ParamType::Int) {
-        for d in ints.iter().filter(|d| **d != p.name) {
+        for d in dims.iter().filter(|d| **d != p.name) {
             for t in &tensors {
                 add(format!("{t}_{d}_nonempty_without_{}", p.name), format!("{} != None or {t}.ndim == 0 or {t}.shape[{d}] >= 1;", p.name));
             }
@@ -239,6 +244,7 @@ mod tests {
             ),
             ("api torch.log_softmax(input: Tensor, dim: int, dtype: dtype? = None) -> Tensor {}\n", "dtype != None or input.dtype in [float16, bfloat16, float32, float64];"),
             ("api torch.amin(input: Tensor, dim: int[] = [], keepdim: bool = false) -> Tensor {}\n", "forall i in 0..len(dim): input.ndim == 0 or input.shape[dim[i]] >= 1;"),
+            ("api torch.sum(input: Tensor, dim: int[1]?, keepdim: bool = false, *, dtype: dtype? = None) -> Tensor {}\n", "dim != None or input.numel > 0;"),
             ("api torch.argmax(input: Tensor, dim: int? = None, keepdim: bool = false) -> Tensor {}\n", "dim != None or input.numel > 0;"),
             ("api torch.zeros_like(input: Tensor, *, dtype: dtype? = None, pin_memory: bool? = None) -> Tensor {}\n", "pin_memory == false;"),
             ("api torch.unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor {}\n", "size <= (if input.ndim == 0 then 1 else input.shape[dimension]);"),

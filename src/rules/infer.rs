@@ -7,7 +7,9 @@
 //! excludes the most rejected ones (observations decide, so one batch scores every candidate).
 //! Then each added rule is probed alone: inputs that satisfy the others but break it are run; if
 //! libtorch accepts them as often as conforming ones, the rule excluded nothing libtorch cares
-//! about and is rejected. Finally rules the others imply are dropped (`reduce`).
+//! about and is rejected. Finally rules the others imply are dropped (`reduce`). The budget is a
+//! deadline per phase that no batch starts a case after (see `InferConfig::budget`), so one slow
+//! round cannot overrun it.
 use std::time::{Duration, Instant};
 
 use rand::SeedableRng;
@@ -168,7 +170,7 @@ fn sample(api: &ApiSpec, count: usize, seed: u64, limits: &Limits, extra_check: 
 fn execute(runner: &dyn Runner, index: usize, mut args: Vec<Vec<Arg>>, deadline: Instant) -> Batch {
     let statuses = runner.run(index, &args, deadline);
     args.truncate(statuses.len());
-    let ok = statuses.iter().take(args.len()).map(|s| matches!(s, Status::Ok | Status::Failed)).collect();
+    let ok = statuses.iter().map(|s| matches!(s, Status::Ok | Status::Failed)).collect();
     Batch { args, ok }
 }
 
@@ -366,6 +368,8 @@ pub fn infer_api(base: &ApiSpec, index: usize, candidates: Vec<Checked>, runner:
         let args = sample(&probe_api, config.probe_cases, mix(config.seed ^ mix(k as u64 + 77) ^ mix(index as u64)), limits, None);
         // Keep only inputs that really break the rule.
         let args: Vec<Vec<Arg>> = args.into_iter().filter(|a| holds(&accepted[k].1, a) == Some(false)).collect();
+        // A probe the deadline left without cases keeps the rule on the search's evidence, as
+        // one for which no violating input could be made.
         let batch = execute(runner, index, args, probes_end);
         result.cases += batch.ok.len();
         let passed = batch.ok.iter().filter(|&&o| o).count() as i64;
