@@ -22,7 +22,10 @@ specs/inferred/ was grown by, in order:
 4. with the enumerator's conditional and promotion candidates and the narrowed SKIP, a release
    build and one worker: `--sfz target/release/sfz --new --seed 0 --tag new --budget 10s
    --jobs 1`, then `--sfz target/release/sfz --retry --best --lo 0.2 --hi 0.9 --seed 13
-   --tag retry3 --budget 10s --jobs 1`.
+   --tag retry3 --budget 10s --jobs 1`;
+5. torch.transpose_copy regrown alone (`sfz infer --prune --seed 0 --budget 10s --workers 1`,
+   figures in data/ops/elementwise-regrow.json) once the enumerator stopped bounding a dimension
+   index by another dimension's size: pass 4 had kept `dim0 <= input.shape[dim1]` there.
 
 The operator lists go to data/ops/<area>.txt (committed, so a run is reproducible), the figures
 of each area's run to data/ops/<area>.json.

@@ -30,10 +30,11 @@ def inference_figures():
                     per_source.setdefault(source, {"proposed": 0, "validated": 0, "rejected": 0})[key] += n
             seconds.append(r.get("seconds", 0.0))
             last[r["api"]] = r
-            if r.get("conclusive") and (r.get("valid_after") or 0.0) >= 0.9 and r["api"] not in best:
+            if r.get("conclusive") and (r.get("valid_after") or 0.0) >= 0.9:
                 best[r["api"]] = r
-    # The run that kept an API is its best one (a later retry of it does not replace the file's
-    # rules); APIs left out after inference (noise, random results) are not counted.
+    # The run that kept an API is its last passing one (a pass never retries what an earlier one
+    # kept; a regrown API replaced its rules); APIs left out after inference (noise, random
+    # results) are not counted.
     in_files = set()
     for f in (ROOT / "specs/inferred").glob("*.sfz"):
         in_files.update(re.findall(r"^api ([\w.]+)\(", f.read_text(), re.M))
