@@ -35,8 +35,9 @@ pub struct InferConfig {
     pub seed: u64,
     /// Wall time per API: the search for rules gets the first three quarters, the probes of the
     /// rules found the next eighth and the final validity figure the last (at least an eighth of
-    /// the budget of its own, so a search that ran late still ends with a figure). A case
-    /// running at the deadline is waited for.
+    /// the budget of its own, so a search that ran late still ends with a figure). No case
+    /// starts after a deadline, but those already queued in a worker (its `in_flight`) finish:
+    /// with cases that hang to the timeout, that is the overshoot.
     pub budget: Duration,
     /// Cases per search round.
     pub round_cases: usize,
