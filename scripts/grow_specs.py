@@ -5,12 +5,27 @@ skeletons, validates enumerated candidates against libtorch, and drops the opera
 inferred spec stays below 90% valid inputs.
 
 Usage: python3 scripts/grow_specs.py [--sfz target/debug/sfz] [--budget 8s] [--jobs 2] [AREA...]
-       python3 scripts/grow_specs.py --retry [--budget 12s] [AREA...]
+       python3 scripts/grow_specs.py --retry [--best] [--budget 12s] [AREA...]
+       python3 scripts/grow_specs.py --new [--budget 10s] [AREA...]
 
 `--retry` runs again, with another seed, the operators of the first pass that ended between
-`--lo` (75%) and `--hi` (90%) valid inputs, and appends those that now pass to the area's file.
-specs/inferred/ was grown by: the first pass (--budget 8s), `--retry --budget 12s`, then
-`--retry --lo 0.6 --hi 0.75 --seed 11 --tag retry2 --budget 12s`.
+`--lo` (75%) and `--hi` (90%) valid inputs, and appends those that now pass to the area's file;
+with `--best`, the operators not kept yet whose best run of any pass ended in that range.
+`--new` runs the operators the selection has and data/ops/<area>.txt lacks (after SKIP was
+narrowed), adds them to the list and appends those that pass. The first pass rewrites the
+areas' files; the others only append.
+
+specs/inferred/ was grown by, in order:
+1. the first pass (--budget 8s --jobs 2);
+2. `--retry --budget 12s`;
+3. `--retry --lo 0.6 --hi 0.75 --seed 11 --tag retry2 --budget 12s` (283 operators);
+4. with the enumerator's conditional and promotion candidates and the narrowed SKIP, a release
+   build and one worker: `--sfz target/release/sfz --new --seed 0 --tag new --budget 10s
+   --jobs 1`, then `--sfz target/release/sfz --retry --best --lo 0.2 --hi 0.9 --seed 13
+   --tag retry3 --budget 10s --jobs 1`;
+5. torch.transpose_copy regrown alone (`sfz infer --prune --seed 0 --budget 10s --workers 1`,
+   figures in data/ops/elementwise-regrow.json) once the enumerator stopped bounding a dimension
+   index by another dimension's size: pass 4 had kept `dim0 <= input.shape[dim1]` there.
 
 The operator lists go to data/ops/<area>.txt (committed, so a run is reproducible), the figures
 of each area's run to data/ops/<area>.json.
@@ -25,18 +40,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 # Operators left out: random or uninitialised results, in-place/out/backward forms, internals,
-# backends, quantized and sparse layouts, and calls that do not compute on their inputs.
+# backends, quantized and sparse layouts, and calls that do not compute on their inputs. The
+# functional `*_copy` forms of views (diagonal_copy, t_copy, ...) stay: they compute a copy, as
+# do copysign, row_stack, tril/triu_indices, new_zeros/new_ones/new_full, view_as_real/complex,
+# conj_physical, unsafe_chunk/split and nonzero_static. index_copy is left out because its
+# result with duplicate indices is unspecified, rrelu because it draws its slopes at random when
+# training.
 SKIP = re.compile(
-    r"rand|normal|bernoulli|dropout|multinomial|poisson|cauchy|geometric|exponential_|uniform|"
+    r"rand|rrelu|normal|bernoulli|dropout|multinomial|poisson|cauchy|geometric|exponential_|uniform|"
     r"quantiz|^q_|fbgemm|mkldnn|cudnn|miopen|_foreach|resize|^set|storage|sym_|lift|alias|"
-    r"detach|pin_memory|^to_|^is_|can_cast|result_type|item|record|retain|backward|empty|^new_|"
-    r"sparse|dense|coalesce|indices$|^values|crow|ccol|col_|row_|nested|align|refine|rename|"
-    r"native_|cuda|mps|xpu|vulkan|fused|copy|_jvp|_out$|^slow_|^thnn|^segment|^choose_qparams|"
-    r"^data$|^output_nr|^requires_grad|^retains|^size$|^stride$|^numel|^dim$|^contiguous|"
-    r"^clone$|^conj_physical|^resolve|^fake_|^fix_|^affine_grid_generator|^infinitely|"
-    r"^batch_norm_|^cudnn|^embedding_renorm|^nonzero_static|^lstm|^gru|^rnn|^quantized|"
-    r"^mkl|^to$|^type_as|^view_as_|^unsafe|^record|from_file|^get_|hash_tensor|qscheme|"
-    r"promote_types|int_repr|binomial|chalf|^smm$|hspmm|^zero$|stft|^_|_$"
+    r"detach|pin_memory|^to_|^is_|can_cast|result_type|item|record|retain|backward|empty|^new_(?!zeros|ones|full)|"
+    r"sparse|dense|coalesce|(?<!tril_)(?<!triu_)indices$|^indices|^values|crow|ccol|col_ind|row_ind|"
+    r"nested|align|refine|rename|native_|cuda|mps|xpu|vulkan|fused|(?<!_)copy(?!sign)|_jvp|_out$|"
+    r"^slow_|^thnn|^segment|^choose_qparams|^data$|^output_nr|^requires_grad|^retains|^size$|"
+    r"^stride$|^numel|^dim$|^contiguous|^clone$|^resolve|^fake_|^fix_|^affine_grid_generator|"
+    r"^infinitely|^batch_norm_|^cudnn|^embedding_renorm|^lstm|^gru|^rnn|^quantized|^mkl|^to$|"
+    r"^type_as|^view_as_(?!real|complex)|^record|from_file|^get_|hash_tensor|qscheme|"
+    r"promote_types|int_repr|binomial|chalf|^smm$|hspmm|^zero$|stft|^index_copy|^_|_$"
 )
 
 # Left out after fuzzing them: their findings were noise, not bugs. combinations, tile and
@@ -77,25 +97,18 @@ def main():
     ap.add_argument("--lo", type=float, default=0.75, help="with --retry: lowest first-pass valid rate retried")
     ap.add_argument("--hi", type=float, default=0.9, help="with --retry: retried below this valid rate")
     ap.add_argument("--seed", default="7", help="with --retry: the seed of the retry")
-    ap.add_argument("--tag", default="retry", help="with --retry: figures go to data/ops/<area>-<tag>.json")
+    ap.add_argument("--tag", default="retry", help="with --retry or --new: figures go to data/ops/<area>-<tag>.json")
+    ap.add_argument("--best", action="store_true",
+                    help="with --retry: judge --lo/--hi on the best run of every pass so far, and skip the operators already kept")
+    ap.add_argument("--new", action="store_true",
+                    help="only the operators the selection has and data/ops/<area>.txt lacks (after SKIP changed); appended")
     ap.add_argument("areas", nargs="*")
     args = ap.parse_args()
     if args.retry:
         return retry(args)
-    init = subprocess.run([args.sfz, "init", "--all"], capture_output=True, text=True, check=True)
-    names = re.findall(r"^api ([\w.]+)\(", init.stdout, re.M)
-    # The hand-written specs keep their APIs.
-    existing = set()
-    for f in (ROOT / "specs").glob("*.sfz"):
-        existing.update(re.findall(r"^api ([\w.]+)\(", f.read_text(), re.M))
-    groups = {area: [] for area, _ in AREAS}
-    for n in names:
-        if SKIP.search(base(n)) or base(n) in NOISY or n in existing:
-            continue
-        for area, pred in AREAS:
-            if pred(n):
-                groups[area].append(n)
-                break
+    groups = selection(args.sfz)
+    if args.new:
+        return new(args, groups)
     (ROOT / "data/ops").mkdir(parents=True, exist_ok=True)
     (ROOT / "specs/inferred").mkdir(parents=True, exist_ok=True)
     for area, ops in groups.items():
@@ -117,36 +130,97 @@ def main():
         print(f"{area}: kept {kept} of {len(ops)}", file=sys.stderr, flush=True)
 
 
-def retry(args):
+def selection(sfz):
+    """The operators to grow specs for, by area: every public operator not left out by SKIP or
+    NOISY and not in a hand-written spec."""
+    init = subprocess.run([sfz, "init", "--all"], capture_output=True, text=True, check=True)
+    names = re.findall(r"^api ([\w.]+)\(", init.stdout, re.M)
+    # The hand-written specs keep their APIs.
+    existing = set()
+    for f in (ROOT / "specs").glob("*.sfz"):
+        existing.update(re.findall(r"^api ([\w.]+)\(", f.read_text(), re.M))
+    groups = {area: [] for area, _ in AREAS}
+    for n in names:
+        if SKIP.search(base(n)) or base(n) in NOISY or n in existing:
+            continue
+        for area, pred in AREAS:
+            if pred(n):
+                groups[area].append(n)
+                break
+    return groups
+
+
+def kept_in(area):
+    target = ROOT / f"specs/inferred/{area}.sfz"
+    return set(re.findall(r"^api ([\w.]+)\(", target.read_text(), re.M)) if target.exists() else set()
+
+
+def runs_of(area):
+    """Every result of every pass over the area, first pass first."""
+    files = [ROOT / f"data/ops/{area}.json"] + sorted((ROOT / "data/ops").glob(f"{area}-*.json"))
+    return [r for f in files if f.exists() for r in json.loads(f.read_text() or "[]")]
+
+
+def grow(args, area, ops):
+    """Runs `sfz infer --prune` on `ops` in a scratch file and appends what it kept to the area's
+    file; the figures go to data/ops/<area>-<tag>.json."""
     import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "grow.sfz"
+        cmd = [args.sfz, "infer", "--color=never", "--prune", "--seed", args.seed, "--budget", args.budget, "--workers", args.jobs, "--json", "-o", str(out)] + ops
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            print(r.stderr[-3000:], file=sys.stderr)
+        try:
+            results = json.loads(r.stdout)
+        except ValueError:
+            results = []
+        (ROOT / f"data/ops/{area}-{args.tag}.json").write_text(json.dumps(results, indent=1) + "\n")
+        gained = out.read_text() if out.exists() else ""
+    target = ROOT / f"specs/inferred/{area}.sfz"
+    text = target.read_text() if target.exists() else ""
+    if gained.strip():
+        target.write_text(text.rstrip("\n") + "\n\n" + gained)
+        subprocess.run([args.sfz, "fmt", str(target)], check=True)
+    return len(re.findall(r"^api ", gained, re.M))
+
+
+def retry(args):
     for area, _ in AREAS:
         if args.areas and area not in args.areas:
             continue
-        first = ROOT / f"data/ops/{area}.json"
-        if not first.exists():
-            continue
-        near = [r["api"] for r in json.loads(first.read_text() or "[]")
-                if not (r["conclusive"] and (r["valid_after"] or 0) >= 0.9) and args.lo <= (r["valid_after"] or 0) < args.hi]
+        if args.best:
+            best, kept = {}, kept_in(area)
+            for r in runs_of(area):
+                if r["api"] not in kept and base(r["api"]) not in NOISY and not SKIP.search(base(r["api"])):
+                    best[r["api"]] = max(best.get(r["api"], 0.0), r["valid_after"] or 0.0)
+            near = [a for a, v in best.items() if args.lo <= v < args.hi]
+        else:
+            first = ROOT / f"data/ops/{area}.json"
+            if not first.exists():
+                continue
+            near = [r["api"] for r in json.loads(first.read_text() or "[]")
+                    if not (r["conclusive"] and (r["valid_after"] or 0) >= 0.9) and args.lo <= (r["valid_after"] or 0) < args.hi]
         if not near:
             continue
-        with tempfile.TemporaryDirectory() as tmp:
-            out = Path(tmp) / "retry.sfz"
-            cmd = [args.sfz, "infer", "--color=never", "--prune", "--seed", args.seed, "--budget", args.budget, "--workers", args.jobs, "--json", "-o", str(out)] + near
-            print(f"{area}: retrying {len(near)} operators", file=sys.stderr, flush=True)
-            r = subprocess.run(cmd, capture_output=True, text=True)
-            try:
-                results = json.loads(r.stdout)
-            except ValueError:
-                results = []
-            (ROOT / f"data/ops/{area}-{args.tag}.json").write_text(json.dumps(results, indent=1) + "\n")
-            gained = out.read_text() if out.exists() else ""
-        target = ROOT / f"specs/inferred/{area}.sfz"
-        text = target.read_text() if target.exists() else ""
-        if gained.strip():
-            target.write_text(text.rstrip("\n") + "\n\n" + gained)
-            subprocess.run([args.sfz, "fmt", str(target)], check=True)
-        kept = len(re.findall(r"^api ", gained, re.M))
+        print(f"{area}: retrying {len(near)} operators", file=sys.stderr, flush=True)
+        kept = grow(args, area, near)
         print(f"{area}: kept {kept} more of {len(near)}", file=sys.stderr, flush=True)
+
+
+def new(args, groups):
+    for area, ops in groups.items():
+        if args.areas and area not in args.areas:
+            continue
+        listed = ROOT / f"data/ops/{area}.txt"
+        known = listed.read_text().split() if listed.exists() else []
+        fresh = [o for o in ops if o not in known]
+        if not fresh:
+            continue
+        listed.write_text("".join(f"{o}\n" for o in known + fresh))
+        print(f"{area}: {len(fresh)} new operators", file=sys.stderr, flush=True)
+        kept = grow(args, area, fresh)
+        print(f"{area}: kept {kept} of {len(fresh)}", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

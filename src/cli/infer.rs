@@ -2,7 +2,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::Color;
 use crate::case::{Arg, Case};
@@ -71,10 +71,13 @@ struct PoolRunner<'a> {
 }
 
 impl Runner for PoolRunner<'_> {
-    fn run(&self, api: usize, cases: &[Vec<Arg>]) -> Vec<Status> {
+    fn run(&self, api: usize, cases: &[Vec<Arg>], deadline: Instant) -> Vec<Status> {
         let statuses: Mutex<Vec<Status>> = Mutex::new(vec![Status::Invalid; cases.len()]);
         let next_index = std::sync::atomic::AtomicUsize::new(0);
         let next = || {
+            if Instant::now() >= deadline {
+                return None;
+            }
             let i = next_index.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             cases.get(i).map(|args| (i as u64, Case { op: api as u32, args: args.clone() }))
         };
@@ -85,7 +88,11 @@ impl Runner for PoolRunner<'_> {
             }
         };
         self.pool.run(&next, &sink);
-        statuses.into_inner().unwrap_or_else(|e| e.into_inner())
+        // Cases are handed out in order: those below the counter were started.
+        let started = next_index.load(std::sync::atomic::Ordering::Relaxed).min(cases.len());
+        let mut statuses = statuses.into_inner().unwrap_or_else(|e| e.into_inner());
+        statuses.truncate(started);
+        statuses
     }
 }
 
@@ -256,17 +263,8 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
             }
             results.push(result);
         }
-        if args.dry_run {
-            print!("{text}");
-        } else {
-            let after = crate::check::check_text(path, &text);
-            if after.has_errors() {
-                eprint!("{}", diag::render_all(&after.map, &after.diags, render));
-                eprintln!("sfz infer: the inferred rules for `{}` do not check; the file is left as it was (this is a bug in sfz)", path.display());
-                failed = true;
-            } else {
-                std::fs::write(path, &text).map_err(|e| anyhow::anyhow!("cannot write `{}`: {e}", path.display()))?;
-            }
+        if !super::write_back("infer", "the inferred rules", path, &text, args.dry_run, render)? {
+            failed = true;
         }
     }
     if args.json {

@@ -125,3 +125,21 @@ pub fn missing_paths(paths: &[PathBuf]) -> anyhow::Result<()> {
         anyhow::bail!("no such file or directory: {}", missing.join(", "))
     }
 }
+
+/// The end of `sfz infer` and `sfz suggest` for one spec file: print the new text (`--dry-run`),
+/// or check it and write it back. Returns false when the new text does not check (the file is
+/// then left as it was: that is a bug in sfz, reported as such).
+pub(super) fn write_back(command: &str, what: &str, path: &std::path::Path, text: &str, dry_run: bool, render: crate::diag::RenderConfig) -> anyhow::Result<bool> {
+    if dry_run {
+        print!("{text}");
+        return Ok(true);
+    }
+    let after = crate::check::check_text(path, text);
+    if after.has_errors() {
+        eprint!("{}", crate::diag::render_all(&after.map, &after.diags, render));
+        eprintln!("sfz {command}: {what} for `{}` do not check; the file is left as it was (this is a bug in sfz)", path.display());
+        return Ok(false);
+    }
+    std::fs::write(path, text).map_err(|e| anyhow::anyhow!("cannot write `{}`: {e}", path.display()))?;
+    Ok(true)
+}

@@ -148,17 +148,8 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
             }
             figures.push(fig);
         }
-        if args.dry_run {
-            print!("{text}");
-        } else {
-            let after = crate::check::check_text(path, &text);
-            if after.has_errors() {
-                eprint!("{}", diag::render_all(&after.map, &after.diags, render));
-                eprintln!("sfz suggest: the candidates for `{}` do not check; the file is left as it was (this is a bug in sfz)", path.display());
-                failed = true;
-            } else {
-                std::fs::write(path, &text).map_err(|e| anyhow::anyhow!("cannot write `{}`: {e}", path.display()))?;
-            }
+        if !super::write_back("suggest", "the candidates", path, &text, args.dry_run, render)? {
+            failed = true;
         }
     }
     if args.json {

@@ -144,6 +144,9 @@ mod tests {
         assert_eq!(classify(ErrorClass::C10, "Dimension out of range (expected to be in range of [-1, 0], but got 3)"), ErrorKind::Argument);
         assert_eq!(classify(ErrorClass::Index, "index 5 is out of bounds for dimension 0 with size 3"), ErrorKind::Argument);
         assert_eq!(classify(ErrorClass::Schema, "Expected a value of type 'int'"), ErrorKind::Schema);
+        assert_eq!(classify(ErrorClass::StdException, "St13runtime_error: value cannot be converted to type uint8_t without overflow"), ErrorKind::Argument);
+        // Other escaped exceptions stay suspicious.
+        assert!(matches!(classify(ErrorClass::StdException, "St12length_error: cannot create std::vector larger than max_size()"), ErrorKind::Unchecked { .. }));
     }
 
     #[test]

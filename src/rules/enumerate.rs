@@ -23,6 +23,9 @@ const DTYPE_GROUPS: &[(&str, &str)] = &[
     ("bool", "[bool]"),
 ];
 
+const FULL: &str = "[float32, float64, complex64, complex128]";
+const HALF: &str = "[float16, bfloat16]";
+
 /// Every candidate for an API, deduplicated by text, in a stable order (weakest of a family
 /// first, so that ties in `infer` go to the more general rule).
 pub fn candidates(api: &ApiSpec) -> Vec<Candidate> {
@@ -35,6 +38,9 @@ pub fn candidates(api: &ApiSpec) -> Vec<Candidate> {
     let tensors: Vec<&str> = names(api, |t| matches!(t, ParamType::Tensor));
     let lists: Vec<&str> = names(api, |t| matches!(t, ParamType::TensorList));
     let ints: Vec<&str> = names(api, |t| matches!(t, ParamType::Int));
+    // Ints and int lists that can index a shape (an optional one is `int?`, no index).
+    let dims: Vec<&str> = api.params.iter().filter(|p| p.ty == ParamType::Int && !p.optional).map(|p| p.name.as_str()).collect();
+    let dim_lists: Vec<&str> = api.params.iter().filter(|p| matches!(p.ty, ParamType::IntList(_)) && !p.optional).map(|p| p.name.as_str()).collect();
     let int_lists: Vec<(&str, Option<u32>)> =
         api.params.iter().filter_map(|p| if let ParamType::IntList(n) = p.ty { Some((p.name.as_str(), n)) } else { None }).collect();
     let numbers: Vec<&str> = names(api, |t| matches!(t, ParamType::Float | ParamType::Scalar));
@@ -74,11 +80,25 @@ pub fn candidates(api: &ApiSpec) -> Vec<Candidate> {
             add(format!("{a}_{b}_first_dim"), format!("{a}.shape[0] == {b}.shape[0];"));
             add(format!("{a}_{b}_inner"), format!("{a}.shape[-1] == {b}.shape[0];"));
             add(format!("{a}_{b}_channels"), format!("{a}.shape[1] == {b}.shape[1];"));
+            // Kernels that exist for some dtypes only see the promoted dtype: one operand of the
+            // group suffices (an int tensor and a float one make a float result) and the pair
+            // must not promote to a half type.
+            for (group, list) in DTYPE_GROUPS.iter().filter(|(g, _)| matches!(*g, "floating" | "floating_or_complex")) {
+                add(format!("{a}_{b}_promote_{group}"), format!("{a}.dtype in {list} or {b}.dtype in {list};"));
+            }
+            add(
+                format!("{a}_{b}_promote_not_half"),
+                format!("{a}.dtype in {FULL} or {b}.dtype in {FULL} or ({a}.dtype not in {HALF} and {b}.dtype not in {HALF});"),
+            );
         }
     }
     for d in &ints {
         for t in &tensors {
             add(format!("{d}_dim_of_{t}"), format!("{d} in -max({t}.ndim, 1)..max({t}.ndim, 1);"));
+        }
+        // Reductions and transforms along a dimension need something there.
+        for t in tensors.iter().filter(|_| dims.contains(d)) {
+            add(format!("{t}_{d}_nonempty"), format!("{t}.ndim == 0 or {t}.shape[{d}] >= 1;"));
         }
         for t in &tensors {
             add(format!("{d}_new_dim_of_{t}"), format!("{d} in -({t}.ndim + 1)..{t}.ndim + 1;"));
@@ -86,12 +106,22 @@ pub fn candidates(api: &ApiSpec) -> Vec<Candidate> {
         add(format!("{d}_nonnegative"), format!("{d} >= 0;"));
         add(format!("{d}_positive"), format!("{d} >= 1;"));
         add(format!("{d}_small"), format!("{d} in 0..=16;"));
+        add(format!("{d}_at_least_2"), format!("{d} >= 2;"));
     }
     for (i, a) in ints.iter().enumerate() {
         for b in ints.iter().skip(i + 1) {
             add(format!("{a}_{b}_distinct"), format!("{a} != {b};"));
             add(format!("{a}_le_{b}"), format!("{a} <= {b};"));
             add(format!("{a}_eq_{b}"), format!("{a} == {b};"));
+        }
+    }
+    // A size or length along a dimension another int names: at most that dimension's size. A
+    // dimension index is no size (`dim0 <= input.shape[dim1]` would only mimic a range rule).
+    for a in ints.iter().filter(|a| !a.contains("dim") && !a.contains("axis")) {
+        for d in dims.iter().filter(|d| *d != a) {
+            for t in &tensors {
+                add(format!("{a}_within_{t}_{d}"), format!("{a} <= (if {t}.ndim == 0 then 1 else {t}.shape[{d}]);"));
+            }
         }
     }
     for (l, n) in &int_lists {
@@ -108,6 +138,12 @@ pub fn candidates(api: &ApiSpec) -> Vec<Candidate> {
                 add(format!("{l}_len_at_most_ndim_of_{t}"), format!("len({l}) <= {t}.ndim;"));
             }
         }
+        // Reductions over the listed dimensions need something in each, and something at all
+        // when the list is empty (all dimensions).
+        for t in tensors.iter().filter(|_| dim_lists.contains(l)) {
+            add(format!("{t}_{l}_nonempty"), format!("forall i in 0..len({l}): {t}.ndim == 0 or {t}.shape[{l}[i]] >= 1;"));
+            add(format!("{t}_nonempty_without_{l}"), format!("len({l}) >= 1 or {t}.numel > 0;"));
+        }
         add(format!("{l}_nonnegative"), format!("{l}[*] >= 0;"));
         add(format!("{l}_positive"), format!("{l}[*] >= 1;"));
         if n.is_none() {
@@ -119,6 +155,26 @@ pub fn candidates(api: &ApiSpec) -> Vec<Candidate> {
         let n = &p.name;
         if p.optional && p.ty != ParamType::Tensor {
             add(format!("{n}_none"), format!("{n} == None;"));
+        }
+        // Emptiness and dtypes that matter only when an optional parameter is left out: a
+        // reduction over all elements (dim None) needs some; a size given (n) pads an empty
+        // dimension; a dtype given replaces the input's.
+        if p.optional && matches!(p.ty, ParamType::Int | ParamType::IntList(_)) {
+            for t in &tensors {
+                add(format!("{t}_nonempty_without_{n}"), format!("{n} != None or {t}.numel > 0;"));
+            }
+        }
+        if p.optional && p.ty == ParamType::Dtype {
+            for t in &tensors {
+                for (group, list) in DTYPE_GROUPS.iter().filter(|(g, _)| matches!(*g, "floating" | "floating_or_complex")) {
+                    add(format!("{t}_{group}_without_{n}"), format!("{n} != None or {t}.dtype in {list};"));
+                }
+            }
+        }
+        // A flag libtorch refuses on this machine (`pin_memory=True` without an accelerator) or
+        // that turns a soft failure into an error (`check_errors`).
+        if p.ty == ParamType::Bool {
+            add(format!("{n}_false"), format!("{n} == false;"));
         }
         match (&p.ty, &p.default) {
             (ParamType::Str, Some(crate::spec::Value::Str(d))) => add(format!("{n}_default"), format!("{n} == \"{d}\";")),
@@ -134,6 +190,14 @@ pub fn candidates(api: &ApiSpec) -> Vec<Candidate> {
         add(format!("{x}_nonnegative"), format!("{x} >= 0.0;"));
         add(format!("{x}_positive"), format!("{x} > 0.0;"));
         add(format!("{x}_unit_interval"), format!("{x} in 0.0..=1.0;"));
+    }
+    // A transform along `dim` of an empty dimension needs a size (`n`) to pad it to.
+    for p in api.params.iter().filter(|p| p.optional && p.ty == ParamType::Int) {
+        for d in dims.iter().filter(|d| **d != p.name) {
+            for t in &tensors {
+                add(format!("{t}_{d}_nonempty_without_{}", p.name), format!("{} != None or {t}.ndim == 0 or {t}.shape[{d}] >= 1;", p.name));
+            }
+        }
     }
     // Index tensors: values within a dimension of the indexed tensor.
     for idx in tensors.iter().filter(|t| t.contains("index") || t.contains("indices")) {
@@ -164,9 +228,40 @@ mod tests {
         let cands = candidates(api);
         assert!(cands.iter().any(|c| c.text == "dim in -max(input.ndim, 1)..max(input.ndim, 1);"));
         assert!(cands.iter().any(|c| c.text == "index.values in 0..input.shape[dim];"));
+        // A dimension index is never bounded by another dimension's size.
+        let transpose = crate::check::check_text(Path::new("t.sfz"), "api torch.transpose(input: Tensor, dim0: int, dim1: int) -> Tensor {}\n");
+        assert!(!candidates(&transpose.spec.apis[0]).iter().any(|c| c.name.contains("_within_")));
         let text = super::super::rules_text(&api.name, &cands, None);
         let checked = crate::check::check_text(Path::new("t.sfz"), &format!("{src}\n{text}"));
         assert!(!checked.has_errors(), "{:?}", checked.diags.iter().map(|d| &d.message).collect::<Vec<_>>());
         assert_eq!(checked.spec.rules.len(), cands.len());
+    }
+
+    /// The conditional families (emptiness unless a size is given, dtypes unless one is given,
+    /// promoted dtypes, flags) check against APIs that have the parameters they need.
+    #[test]
+    fn conditional_candidates_check() {
+        for (src, expected) in [
+            (
+                "api torch.fft.fft(input: Tensor, n: int? = None, dim: int = -1, norm: str? = None) -> Tensor {}\n",
+                "n != None or input.ndim == 0 or input.shape[dim] >= 1;",
+            ),
+            ("api torch.log_softmax(input: Tensor, dim: int, dtype: dtype? = None) -> Tensor {}\n", "dtype != None or input.dtype in [float16, bfloat16, float32, float64];"),
+            ("api torch.amin(input: Tensor, dim: int[] = [], keepdim: bool = false) -> Tensor {}\n", "forall i in 0..len(dim): input.ndim == 0 or input.shape[dim[i]] >= 1;"),
+            ("api torch.sum(input: Tensor, dim: int[1]?, keepdim: bool = false, *, dtype: dtype? = None) -> Tensor {}\n", "dim != None or input.numel > 0;"),
+            ("api torch.argmax(input: Tensor, dim: int? = None, keepdim: bool = false) -> Tensor {}\n", "dim != None or input.numel > 0;"),
+            ("api torch.zeros_like(input: Tensor, *, dtype: dtype? = None, pin_memory: bool? = None) -> Tensor {}\n", "pin_memory == false;"),
+            ("api torch.unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor {}\n", "size <= (if input.ndim == 0 then 1 else input.shape[dimension]);"),
+            ("api torch.nextafter(input: Tensor, other: Tensor) -> Tensor {}\n", "input.dtype in [float16, bfloat16, float32, float64] or other.dtype in [float16, bfloat16, float32, float64];"),
+        ] {
+            let checked = crate::check::check_text(Path::new("t.sfz"), src);
+            let api = &checked.spec.apis[0];
+            let cands = candidates(api);
+            assert!(cands.iter().any(|c| c.text == expected), "{expected} not among {:?}", cands.iter().map(|c| &c.text).collect::<Vec<_>>());
+            let text = super::super::rules_text(&api.name, &cands, None);
+            let checked = crate::check::check_text(Path::new("t.sfz"), &format!("{src}\n{text}"));
+            assert!(!checked.has_errors(), "{src}: {:?}", checked.diags.iter().filter(|d| d.is_error()).map(|d| &d.message).collect::<Vec<_>>());
+            assert_eq!(checked.spec.rules.len(), cands.len());
+        }
     }
 }

@@ -7,7 +7,9 @@
 //! excludes the most rejected ones (observations decide, so one batch scores every candidate).
 //! Then each added rule is probed alone: inputs that satisfy the others but break it are run; if
 //! libtorch accepts them as often as conforming ones, the rule excluded nothing libtorch cares
-//! about and is rejected. Finally rules the others imply are dropped (`reduce`).
+//! about and is rejected. Finally rules the others imply are dropped (`reduce`). The budget is a
+//! deadline per phase that no batch starts a case after (see `InferConfig::budget`), so one slow
+//! round cannot overrun it.
 use std::time::{Duration, Instant};
 
 use rand::SeedableRng;
@@ -22,14 +24,20 @@ use crate::spec::{ApiSpec, Constraint, RuleStatus};
 
 /// Runs argument lists of one API and says how each ended.
 pub trait Runner {
-    fn run(&self, api: usize, cases: &[Vec<Arg>]) -> Vec<Status>;
+    /// Starts no case after `deadline`: the statuses are those of the first cases, the ones that
+    /// were started (all of them when the deadline is not reached).
+    fn run(&self, api: usize, cases: &[Vec<Arg>], deadline: Instant) -> Vec<Status>;
 }
 
 /// How hard to look.
 #[derive(Clone, Debug)]
 pub struct InferConfig {
     pub seed: u64,
-    /// Wall time per API.
+    /// Wall time per API: the search for rules gets the first three quarters, the probes of the
+    /// rules found the next eighth and the final validity figure the last (at least an eighth of
+    /// the budget of its own, so a search that ran late still ends with a figure). No case
+    /// starts after a deadline, but those already queued in a worker (its `in_flight`) finish:
+    /// with cases that hang to the timeout, that is the overshoot.
     pub budget: Duration,
     /// Cases per search round.
     pub round_cases: usize,
@@ -158,9 +166,11 @@ fn sample(api: &ApiSpec, count: usize, seed: u64, limits: &Limits, extra_check: 
     out
 }
 
-/// Runs a batch; a case is `ok` when no argument or schema check rejected it.
-fn execute(runner: &dyn Runner, index: usize, args: Vec<Vec<Arg>>) -> Batch {
-    let statuses = runner.run(index, &args);
+/// Runs a batch, as much of it as starts before `deadline`; a case is `ok` when no argument or
+/// schema check rejected it.
+fn execute(runner: &dyn Runner, index: usize, mut args: Vec<Vec<Arg>>, deadline: Instant) -> Batch {
+    let statuses = runner.run(index, &args, deadline);
+    args.truncate(statuses.len());
     let ok = statuses.iter().map(|s| matches!(s, Status::Ok | Status::Failed)).collect();
     Batch { args, ok }
 }
@@ -212,6 +222,8 @@ fn bump(counts: &mut Vec<(String, usize)>, key: String) {
 /// return rejected enumerated candidates (rejected file candidates are always returned).
 pub fn infer_api(base: &ApiSpec, index: usize, candidates: Vec<Checked>, runner: &dyn Runner, config: &InferConfig, keep_rejected: bool) -> ApiResult {
     let start = Instant::now();
+    let search_end = start + config.budget * 3 / 4;
+    let probes_end = start + config.budget * 7 / 8;
     let limits = &config.limits;
     let mut result = ApiResult { api: base.name.clone(), ..Default::default() };
     for c in &candidates {
@@ -245,7 +257,7 @@ pub fn infer_api(base: &ApiSpec, index: usize, candidates: Vec<Checked>, runner:
     // The figure to beat: the API as it stands.
     {
         let args = sample(base, config.round_cases, mix(config.seed ^ 0xbefe ^ mix(index as u64)), limits, None);
-        let batch = execute(runner, index, args);
+        let batch = execute(runner, index, args, search_end);
         result.cases += batch.ok.len();
         result.valid_before = batch.valid_rate();
     }
@@ -256,7 +268,7 @@ pub fn infer_api(base: &ApiSpec, index: usize, candidates: Vec<Checked>, runner:
     let mut round = 0u64;
     for assume in [nonempty.as_slice(), &[]] {
         for _ in 0..config.max_rounds {
-            if start.elapsed() >= config.budget {
+            if Instant::now() >= search_end {
                 break;
             }
             round += 1;
@@ -266,8 +278,11 @@ pub fn infer_api(base: &ApiSpec, index: usize, candidates: Vec<Checked>, runner:
             if args.is_empty() {
                 break;
             }
-            let batch = execute(runner, index, args);
+            let batch = execute(runner, index, args, search_end);
             result.cases += batch.ok.len();
+            if batch.ok.is_empty() {
+                break;
+            }
             let rate = batch.valid_rate().unwrap_or(0.0);
             if rate >= config.target_valid {
                 break;
@@ -305,12 +320,12 @@ pub fn infer_api(base: &ApiSpec, index: usize, candidates: Vec<Checked>, runner:
                     // Ties go to the more general candidate: the one more current inputs obey.
                     let t = tally(&remaining[i].1, &batch);
                     let general = (t.ok_holds + t.bad_holds) * 1000 / n;
-                    if start.elapsed() >= config.budget {
+                    if Instant::now() >= search_end {
                         break;
                     }
                     let probe = reduce::with(&api, &[&remaining[i].0.constraints], None);
                     let args = sample(&probe, config.try_cases, mix(seed ^ mix(i as u64 + 1)), limits, None);
-                    let tried = execute(runner, index, args);
+                    let tried = execute(runner, index, args, search_end);
                     result.cases += tried.ok.len();
                     let ok = tried.ok.iter().filter(|&&o| o).count();
                     if scored.is_none_or(|(_, o, g)| (ok, general) > (o, g)) {
@@ -342,7 +357,7 @@ pub fn infer_api(base: &ApiSpec, index: usize, candidates: Vec<Checked>, runner:
     let verify_rate = {
         let api = reduce::with(&current(&accepted), &[&nonempty], None);
         let args = sample(&api, config.verify_cases, mix(config.seed ^ 0xfeed ^ mix(index as u64)), limits, None);
-        let batch = execute(runner, index, args);
+        let batch = execute(runner, index, args, probes_end);
         result.cases += batch.ok.len();
         batch.valid_rate().unwrap_or(0.0)
     };
@@ -354,7 +369,9 @@ pub fn infer_api(base: &ApiSpec, index: usize, candidates: Vec<Checked>, runner:
         let args = sample(&probe_api, config.probe_cases, mix(config.seed ^ mix(k as u64 + 77) ^ mix(index as u64)), limits, None);
         // Keep only inputs that really break the rule.
         let args: Vec<Vec<Arg>> = args.into_iter().filter(|a| holds(&accepted[k].1, a) == Some(false)).collect();
-        let batch = execute(runner, index, args);
+        // A probe the deadline left without cases keeps the rule on the search's evidence, as
+        // one for which no violating input could be made.
+        let batch = execute(runner, index, args, probes_end);
         result.cases += batch.ok.len();
         let passed = batch.ok.iter().filter(|&&o| o).count() as i64;
         let failed = batch.ok.len() as i64 - passed;
@@ -376,7 +393,7 @@ pub fn infer_api(base: &ApiSpec, index: usize, candidates: Vec<Checked>, runner:
         reduce::with(base, &extra, None)
     };
     let args = sample(&final_api, config.verify_cases, mix(config.seed ^ 0xf1a1 ^ mix(index as u64)), limits, None);
-    let batch = execute(runner, index, args);
+    let batch = execute(runner, index, args, (start + config.budget).max(Instant::now() + config.budget / 8));
     result.cases += batch.ok.len();
     result.valid_after = batch.valid_rate();
     let pass = batch.ok.iter().filter(|&&o| o).count() as i64;
