@@ -373,3 +373,32 @@ fn a_worker_death_that_does_not_recur_alone_is_listed_apart() {
     let (_, stdout, _) = run(sfz().args(["report", "--json"]).arg(copy.path()));
     assert_eq!(json(&stdout)["unconfirmed"][0], id);
 }
+
+#[test]
+fn one_assert_reached_through_two_apis_is_one_shared_cause() {
+    let c = campaign();
+    let copy = tempfile::tempdir().expect("tempdir");
+    copy_dir(&c.out, copy.path());
+    let path = copy.path().join("findings.jsonl");
+    let text = std::fs::read_to_string(&path).expect("read");
+    let first: serde_json::Value = serde_json::from_str(text.lines().next().expect("a finding")).expect("JSON");
+    let variant = |api: &str, id: &str, signature: &str| {
+        let mut f = first.clone();
+        f["api"] = api.into();
+        f["id"] = id.into();
+        f["oracle"] = "internal_error".into();
+        f["signature"] = signature.into();
+        f.to_string()
+    };
+    let lines = [
+        variant("torch.a", "internal_error-a-1", "INTERNAL ASSERT aten/src/ATen/native/Foo.cpp:12"),
+        variant("torch.b", "internal_error-b-2", "INTERNAL ASSERT aten/src/ATen/native/Foo.cpp:12"),
+        variant("torch.c", "internal_error-c-3", "INTERNAL ASSERT aten/src/ATen/native/Foo.cpp:99"),
+    ];
+    std::fs::write(&path, lines.join("\n") + "\n").expect("write");
+    let (code, stdout, stderr) = run(sfz().args(["report", "--json"]).arg(copy.path()));
+    assert_eq!(code, 0, "{stderr}");
+    let causes = json(&stdout)["shared_causes"].clone();
+    assert_eq!(causes.as_array().map(Vec::len), Some(1), "{causes}");
+    assert_eq!(causes[0]["findings"], serde_json::json!(["internal_error-a-1", "internal_error-b-2"]));
+}

@@ -58,6 +58,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     println!("{} unique finding{}{}", unique.len(), if unique.len() == 1 { "" } else { "s" }, if mix.is_empty() { String::new() } else { format!(" ({})", mix.join(", ")) });
     if !unique.is_empty() {
         print!("{}", report::table(&unique, &verified));
+        print!("{}", report::shared_causes_text(&unique));
     }
     if let Some(note) = report::unconfirmed_note(&loaded) {
         println!("{note}");

@@ -100,6 +100,34 @@ pub fn table(findings: &[&Finding], verified: &HashMap<String, Verification>) ->
 }
 
 /// Counts per oracle.
+/// Findings on different APIs with the same specific signature (an assert's location, an escaped
+/// exception, a LAPACK routine's complaint): one libtorch defect reached through several APIs,
+/// to be reported once. Generic signatures (a timeout, a corrupted heap, differing values) say
+/// nothing about the cause and group nothing.
+pub fn shared_causes<'a>(findings: &[&'a Finding]) -> Vec<(String, Vec<&'a Finding>)> {
+    let specific = |s: &str| [".cpp:", ".h:", "StdException", "OutOfRange", "InvalidArgument", "on entry to"].iter().any(|k| s.contains(k));
+    let mut groups: BTreeMap<String, Vec<&Finding>> = BTreeMap::new();
+    for f in findings.iter().filter(|f| f.oracle != "oom" && specific(&f.signature)) {
+        groups.entry(format!("{}: {}", f.oracle, f.signature)).or_default().push(f);
+    }
+    groups.into_iter().filter(|(_, fs)| fs.iter().map(|f| &f.api).collect::<HashSet<_>>().len() > 1).collect()
+}
+
+/// `shared_causes` as lines for the table and the markdown report.
+pub fn shared_causes_text(findings: &[&Finding]) -> String {
+    let mut out = String::new();
+    let causes = shared_causes(findings);
+    if causes.is_empty() {
+        return out;
+    }
+    let _ = writeln!(out, "\nshared causes (one defect reached through several APIs; report it once):");
+    for (cause, fs) in causes {
+        let members: Vec<String> = fs.iter().map(|f| format!("{} ({})", f.api, f.id)).collect();
+        let _ = writeln!(out, "  {cause}\n    {}", members.join(", "));
+    }
+    out
+}
+
 pub fn by_oracle(findings: &[&Finding]) -> BTreeMap<String, u64> {
     let mut m = BTreeMap::new();
     for f in findings {
@@ -120,6 +148,10 @@ pub fn markdown(dir: &Path, loaded: &Loaded, verified: &HashMap<String, Verifica
     }
     if !loaded.skipped.is_empty() {
         let _ = writeln!(out, "{} line{} of findings.jsonl could not be read and are left out.", loaded.skipped.len(), if loaded.skipped.len() == 1 { "" } else { "s" });
+    }
+    let shared = shared_causes_text(&findings);
+    if !shared.is_empty() {
+        let _ = writeln!(out, "\n```{shared}```");
     }
     if let Some(note) = unconfirmed_note(loaded) {
         let _ = writeln!(out, "\n{note}.");
@@ -235,5 +267,9 @@ pub fn to_json(loaded: &Loaded, verified: &HashMap<String, Verification>) -> ser
         "verified": if verified.is_empty() { serde_json::Value::Null } else { json!({ "reproduced": reproduced, "run": verified.len() }) },
         "skipped_lines": loaded.skipped.iter().map(|s| json!({ "line": s.line, "reason": s.reason })).collect::<Vec<_>>(),
         "unconfirmed": unconfirmed(loaded).iter().map(|f| f.id.clone()).collect::<Vec<_>>(),
+        "shared_causes": shared_causes(&findings)
+            .iter()
+            .map(|(cause, fs)| json!({ "cause": cause, "findings": fs.iter().map(|f| f.id.clone()).collect::<Vec<_>>() }))
+            .collect::<Vec<_>>(),
     })
 }
