@@ -304,3 +304,22 @@ fn hunt_finds_the_numerical_bug_and_not_its_fix_and_writes_a_reproducer_that_fir
     let said = format!("{}{}", String::from_utf8_lossy(&repro.stdout), String::from_utf8_lossy(&repro.stderr));
     assert!(said.contains(bug["step"].as_str().expect("a step")), "{said}");
 }
+
+#[test]
+fn a_case_that_is_only_slow_is_not_confirmed_as_a_hang() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // 30 ms of spinning: past a 20 ms timeout, well within the 200 ms a confirmation allows.
+    let spec = write(dir.path(), "slow.sfz", "#[aten(\"sfz_test::spin\")]\napi sfz_test.spin(ms: int) {\n    ms in [30];\n}\n");
+    let out = dir.path().join("out");
+    let args = ["fuzz", "--json", "--iterations", "1", "--workers", "1", "--in-flight", "1", "--timeout", "20ms", "--seed", "1"];
+    let (code, stdout, stderr) = run(sfz().args(args).arg(&spec).arg("--out").arg(&out));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(json(&stdout)["findings_by_oracle"]["hang"], 1);
+    let line = std::fs::read_to_string(out.join("findings.jsonl")).expect("findings written");
+    let finding: serde_json::Value = serde_json::from_str(line.lines().last().expect("a line")).expect("JSON line");
+    assert_eq!(finding["oracle"], "hang");
+    assert_eq!(finding["confirmed"], false, "it finished alone: {finding}");
+    let (code, stdout, _) = run(sfz().args(["report", "--json"]).arg(&out));
+    assert_eq!(code, 0);
+    assert_eq!(json(&stdout)["unique"], 0, "an unconfirmed hang is listed apart, not as a finding");
+}

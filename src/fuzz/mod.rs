@@ -279,8 +279,8 @@ pub fn run(
                     counters.findings.fetch_add(1, Ordering::Relaxed);
                     *counters.by_oracle.lock().expect("counters lock").entry(finding.oracle.clone()).or_insert(0) += 1;
                     observer.finding(&finding);
-                    // A hang costs a timeout per candidate: not worth shrinking.
-                    if config.minimize.is_some() && finding.oracle != "hang" {
+                    // Hangs go too, to be confirmed; they are not shrunk (a timeout per candidate).
+                    if config.minimize.is_some() {
                         if let Some(tx) = to_minimize.lock().expect("sender lock").as_ref() {
                             let _ = tx.send(finding);
                         }
@@ -327,6 +327,14 @@ pub fn run(
                         }
                         continue;
                     }
+                }
+                if finding.oracle == "hang" {
+                    let script = record::reproducer(&plans[api_index], &finding);
+                    match store.update(finding.clone(), &script) {
+                        Ok(()) => observer.minimized(&finding),
+                        Err(e) => eprintln!("sfz: could not update finding {}: {e}", finding.id),
+                    }
+                    continue;
                 }
                 let budget = record::budget(config.minimize.unwrap_or(0));
                 match record::minimize_finding(p, &plans[api_index], &checks[api_index], store, &finding, budget) {

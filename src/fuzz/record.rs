@@ -109,6 +109,9 @@ pub fn minimize_finding(pool: &Pool, plan: &ApiPlan, checks: &[Check], store: &S
     Ok(updated)
 }
 
+/// How many times the campaign's timeout a hang must last alone to be confirmed.
+pub const HANG_CONFIRM_FACTOR: u32 = 10;
+
 /// Whether a finding is a worker's death (a signal or an exit, in the call or in a check) or a
 /// hang: what a worker's state, rather than the case, can cause.
 pub fn died(finding: &Finding) -> bool {
@@ -116,13 +119,16 @@ pub fn died(finding: &Finding) -> bool {
 }
 
 /// Runs a finding's case alone in a fresh worker (its own fork server, one case in flight),
-/// 16 times (a hang once), and says whether the same cause shows again (`same_cause`). Heap
-/// corruption is noticed by the allocator later, at a free: one run of the culprit may end
-/// normally. A worker that cannot start counts as confirmed: nothing speaks against the finding.
+/// 16 times (a hang once, with `HANG_CONFIRM_FACTOR` times the timeout), and says whether the
+/// same cause shows again (`same_cause`). Heap corruption is noticed by the allocator later, at
+/// a free: one run of the culprit may end normally. A case that merely ran slow under a loaded
+/// campaign (a polynomial of degree 2^62, an O(n) recurrence) finishes in the longer time and is
+/// not a hang. A worker that cannot start counts as confirmed: nothing speaks against the finding.
 pub fn confirm(config: &PoolConfig, plan: &ApiPlan, checks: &[Check], finding: &Finding) -> bool {
-    // A hang is confirmed by one run: each costs the timeout.
-    let runs = if finding.oracle == "hang" { 1 } else { 16 };
-    let Ok(pool) = Pool::start(PoolConfig { workers: 1, in_flight: 1, ..config.clone() }) else { return true };
+    let hang = finding.oracle == "hang";
+    let runs = if hang { 1 } else { 16 };
+    let timeout = if hang { config.timeout * HANG_CONFIRM_FACTOR } else { config.timeout };
+    let Ok(pool) = Pool::start(PoolConfig { workers: 1, in_flight: 1, timeout, ..config.clone() }) else { return true };
     let cases = vec![finding.case.clone(); runs];
     pool.run_batch(&cases)
         .into_iter()
