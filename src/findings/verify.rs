@@ -65,6 +65,12 @@ pub fn expected(f: &Finding) -> Expected {
         }
         // `OutOfRange: vector::_M_range_check: ...`: the message after the class.
         let text = sig.split_once(": ").map_or(sig, |(_, t)| t);
+        // An escaped std exception's signature starts with its mangled type (`StNlength_error: `),
+        // which Python does not print: `RuntimeError: cannot create std::vector ...`.
+        let text = match text.split_once(": ") {
+            Some((ty, rest)) if ty.starts_with("StN") && !ty.contains(' ') => rest,
+            _ => text,
+        };
         Expected::Error(vec![text.to_string()])
     };
     match (&f.evidence, f.oracle.as_str()) {
@@ -181,6 +187,18 @@ fn verify_once(f: &Finding, dir: &Path, python: &Path, timeout: Duration) -> Ver
 #[cfg(test)]
 mod tests {
     use super::without_traceback_frames;
+
+    #[test]
+    fn an_escaped_exception_is_expected_without_its_mangled_type() {
+        let f: super::Finding = serde_json::from_value(serde_json::json!({
+            "id": "internal_error-tensorsolve-1", "api": "torch.linalg.tensorsolve", "aten": "aten::linalg_tensorsolve", "oracle": "internal_error",
+            "signature": "StdException: StNlength_error: cannot create std::vector larger than max_size()", "message": "", "signal": null,
+            "seed": 0, "case_index": 0, "case": {"op": 0, "args": []}, "inputs": [], "repro": "repro/x.py", "elapsed_s": 0.0,
+            "sfz_version": "0.1.0", "torch_version": "2.13.0", "evidence": "Call"
+        }))
+        .expect("a finding");
+        assert_eq!(super::expected(&f), super::Expected::Error(vec!["cannot create std::vector larger than max_size()".into()]));
+    }
 
     #[test]
     fn traceback_frames_do_not_count_as_the_error() {
