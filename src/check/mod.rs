@@ -71,6 +71,14 @@ pub fn check_text(path: &Path, text: &str) -> Checked {
     check(Inputs { paths: vec![path.to_path_buf()], overlays: HashMap::from([(path.to_path_buf(), text.to_string())]) })
 }
 
+/// The first API of a spec text, checked by the real checker (unit tests across the crate).
+#[cfg(test)]
+pub fn first_api(src: &str) -> crate::spec::ApiSpec {
+    let checked = check_text(Path::new("t.sfz"), src);
+    assert!(!checked.has_errors(), "{:?}", checked.diags);
+    checked.spec.apis.into_iter().next().expect("one api")
+}
+
 /// The `.sfz` files a path names: itself, or those under it (sorted, recursively).
 pub fn expand_paths(paths: &[PathBuf]) -> Vec<PathBuf> {
     let mut out = Vec::new();

@@ -296,14 +296,9 @@ fn map_tensors(case: &Case, mut f: impl FnMut(&mut TensorRecipe)) -> Case {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::check::first_api as api;
     use crate::case::DType;
-    use std::path::Path;
 
-    fn api(src: &str) -> ApiSpec {
-        let checked = crate::check::check_text(Path::new("t.sfz"), src);
-        assert!(!checked.has_errors(), "{:?}", checked.diags);
-        checked.spec.apis.into_iter().next().expect("one api")
-    }
 
     fn t(shape: &[i64]) -> Arg {
         Arg::Tensor(TensorRecipe { dtype: DType::Float32, shape: shape.to_vec(), fill: Fill::Uniform { lo: -1.0, hi: 1.0 }, seed: 3, layout: Layout::Strided, specials: vec![] })

@@ -770,15 +770,10 @@ fn padding_idx(arg: &Arg, weight: Option<&Arg>) -> Arg {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::check::first_api as api;
     use crate::ops::catalog::Catalog;
     use crate::variant::Tolerances;
-    use std::path::Path;
 
-    fn api(src: &str) -> ApiSpec {
-        let checked = crate::check::check_text(Path::new("t.sfz"), src);
-        assert!(!checked.has_errors(), "{:?}", checked.diags);
-        checked.spec.apis.into_iter().next().expect("one api")
-    }
 
     fn catalog() -> Catalog {
         Catalog::from_schemas(include_str!("../../tests/fixtures/schemas-2.13.0.txt").lines())

@@ -132,13 +132,8 @@ fn topological(deps: &[Vec<usize>]) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
+    use crate::check::first_api as api;
 
-    fn api(src: &str) -> ApiSpec {
-        let checked = crate::check::check_text(Path::new("t.sfz"), src);
-        assert!(!checked.has_errors(), "{:?}", checked.diags);
-        checked.spec.apis.into_iter().next().expect("one api")
-    }
 
     #[test]
     fn values_come_after_what_bounds_them() {

@@ -526,6 +526,7 @@ fn default_arg(v: &Value, ty: &ParamType) -> Option<Arg> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::check::first_api as api;
     use std::path::Path;
 
     fn catalog() -> Catalog {
@@ -538,12 +539,6 @@ mod tests {
         assert!(!is_python_callable("torch.mse_loss"), "aten::mse_loss has no torch.mse_loss");
     }
 
-    /// The first API of a spec text, checked by the real checker.
-    fn api(src: &str) -> ApiSpec {
-        let checked = crate::check::check_text(Path::new("t.sfz"), src);
-        assert!(!checked.has_errors(), "{:?}", checked.diags);
-        checked.spec.apis.into_iter().next().expect("one api")
-    }
 
     fn resolved(src: &str) -> OpBinding {
         let a = api(src);
