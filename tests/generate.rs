@@ -198,3 +198,45 @@ fn unsatisfiable_constraints_name_a_conflicting_subset() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A `str` parameter is drawn among the values its constraints name, and a violation of the set
+/// uses a string outside it (before, strings stayed at their default and `in` could not be broken).
+#[test]
+fn string_parameters_take_the_values_their_constraints_name() {
+    let api = api_text("api torch.linalg.qr(A: Tensor, mode: str = \"reduced\") -> Tensor {\n A.ndim >= 2;\n mode in [\"reduced\", \"r\", \"complete\"];\n}");
+    let config = GenConfig { seed: 1, pool_size: 16, ..Default::default() };
+    let generator = Generator::new(vec![api.clone()], vec![gen::solve_api(&api, &config, 0).expect("solvable")], config);
+    let mut seen = HashSet::new();
+    for index in 0..300 {
+        let case = generator.case(index).expect("models");
+        match &case.args[1] {
+            Arg::Str(s) => {
+                assert!(["reduced", "r", "complete"].contains(&s.as_str()), "{s}");
+                seen.insert(s.clone());
+            }
+            Arg::Omitted => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    let config = GenConfig { seed: 1, pool_size: 8, mode: Mode::Violate, ..Default::default() };
+    let generator = Generator::new(vec![api.clone()], vec![gen::solve_api(&api, &config, 0).expect("solvable")], config);
+    let broken = (0..400)
+        .filter_map(|i| generator.case(i))
+        .filter(|c| c.violated.is_some_and(|v| generator.violations(0)[v].category == Category::Enum))
+        .inspect(|c| assert!(matches!(&c.args[1], Arg::Str(s) if !["reduced", "r", "complete"].contains(&s.as_str())), "{:?}", c.args))
+        .count();
+    assert!(broken > 20, "{broken}");
+}
+
+/// Constants outside the default int domain (-8..32) are reachable: `ms in [3000]` was unsat.
+#[test]
+fn int_constants_outside_the_default_domain_are_reachable() {
+    let api = api_text("api torch.f(input: Tensor, ms: int, n: int) -> Tensor {\n ms in [3000];\n n >= 100;\n}");
+    let pools = gen::solve_api(&api, &GenConfig::default(), 0).expect("satisfiable");
+    assert!(!pools.models.is_empty());
+    for m in &pools.models {
+        assert_eq!(m[1], SymValue::Int(3000), "{m:?}");
+        assert!(matches!(m[2], SymValue::Int(n) if n >= 100), "{m:?}");
+    }
+}

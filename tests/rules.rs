@@ -170,3 +170,24 @@ fn infer_from_operator_names_enumerates_offline() {
     assert_ne!(code, 0);
     assert!(stderr.contains("error[E0019]") && stderr.contains("torch.transpose"), "{stderr}");
 }
+
+/// String parameters learn their value sets: qr's from libtorch's error for an unknown mode,
+/// fft's from the docs (its error lists none); each value was tried against libtorch.
+#[test]
+fn infer_learns_string_value_sets_from_errors_and_docs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("ops.sfz");
+    let (code, stdout, stderr) =
+        run(sfz().args(["infer", "--color=never", "--budget", "6s", "--workers", "1", "--json", "torch.linalg.qr", "torch.fft.fft", "-o"]).arg(&file));
+    assert_eq!(code, 0, "{stderr}");
+    let text = std::fs::read_to_string(&file).expect("written");
+    let flat: String = text.split_whitespace().collect();
+    assert!(flat.contains("values_from_errors=3,values_ok=3") && flat.contains("rulemode_values") && text.contains("mode in [\"reduced\", \"r\", \"complete\"];"), "{text}");
+    assert!(flat.contains("values_from_docs=3,values_ok=3") && text.contains("norm in [\"forward\", \"backward\", \"ortho\"];"), "{text}");
+    let results: serde_json::Value = serde_json::from_str(&stdout).expect("json");
+    for r in results.as_array().expect("array") {
+        assert!(r["validated"].as_array().expect("validated").contains(&serde_json::json!(["errors", 1])), "{r}");
+    }
+    let (code, _, stderr) = run(sfz().args(["check", "--color=never"]).arg(&file));
+    assert_eq!(code, 0, "{stderr}");
+}

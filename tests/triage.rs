@@ -339,6 +339,18 @@ fn verify_runs_each_reproducer_under_pip_torch_and_marks_those_that_reproduce() 
     assert_eq!(j["verified"]["run"], 3);
     let md = std::fs::read_to_string(out.join("report.md")).expect("report.md");
     assert!(md.contains("Reproducers run under pip torch: 2 of 3 reproduce."), "{md}");
+    // A script that dies by a signal instead of failing as recorded shows a bug in another form:
+    // not reproduced, but said apart.
+    let log = j["findings"].as_array().expect("findings").iter().find(|f| f["api"] == "torch.log").expect("the log finding").clone();
+    let script = out.join(log["repro"].as_str().expect("repro path"));
+    let text = std::fs::read_to_string(&script).expect("script");
+    std::fs::write(&script, text.replacen("import torch\n", "import torch\nimport ctypes\nctypes.string_at(0)\n", 1)).expect("write");
+    let (code, stdout, stderr) = run(sfz().args(["report", "--verify", "--json"]).arg(&out));
+    assert_eq!(code, 0, "{stderr}");
+    let j = json(&stdout);
+    assert_eq!((j["verified"]["reproduced"].as_i64(), j["verified"]["differently"].as_i64()), (Some(1), Some(1)), "{j:#}");
+    let md = std::fs::read_to_string(out.join("report.md")).expect("report.md");
+    assert!(md.contains("1 of 3 reproduce. 1 more crashes instead of failing as recorded.") && md.contains("does not reproduce as recorded, but crashes"), "{md}");
 }
 
 #[test]

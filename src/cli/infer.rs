@@ -71,8 +71,8 @@ struct PoolRunner<'a> {
 }
 
 impl Runner for PoolRunner<'_> {
-    fn run(&self, api: usize, cases: &[Vec<Arg>], deadline: Instant) -> Vec<Status> {
-        let statuses: Mutex<Vec<Status>> = Mutex::new(vec![Status::Invalid; cases.len()]);
+    fn run_with_errors(&self, api: usize, cases: &[Vec<Arg>], deadline: Instant) -> Vec<(Status, Option<String>)> {
+        let statuses: Mutex<Vec<(Status, Option<String>)>> = Mutex::new(vec![(Status::Invalid, None); cases.len()]);
         let next_index = std::sync::atomic::AtomicUsize::new(0);
         let next = || {
             if Instant::now() >= deadline {
@@ -82,9 +82,9 @@ impl Runner for PoolRunner<'_> {
             cases.get(i).map(|args| (i as u64, Case { op: api as u32, args: args.clone() }))
         };
         let sink = |i: u64, case: &Case, exec: crate::outcome::Execution| {
-            let status = oracle::judge(&self.apis[api], &[], case, &exec).status;
+            let verdict = oracle::judge(&self.apis[api], &[], case, &exec);
             if let Some(s) = statuses.lock().unwrap_or_else(|e| e.into_inner()).get_mut(i as usize) {
-                *s = status;
+                *s = (verdict.status, verdict.error);
             }
         };
         self.pool.run(&next, &sink);
@@ -107,6 +107,7 @@ fn candidates_for(path: &Path, text: &str, spec: &Spec, api: &ApiSpec, enumerate
             out.push(infer::Checked {
                 candidate: Candidate { name: r.meta.name.clone(), text: body.join("\n    "), source: r.meta.source.clone() },
                 constraints: r.constraints.clone(),
+                evidence: None,
             });
         }
     }
@@ -138,7 +139,7 @@ fn candidates_for(path: &Path, text: &str, spec: &Spec, api: &ApiSpec, enumerate
         if bad.contains(&i) || r.constraints.is_empty() {
             continue;
         }
-        out.push(infer::Checked { candidate: enumerated[i].clone(), constraints: r.constraints.clone() });
+        out.push(infer::Checked { candidate: enumerated[i].clone(), constraints: r.constraints.clone(), evidence: None });
     }
     out
 }
@@ -237,6 +238,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
                 continue;
             }
             let considered: Vec<Candidate> = cands.iter().map(|c| c.candidate.clone()).collect();
+            let config = InferConfig { learn_values: !args.no_enumerate, ..config.clone() };
             let mut result = infer::infer_api(&plan.api, i, cands, &runner, &config, args.keep_rejected);
             if !args.json {
                 eprintln!("{}", line(&result));

@@ -65,7 +65,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     }
     if args.verify {
         let yes = verified.values().filter(|v| v.reproduced).count();
-        println!("reproducers: {yes} of {} reproduce under {}", verified.len(), args.python.clone().unwrap_or_else(verify::default_python).display());
+        println!("reproducers: {yes} of {} reproduce under {}{}", verified.len(), args.python.clone().unwrap_or_else(verify::default_python).display(), report::differently_note(&verified));
     }
     println!("wrote {} and {}", md.display(), sarif.display());
     Ok(ExitCode::SUCCESS)

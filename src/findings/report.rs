@@ -63,9 +63,18 @@ fn elements(f: &Finding) -> String {
     }
 }
 
+/// " N more crash instead." when some scripts showed a bug other than the recorded one.
+pub fn differently_note(verified: &HashMap<String, Verification>) -> String {
+    match verified.values().filter(|v| v.differently).count() {
+        0 => String::new(),
+        n => format!(" {n} more crash{} instead of failing as recorded.", if n == 1 { "es" } else { "" }),
+    }
+}
+
 fn reproduces(v: Option<&Verification>) -> &'static str {
     match v {
         Some(v) if v.reproduced => "yes",
+        Some(v) if v.differently => "crashes",
         Some(_) => "no",
         None => "-",
     }
@@ -144,7 +153,7 @@ pub fn markdown(dir: &Path, loaded: &Loaded, verified: &HashMap<String, Verifica
     let _ = writeln!(out, "{} unique finding{}{}.", findings.len(), if findings.len() == 1 { "" } else { "s" }, if mix.is_empty() { String::new() } else { format!(" ({})", mix.join(", ")) });
     if !verified.is_empty() {
         let yes = findings.iter().filter(|f| verified.get(&f.id).is_some_and(|v| v.reproduced)).count();
-        let _ = writeln!(out, "Reproducers run under pip torch: {yes} of {} reproduce.", verified.len());
+        let _ = writeln!(out, "Reproducers run under pip torch: {yes} of {} reproduce.{}", verified.len(), differently_note(verified));
     }
     if !loaded.skipped.is_empty() {
         let _ = writeln!(out, "{} line{} of findings.jsonl could not be read and are left out.", loaded.skipped.len(), if loaded.skipped.len() == 1 { "" } else { "s" });
@@ -181,7 +190,14 @@ pub fn markdown(dir: &Path, loaded: &Loaded, verified: &HashMap<String, Verifica
             let _ = writeln!(out, "\nMinimized from {} to {} input elements in {} steps ({} cases run); the original reproducer is [`{}`]({}).", m.elements_before, m.elements_after, m.steps, m.executions, o.repro, o.repro);
         }
         if let Some(v) = verified.get(&f.id) {
-            let _ = writeln!(out, "\nVerified: {} ({}).", if v.reproduced { "reproduces" } else { "does not reproduce" }, v.detail);
+            let verdict = if v.reproduced {
+                "reproduces"
+            } else if v.differently {
+                "does not reproduce as recorded, but crashes"
+            } else {
+                "does not reproduce"
+            };
+            let _ = writeln!(out, "\nVerified: {verdict} ({}).", v.detail);
         }
         let script = std::fs::read_to_string(dir.join(&f.repro)).unwrap_or_else(|e| format!("# cannot read {}: {e}", f.repro));
         let _ = writeln!(out, "\nReproducer [`{}`]({}):\n\n```python\n{}```", f.repro, f.repro, script);
@@ -264,7 +280,11 @@ pub fn to_json(loaded: &Loaded, verified: &HashMap<String, Verification>) -> ser
         "findings": rows,
         "unique": findings.len(),
         "by_oracle": by_oracle(&findings),
-        "verified": if verified.is_empty() { serde_json::Value::Null } else { json!({ "reproduced": reproduced, "run": verified.len() }) },
+        "verified": if verified.is_empty() {
+            serde_json::Value::Null
+        } else {
+            json!({ "reproduced": reproduced, "differently": verified.values().filter(|v| v.differently).count(), "run": verified.len() })
+        },
         "skipped_lines": loaded.skipped.iter().map(|s| json!({ "line": s.line, "reason": s.reason })).collect::<Vec<_>>(),
         "unconfirmed": unconfirmed(loaded).iter().map(|f| f.id.clone()).collect::<Vec<_>>(),
         "shared_causes": shared_causes(&findings)

@@ -17,6 +17,10 @@ use crate::outcome::signal_name;
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Verification {
     pub reproduced: bool,
+    /// Not reproduced as recorded, but the script died by a fatal signal: a bug shows all the
+    /// same, in another form (MKL's `?geev` on NaN raises an internal assert in one process and
+    /// segfaults in another, as it reads uninitialised values).
+    pub differently: bool,
     /// What happened, in words ("died with SIGSEGV", "AssertionError", "exited 0").
     pub detail: String,
     pub seconds: f64,
@@ -129,7 +133,7 @@ pub fn verify(f: &Finding, dir: &Path, python: &Path, timeout: Duration) -> Veri
 fn verify_once(f: &Finding, dir: &Path, python: &Path, timeout: Duration) -> Verification {
     let script = dir.join(&f.repro);
     let start = Instant::now();
-    let done = |reproduced: bool, detail: String| Verification { reproduced, detail, seconds: start.elapsed().as_secs_f64() };
+    let done = |reproduced: bool, detail: String| Verification { reproduced, differently: false, detail, seconds: start.elapsed().as_secs_f64() };
     let mut child = match Command::new(python).arg(&script).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn() {
         Ok(c) => c,
         Err(e) => return done(false, format!("cannot run {}: {e}", python.display())),
@@ -181,7 +185,8 @@ fn verify_once(f: &Finding, dir: &Path, python: &Path, timeout: Duration) -> Ver
             !status.success() && texts.iter().all(|t| raised.contains(t.as_str()) || seen.contains(&normalize(t)))
         }
     };
-    done(reproduced, detail)
+    let fatal = status.signal().is_some_and(|s| [libc::SIGSEGV, libc::SIGABRT, libc::SIGBUS, libc::SIGILL, libc::SIGFPE].contains(&s));
+    Verification { differently: !reproduced && fatal, ..done(reproduced, detail) }
 }
 
 #[cfg(test)]

@@ -506,7 +506,7 @@ impl Coverage {
                 (Arg::Dtype(d), _) => {
                     inner.dtypes.insert((p, *d));
                 }
-                (_, Val::Str(s)) if matches!(api.params.get(p).map(|x| &x.ty), Some(ParamType::Enum(_))) => {
+                (_, Val::Str(s)) if matches!(api.params.get(p).map(|x| &x.ty), Some(ParamType::Enum(_) | ParamType::Str)) => {
                     inner.enums.insert((p, s.clone()));
                 }
                 _ => {}
@@ -550,11 +550,24 @@ impl Coverage {
         }
         let mut enums: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let mut enums_possible: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        // String parameters count as enums over the values their constraints name.
+        let literals = crate::solve::literals::of_api(api);
         for (p, param) in api.params.iter().enumerate() {
-            if let ParamType::Enum(values) = &param.ty {
-                enums_possible.insert(param.name.clone(), values.clone());
-                enums.insert(param.name.clone(), inner.enums.iter().filter(|(q, _)| *q == p).map(|(_, v)| v.clone()).collect());
-            }
+            let values = match (&param.ty, &param.default) {
+                (ParamType::Enum(values), _) => values.clone(),
+                (ParamType::Str, default) if !literals[p].strs.is_empty() => {
+                    let mut values: Vec<String> = literals[p].strs.clone();
+                    if let Some(crate::spec::Value::Str(d)) = default {
+                        if !values.contains(d) {
+                            values.insert(0, d.clone());
+                        }
+                    }
+                    values
+                }
+                _ => continue,
+            };
+            enums_possible.insert(param.name.clone(), values);
+            enums.insert(param.name.clone(), inner.enums.iter().filter(|(q, _)| *q == p).map(|(_, v)| v.clone()).collect());
         }
         let mut reached = 0;
         let mut total = 0;

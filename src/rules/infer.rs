@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::{reduce, Candidate, Judged};
+use super::{enums, reduce, Candidate, Judged};
 use crate::case::Arg;
 use crate::gen::{mix, values};
 use crate::oracle::Status;
@@ -25,8 +25,13 @@ use crate::spec::{ApiSpec, Constraint, RuleStatus};
 /// Runs argument lists of one API and says how each ended.
 pub trait Runner {
     /// Starts no case after `deadline`: the statuses are those of the first cases, the ones that
-    /// were started (all of them when the deadline is not reached).
-    fn run(&self, api: usize, cases: &[Vec<Arg>], deadline: Instant) -> Vec<Status>;
+    /// were started (all of them when the deadline is not reached), each with libtorch's error
+    /// text when the call raised.
+    fn run_with_errors(&self, api: usize, cases: &[Vec<Arg>], deadline: Instant) -> Vec<(Status, Option<String>)>;
+
+    fn run(&self, api: usize, cases: &[Vec<Arg>], deadline: Instant) -> Vec<Status> {
+        self.run_with_errors(api, cases, deadline).into_iter().map(|(s, _)| s).collect()
+    }
 }
 
 /// How hard to look.
@@ -56,6 +61,8 @@ pub struct InferConfig {
     /// more valid than before).
     pub min_valid: f64,
     pub limits: Limits,
+    /// Learn the value sets of string parameters from libtorch's errors (`enums`).
+    pub learn_values: bool,
 }
 
 impl Default for InferConfig {
@@ -73,6 +80,7 @@ impl Default for InferConfig {
             target_valid: 0.97,
             min_valid: 0.5,
             limits: Limits { timeout_ms: 1000, ..Limits::default() },
+            learn_values: true,
         }
     }
 }
@@ -82,6 +90,9 @@ impl Default for InferConfig {
 pub struct Checked {
     pub candidate: Candidate,
     pub constraints: Vec<Constraint>,
+    /// Set for a rule its own runs validated (a value set learned by `enums`): written with
+    /// this evidence.
+    pub evidence: Option<Vec<(String, i64)>>,
 }
 
 /// What inference made of one API.
@@ -147,7 +158,7 @@ fn nonempty_constraints(api: &ApiSpec) -> Vec<Constraint> {
 }
 
 /// Conforming argument lists for `api`, as many as the solver gives up to `count`.
-fn sample(api: &ApiSpec, count: usize, seed: u64, limits: &Limits, extra_check: Option<&ApiSpec>) -> Vec<Vec<Arg>> {
+pub(super) fn sample(api: &ApiSpec, count: usize, seed: u64, limits: &Limits, extra_check: Option<&ApiSpec>) -> Vec<Vec<Arg>> {
     let Ok(models) = solve::sample(api, limits, count, seed) else { return Vec::new() };
     let mut rng = ChaCha8Rng::seed_from_u64(mix(seed ^ 0x5eed));
     let mut out = Vec::new();
@@ -201,6 +212,11 @@ fn tally(probe: &ApiSpec, batch: &Batch) -> Tally {
     t
 }
 
+/// A learned value set counts under `errors`, the source of its values.
+fn source_of(c: &Checked) -> String {
+    if c.evidence.is_some() { "errors".into() } else { source_name(&c.candidate) }
+}
+
 fn source_name(c: &Candidate) -> String {
     match c.source {
         crate::spec::RuleSource::Manual => "manual",
@@ -227,7 +243,7 @@ pub fn infer_api(base: &ApiSpec, index: usize, candidates: Vec<Checked>, runner:
     let limits = &config.limits;
     let mut result = ApiResult { api: base.name.clone(), ..Default::default() };
     for c in &candidates {
-        bump(&mut result.proposed, source_name(&c.candidate));
+        bump(&mut result.proposed, source_of(c));
     }
     let probe_of = |c: &Checked| {
         let mut p = base.clone();
@@ -239,6 +255,7 @@ pub fn infer_api(base: &ApiSpec, index: usize, candidates: Vec<Checked>, runner:
         if c.constraints.is_empty() {
             continue;
         }
+
         // Enumerated candidates are many and an implied one is never chosen anyway; z3 is only
         // asked about those from the file, whose fate is reported.
         if c.candidate.source != crate::spec::RuleSource::Inferred && reduce::implied(base, &[], &c.constraints, limits) {
@@ -266,7 +283,44 @@ pub fn infer_api(base: &ApiSpec, index: usize, candidates: Vec<Checked>, runner:
     // rank 1 or more, then looks at all inputs (which finds rules about those themselves).
     let nonempty = nonempty_constraints(base);
     let mut round = 0u64;
-    for assume in [nonempty.as_slice(), &[]] {
+    let mut rejected: Vec<(Checked, Vec<(String, i64)>)> = Vec::new();
+    // Once the inputs are mostly valid, string parameters learn their value sets (`enums`), and
+    // the search runs again: the new values may need rules of their own
+    // (`rounding_mode="floor"` is not for complex inputs).
+    let mut passes: Vec<&[Constraint]> = vec![&nonempty, &[]];
+    let mut pass = 0;
+    let mut learned_yet = !config.learn_values;
+    loop {
+        if pass == passes.len() {
+            if learned_yet {
+                break;
+            }
+            learned_yet = true;
+            let learned = enums::learn(&current(&accepted), index, runner, config, search_end);
+            for l in &learned {
+                // A rule that kept the parameter from these values (`p == None`, found while the
+                // only value drawn was the default) is refuted by their accepted runs.
+                accepted.retain(|(c, probe)| {
+                    let broken = l.accepted.iter().filter(|a| holds(probe, a) == Some(false)).count();
+                    if broken > 0 {
+                        rejected.push((c.clone(), vec![("violating_ok".into(), broken as i64)]));
+                    }
+                    broken == 0
+                });
+            }
+            if !learned.is_empty() {
+                passes.extend([nonempty.as_slice(), &[]]);
+            }
+            for l in learned {
+                bump(&mut result.proposed, "errors".into());
+                let c = Checked { candidate: l.candidate, constraints: vec![l.constraint], evidence: Some(l.evidence) };
+                let p = probe_of(&c);
+                accepted.push((c, p));
+            }
+            continue;
+        }
+        let assume = passes[pass];
+        pass += 1;
         for _ in 0..config.max_rounds {
             if Instant::now() >= search_end {
                 break;
@@ -353,7 +407,6 @@ pub fn infer_api(base: &ApiSpec, index: usize, candidates: Vec<Checked>, runner:
 
     // Probe each accepted rule alone: break it, keep the others.
     let mut judged_ok: Vec<(Checked, [i64; 2])> = Vec::new();
-    let mut rejected: Vec<(Checked, Vec<(String, i64)>)> = Vec::new();
     let verify_rate = {
         let api = reduce::with(&current(&accepted), &[&nonempty], None);
         let args = sample(&api, config.verify_cases, mix(config.seed ^ 0xfeed ^ mix(index as u64)), limits, None);
@@ -362,6 +415,12 @@ pub fn infer_api(base: &ApiSpec, index: usize, candidates: Vec<Checked>, runner:
         batch.valid_rate().unwrap_or(0.0)
     };
     for k in 0..accepted.len() {
+        // A learned value set was probed by its own runs (the probe string).
+        if let Some(evidence) = &accepted[k].0.evidence {
+            let count = |name: &str| evidence.iter().find(|(n, _)| n == name).map_or(0, |(_, v)| *v);
+            judged_ok.push((accepted[k].0.clone(), [count("probe_rejected"), count("probe_ok")]));
+            continue;
+        }
         let others: Vec<&[Constraint]> = accepted.iter().enumerate().filter(|(j, _)| *j != k).map(|(_, (c, _))| c.constraints.as_slice()).collect();
         let mut with_nonempty = others.clone();
         with_nonempty.push(&nonempty);
@@ -387,6 +446,7 @@ pub fn infer_api(base: &ApiSpec, index: usize, candidates: Vec<Checked>, runner:
     let keep = reduce::minimal(base, &sets, limits);
     let judged_ok: Vec<(Checked, [i64; 2])> = judged_ok.into_iter().enumerate().filter(|(i, _)| keep.contains(i)).map(|(_, x)| x).collect();
 
+
     // Final figure: conforming inputs of the validated set.
     let final_api = {
         let extra: Vec<&[Constraint]> = judged_ok.iter().map(|(c, _)| c.constraints.as_slice()).collect();
@@ -403,17 +463,20 @@ pub fn infer_api(base: &ApiSpec, index: usize, candidates: Vec<Checked>, runner:
     // would only be guesses that happen to narrow the inputs.
     let conclusive = result.valid_after.is_some_and(|v| v >= config.min_valid && Some(v) > result.valid_before);
     result.conclusive = conclusive || judged_ok.is_empty();
-    let judged_ok = if conclusive { judged_ok } else { Vec::new() };
+    // A learned value set widens the inputs rather than narrowing them: it stays when they
+    // remain valid enough, even if no more valid than before.
+    let widening_ok = result.valid_after.is_some_and(|v| v >= config.min_valid);
+    let judged_ok: Vec<(Checked, [i64; 2])> = judged_ok.into_iter().filter(|(c, _)| conclusive || (widening_ok && c.evidence.is_some())).collect();
     for (c, [viol_rejected, viol_ok]) in judged_ok {
-        bump(&mut result.validated, source_name(&c.candidate));
+        bump(&mut result.validated, source_of(&c));
         let total = viol_rejected + viol_ok;
         let confidence = (viol_rejected as f64 + 1.0) / (total as f64 + 2.0);
-        result.rules.push(Judged {
-            candidate: c.candidate,
-            status: RuleStatus::Validated,
-            confidence: Some((confidence * 100.0).round() / 100.0),
-            evidence: vec![("pass".into(), pass), ("fail".into(), fail), ("violating_rejected".into(), viol_rejected), ("violating_ok".into(), viol_ok)],
-        });
+        let mut evidence = vec![("pass".into(), pass), ("fail".into(), fail)];
+        match c.evidence {
+            Some(own) => evidence.extend(own),
+            None => evidence.extend([("violating_rejected".into(), viol_rejected), ("violating_ok".into(), viol_ok)]),
+        }
+        result.rules.push(Judged { candidate: c.candidate, status: RuleStatus::Validated, confidence: Some((confidence * 100.0).round() / 100.0), evidence });
     }
     let mut out_rejected: Vec<Judged> = Vec::new();
     for (c, evidence) in rejected {

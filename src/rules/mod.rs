@@ -1,10 +1,12 @@
 //! Rules from schemas, language models and executions: `sfz init` writes an API's skeleton from
 //! its operator schema (`skeleton`), `sfz suggest` proposes candidate rules (`llm`, with the
-//! offline `enumerate` generator as fallback), `sfz infer` keeps the candidates executions
+//! offline `enumerate` generator as fallback), `sfz infer` learns the value sets of string
+//! parameters from libtorch's errors (`enums`), keeps the candidates executions
 //! support (`infer`) and drops those others imply (`reduce`). Results go back into the spec file
 //! as `rule` items with their status and evidence, through the formatter (`write_rules`).
 pub mod docs;
 pub mod enumerate;
+pub mod enums;
 pub mod infer;
 pub mod llm;
 pub mod reduce;

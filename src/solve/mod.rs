@@ -6,6 +6,7 @@
 //! `SymModel`s leave it.
 mod domain;
 mod encode;
+pub mod literals;
 mod vars;
 
 use rand::{Rng, SeedableRng};
@@ -75,7 +76,7 @@ impl Problem {
         let mut params = Params::new();
         params.set_u32("timeout", limits.timeout_ms);
         solver.set_params(&params);
-        let vars = vars::declare(&solver, &api.params, limits);
+        let vars = vars::declare(&solver, api, limits);
         let mut tracked = Vec::new();
         for (i, c) in api.requires.iter().enumerate() {
             if skip.contains(&i) {

@@ -4,9 +4,12 @@ use serde::{Deserialize, Serialize};
 use z3::ast::{Bool, Int};
 use z3::{Model, Solver};
 
-use super::Limits;
+use super::{literals, Limits};
 use crate::case::DType;
-use crate::spec::{ParamSpec, ParamType};
+use crate::spec::{ApiSpec, ParamType, Value};
+
+/// The value a `str` parameter takes to be none of those its constraints name.
+pub const OTHER_STRING: &str = "sfz_other_value";
 
 /// The symbolic shape of one tensor.
 #[derive(Clone, Debug)]
@@ -91,6 +94,19 @@ fn tensor_vars(solver: &Solver, name: &str, limits: &Limits) -> TensorVars {
     TensorVars { dtype, ndim, dims }
 }
 
+/// `limits.int_range`, plus each constant outside it and its neighbours (so `ms >= 3000` and
+/// `ms != 3000` can hold too) without drawing every int from a range that wide.
+fn int_domain(solver: &Solver, v: &Int, limits: &Limits, constants: &[i64]) {
+    let (lo, hi) = limits.int_range;
+    let mut alternatives = vec![Bool::and(&[v.ge(lo), v.le(hi)])];
+    for &c in constants.iter().filter(|&&c| c < lo || c > hi) {
+        for x in [c.saturating_sub(1), c, c.saturating_add(1)] {
+            alternatives.push(v.eq(x));
+        }
+    }
+    solver.assert(Bool::or(&alternatives));
+}
+
 fn list_len(solver: &Solver, name: &str, fixed: Option<u32>, max: u32) -> Int {
     let len = Int::new_const(format!("{name}.len"));
     match fixed {
@@ -103,12 +119,16 @@ fn list_len(solver: &Solver, name: &str, fixed: Option<u32>, max: u32) -> Int {
     len
 }
 
-/// Declares the variables of every parameter and asserts their domains.
-pub fn declare(solver: &Solver, params: &[ParamSpec], limits: &Limits) -> Vec<ParamVars> {
-    params
+/// Declares the variables of every parameter of `api` and asserts their domains: the default
+/// ones of `limits`, widened by the constants its constraints compare a parameter with.
+pub fn declare(solver: &Solver, api: &ApiSpec, limits: &Limits) -> Vec<ParamVars> {
+    let literals = literals::of_api(api);
+    api.params
         .iter()
-        .map(|p| {
+        .zip(&literals)
+        .map(|(p, lits)| {
             let name = &p.name;
+            let int_domain = |v: &Int| int_domain(solver, v, limits, &lits.ints);
             let present = p.optional.then(|| Bool::new_const(format!("{name}.present")));
             let var = match &p.ty {
                 ParamType::Tensor => Var::Tensor(tensor_vars(solver, name, limits)),
@@ -124,8 +144,7 @@ pub fn declare(solver: &Solver, params: &[ParamSpec], limits: &Limits) -> Vec<Pa
                 }
                 ParamType::Int => {
                     let v = Int::new_const(name.as_str());
-                    solver.assert(v.ge(limits.int_range.0));
-                    solver.assert(v.le(limits.int_range.1));
+                    int_domain(&v);
                     Var::Int(v)
                 }
                 ParamType::Bool => Var::Bool(Bool::new_const(name.as_str())),
@@ -147,8 +166,7 @@ pub fn declare(solver: &Solver, params: &[ParamSpec], limits: &Limits) -> Vec<Pa
                     let items = (0..n)
                         .map(|k| {
                             let v = Int::new_const(format!("{name}[{k}]"));
-                            solver.assert(v.ge(limits.int_range.0));
-                            solver.assert(v.le(limits.int_range.1));
+                            int_domain(&v);
                             solver.assert(Int::from_i64(k as i64).ge(&len).implies(v.eq(0)));
                             v
                         })
@@ -166,6 +184,21 @@ pub fn declare(solver: &Solver, params: &[ParamSpec], limits: &Limits) -> Vec<Pa
                         })
                         .collect();
                     Var::BoolList { len, items }
+                }
+                // A string the constraints name values of is one of them, its default, or a
+                // string neither names (so `mode in [...]` can be broken, and implied only when
+                // the constraints say so).
+                ParamType::Str if !lits.strs.is_empty() => {
+                    let mut values: Vec<String> = match &p.default {
+                        Some(Value::Str(d)) => vec![d.clone()],
+                        _ => Vec::new(),
+                    };
+                    values.extend(lits.strs.iter().filter(|s| !values.contains(s)).cloned().collect::<Vec<_>>());
+                    values.push(OTHER_STRING.to_string());
+                    let v = Int::new_const(name.as_str());
+                    solver.assert(v.ge(0));
+                    solver.assert(v.lt(values.len() as i64));
+                    Var::Enum(v, values)
                 }
                 ParamType::Float | ParamType::Scalar | ParamType::Str | ParamType::FloatList(_) => Var::Concrete,
             };

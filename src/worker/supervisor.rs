@@ -72,7 +72,8 @@ impl Default for PoolConfig {
             timeout: Duration::from_secs(10),
             memory_mb: Some(4096),
             startup_timeout: Duration::from_secs(60),
-            fork_server: true,
+            // SFZ_FORK_SERVER=0: every worker a fresh process (to tell a fork artifact from a bug).
+            fork_server: std::env::var_os("SFZ_FORK_SERVER").is_none_or(|v| v != "0"),
             ops: Vec::new(),
             checks: Vec::new(),
         }

@@ -1,0 +1,117 @@
+//! The constants an API's constraints compare each parameter with. They widen the default
+//! domains, which are otherwise blind to the constraints: an int drawn from `Limits::int_range`
+//! can never meet `ms == 3000`, and a `str` parameter (drawn at its default) can never take the
+//! other values of `mode in ["reflect", "circular"]`.
+use crate::spec::{ApiSpec, BinOp, TExpr, Value};
+
+/// Per parameter, in declaration order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Literals {
+    pub ints: Vec<i64>,
+    pub strs: Vec<String>,
+}
+
+/// The literals each parameter of `api` is compared with (`==`, `!=`, `<`, `in` a list or a
+/// range of constants), deduplicated, in order of appearance.
+pub fn of_api(api: &ApiSpec) -> Vec<Literals> {
+    let mut out = vec![Literals::default(); api.params.len()];
+    for c in &api.requires {
+        walk(&c.expr, &mut out);
+    }
+    out
+}
+
+fn walk(e: &TExpr, out: &mut [Literals]) {
+    if let TExpr::Binary(op, a, b) = e {
+        if let Some(i) = param(a) {
+            compared(*op, i, b, out);
+        }
+        if let Some(i) = param(b) {
+            compared(*op, i, a, out);
+        }
+    }
+    match e {
+        TExpr::Prop(x, _) | TExpr::Each(x) | TExpr::Unary(_, x) => walk(x, out),
+        TExpr::Index(a, b) | TExpr::Binary(_, a, b) => {
+            walk(a, out);
+            walk(b, out);
+        }
+        TExpr::Range { lo, hi, .. } => {
+            walk(lo, out);
+            walk(hi, out);
+        }
+        TExpr::List(xs) | TExpr::Call(_, xs) => xs.iter().for_each(|x| walk(x, out)),
+        TExpr::If(c, t, f) => {
+            walk(c, out);
+            walk(t, out);
+            walk(f, out);
+        }
+        TExpr::Forall { range, body, .. } | TExpr::Exists { range, body, .. } => {
+            walk(range, out);
+            walk(body, out);
+        }
+        TExpr::Lit(_) | TExpr::Param(_) | TExpr::Result(_) | TExpr::Bound(_) => {}
+    }
+}
+
+/// The parameter an operand stands for: itself, or each element of it (`xs[*]`).
+fn param(e: &TExpr) -> Option<usize> {
+    match e {
+        TExpr::Param(i) => Some(*i),
+        TExpr::Each(x) => match &**x {
+            TExpr::Param(i) => Some(*i),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn compared(op: BinOp, i: usize, other: &TExpr, out: &mut [Literals]) {
+    let Some(slot) = out.get_mut(i) else { return };
+    let comparison = matches!(op, BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge);
+    match other {
+        TExpr::Lit(v) if comparison => add(v, slot),
+        TExpr::Lit(Value::List(vs)) if matches!(op, BinOp::In | BinOp::NotIn) => vs.iter().for_each(|v| add(v, slot)),
+        TExpr::List(xs) if matches!(op, BinOp::In | BinOp::NotIn) => {
+            for x in xs {
+                if let TExpr::Lit(v) = x {
+                    add(v, slot);
+                }
+            }
+        }
+        TExpr::Range { lo, hi, .. } if matches!(op, BinOp::In | BinOp::NotIn) => {
+            for bound in [lo, hi] {
+                if let TExpr::Lit(v) = &**bound {
+                    add(v, slot);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn add(v: &Value, slot: &mut Literals) {
+    match v {
+        Value::Int(x) if !slot.ints.contains(x) => slot.ints.push(*x),
+        Value::Str(s) if !slot.strs.contains(s) => slot.strs.push(s.clone()),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    #[test]
+    fn literals_are_collected_per_parameter() {
+        let src = "api torch.f(input: Tensor, mode: str = \"a\", ms: int, k: int, xs: int[]) -> Tensor {\n    mode in [\"b\", \"c\"];\n    mode != \"d\";\n    ms == 3000 or k > 100;\n    k in 0..=500;\n    xs[*] >= 64;\n    input.ndim == 2;\n}\n";
+        let checked = crate::check::check_text(Path::new("t.sfz"), src);
+        assert!(!checked.has_errors(), "{:?}", checked.diags.iter().map(|d| &d.message).collect::<Vec<_>>());
+        let lits = super::of_api(&checked.spec.apis[0]);
+        assert_eq!(lits[1].strs, ["b", "c", "d"]);
+        assert_eq!(lits[2].ints, [3000]);
+        assert_eq!(lits[3].ints, [100, 0, 500]);
+        assert_eq!(lits[4].ints, [64]);
+        assert_eq!(lits[0], super::Literals::default());
+    }
+}
