@@ -323,3 +323,22 @@ fn a_case_that_is_only_slow_is_not_confirmed_as_a_hang() {
     assert_eq!(code, 0);
     assert_eq!(json(&stdout)["unique"], 0, "an unconfirmed hang is listed apart, not as a finding");
 }
+
+/// A crash that shows one call late (as a heap overflow noticed at a later free) is minimized on
+/// cases run alone in fresh workers: a smaller case that merely died in a worker an earlier
+/// candidate had tainted is no reproducer. Here no single call dies, so nothing smaller is
+/// accepted and the confirmed original stays the reproducer.
+#[test]
+fn a_crash_is_minimized_on_cases_run_alone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = write(dir.path(), "taint.sfz", "#[aten(\"sfz_test::taint\")]\napi sfz_test.taint(input: Tensor, arm: int) -> Tensor {\n    input.dtype in [float32];\n    input.numel >= 8;\n    arm in [3];\n}\n");
+    let out = dir.path().join("out");
+    let (code, stdout, stderr) = run(sfz().args(["fuzz", "--json", "--iterations", "20", "--workers", "1", "--seed", "1", "--mutate", "none"]).arg(&spec).arg("--out").arg(&out));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(json(&stdout)["findings_by_oracle"]["crash"], 1, "{stdout}");
+    let line = std::fs::read_to_string(out.join("findings.jsonl")).expect("findings written");
+    let finding = json(line.lines().next().expect("one line"));
+    assert_eq!(finding["confirmed"], true, "two calls alone in a fresh worker die: {finding}");
+    let m = &finding["minimization"];
+    assert_eq!((m["steps"].as_u64(), m["elements_after"].as_u64()), (Some(0), m["elements_before"].as_u64()), "{finding}");
+}

@@ -279,6 +279,18 @@ void test_internal_assert() { TORCH_INTERNAL_ASSERT(false, "sfz_test::internal_a
 
 void test_exit(int64_t code) { std::_Exit(static_cast<int>(code)); }
 
+// A bug whose crash shows one call late, like a heap overflow the allocator notices at a later
+// free: a call with `arm == 3` on 4+ elements taints the process, and a later call with
+// `arm == 3` (of any size) dies. No single call dies.
+at::Tensor test_taint(const at::Tensor& self, int64_t arm) {
+  static bool tainted = false;
+  if (arm == 3) {
+    if (tainted) std::raise(SIGSEGV);
+    if (self.numel() >= 4) tainted = true;
+  }
+  return self.clone();
+}
+
 // A planted family of differential bugs, one per `bug` value, on y = x * x:
 //   1: wrong for non-contiguous inputs          2: wrong in float32 (off by 0.1%)
 //   3: the out= overload writes y + 1           4: the in-place form writes y - 1
@@ -340,6 +352,7 @@ TORCH_LIBRARY(sfz_test, m) {
   m.def("alloc(int mb) -> Tensor", &test_alloc);
   m.def("internal_assert() -> ()", &test_internal_assert);
   m.def("exit(int code) -> ()", &test_exit);
+  m.def("taint(Tensor self, int arm) -> Tensor", &test_taint);
 }
 
 TORCH_LIBRARY_IMPL(sfz_test, CPU, m) {

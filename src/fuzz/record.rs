@@ -9,6 +9,7 @@ use crate::findings::pinned::pinned_spec;
 use crate::findings::repro::Reproducer;
 use crate::findings::{Finding, Minimization, Original, Store};
 use crate::oracle::{self, Evidence};
+use crate::outcome::Execution;
 use crate::plan::ApiPlan;
 use crate::variant::Check;
 use crate::worker::supervisor::{Pool, PoolConfig};
@@ -65,8 +66,23 @@ pub fn minimize_finding(pool: &Pool, plan: &ApiPlan, checks: &[Check], store: &S
     // (its element counts and values are the smaller case's).
     let mut messages: std::collections::HashMap<String, String> = std::collections::HashMap::new();
     let key = |c: &Case| serde_json::to_string(c).unwrap_or_default();
+    // A worker's death is judged on a case run alone in a fresh worker: in a worker that ran the
+    // earlier candidates, a heap one of them corrupted can be noticed during a later one, which
+    // then passes for a smaller crashing case that kills nothing by itself (`linalg.eig`).
+    let alone = died(finding) && finding.oracle != "hang";
     let fires = &mut |batch: &[Case]| -> Vec<bool> {
-        pool.run_batch(batch)
+        let execs: Vec<Option<Execution>> = if alone {
+            batch
+                .iter()
+                .map(|case| {
+                    pool.retire();
+                    pool.run_batch(std::slice::from_ref(case)).pop().flatten()
+                })
+                .collect()
+        } else {
+            pool.run_batch(batch)
+        };
+        execs
             .into_iter()
             .zip(batch)
             .map(|(exec, case)| {

@@ -256,6 +256,14 @@ impl Pool {
         total
     }
 
+    /// Ends every worker; the next run starts fresh ones (forked from the server: milliseconds).
+    /// For running a case alone, in a process no earlier case touched.
+    pub fn retire(&self) {
+        for slot in &self.slots {
+            slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+        }
+    }
+
     /// Runs `cases` and returns their executions in order (None for a case that never ran
     /// because a worker could not be restarted).
     pub fn run_batch(&self, cases: &[Case]) -> Vec<Option<Execution>> {
