@@ -61,6 +61,10 @@ pub struct Args {
     /// Time limit of one solver call, in milliseconds; an API whose solving gives up is skipped.
     #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(1..))]
     pub solver_timeout: u32,
+    /// Resource limit of one solver call, in z3's units: unlike the timeout, it gives up at the
+    /// same point on any machine, loaded or not (for reproducible skips).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub solver_rlimit: Option<u32>,
     /// Only APIs whose name contains one of these strings.
     #[arg(long)]
     pub api: Vec<String>,
@@ -164,7 +168,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     let gen_config = GenConfig {
         seed: args.seed,
         pool_size: args.pool_size as usize,
-        limits: Limits { timeout_ms: args.solver_timeout, ..Limits::default() },
+        limits: Limits { timeout_ms: args.solver_timeout, rlimit: args.solver_rlimit, ..Limits::default() },
         mode: args.mode,
         strategy: args.generator,
         mutation: args.mutate.clone(),

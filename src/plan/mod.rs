@@ -178,6 +178,14 @@ pub fn solve_pools(plans: &[ApiPlan], config: &GenConfig) -> (Vec<ApiPools>, Vec
                 );
                 skipped.push(Skipped { api: api.name.clone(), reason: format!("solver timeout ({ms} ms)") });
             }
+            SolveError::ResourceLimit(r) => {
+                diags.push(
+                    Diagnostic::new(codes::W0006, format!("the solver gave up on `{}` at its resource limit ({r})", api.name))
+                        .with_label(api.span, "no input was generated for this API; it is skipped")
+                        .with_help("simplify its constraints (nonlinear products of several variables are slow), or raise `--solver-rlimit`"),
+                );
+                skipped.push(Skipped { api: api.name.clone(), reason: format!("solver resource limit ({r})") });
+            }
             e => skipped.push(Skipped { api: api.name.clone(), reason: e.to_string() }),
         }
     }

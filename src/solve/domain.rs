@@ -301,7 +301,7 @@ impl Problem {
                 }
                 Ok(None) => {}
                 // A boundary that times out is left out; the API still has its ordinary models.
-                Err(SolveError::Timeout(_)) | Err(SolveError::Unknown(_)) => {}
+                Err(SolveError::Timeout(_)) | Err(SolveError::ResourceLimit(_)) | Err(SolveError::Unknown(_)) => {}
                 Err(e) => return Err(e),
             }
         }

@@ -35,11 +35,14 @@ pub struct Limits {
     pub max_tensor_list: u32,
     /// Per solver call, in milliseconds.
     pub timeout_ms: u32,
+    /// Per solver call, in z3's resource units (`rlimit`): unlike the wall-clock timeout, the same
+    /// on a loaded machine and an idle one. None: no such limit.
+    pub rlimit: Option<u32>,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_ndim: 4, max_dim: 8, max_numel: 1000, int_range: (-8, 32), max_list_len: 5, max_tensor_list: 4, timeout_ms: 2000 }
+        Limits { max_ndim: 4, max_dim: 8, max_numel: 1000, int_range: (-8, 32), max_list_len: 5, max_tensor_list: 4, timeout_ms: 2000, rlimit: None }
     }
 }
 
@@ -52,6 +55,8 @@ pub enum SolveError {
     Unsat { core: Vec<usize> },
     #[error("the solver gave up after {0} ms")]
     Timeout(u32),
+    #[error("the solver gave up at its resource limit ({0})")]
+    ResourceLimit(u32),
     #[error("the solver failed: {0}")]
     Unknown(String),
 }
@@ -75,6 +80,9 @@ impl Problem {
         let solver = Solver::new();
         let mut params = Params::new();
         params.set_u32("timeout", limits.timeout_ms);
+        if let Some(r) = limits.rlimit {
+            params.set_u32("rlimit", r);
+        }
         solver.set_params(&params);
         let vars = vars::declare(&solver, api, limits);
         let mut tracked = Vec::new();
@@ -156,7 +164,11 @@ impl Problem {
 
     fn unknown(&self) -> SolveError {
         let reason = self.solver.get_reason_unknown().unwrap_or_default();
-        if reason.contains("timeout") || reason.contains("canceled") {
+        // z3 says "canceled" at its resource limit, and "timeout" (sometimes "canceled") at the
+        // wall-clock one: with a resource limit set, a cancel is put down to it.
+        if let (Some(r), false) = (self.limits.rlimit, reason.contains("timeout")) {
+            SolveError::ResourceLimit(r)
+        } else if reason.contains("timeout") || reason.contains("canceled") {
             SolveError::Timeout(self.limits.timeout_ms)
         } else {
             SolveError::Unknown(reason)
