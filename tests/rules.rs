@@ -191,3 +191,24 @@ fn infer_learns_string_value_sets_from_errors_and_docs() {
     let (code, _, stderr) = run(sfz().args(["check", "--color=never"]).arg(&file));
     assert_eq!(code, 0, "{stderr}");
 }
+
+/// A rule an earlier inference validated while the string only took its default is refuted
+/// once the values are learned, and the next run marks it rejected (incremental runs included).
+#[test]
+fn learned_values_refute_an_earlier_rule_that_kept_the_string_away() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("div.sfz");
+    std::fs::write(
+        &file,
+        "api torch.div(input: Tensor, other: Tensor, *, rounding_mode: str?) -> Tensor {\n    input.dtype in [float32, float64];\n    other.dtype in [float32, float64];\n    broadcastable(input, other);\n}\n\n#[status(validated), source(inferred)]\nrule rounding_mode_none for torch.div {\n    rounding_mode == None;\n}\n",
+    )
+    .expect("write");
+    let (code, _, stderr) = run(sfz().args(["infer", "--color=never", "--budget", "6s", "--workers", "1"]).arg(&file));
+    assert_eq!(code, 0, "{stderr}");
+    let text = std::fs::read_to_string(&file).expect("read back");
+    let flat: String = text.split_whitespace().collect();
+    assert!(flat.contains("#[status(rejected),source(inferred),evidence(violating_ok=") && flat.contains("rulerounding_mode_nonefortorch.div{"), "{text}");
+    assert!(text.contains("rounding_mode in [\"trunc\", \"floor\"];"), "{text}");
+    let (code, _, stderr) = run(sfz().args(["check", "--color=never"]).arg(&file));
+    assert_eq!(code, 0, "{stderr}");
+}

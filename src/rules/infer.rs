@@ -237,6 +237,54 @@ fn bump(counts: &mut Vec<(String, usize)>, key: String) {
 /// (validated rules included); `index` is its index for the runner. `keep_rejected`: also
 /// return rejected enumerated candidates (rejected file candidates are always returned).
 pub fn infer_api(base: &ApiSpec, index: usize, candidates: Vec<Checked>, runner: &dyn Runner, config: &InferConfig, keep_rejected: bool) -> ApiResult {
+    // Rules an earlier inference validated while a string parameter only ever took its default
+    // (`rounding_mode == None`) are refuted once its values are learned; they go before the search.
+    let (base, refuted) = if config.learn_values { without_refuted(base, index, runner, config) } else { (base.clone(), Vec::new()) };
+    let mut result = search(&base, index, candidates, runner, config, keep_rejected);
+    for j in refuted {
+        bump(&mut result.rejected, source_name(&j.candidate));
+        result.rules.push(j);
+    }
+    result
+}
+
+/// `base` without the non-manual rules that inputs with learned string values break, and those
+/// rules, judged rejected.
+fn without_refuted(base: &ApiSpec, index: usize, runner: &dyn Runner, config: &InferConfig) -> (ApiSpec, Vec<Judged>) {
+    use crate::spec::{Origin, RuleSource};
+    let learned = enums::learn(base, index, runner, config, Instant::now() + config.budget / 16);
+    let mut refuted: Vec<(crate::spec::RuleMeta, usize)> = Vec::new();
+    for c in &base.requires {
+        let Origin::Rule(meta) = &c.origin else { continue };
+        if meta.source == RuleSource::Manual {
+            continue;
+        }
+        let mut probe = base.clone();
+        probe.requires = vec![c.clone()];
+        let broken = learned.iter().flat_map(|l| &l.accepted).filter(|a| holds(&probe, a) == Some(false)).count();
+        if broken > 0 && !refuted.iter().any(|(m, _)| m.name == meta.name) {
+            refuted.push((meta.clone(), broken));
+        }
+    }
+    let mut kept = base.clone();
+    kept.requires.retain(|c| !matches!(&c.origin, Origin::Rule(m) if refuted.iter().any(|(r, _)| r.name == m.name)));
+    let judged = refuted
+        .into_iter()
+        .map(|(meta, broken)| {
+            let text: Vec<String> = base.requires.iter().filter(|c| matches!(&c.origin, Origin::Rule(m) if m.name == meta.name)).map(|c| format!("{};", c.text.trim_end_matches(';'))).collect();
+            Judged {
+                candidate: Candidate { name: meta.name, text: text.join("\n    "), source: meta.source },
+                status: RuleStatus::Rejected,
+                confidence: None,
+                evidence: vec![("violating_ok".into(), broken as i64)],
+            }
+        })
+        .collect();
+    (kept, judged)
+}
+
+/// The search of `infer_api` on a base whose rules stand.
+fn search(base: &ApiSpec, index: usize, candidates: Vec<Checked>, runner: &dyn Runner, config: &InferConfig, keep_rejected: bool) -> ApiResult {
     let start = Instant::now();
     let search_end = start + config.budget * 3 / 4;
     let probes_end = start + config.budget * 7 / 8;
