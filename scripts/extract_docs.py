@@ -16,7 +16,7 @@ import sys
 import torch
 import torch.nn.functional as F
 
-MAX_CHARS = 1200
+MAX_CHARS = 4000
 
 
 def clean(doc):
