@@ -171,23 +171,25 @@ pub fn solve_pools(plans: &[ApiPlan], config: &GenConfig) -> (Vec<ApiPools>, Vec
                 skipped.push(Skipped { api: api.name.clone(), reason: "unsatisfiable constraints".into() });
             }
             SolveError::Timeout(ms) => {
-                diags.push(
-                    Diagnostic::new(codes::W0006, format!("the solver gave up on `{}` after {ms} ms", api.name))
-                        .with_label(api.span, "no input was generated for this API; it is skipped")
-                        .with_help("simplify its constraints (nonlinear products of several variables are slow), or raise `--solver-timeout`"),
-                );
-                skipped.push(Skipped { api: api.name.clone(), reason: format!("solver timeout ({ms} ms)") });
+                let (d, s) = gave_up(api, &format!("after {ms} ms"), format!("solver timeout ({ms} ms)"), "--solver-timeout");
+                diags.push(d);
+                skipped.push(s);
             }
             SolveError::ResourceLimit(r) => {
-                diags.push(
-                    Diagnostic::new(codes::W0006, format!("the solver gave up on `{}` at its resource limit ({r})", api.name))
-                        .with_label(api.span, "no input was generated for this API; it is skipped")
-                        .with_help("simplify its constraints (nonlinear products of several variables are slow), or raise `--solver-rlimit`"),
-                );
-                skipped.push(Skipped { api: api.name.clone(), reason: format!("solver resource limit ({r})") });
+                let (d, s) = gave_up(api, &format!("at its resource limit ({r})"), format!("solver resource limit ({r})"), "--solver-rlimit");
+                diags.push(d);
+                skipped.push(s);
             }
             e => skipped.push(Skipped { api: api.name.clone(), reason: e.to_string() }),
         }
     }
     (pools, diags, skipped)
+}
+
+/// W0006 and the skip of an API the solver gave up on `limit` (`after 5 ms`); `flag` raises it.
+fn gave_up(api: &ApiSpec, limit: &str, reason: String, flag: &str) -> (Diagnostic, Skipped) {
+    let d = Diagnostic::new(codes::W0006, format!("the solver gave up on `{}` {limit}", api.name))
+        .with_label(api.span, "no input was generated for this API; it is skipped")
+        .with_help(format!("simplify its constraints (nonlinear products of several variables are slow), or raise `{flag}`"));
+    (d, Skipped { api: api.name.clone(), reason })
 }
