@@ -27,15 +27,18 @@ pub const OOM_INT_ARGUMENT: i64 = 1 << 20;
 pub const LARGE_INPUT_ELEMENTS: u64 = 1 << 14;
 
 /// Whether an allocation of the size the message names could be the call's honest result: at
-/// most 16 bytes (a complex128) per element of the outer product of its input tensors. `outer`
-/// of two 16,384-element vectors, or operands broadcast against each other, rightly need that
-/// much; a size computation gone wrong asks for far more.
+/// most 16 bytes (a complex128) per element of the outer product of its input tensors, or of
+/// the square of their elements. `outer` of two 16,384-element vectors, operands broadcast
+/// against each other, `diag` of a 16,382-element vector (a 16,382-square matrix) rightly need
+/// that much; a size computation gone wrong asks for far more.
 fn explained_by_inputs(case: &Case, message: &str) -> bool {
     let Some(bytes) = message.split("tried to allocate ").nth(1).and_then(|r| r.split(' ').next()).and_then(|n| n.parse::<f64>().ok()) else {
         return false;
     };
-    let product: f64 = case.args.iter().flat_map(Arg::tensors).map(|t| t.numel().max(1) as f64).product();
-    bytes <= 16.0 * product
+    let numels: Vec<f64> = case.args.iter().flat_map(Arg::tensors).map(|t| t.numel().max(1) as f64).collect();
+    let product: f64 = numels.iter().product();
+    let total: f64 = numels.iter().sum();
+    bytes <= 16.0 * product.max(total * total)
 }
 
 /// The largest magnitude of an int argument of the case (in lists too).
@@ -291,4 +294,28 @@ fn crash_signature(what: &str, stderr: &str) -> String {
 fn tail(s: &str) -> String {
     let lines: Vec<&str> = s.lines().collect();
     lines[lines.len().saturating_sub(20)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::case::{Arg, Case, DType, Fill, TensorRecipe};
+
+    fn vector(n: i64) -> Arg {
+        Arg::Tensor(TensorRecipe { dtype: DType::Complex128, shape: vec![n], fill: Fill::Constant(0.0), seed: 0, layout: Default::default(), specials: Vec::new() })
+    }
+
+    #[test]
+    fn allocations_the_inputs_explain_are_no_oom_finding() {
+        let alloc = |bytes: u64| format!("DefaultCPUAllocator: can't allocate memory: you tried to allocate {bytes} bytes. Error code 12");
+        // diag of a 16,382-element complex128 vector: a 16,382-square matrix.
+        let diag = Case { op: 0, args: vec![vector(16382)] };
+        assert!(super::explained_by_inputs(&diag, &alloc(4_293_918_784)));
+        // outer of two vectors.
+        let outer = Case { op: 0, args: vec![vector(16384), vector(16384)] };
+        assert!(super::explained_by_inputs(&outer, &alloc(16 * 16384 * 16384)));
+        // A size computation gone wrong asks for far more than either.
+        assert!(!super::explained_by_inputs(&diag, &alloc(1 << 50)));
+        assert!(!super::explained_by_inputs(&Case { op: 0, args: vec![vector(8)] }, &alloc(1 << 33)));
+        assert!(!super::explained_by_inputs(&diag, "no size in this message"));
+    }
 }
