@@ -284,11 +284,17 @@ fn crash_signature(what: &str, stderr: &str) -> String {
         .lines()
         .rev()
         .map(str::trim)
-        .find(|l| !l.is_empty() && !l.starts_with("Exception raised from") && !l.starts_with("frame #"));
+        .find(|l| !l.is_empty() && !l.starts_with("Exception raised from") && !l.starts_with("frame #") && !is_warning(l));
     match last {
         Some(l) => format!("{what}: {}", errors::crash_cause(&errors::normalize(l))),
         None => what.to_string(),
     }
+}
+
+/// A libtorch warning (`[W1123 07:15:41.27 Resize.cpp:31] Warning: ...`): the worker's stderr
+/// keeps those of earlier cases, and none says why a process died.
+fn is_warning(line: &str) -> bool {
+    line.starts_with("[W") && line.contains("] Warning: ")
 }
 
 fn tail(s: &str) -> String {
@@ -317,5 +323,13 @@ mod tests {
         assert!(!super::explained_by_inputs(&diag, &alloc(1 << 50)));
         assert!(!super::explained_by_inputs(&Case { op: 0, args: vec![vector(8)] }, &alloc(1 << 33)));
         assert!(!super::explained_by_inputs(&diag, "no size in this message"));
+    }
+
+    #[test]
+    fn a_warning_left_by_an_earlier_case_is_no_crash_cause() {
+        let stderr = "[W1123 08:12:01.123456789 Resize.cpp:31] Warning: An output with one or more elements was resized since it had shape [2], which does not match the required output shape [3]. (function _resize_output_check)\n";
+        assert_eq!(super::crash_signature("SIGFPE", stderr), "SIGFPE");
+        let heap = format!("{stderr}malloc_consolidate(): invalid chunk size\n");
+        assert_eq!(super::crash_signature("SIGABRT", &heap), "SIGABRT: heap corruption detected by glibc");
     }
 }
