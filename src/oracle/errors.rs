@@ -67,8 +67,12 @@ pub fn normalize(message: &str) -> String {
 /// depend on where the corruption is noticed, not on what corrupted it) are one, and a LAPACK
 /// routine's dtype letter (`SGEBAL`, `CGEBAL`, `ZGEBAL`) is dropped.
 pub fn crash_cause(line: &str) -> String {
-    const HEAP: [&str; 9] = [
+    const HEAP: [&str; 13] = [
         "free(): invalid",
+        "malloc_consolidate(): ",
+        "realloc(): invalid",
+        "corrupted top size",
+        "unsorted double linked list corrupted",
         "double free or corruption",
         "malloc(): corrupted",
         "malloc(): invalid",
