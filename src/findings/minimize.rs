@@ -299,7 +299,6 @@ mod tests {
     use crate::check::first_api as api;
     use crate::case::DType;
 
-
     fn t(shape: &[i64]) -> Arg {
         Arg::Tensor(TensorRecipe { dtype: DType::Float32, shape: shape.to_vec(), fill: Fill::Uniform { lo: -1.0, hi: 1.0 }, seed: 3, layout: Layout::Strided, specials: vec![] })
     }

@@ -108,7 +108,6 @@ pub fn table(findings: &[&Finding], verified: &HashMap<String, Verification>) ->
     out
 }
 
-/// Counts per oracle.
 /// Findings on different APIs with the same specific signature (an assert's location, an escaped
 /// exception, a LAPACK routine's complaint): one libtorch defect reached through several APIs,
 /// to be reported once. Generic signatures (a timeout, a corrupted heap, differing values) say
@@ -137,6 +136,7 @@ pub fn shared_causes_text(findings: &[&Finding]) -> String {
     out
 }
 
+/// Counts per oracle.
 pub fn by_oracle(findings: &[&Finding]) -> BTreeMap<String, u64> {
     let mut m = BTreeMap::new();
     for f in findings {

@@ -682,7 +682,6 @@ fn py_value(arg: &Arg, var: &str) -> String {
     }
 }
 
-
 /// `torch.nn.functional.conv2d(input, weight, None, [2, 2], padding=[1, 1])`: positional in
 /// spec order up to the first omitted or keyword-only parameter, keywords after.
 fn public_call(api: &ApiSpec, form: &PyCall, case: &Case, vars: &[String]) -> String {
@@ -773,7 +772,6 @@ mod tests {
     use crate::check::first_api as api;
     use crate::ops::catalog::Catalog;
     use crate::variant::Tolerances;
-
 
     fn catalog() -> Catalog {
         Catalog::from_schemas(include_str!("../../tests/fixtures/schemas-2.13.0.txt").lines())

@@ -87,7 +87,6 @@ pub fn expected(f: &Finding) -> Expected {
     }
 }
 
-/// Runs `dir`'s reproducer of `f` with `python`, at most `timeout`.
 /// Python's stderr without the frames of its tracebacks (`  File ...` and the source lines under
 /// them): the exception lines and anything printed outside a traceback stay.
 fn without_traceback_frames(stderr: &str) -> String {
@@ -130,6 +129,7 @@ pub fn verify(f: &Finding, dir: &Path, python: &Path, timeout: Duration) -> Veri
     last
 }
 
+/// Runs `dir`'s reproducer of `f` with `python` once, at most `timeout`.
 fn verify_once(f: &Finding, dir: &Path, python: &Path, timeout: Duration) -> Verification {
     let script = dir.join(&f.repro);
     let start = Instant::now();

@@ -314,21 +314,13 @@ pub fn run(
                 }
                 let Some(p) = &pool else { return };
                 // A dead worker blames the case in flight; memory corrupted by an earlier case
-                // kills it just as well. Such a finding is kept, marked, and not shrunk.
+                // kills it just as well. Such a finding is kept, marked, and not shrunk; nor is a
+                // hang (a timeout per candidate).
                 let mut finding = finding;
                 if record::died(&finding) {
-                    let confirmed = record::confirm(&minimizer_config, &plans[api_index], &checks[api_index], &finding);
-                    finding.confirmed = Some(confirmed);
-                    if !confirmed {
-                        let script = record::reproducer(&plans[api_index], &finding);
-                        match store.update(finding.clone(), &script) {
-                            Ok(()) => observer.minimized(&finding),
-                            Err(e) => eprintln!("sfz: could not update finding {}: {e}", finding.id),
-                        }
-                        continue;
-                    }
+                    finding.confirmed = Some(record::confirm(&minimizer_config, &plans[api_index], &checks[api_index], &finding));
                 }
-                if finding.oracle == "hang" {
+                if finding.confirmed == Some(false) || finding.oracle == "hang" {
                     let script = record::reproducer(&plans[api_index], &finding);
                     match store.update(finding.clone(), &script) {
                         Ok(()) => observer.minimized(&finding),

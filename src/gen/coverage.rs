@@ -553,17 +553,9 @@ impl Coverage {
         // String parameters count as enums over the values their constraints name.
         let literals = crate::solve::literals::of_api(api);
         for (p, param) in api.params.iter().enumerate() {
-            let values = match (&param.ty, &param.default) {
-                (ParamType::Enum(values), _) => values.clone(),
-                (ParamType::Str, default) if !literals[p].strs.is_empty() => {
-                    let mut values: Vec<String> = literals[p].strs.clone();
-                    if let Some(crate::spec::Value::Str(d)) = default {
-                        if !values.contains(d) {
-                            values.insert(0, d.clone());
-                        }
-                    }
-                    values
-                }
+            let values = match &param.ty {
+                ParamType::Enum(values) => values.clone(),
+                ParamType::Str if !literals[p].strs.is_empty() => crate::solve::literals::string_values(param, &literals[p]),
                 _ => continue,
             };
             enums_possible.insert(param.name.clone(), values);

@@ -134,7 +134,6 @@ mod tests {
     use super::*;
     use crate::check::first_api as api;
 
-
     #[test]
     fn values_come_after_what_bounds_them() {
         // `x` is bounded by `hi`, declared after it; `hi` by `lo`.

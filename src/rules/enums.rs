@@ -72,8 +72,8 @@ pub fn values_in_message(message: &str, probe: &str) -> Vec<String> {
 pub fn values_in_docs(doc: &str, param: &str) -> Vec<String> {
     let mut out = Vec::new();
     let Some(start) = doc.find(&format!("{param} (")) else { return out };
-    // The entry ends where the next parameter's begins (`name (type...`) or at a blank line
-    // followed by an unindented line.
+    // The entry ends where the next parameter's begins (`name (type...`) or at a section
+    // heading (Returns, Example, Keyword args).
     let body = &doc[start..];
     let mut end = body.len();
     for (i, line) in body.lines().enumerate().skip(1) {

@@ -248,6 +248,11 @@ pub fn infer_api(base: &ApiSpec, index: usize, candidates: Vec<Checked>, runner:
     result
 }
 
+/// How many of the accepted runs with learned string values break the constraints of `probe`.
+fn broken_by(learned: &[enums::Learned], probe: &ApiSpec) -> usize {
+    learned.iter().flat_map(|l| &l.accepted).filter(|a| holds(probe, a) == Some(false)).count()
+}
+
 /// `base` without the non-manual rules that inputs with learned string values break, and those
 /// rules, judged rejected.
 fn without_refuted(base: &ApiSpec, index: usize, runner: &dyn Runner, config: &InferConfig) -> (ApiSpec, Vec<Judged>) {
@@ -261,7 +266,7 @@ fn without_refuted(base: &ApiSpec, index: usize, runner: &dyn Runner, config: &I
         }
         let mut probe = base.clone();
         probe.requires = vec![c.clone()];
-        let broken = learned.iter().flat_map(|l| &l.accepted).filter(|a| holds(&probe, a) == Some(false)).count();
+        let broken = broken_by(&learned, &probe);
         if broken > 0 && !refuted.iter().any(|(m, _)| m.name == meta.name) {
             refuted.push((meta.clone(), broken));
         }
@@ -303,7 +308,6 @@ fn search(base: &ApiSpec, index: usize, candidates: Vec<Checked>, runner: &dyn R
         if c.constraints.is_empty() {
             continue;
         }
-
         // Enumerated candidates are many and an implied one is never chosen anyway; z3 is only
         // asked about those from the file, whose fate is reported.
         if c.candidate.source != crate::spec::RuleSource::Inferred && reduce::implied(base, &[], &c.constraints, limits) {
@@ -345,17 +349,15 @@ fn search(base: &ApiSpec, index: usize, candidates: Vec<Checked>, runner: &dyn R
             }
             learned_yet = true;
             let learned = enums::learn(&current(&accepted), index, runner, config, search_end);
-            for l in &learned {
-                // A rule that kept the parameter from these values (`p == None`, found while the
-                // only value drawn was the default) is refuted by their accepted runs.
-                accepted.retain(|(c, probe)| {
-                    let broken = l.accepted.iter().filter(|a| holds(probe, a) == Some(false)).count();
-                    if broken > 0 {
-                        rejected.push((c.clone(), vec![("violating_ok".into(), broken as i64)]));
-                    }
-                    broken == 0
-                });
-            }
+            // A rule that kept the parameter from these values (`p == None`, found while the
+            // only value drawn was the default) is refuted by their accepted runs.
+            accepted.retain(|(c, probe)| {
+                let broken = broken_by(&learned, probe);
+                if broken > 0 {
+                    rejected.push((c.clone(), vec![("violating_ok".into(), broken as i64)]));
+                }
+                broken == 0
+            });
             if !learned.is_empty() {
                 passes.extend([nonempty.as_slice(), &[]]);
             }
@@ -493,7 +495,6 @@ fn search(base: &ApiSpec, index: usize, candidates: Vec<Checked>, runner: &dyn R
     let sets: Vec<Vec<Constraint>> = judged_ok.iter().map(|(c, _)| c.constraints.clone()).collect();
     let keep = reduce::minimal(base, &sets, limits);
     let judged_ok: Vec<(Checked, [i64; 2])> = judged_ok.into_iter().enumerate().filter(|(i, _)| keep.contains(i)).map(|(_, x)| x).collect();
-
 
     // Final figure: conforming inputs of the validated set.
     let final_api = {

@@ -2,7 +2,7 @@
 //! domains, which are otherwise blind to the constraints: an int drawn from `Limits::int_range`
 //! can never meet `ms == 3000`, and a `str` parameter (drawn at its default) can never take the
 //! other values of `mode in ["reflect", "circular"]`.
-use crate::spec::{ApiSpec, BinOp, TExpr, Value};
+use crate::spec::{ApiSpec, BinOp, ParamSpec, TExpr, Value};
 
 /// Per parameter, in declaration order.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -19,6 +19,24 @@ pub fn of_api(api: &ApiSpec) -> Vec<Literals> {
         walk(&c.expr, &mut out);
     }
     out
+}
+
+/// The values a `str` parameter is drawn from: its default first, then the ones its constraints
+/// name (`lits` is its entry of `of_api`); empty when they name none (it stays at its default).
+pub fn string_values(p: &ParamSpec, lits: &Literals) -> Vec<String> {
+    if lits.strs.is_empty() {
+        return Vec::new();
+    }
+    let mut values: Vec<String> = match &p.default {
+        Some(Value::Str(d)) => vec![d.clone()],
+        _ => Vec::new(),
+    };
+    for s in &lits.strs {
+        if !values.contains(s) {
+            values.push(s.clone());
+        }
+    }
+    values
 }
 
 fn walk(e: &TExpr, out: &mut [Literals]) {

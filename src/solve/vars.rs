@@ -6,7 +6,7 @@ use z3::{Model, Solver};
 
 use super::{literals, Limits};
 use crate::case::DType;
-use crate::spec::{ApiSpec, ParamType, Value};
+use crate::spec::{ApiSpec, ParamType};
 
 /// The value a `str` parameter takes to be none of those its constraints name.
 pub const OTHER_STRING: &str = "sfz_other_value";
@@ -122,10 +122,10 @@ fn list_len(solver: &Solver, name: &str, fixed: Option<u32>, max: u32) -> Int {
 /// Declares the variables of every parameter of `api` and asserts their domains: the default
 /// ones of `limits`, widened by the constants its constraints compare a parameter with.
 pub fn declare(solver: &Solver, api: &ApiSpec, limits: &Limits) -> Vec<ParamVars> {
-    let literals = literals::of_api(api);
+    let constants = literals::of_api(api);
     api.params
         .iter()
-        .zip(&literals)
+        .zip(&constants)
         .map(|(p, lits)| {
             let name = &p.name;
             let int_domain = |v: &Int| int_domain(solver, v, limits, &lits.ints);
@@ -189,11 +189,7 @@ pub fn declare(solver: &Solver, api: &ApiSpec, limits: &Limits) -> Vec<ParamVars
                 // string neither names (so `mode in [...]` can be broken, and implied only when
                 // the constraints say so).
                 ParamType::Str if !lits.strs.is_empty() => {
-                    let mut values: Vec<String> = match &p.default {
-                        Some(Value::Str(d)) => vec![d.clone()],
-                        _ => Vec::new(),
-                    };
-                    values.extend(lits.strs.iter().filter(|s| !values.contains(s)).cloned().collect::<Vec<_>>());
+                    let mut values = literals::string_values(p, lits);
                     values.push(OTHER_STRING.to_string());
                     let v = Int::new_const(name.as_str());
                     solver.assert(v.ge(0));
