@@ -239,8 +239,11 @@ fn bump(counts: &mut Vec<(String, usize)>, key: String) {
 pub fn infer_api(base: &ApiSpec, index: usize, candidates: Vec<Checked>, runner: &dyn Runner, config: &InferConfig, keep_rejected: bool) -> ApiResult {
     // Rules an earlier inference validated while a string parameter only ever took its default
     // (`rounding_mode == None`) are refuted once its values are learned; they go before the search.
-    let (base, refuted) = if config.learn_values { without_refuted(base, index, runner, config) } else { (base.clone(), Vec::new()) };
-    let mut result = search(&base, index, candidates, runner, config, keep_rejected);
+    // The sets learned here serve the search too, which learns only those still missing once
+    // its rules have made the inputs valid.
+    let learned = if config.learn_values { enums::learn(base, index, runner, config, Instant::now() + config.budget / 16) } else { Vec::new() };
+    let (base, refuted) = without_refuted(base, &learned);
+    let mut result = search(&base, index, candidates, learned, runner, config, keep_rejected);
     for j in refuted {
         bump(&mut result.rejected, source_name(&j.candidate));
         result.rules.push(j);
@@ -253,11 +256,10 @@ fn broken_by(learned: &[enums::Learned], probe: &ApiSpec) -> usize {
     learned.iter().flat_map(|l| &l.accepted).filter(|a| holds(probe, a) == Some(false)).count()
 }
 
-/// `base` without the non-manual rules that inputs with learned string values break, and those
+/// `base` without the non-manual rules that the accepted runs of `learned` break, and those
 /// rules, judged rejected.
-fn without_refuted(base: &ApiSpec, index: usize, runner: &dyn Runner, config: &InferConfig) -> (ApiSpec, Vec<Judged>) {
+fn without_refuted(base: &ApiSpec, learned: &[enums::Learned]) -> (ApiSpec, Vec<Judged>) {
     use crate::spec::{Origin, RuleSource};
-    let learned = enums::learn(base, index, runner, config, Instant::now() + config.budget / 16);
     let mut refuted: Vec<(crate::spec::RuleMeta, usize)> = Vec::new();
     for c in &base.requires {
         let Origin::Rule(meta) = &c.origin else { continue };
@@ -266,7 +268,7 @@ fn without_refuted(base: &ApiSpec, index: usize, runner: &dyn Runner, config: &I
         }
         let mut probe = base.clone();
         probe.requires = vec![c.clone()];
-        let broken = broken_by(&learned, &probe);
+        let broken = broken_by(learned, &probe);
         if broken > 0 && !refuted.iter().any(|(m, _)| m.name == meta.name) {
             refuted.push((meta.clone(), broken));
         }
@@ -288,8 +290,9 @@ fn without_refuted(base: &ApiSpec, index: usize, runner: &dyn Runner, config: &I
     (kept, judged)
 }
 
-/// The search of `infer_api` on a base whose rules stand.
-fn search(base: &ApiSpec, index: usize, candidates: Vec<Checked>, runner: &dyn Runner, config: &InferConfig, keep_rejected: bool) -> ApiResult {
+/// The search of `infer_api` on a base whose rules stand; `learned_before`: value sets learned
+/// on the base's inputs.
+fn search(base: &ApiSpec, index: usize, candidates: Vec<Checked>, learned_before: Vec<enums::Learned>, runner: &dyn Runner, config: &InferConfig, keep_rejected: bool) -> ApiResult {
     let start = Instant::now();
     let search_end = start + config.budget * 3 / 4;
     let probes_end = start + config.budget * 7 / 8;
@@ -342,13 +345,16 @@ fn search(base: &ApiSpec, index: usize, candidates: Vec<Checked>, runner: &dyn R
     let mut passes: Vec<&[Constraint]> = vec![&nonempty, &[]];
     let mut pass = 0;
     let mut learned_yet = !config.learn_values;
+    let mut learned_before = learned_before;
     loop {
         if pass == passes.len() {
             if learned_yet {
                 break;
             }
             learned_yet = true;
-            let learned = enums::learn(&current(&accepted), index, runner, config, search_end);
+            let known: Vec<Constraint> = learned_before.iter().map(|l| l.constraint.clone()).collect();
+            let mut learned = std::mem::take(&mut learned_before);
+            learned.extend(enums::learn(&reduce::with(&current(&accepted), &[&known], None), index, runner, config, search_end));
             // A rule that kept the parameter from these values (`p == None`, found while the
             // only value drawn was the default) is refuted by their accepted runs.
             accepted.retain(|(c, probe)| {
