@@ -165,8 +165,10 @@ impl Problem {
     fn unknown(&self) -> SolveError {
         let reason = self.solver.get_reason_unknown().unwrap_or_default();
         // z3 says "canceled" at its resource limit, and "timeout" (sometimes "canceled") at the
-        // wall-clock one: with a resource limit set, a cancel is put down to it.
-        if let (Some(r), false) = (self.limits.rlimit, reason.contains("timeout")) {
+        // wall-clock one: with a resource limit set, a cancel is put down to it. Other reasons
+        // (an incomplete theory) are neither.
+        let canceled = reason.contains("canceled") || reason.contains("resource");
+        if let (Some(r), true) = (self.limits.rlimit, canceled && !reason.contains("timeout")) {
             SolveError::ResourceLimit(r)
         } else if reason.contains("timeout") || reason.contains("canceled") {
             SolveError::Timeout(self.limits.timeout_ms)
