@@ -116,18 +116,24 @@ def main():
             continue
         (ROOT / f"data/ops/{area}.txt").write_text("".join(f"{o}\n" for o in ops))
         out = ROOT / f"specs/inferred/{area}.sfz"
-        cmd = [args.sfz, "infer", "--color=never", "--prune", "--budget", args.budget, "--workers", args.jobs, "--json", "-o", str(out)] + ops
         print(f"{area}: {len(ops)} operators", file=sys.stderr, flush=True)
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            print(r.stderr[-3000:], file=sys.stderr)
-        try:
-            results = json.loads(r.stdout)
-        except ValueError:
-            results = []
-        (ROOT / f"data/ops/{area}.json").write_text(json.dumps(results, indent=1) + "\n")
+        infer(args, [], ops, out, ROOT / f"data/ops/{area}.json")
         kept = len(re.findall(r"^api ", out.read_text(), re.M)) if out.exists() else 0
         print(f"{area}: kept {kept} of {len(ops)}", file=sys.stderr, flush=True)
+
+
+def infer(args, extra, ops, out, figures):
+    """Runs `sfz infer --prune` on `ops` into the spec file `out` and writes its per-API JSON
+    results to `figures` (an empty list when the run printed none)."""
+    cmd = [args.sfz, "infer", "--color=never", "--prune"] + extra + ["--budget", args.budget, "--workers", args.jobs, "--json", "-o", str(out)] + ops
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        print(r.stderr[-3000:], file=sys.stderr)
+    try:
+        results = json.loads(r.stdout)
+    except ValueError:
+        results = []
+    figures.write_text(json.dumps(results, indent=1) + "\n")
 
 
 def selection(sfz):
@@ -167,15 +173,7 @@ def grow(args, area, ops):
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "grow.sfz"
-        cmd = [args.sfz, "infer", "--color=never", "--prune", "--seed", args.seed, "--budget", args.budget, "--workers", args.jobs, "--json", "-o", str(out)] + ops
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            print(r.stderr[-3000:], file=sys.stderr)
-        try:
-            results = json.loads(r.stdout)
-        except ValueError:
-            results = []
-        (ROOT / f"data/ops/{area}-{args.tag}.json").write_text(json.dumps(results, indent=1) + "\n")
+        infer(args, ["--seed", args.seed], ops, out, ROOT / f"data/ops/{area}-{args.tag}.json")
         gained = out.read_text() if out.exists() else ""
     target = ROOT / f"specs/inferred/{area}.sfz"
     text = target.read_text() if target.exists() else ""
