@@ -1,5 +1,7 @@
 //! Reproducers against pip torch 2.13.0 (`$SFZ_PYTHON`): Python rebuilds every recipe bit for
 //! bit, and a rendered reproducer computes what the worker computed.
+mod common;
+
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
@@ -75,6 +77,7 @@ fn rust_fingerprint(r: &TensorRecipe) -> String {
 
 #[test]
 fn python_rebuilds_every_recipe_bit_for_bit() {
+    let _rng = common::rng_lock();
     runtime::init(1);
     let uniform = Fill::Uniform { lo: -3.5, hi: 7.25 };
     let mut recipes = Vec::new();
@@ -178,6 +181,7 @@ fn expected_json(outputs: &[Output]) -> serde_json::Value {
 
 #[test]
 fn reproducers_compute_what_the_worker_computed() {
+    let _rng = common::rng_lock();
     runtime::init(1);
     let catalog = Catalog::from_schemas(runtime::catalog_schemas());
     let specs = apis();

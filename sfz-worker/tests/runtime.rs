@@ -1,5 +1,7 @@
 //! The in-process executor against real libtorch: the 20 starting APIs, resolved from the real
 //! catalog through the real specs, give what tch computes directly; errors get the right class.
+mod common;
+
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::OnceLock;
@@ -70,6 +72,7 @@ fn tensor(a: &Arg) -> Tensor {
 
 #[test]
 fn twenty_ops_match_tch() {
+    let _rng = common::rng_lock();
     let x = || Arg::Tensor(f32s(&[3, 4], 1));
     let pos = || Arg::Tensor(uniform(DType::Float32, &[3, 4], 0.5, 4.0, 2));
     check("torch.exp", vec![x()], |a| tensor(&a[0]).exp());
@@ -112,6 +115,7 @@ fn twenty_ops_match_tch() {
 
 #[test]
 fn an_int_where_a_list_goes_is_broadcast_as_python_does() {
+    let _rng = common::rng_lock();
     // conv2d's `padding: int[2]` given as the int 1 above; here `dim: int[1]` of logsumexp.
     let mut ex = executor_for("torch.logsumexp");
     let outcome = ex.run(&Case { op: 0, args: vec![Arg::Tensor(f32s(&[3, 4], 1)), Arg::Int(0), Arg::Bool(true)] });
@@ -121,6 +125,7 @@ fn an_int_where_a_list_goes_is_broadcast_as_python_does() {
 
 #[test]
 fn invalid_arguments_are_c10_errors_and_mistyped_calls_are_schema_errors() {
+    let _rng = common::rng_lock();
     let mut ex = executor_for("torch.matmul");
     let bad_shapes = ex.run(&Case { op: 0, args: vec![Arg::Tensor(f32s(&[2, 3], 1)), Arg::Tensor(f32s(&[4, 5], 2))] });
     let Outcome::Raised { class, message, .. } = &bad_shapes else { panic!("{bad_shapes:?}") };
@@ -156,6 +161,7 @@ fn test_op(name: &str, params: usize) -> OpBinding {
 
 #[test]
 fn internal_asserts_come_back_as_c10_errors() {
+    let _rng = common::rng_lock();
     runtime::init(1);
     let mut ex = Executor::new();
     assert_eq!(ex.load(&[test_op("internal_assert", 0)]), vec![None]);
@@ -167,6 +173,7 @@ fn internal_asserts_come_back_as_c10_errors() {
 
 #[test]
 fn load_reports_unknown_operators_and_bad_bindings() {
+    let _rng = common::rng_lock();
     runtime::init(1);
     let mut ex = Executor::new();
     let mut wrong_arity = bindings()["torch.exp"].clone();
@@ -186,6 +193,7 @@ fn load_reports_unknown_operators_and_bad_bindings() {
 
 #[test]
 fn output_statistics_count_nan_and_inf_and_the_finite_range() {
+    let _rng = common::rng_lock();
     let mut ex = executor_for("torch.relu");
     let mut r = uniform(DType::Float32, &[10], 1.0, 2.0, 5);
     r.specials = vec![(0, Special::Nan), (3, Special::PosInf), (4, Special::NegInf), (5, Special::Value(7.5)), (6, Special::Value(-3.0))];
@@ -217,6 +225,7 @@ fn output_statistics_count_nan_and_inf_and_the_finite_range() {
 
 #[test]
 fn embedding_padding_idx_is_checked_as_python_checks_it() {
+    let _rng = common::rng_lock();
     let mut ex = executor_for("torch.nn.functional.embedding");
     let args = |p: Arg| vec![Arg::Tensor(ints(&[3], 0, 4, 1)), Arg::Tensor(f32s(&[4, 2], 2)), p];
     for ok in [Arg::None, Arg::Omitted, Arg::Int(3), Arg::Int(-4), Arg::Int(0)] {
@@ -231,6 +240,7 @@ fn embedding_padding_idx_is_checked_as_python_checks_it() {
 
 #[test]
 fn recipes_build_the_documented_tensors() {
+    let _rng = common::rng_lock();
     runtime::init(1);
     // Uniform: manual_seed, float64 uniform_, cast.
     let r = uniform(DType::Float16, &[2, 3], -1.0, 1.0, 77);
