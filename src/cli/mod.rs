@@ -92,6 +92,7 @@ pub enum Format {
 /// Runs the command line; the exit code is 0 on success, 1 when the command found problems
 /// (spec errors, findings are not problems), 2 for usage or environment errors.
 pub fn main() -> ExitCode {
+    exit_quietly_on_closed_stdout();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check(args) => check::run(args, cli.color),
@@ -142,4 +143,18 @@ pub(super) fn write_back(command: &str, what: &str, path: &std::path::Path, text
     }
     std::fs::write(path, text).map_err(|e| anyhow::anyhow!("cannot write `{}`: {e}", path.display()))?;
     Ok(true)
+}
+
+/// `sfz report | head` closes stdout early and std's print macros then panic. SIGPIPE stays
+/// ignored (a write to a dead worker's pipe must fail, not kill sfz), so sfz ends as a program
+/// killed by SIGPIPE is seen to end, status 141, without a panic message.
+fn exit_quietly_on_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info.payload().downcast_ref::<String>().map(String::as_str).unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default(info)
+    }));
 }

@@ -1,5 +1,5 @@
-//! `sfz replay FINDING`: runs one recorded finding again in a fresh worker and says whether it
-//! still reproduces (exit 0) or not (exit 1).
+//! `sfz replay FINDING`: runs one recorded finding again in a fresh worker (a worker's death up
+//! to 64 calls in a row) and says whether it still reproduces (exit 0) or not (exit 1).
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -62,7 +62,13 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
-        println!("{} ({} on {}): {}", r.id, r.oracle, r.api, if r.reproduced { "reproduces" } else { "does not reproduce" });
+        let verdict = match (r.on_call, r.calls) {
+            (Some(k), _) if k > 1 => format!("reproduces (on call {k} in a row)"),
+            (Some(_), _) => "reproduces".to_string(),
+            (None, n) if n > 1 => format!("does not reproduce ({n} calls in a row)"),
+            (None, _) => "does not reproduce".to_string(),
+        };
+        println!("{} ({} on {}): {verdict}", r.id, r.oracle, r.api);
         println!("  expected: {}", r.signature);
         println!("  the call: {}", r.outcome);
         for d in &r.detections {

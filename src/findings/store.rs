@@ -77,6 +77,11 @@ pub struct Finding {
     /// met the damage (reports list such findings apart). None: not a death, or not checked.
     #[serde(default)]
     pub confirmed: Option<bool>,
+    /// For a confirmed death: the call, counted from 1, on which the case killed the fresh worker
+    /// it ran in over and over. Above 1, one call damages the heap and a later one meets it (glibc
+    /// notices at a free): the reproducer and the minimizer repeat the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls: Option<u32>,
 }
 
 /// A spec file and the 1-based line of an API in it.

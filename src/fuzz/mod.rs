@@ -267,6 +267,7 @@ pub fn run(
                 minimization: None,
                 pinned: Some(format!("repro/{id}.sfz")),
                 confirmed: None,
+                calls: None,
             };
             let script = record::reproducer(plan, &finding);
             match store.record(finding.clone(), &script) {
@@ -318,7 +319,8 @@ pub fn run(
                 // hang (a timeout per candidate).
                 let mut finding = finding;
                 if record::died(&finding) {
-                    finding.confirmed = Some(record::confirm(&minimizer_config, &plans[api_index], &checks[api_index], &finding));
+                    finding.calls = record::confirm(&minimizer_config, &plans[api_index], &checks[api_index], &finding);
+                    finding.confirmed = Some(finding.calls.is_some());
                 }
                 if finding.confirmed == Some(false) || finding.oracle == "hang" {
                     let script = record::reproducer(&plans[api_index], &finding);

@@ -29,7 +29,7 @@ pub fn reproducer(plan: &ApiPlan, finding: &Finding) -> String {
         ("oom", _) => "runs out of memory".to_string(),
         _ => String::new(),
     };
-    Reproducer { api: &plan.api, binding: &plan.binding, case: &finding.case, evidence: &finding.evidence, check: check.as_ref(), twin, header: &header, expect: &expect }
+    Reproducer { api: &plan.api, binding: &plan.binding, case: &finding.case, evidence: &finding.evidence, check: check.as_ref(), twin, header: &header, expect: &expect, calls: finding.calls.unwrap_or(1) }
         .render()
 }
 
@@ -68,33 +68,36 @@ pub fn minimize_finding(pool: &Pool, plan: &ApiPlan, checks: &[Check], store: &S
     let key = |c: &Case| serde_json::to_string(c).unwrap_or_default();
     // A worker's death is judged on a case run alone in a fresh worker: in a worker that ran the
     // earlier candidates, a heap one of them corrupted can be noticed during a later one, which
-    // then passes for a smaller crashing case that kills nothing by itself (`linalg.eig`).
+    // then passes for a smaller crashing case that kills nothing by itself (`linalg.eig`). Alone,
+    // a candidate is called up to twice as many times in a row as the finding needed to kill a
+    // fresh worker (a smaller input can damage less per call).
     let alone = died(finding) && finding.oracle != "hang";
+    let calls = (2 * finding.calls.unwrap_or(1) as usize).clamp(1, CONFIRM_CALLS);
     let fires = &mut |batch: &[Case]| -> Vec<bool> {
-        let execs: Vec<Option<Execution>> = if alone {
+        let shown: Vec<Option<oracle::Detection>> = if alone {
             batch
                 .iter()
                 .map(|case| {
                     pool.retire();
-                    pool.run_batch(std::slice::from_ref(case)).pop().flatten()
+                    call_until_shown(pool, plan, checks, finding, case, calls).map(|(_, d)| d)
                 })
                 .collect()
         } else {
             pool.run_batch(batch)
+                .into_iter()
+                .zip(batch)
+                .map(|(exec, case)| exec.and_then(|exec| oracle::judge(&plan.api, checks, case, &exec).detections.into_iter().find(|d| same_cause(finding, d))))
+                .collect()
         };
-        execs
+        shown
             .into_iter()
             .zip(batch)
-            .map(|(exec, case)| {
-                let Some(exec) = exec else { return false };
-                let verdict = oracle::judge(&plan.api, checks, case, &exec);
-                match verdict.detections.into_iter().find(|d| same_cause(finding, d)) {
-                    Some(d) => {
-                        messages.insert(key(case), d.message);
-                        true
-                    }
-                    None => false,
+            .map(|(d, case)| match d {
+                Some(d) => {
+                    messages.insert(key(case), d.message);
+                    true
                 }
+                None => false,
             })
             .collect()
     };
@@ -134,31 +137,59 @@ pub fn died(finding: &Finding) -> bool {
     finding.signal.is_some() || finding.oracle == "crash" || finding.oracle == "hang" || finding.signature.contains(": exit ")
 }
 
-/// Runs a finding's case alone in a fresh worker (its own fork server, one case in flight),
-/// 16 times (a hang once, with `HANG_CONFIRM_FACTOR` times the timeout), and says whether the
-/// same cause shows again (`same_cause`). Heap corruption is noticed by the allocator later, at
-/// a free: one run of the culprit may end normally. A case that merely ran slow under a loaded
-/// campaign (a polynomial of degree 2^62, an O(n) recurrence) finishes in the longer time and is
-/// not a hang. A worker that cannot start counts as confirmed: nothing speaks against the finding.
-pub fn confirm(config: &PoolConfig, plan: &ApiPlan, checks: &[Check], finding: &Finding) -> bool {
+/// How many calls in a row a worker's death gets to show again: confirmation and `sfz replay`.
+/// `linalg.eig` on a matrix holding -DBL_MAX damages the heap on each call, raising "failed to
+/// converge", and glibc aborts on the 25th call in a fresh worker (the 5th to 8th under Python).
+pub const CONFIRM_CALLS: usize = 64;
+
+/// Runs a finding's case alone in a fresh worker (its own fork server, one case in flight), up
+/// to `CONFIRM_CALLS` times in a row (a hang once, with `HANG_CONFIRM_FACTOR` times the
+/// timeout), and returns the call, counted from 1, on which the same cause showed again
+/// (`same_cause`), or None. Heap damage is noticed by the allocator later, at a free: the
+/// culprit's first calls may return, or raise. A case that merely ran slow under a loaded
+/// campaign (a polynomial of degree 2^62) finishes in the longer time and is not a hang. A worker
+/// that cannot start counts as confirmed on the first call: nothing speaks against the finding.
+pub fn confirm(config: &PoolConfig, plan: &ApiPlan, checks: &[Check], finding: &Finding) -> Option<u32> {
     let hang = finding.oracle == "hang";
-    let runs = if hang { 1 } else { 16 };
+    let runs = if hang { 1 } else { CONFIRM_CALLS };
     let timeout = if hang { config.timeout * HANG_CONFIRM_FACTOR } else { config.timeout };
-    let Ok(pool) = Pool::start(PoolConfig { workers: 1, in_flight: 1, timeout, ..config.clone() }) else { return true };
-    let cases = vec![finding.case.clone(); runs];
-    pool.run_batch(&cases)
-        .into_iter()
-        .zip(&cases)
-        .any(|(exec, case)| exec.is_some_and(|exec| oracle::judge(&plan.api, checks, case, &exec).detections.iter().any(|d| same_cause(finding, d))))
+    let Ok(pool) = Pool::start(PoolConfig { workers: 1, in_flight: 1, timeout, ..config.clone() }) else { return Some(1) };
+    call_until_shown(&pool, plan, checks, finding, &finding.case, runs).map(|(call, _)| call)
+}
+
+/// Calls `case` up to `calls` times in a row in `pool`, a few at a time, until a verdict shows
+/// `finding`'s cause, and returns that call, counted from 1, with its detection.
+pub fn call_until_shown(pool: &Pool, plan: &ApiPlan, checks: &[Check], finding: &Finding, case: &Case, calls: usize) -> Option<(u32, oracle::Detection)> {
+    let shows = |exec: &Execution| oracle::judge(&plan.api, checks, case, exec).detections.into_iter().find(|d| same_cause(finding, d));
+    let execs = run_until(pool, case, calls, |e| shows(e).is_some());
+    execs.iter().enumerate().find_map(|(i, e)| e.as_ref().and_then(shows).map(|d| (i as u32 + 1, d)))
+}
+
+/// Calls `case` up to `calls` times in a row in `pool`, eight at a time, and stops after the
+/// batch in which `stop` holds for an execution. Returns what ran (None: the worker gave none).
+pub fn run_until(pool: &Pool, case: &Case, calls: usize, mut stop: impl FnMut(&Execution) -> bool) -> Vec<Option<Execution>> {
+    let mut execs = Vec::with_capacity(calls);
+    while execs.len() < calls {
+        let n = (calls - execs.len()).min(8);
+        let batch = pool.run_batch(&vec![case.clone(); n]);
+        let done = batch.iter().flatten().any(&mut stop);
+        execs.extend(batch);
+        if done {
+            break;
+        }
+    }
+    execs
 }
 
 /// Whether a detection shows a finding's cause again: the same oracle with the same signature,
-/// or for an abort, the same oracle, SIGABRT, and the same place (the call, or the same check):
-/// the allocator's words for one heap corruption vary from run to run.
-fn same_cause(finding: &Finding, d: &oracle::Detection) -> bool {
+/// or for a death by a signal, the same oracle, the same signal and the same place (the call, or
+/// the same check). What a dying process last printed varies with what ran before it: the
+/// allocator's words for one heap corruption, a warning an earlier case left behind.
+pub fn same_cause(finding: &Finding, d: &oracle::Detection) -> bool {
+    let place = |signature: &str| signature.split(": ").next().unwrap_or("").to_string();
     d.oracle == finding.oracle
         && match (&finding.signal, d.signal) {
-            (Some(name), Some(sig)) if name == "SIGABRT" => crate::outcome::signal_name(sig) == *name && d.signature.split(": ").next() == finding.signature.split(": ").next(),
+            (Some(name), Some(sig)) => crate::outcome::signal_name(sig) == *name && place(&d.signature) == place(&finding.signature),
             _ => d.signature == finding.signature,
         }
 }

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::diag::{codes, Diagnostic};
 use crate::findings::{self, Finding};
+use crate::fuzz::record;
 use crate::ops::catalog::Catalog;
 use crate::oracle;
 use crate::outcome::{Execution, Outcome};
@@ -21,12 +22,17 @@ pub struct Replay {
     pub api: String,
     pub oracle: String,
     pub signature: String,
-    /// The same oracle fired with the same signature.
+    /// The same oracle fired with the same signature (an abort: in the same place).
     pub reproduced: bool,
     /// Every detection of this execution, as `oracle: signature`.
     pub detections: Vec<String>,
-    /// How the call ended, in words.
+    /// How the call ended, in words: the call that showed the cause, else the first.
     pub outcome: String,
+    /// How many times in a row the case could be called, at most: more than once for a worker's
+    /// death, whose calls stop at the one that shows the cause.
+    pub calls: u32,
+    /// The call, counted from 1, that showed the cause.
+    pub on_call: Option<u32>,
 }
 
 /// Why a replay could not run: a diagnostic (unknown finding, API gone) or the worker.
@@ -100,27 +106,44 @@ pub fn plan_for(finding: &Finding, specs: &[PathBuf], catalog: &Catalog) -> Resu
     Ok((plan, checks.into_iter().next().unwrap_or_default()))
 }
 
-/// Replays a finding: plans its API, runs its case once in a fresh worker, judges it.
+/// Replays a finding: plans its API, runs its case in a fresh worker, judges it. A worker's death
+/// gets the calls in a row confirmation gave it (`record::CONFIRM_CALLS`): heap damage shows at a
+/// later free, and one call that returns proves nothing.
 pub fn replay(finding: &Finding, specs: &[PathBuf], pool: PoolConfig) -> Result<Replay, ReplayError> {
     let catalog = Catalog::from_schemas(supervisor::fetch_catalog(&pool.worker_exe).map_err(ReplayError::Pool)?);
     let (plan, checks) = plan_for(finding, specs, &catalog)?;
     let (ops, all_checks) = plan::op_table(std::slice::from_ref(&plan));
     let pool = Pool::start(PoolConfig { workers: 1, in_flight: 1, ops, checks: all_checks, ..pool }).map_err(ReplayError::Pool)?;
     let case = crate::case::Case { op: 0, ..finding.case.clone() };
-    let exec = pool.run_batch(std::slice::from_ref(&case)).pop().flatten();
-    let Some(exec) = exec else {
-        return Ok(Replay { id: finding.id.clone(), api: finding.api.clone(), oracle: finding.oracle.clone(), signature: finding.signature.clone(), reproduced: false, detections: vec![], outcome: "the worker could not run it".into() });
+    let runs = if record::died(finding) && finding.oracle != "hang" { record::CONFIRM_CALLS } else { 1 };
+    let shows = |exec: &Execution| oracle::judge(&plan.api, &checks, &case, exec).detections.iter().any(|d| record::same_cause(finding, d));
+    let execs: Vec<Execution> = record::run_until(&pool, &case, runs, shows).into_iter().flatten().collect();
+    let verdicts: Vec<_> = execs.iter().map(|exec| oracle::judge(&plan.api, &checks, &case, exec)).collect();
+    let shown = verdicts.iter().position(|v| v.detections.iter().any(|d| record::same_cause(finding, d)));
+    // The execution to describe: the one that showed the cause, else the first.
+    let Some(at) = shown.or(if execs.is_empty() { None } else { Some(0) }) else {
+        return Ok(Replay {
+            id: finding.id.clone(),
+            api: finding.api.clone(),
+            oracle: finding.oracle.clone(),
+            signature: finding.signature.clone(),
+            reproduced: false,
+            detections: vec![],
+            outcome: "the worker could not run it".into(),
+            calls: runs as u32,
+            on_call: None,
+        });
     };
-    let verdict = oracle::judge(&plan.api, &checks, &case, &exec);
-    let reproduced = verdict.detections.iter().any(|d| d.oracle == finding.oracle && d.signature == finding.signature);
     Ok(Replay {
         id: finding.id.clone(),
         api: finding.api.clone(),
         oracle: finding.oracle.clone(),
         signature: finding.signature.clone(),
-        reproduced,
-        detections: verdict.detections.iter().map(|d| format!("{}: {}", d.oracle, d.signature)).collect(),
-        outcome: describe(&exec),
+        reproduced: shown.is_some(),
+        detections: verdicts[at].detections.iter().map(|d| format!("{}: {}", d.oracle, d.signature)).collect(),
+        outcome: describe(&execs[at]),
+        calls: runs as u32,
+        on_call: shown.map(|i| i as u32 + 1),
     })
 }
 
