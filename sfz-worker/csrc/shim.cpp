@@ -29,6 +29,7 @@
 #include <cstdio>
 #include <limits>
 #include <sstream>
+#include <thread>
 
 #include <cstdint>
 #include <cstdlib>
@@ -272,6 +273,15 @@ void test_spin(int64_t ms) {
   while (std::chrono::steady_clock::now() < end) spins = spins + 1;
 }
 
+// Damage that shows after the call returned, as a corrupted heap noticed at a later free: the
+// call returns at once, and `ms` later a thread of its own aborts the process.
+void test_late_abort(int64_t ms) {
+  std::thread([ms] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    std::abort();
+  }).detach();
+}
+
 // Touches every byte, so the memory is really committed (not just reserved).
 at::Tensor test_alloc(int64_t mb) { return at::ones({mb * (int64_t{1} << 20)}, at::kByte); }
 
@@ -353,6 +363,7 @@ TORCH_LIBRARY(sfz_test, m) {
   m.def("internal_assert() -> ()", &test_internal_assert);
   m.def("exit(int code) -> ()", &test_exit);
   m.def("taint(Tensor self, int arm) -> Tensor", &test_taint);
+  m.def("late_abort(int ms) -> ()", &test_late_abort);
 }
 
 TORCH_LIBRARY_IMPL(sfz_test, CPU, m) {

@@ -15,6 +15,7 @@ const ALLOC: u32 = 2;
 const EXIT: u32 = 3;
 const EXP: u32 = 4;
 const SEGFAULT: u32 = 5;
+const LATE_ABORT: u32 = 6;
 
 fn op(name: &str, params: usize) -> OpBinding {
     OpBinding {
@@ -32,7 +33,7 @@ fn config(workers: usize, in_flight: usize) -> PoolConfig {
         in_flight,
         timeout: Duration::from_secs(20),
         memory_mb: Some(512),
-        ops: vec![op("sfz_test::raise_signal", 1), op("sfz_test::spin", 1), op("sfz_test::alloc", 1), op("sfz_test::exit", 1), op("aten::exp", 1), op("sfz_test::segfault", 0)],
+        ops: vec![op("sfz_test::raise_signal", 1), op("sfz_test::spin", 1), op("sfz_test::alloc", 1), op("sfz_test::exit", 1), op("aten::exp", 1), op("sfz_test::segfault", 0), op("sfz_test::late_abort", 1)],
         ..PoolConfig::default()
     }
 }
@@ -63,6 +64,21 @@ fn run(pool: &Pool, cases: Vec<Case>) -> (HashMap<u64, Execution>, RunStats) {
 
 fn returned(e: &Execution) -> bool {
     matches!(e, Execution::Completed(Outcome::Returned { .. }))
+}
+
+/// A case that returns and kills its worker later (as heap damage noticed at a later free) has
+/// its answer lost with the worker when answers travel in batches. Re-sent among the others, it
+/// would kill each replacement during another case, blaming innocents one after the other; the
+/// re-sent cases go one at a time, so it is answered once and kills at most one more.
+#[test]
+fn a_case_whose_damage_shows_late_is_not_rerun_into_a_chain_of_deaths() {
+    let pool = Pool::start(config(1, 8)).expect("pool");
+    let mut cases = vec![special(LATE_ABORT, 30)];
+    cases.extend((0..6).map(|_| special(SPIN, 150)));
+    let (results, stats) = run(&pool, cases);
+    assert!(returned(&results[&0]), "the late case itself returned: {:?}", results[&0]);
+    let crashed: Vec<u64> = (1..7).filter(|i| matches!(results[i], Execution::Crashed { .. })).collect();
+    assert!(!crashed.is_empty() && crashed.len() <= 2, "deaths blamed on {crashed:?}: {stats:?}");
 }
 
 #[test]

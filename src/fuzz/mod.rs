@@ -337,7 +337,15 @@ pub fn run(
                 }
             }
         });
-        pool.run(&next, &sink);
+        // The pool's own troubles (deaths outside any case, a worker given up), said once each.
+        let stats = pool.run(&next, &sink);
+        let mut troubles: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+        for e in &stats.errors {
+            *troubles.entry(e.as_str()).or_insert(0) += 1;
+        }
+        for (e, n) in troubles {
+            eprintln!("sfz: {e}{}", if n > 1 { format!(" ({n} times)") } else { String::new() });
+        }
         seconds = start.elapsed().as_secs_f64();
         // Closing the channel lets the minimizer finish what is queued and stop.
         to_minimize.lock().expect("sender lock").take();

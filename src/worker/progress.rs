@@ -94,9 +94,22 @@ impl Progress {
         self.word(PHASE).store(u64::from(check) + 1, Ordering::Release);
     }
 
-    /// The worker finished its case.
+    /// The worker finished its case (its answer is not yet sent: answers go out in batches).
     pub fn end(&self) {
-        self.word(STATE).store(0, Ordering::Release);
+        self.word(STATE).store(2, Ordering::Release);
+    }
+
+    /// The case the worker finished last, while it runs none: when the worker dies before that
+    /// case's answer arrives, it died after the call returned, most likely of damage that call
+    /// did to the heap (glibc notices at the next free).
+    pub fn finished(&self) -> Option<u64> {
+        let read = || (self.word(STATE).load(Ordering::Acquire), self.word(ID).load(Ordering::Relaxed));
+        loop {
+            let first = read();
+            if read() == first {
+                return (first.0 == 2).then_some(first.1);
+            }
+        }
     }
 
     /// What the worker is running, if anything. Reads twice so that a read racing with
@@ -144,7 +157,7 @@ mod tests {
         let parent = Progress::create().unwrap();
         // SAFETY: dup gives the "worker" its own fd to the same memfd.
         let child = Progress::open(unsafe { libc::dup(parent.fd()) }).unwrap();
-        assert_eq!(parent.running(), None);
+        assert_eq!((parent.running(), parent.finished()), (None, None), "a fresh page: nothing ran");
         child.begin(42);
         let r = parent.running().unwrap();
         assert_eq!(r.id, 42);
@@ -152,7 +165,11 @@ mod tests {
         assert_eq!(r.phase, 0);
         child.check(2);
         assert_eq!(parent.running().map(|r| (r.id, r.phase)), Some((42, 3)));
+        assert_eq!(parent.finished(), None, "still running");
         child.end();
         assert_eq!(parent.running(), None);
+        assert_eq!(parent.finished(), Some(42));
+        child.begin(43);
+        assert_eq!(parent.finished(), None);
     }
 }

@@ -285,6 +285,11 @@ impl Pool {
         let mut sent = 0usize;
         let mut exhausted = false;
         let mut blind_deaths = 0u32;
+        // After a death, the cases re-sent to the replacement go one at a time, each answered
+        // before the next is sent. Answers travel in batches: a case that damaged the heap and
+        // returned may have lost its answer with the worker, and re-sent among others it would
+        // kill the next worker during a later, innocent case, again and again, unblamed.
+        let mut careful = 0usize;
         let in_flight = self.config.in_flight.max(1);
         loop {
             if slot.is_none() {
@@ -305,6 +310,7 @@ impl Pool {
                         stats.restarts += 1;
                         stats.respawn += t.elapsed();
                         sent = 0;
+                        careful = queue.len();
                     }
                     Err(e) => {
                         stats.errors.push(format!("cannot restart a worker: {e}"));
@@ -316,7 +322,8 @@ impl Pool {
             let Some(worker) = slot.as_mut() else { continue };
             // Send what the current worker has not seen, then top the queue up.
             let mut failed = false;
-            while sent < queue.len() && !failed {
+            let window = if careful > 0 { 1 } else { queue.len() };
+            while sent < window && !failed {
                 let (id, case) = &queue[sent];
                 failed = worker.send(&Request::Run { id: *id, case: case.clone() }).is_err();
                 sent += 1;
@@ -324,7 +331,7 @@ impl Pool {
             // Refill in batches, once the queue is half empty: requests go out many per write and
             // the worker, which flushes when its input runs dry, answers many per write, instead
             // of one wake-up per case on each side. Half the window stays queued meanwhile.
-            let refill = queue.len() <= in_flight / 2;
+            let refill = careful == 0 && queue.len() <= in_flight / 2;
             while refill && !failed && !exhausted && queue.len() < in_flight {
                 match next() {
                     Some((id, case)) => {
@@ -356,6 +363,7 @@ impl Pool {
                     }
                     if let Some((id, case)) = queue.pop_front() {
                         sent -= 1;
+                        careful = careful.saturating_sub(1);
                         blind_deaths = 0;
                         stats.cases += 1;
                         stats.completed += 1;
@@ -389,8 +397,12 @@ impl Pool {
                 Event::Died => {
                     let Some(mut w) = slot.take() else { continue };
                     let culprit = w.progress.running();
+                    // Dead between cases, before the last one's answer went out: that call
+                    // returned and the damage it did to the heap was noticed at a later free.
+                    // Re-sent, it would kill each replacement the same way, unblamed.
+                    let suspect = culprit.map(|r| r.id).or_else(|| w.progress.finished());
                     let (status, stderr) = w.reap_dying();
-                    let position = culprit.and_then(|r| queue.iter().position(|(id, _)| *id == r.id));
+                    let position = suspect.and_then(|s| queue.iter().position(|(id, _)| *id == s));
                     match (position, status) {
                         (Some(pos), Some(status)) => {
                             if let Some((id, case)) = queue.remove(pos) {
