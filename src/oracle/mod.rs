@@ -28,7 +28,7 @@ pub const LARGE_INPUT_ELEMENTS: u64 = 1 << 14;
 
 /// Whether an allocation of the size the message names could be the call's honest result: at
 /// most 16 bytes (a complex128) per element of the outer product of its input tensors, or of
-/// the square of their elements. `outer` of two 16,384-element vectors, operands broadcast
+/// the square of their elements (and int arguments). `outer` of two 16,384-element vectors, operands broadcast
 /// against each other, `diag` of a 16,382-element vector (a 16,382-square matrix) rightly need
 /// that much; a size computation gone wrong asks for far more.
 fn explained_by_inputs(case: &Case, message: &str) -> bool {
@@ -37,7 +37,8 @@ fn explained_by_inputs(case: &Case, message: &str) -> bool {
     };
     let numels: Vec<f64> = case.args.iter().flat_map(Arg::tensors).map(|t| t.numel().max(1) as f64).collect();
     let product: f64 = numels.iter().product();
-    let total: f64 = numels.iter().sum();
+    // An int argument can widen the square: `diag(v, -1)` of n elements is (n + 1)-square.
+    let total: f64 = numels.iter().sum::<f64>() + largest_int(case).min(OOM_INT_ARGUMENT) as f64;
     bytes <= 16.0 * product.max(total * total)
 }
 
@@ -280,11 +281,10 @@ fn postconditions(api: &ApiSpec, case: &Case, outputs: &[Output]) -> Vec<Detecti
 /// A crash is keyed by its signal and the last meaningful stderr line (an uncaught exception's
 /// type, an abort message), normalised.
 fn crash_signature(what: &str, stderr: &str) -> String {
-    let last = stderr
-        .lines()
-        .rev()
-        .map(str::trim)
-        .find(|l| !l.is_empty() && !l.starts_with("Exception raised from") && !l.starts_with("frame #") && !is_warning(l));
+    // A dying process prints its cause last: what comes before the last warning's end is older.
+    let lines: Vec<&str> = stderr.lines().map(str::trim).collect();
+    let after = lines.iter().rposition(|l| ends_warning(l)).map_or(0, |i| i + 1);
+    let last = lines[after..].iter().rev().find(|l| !l.is_empty() && !l.starts_with("Exception raised from") && !l.starts_with("frame #"));
     match last {
         Some(l) => format!("{what}: {}", errors::crash_cause(&errors::normalize(l))),
         None => what.to_string(),
@@ -295,6 +295,12 @@ fn crash_signature(what: &str, stderr: &str) -> String {
 /// keeps those of earlier cases, and none says why a process died.
 fn is_warning(line: &str) -> bool {
     line.starts_with("[W") && line.contains("] Warning: ")
+}
+
+/// The line that ends a libtorch warning: a one-line warning, or the last line of one that spans
+/// several (`... strictly less\nthan the reduction factor (...). (function operator())`).
+fn ends_warning(line: &str) -> bool {
+    is_warning(line) || (line.ends_with(')') && line.contains(" (function "))
 }
 
 fn tail(s: &str) -> String {
@@ -316,6 +322,10 @@ mod tests {
         // diag of a 16,382-element complex128 vector: a 16,382-square matrix.
         let diag = Case { op: 0, args: vec![vector(16382)] };
         assert!(super::explained_by_inputs(&diag, &alloc(4_293_918_784)));
+        // ... and of a 16,381-element one below the main diagonal: a 16,382-square matrix too.
+        let below = Case { op: 0, args: vec![vector(16381), Arg::Int(-1)] };
+        assert!(super::explained_by_inputs(&below, &alloc(4_293_918_784)));
+        assert!(!super::explained_by_inputs(&Case { op: 0, args: vec![vector(16381)] }, &alloc(4_293_918_784)), "without the offset the square is smaller");
         // outer of two vectors.
         let outer = Case { op: 0, args: vec![vector(16384), vector(16384)] };
         assert!(super::explained_by_inputs(&outer, &alloc(16 * 16384 * 16384)));
@@ -331,5 +341,9 @@ mod tests {
         assert_eq!(super::crash_signature("SIGFPE", stderr), "SIGFPE");
         let heap = format!("{stderr}malloc_consolidate(): invalid chunk size\n");
         assert_eq!(super::crash_signature("SIGABRT", &heap), "SIGABRT: heap corruption detected by glibc");
+        // A warning over two lines: its second line is no cause either.
+        let var = "[W1123 10:50:01.1 ReduceOps.cpp:1818] Warning: var(): degrees of freedom is <= 0. Correction should be strictly less\nthan the reduction factor (input numel divided by output numel). (function operator())\n";
+        assert_eq!(super::crash_signature("SIGFPE", var), "SIGFPE");
+        assert_eq!(super::crash_signature("SIGSEGV", &format!("{var}Intel oneMKL ERROR: Parameter 3 was incorrect on entry to ZGEBAL.\n")), "SIGSEGV: Intel oneMKL ERROR: Parameter N was incorrect on entry to ?GEBAL.");
     }
 }
