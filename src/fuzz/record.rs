@@ -153,7 +153,13 @@ pub fn confirm(config: &PoolConfig, plan: &ApiPlan, checks: &[Check], finding: &
     let hang = finding.oracle == "hang";
     let runs = if hang { 1 } else { CONFIRM_CALLS };
     let timeout = if hang { config.timeout * HANG_CONFIRM_FACTOR } else { config.timeout };
-    let Ok(pool) = Pool::start(PoolConfig { workers: 1, in_flight: 1, timeout, ..config.clone() }) else { return Some(1) };
+    // A death in the call itself is confirmed on the call alone: the damage a check did in an
+    // earlier call (max_pool2d's backward, under the gradient check) would show in a later
+    // forward call, which a reproducer of the call alone does not make. That death is the check's
+    // finding, found when the check itself dies.
+    let alone = matches!(finding.evidence, Evidence::Call);
+    let config = PoolConfig { workers: 1, in_flight: 1, timeout, checks: if alone { Vec::new() } else { config.checks.clone() }, ..config.clone() };
+    let Ok(pool) = Pool::start(config) else { return Some(1) };
     call_until_shown(&pool, plan, checks, finding, &finding.case, runs).map(|(call, _)| call)
 }
 

@@ -113,6 +113,8 @@ pub fn replay(finding: &Finding, specs: &[PathBuf], pool: PoolConfig) -> Result<
     let catalog = Catalog::from_schemas(supervisor::fetch_catalog(&pool.worker_exe).map_err(ReplayError::Pool)?);
     let (plan, checks) = plan_for(finding, specs, &catalog)?;
     let (ops, all_checks) = plan::op_table(std::slice::from_ref(&plan));
+    // A death in the call is replayed on the call alone, as confirmation does (`record::confirm`).
+    let all_checks = if record::died(finding) && matches!(finding.evidence, oracle::Evidence::Call) { Vec::new() } else { all_checks };
     let pool = Pool::start(PoolConfig { workers: 1, in_flight: 1, ops, checks: all_checks, ..pool }).map_err(ReplayError::Pool)?;
     let case = crate::case::Case { op: 0, ..finding.case.clone() };
     let runs = if record::died(finding) && finding.oracle != "hang" { record::CONFIRM_CALLS } else { 1 };
