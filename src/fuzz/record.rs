@@ -151,40 +151,56 @@ pub const CONFIRM_CALLS: usize = 64;
 /// that cannot start counts as confirmed on the first call: nothing speaks against the finding.
 pub fn confirm(config: &PoolConfig, plan: &ApiPlan, checks: &[Check], finding: &Finding) -> Option<u32> {
     let hang = finding.oracle == "hang";
-    let runs = if hang { 1 } else { CONFIRM_CALLS };
+    let runs = calls_for(finding);
     let timeout = if hang { config.timeout * HANG_CONFIRM_FACTOR } else { config.timeout };
-    // A death in the call itself is confirmed on the call alone: the damage a check did in an
-    // earlier call (max_pool2d's backward, under the gradient check) would show in a later
-    // forward call, which a reproducer of the call alone does not make. That death is the check's
-    // finding, found when the check itself dies.
-    let alone = matches!(finding.evidence, Evidence::Call);
-    let config = PoolConfig { workers: 1, in_flight: 1, timeout, checks: if alone { Vec::new() } else { config.checks.clone() }, ..config.clone() };
+    let config = PoolConfig { workers: 1, in_flight: 1, timeout, checks: if keeps_checks(finding) { config.checks.clone() } else { Vec::new() }, ..config.clone() };
     let Ok(pool) = Pool::start(config) else { return Some(1) };
     call_until_shown(&pool, plan, checks, finding, &finding.case, runs).map(|(call, _)| call)
+}
+
+/// Whether confirming or replaying a finding runs the API's differential checks with the call. A
+/// death in the call itself is confirmed on the call alone: the damage a check did in an earlier
+/// call (max_pool2d's backward, under the gradient check) would show in a later forward call,
+/// which a reproducer of the call alone does not make. That death is the check's finding, found
+/// when the check itself dies.
+pub fn keeps_checks(finding: &Finding) -> bool {
+    !(died(finding) && matches!(finding.evidence, Evidence::Call))
+}
+
+/// How many calls in a row a finding gets to show again: `CONFIRM_CALLS` for a worker's death
+/// (heap damage shows at a later free, and one call that returns proves nothing), one otherwise.
+pub fn calls_for(finding: &Finding) -> usize {
+    if died(finding) && finding.oracle != "hang" { CONFIRM_CALLS } else { 1 }
 }
 
 /// Calls `case` up to `calls` times in a row in `pool`, a few at a time, until a verdict shows
 /// `finding`'s cause, and returns that call, counted from 1, with its detection.
 pub fn call_until_shown(pool: &Pool, plan: &ApiPlan, checks: &[Check], finding: &Finding, case: &Case, calls: usize) -> Option<(u32, oracle::Detection)> {
     let shows = |exec: &Execution| oracle::judge(&plan.api, checks, case, exec).detections.into_iter().find(|d| same_cause(finding, d));
-    let execs = run_until(pool, case, calls, |e| shows(e).is_some());
-    execs.iter().enumerate().find_map(|(i, e)| e.as_ref().and_then(shows).map(|d| (i as u32 + 1, d)))
+    run_until(pool, case, calls, shows).shown.map(|(i, d)| (i as u32 + 1, d))
 }
 
-/// Calls `case` up to `calls` times in a row in `pool`, eight at a time, and stops after the
-/// batch in which `stop` holds for an execution. Returns what ran (None: the worker gave none).
-pub fn run_until(pool: &Pool, case: &Case, calls: usize, mut stop: impl FnMut(&Execution) -> bool) -> Vec<Option<Execution>> {
-    let mut execs = Vec::with_capacity(calls);
-    while execs.len() < calls {
-        let n = (calls - execs.len()).min(8);
-        let batch = pool.run_batch(&vec![case.clone(); n]);
-        let done = batch.iter().flatten().any(&mut stop);
-        execs.extend(batch);
-        if done {
-            break;
+/// What `run_until` ran: every call's execution (None: the worker gave none), and the first call,
+/// counted from 0, on which the judge found something, with what it found.
+pub struct Calls<T> {
+    pub execs: Vec<Option<Execution>>,
+    pub shown: Option<(usize, T)>,
+}
+
+/// Calls `case` up to `calls` times in a row in `pool`, eight at a time, judging each execution
+/// once, and stops after the batch in which `judge` first finds something.
+pub fn run_until<T>(pool: &Pool, case: &Case, calls: usize, mut judge: impl FnMut(&Execution) -> Option<T>) -> Calls<T> {
+    let mut ran = Calls { execs: Vec::with_capacity(calls), shown: None };
+    while ran.execs.len() < calls && ran.shown.is_none() {
+        let n = (calls - ran.execs.len()).min(8);
+        for exec in pool.run_batch(&vec![case.clone(); n]) {
+            if ran.shown.is_none() {
+                ran.shown = exec.as_ref().and_then(&mut judge).map(|found| (ran.execs.len(), found));
+            }
+            ran.execs.push(exec);
         }
     }
-    execs
+    ran
 }
 
 /// Whether a detection shows a finding's cause again: the same oracle with the same signature,

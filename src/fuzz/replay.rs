@@ -113,39 +113,32 @@ pub fn replay(finding: &Finding, specs: &[PathBuf], pool: PoolConfig) -> Result<
     let catalog = Catalog::from_schemas(supervisor::fetch_catalog(&pool.worker_exe).map_err(ReplayError::Pool)?);
     let (plan, checks) = plan_for(finding, specs, &catalog)?;
     let (ops, all_checks) = plan::op_table(std::slice::from_ref(&plan));
-    // A death in the call is replayed on the call alone, as confirmation does (`record::confirm`).
-    let all_checks = if record::died(finding) && matches!(finding.evidence, oracle::Evidence::Call) { Vec::new() } else { all_checks };
+    // A death in the call is replayed on the call alone, as confirmation does.
+    let all_checks = if record::keeps_checks(finding) { all_checks } else { Vec::new() };
     let pool = Pool::start(PoolConfig { workers: 1, in_flight: 1, ops, checks: all_checks, ..pool }).map_err(ReplayError::Pool)?;
     let case = crate::case::Case { op: 0, ..finding.case.clone() };
-    let runs = if record::died(finding) && finding.oracle != "hang" { record::CONFIRM_CALLS } else { 1 };
-    let shows = |exec: &Execution| oracle::judge(&plan.api, &checks, &case, exec).detections.iter().any(|d| record::same_cause(finding, d));
-    let execs: Vec<Execution> = record::run_until(&pool, &case, runs, shows).into_iter().flatten().collect();
-    let verdicts: Vec<_> = execs.iter().map(|exec| oracle::judge(&plan.api, &checks, &case, exec)).collect();
-    let shown = verdicts.iter().position(|v| v.detections.iter().any(|d| record::same_cause(finding, d)));
-    // The execution to describe: the one that showed the cause, else the first.
-    let Some(at) = shown.or(if execs.is_empty() { None } else { Some(0) }) else {
-        return Ok(Replay {
-            id: finding.id.clone(),
-            api: finding.api.clone(),
-            oracle: finding.oracle.clone(),
-            signature: finding.signature.clone(),
-            reproduced: false,
-            detections: vec![],
-            outcome: "the worker could not run it".into(),
-            calls: runs as u32,
-            on_call: None,
-        });
+    let runs = record::calls_for(finding);
+    let judge = |exec: &Execution| Some(oracle::judge(&plan.api, &checks, &case, exec)).filter(|v| v.detections.iter().any(|d| record::same_cause(finding, d)));
+    let ran = record::run_until(&pool, &case, runs, judge);
+    // The execution to describe: the one that showed the cause, else the first the worker gave.
+    let described = match ran.shown {
+        Some((at, verdict)) => ran.execs[at].as_ref().map(|exec| (exec, verdict, Some(at as u32 + 1))),
+        None => ran.execs.iter().flatten().next().map(|exec| (exec, oracle::judge(&plan.api, &checks, &case, exec), None)),
     };
-    Ok(Replay {
+    let replayed = |reproduced, detections, outcome, on_call| Replay {
         id: finding.id.clone(),
         api: finding.api.clone(),
         oracle: finding.oracle.clone(),
         signature: finding.signature.clone(),
-        reproduced: shown.is_some(),
-        detections: verdicts[at].detections.iter().map(|d| format!("{}: {}", d.oracle, d.signature)).collect(),
-        outcome: describe(&execs[at]),
+        reproduced,
+        detections,
+        outcome,
         calls: runs as u32,
-        on_call: shown.map(|i| i as u32 + 1),
+        on_call,
+    };
+    Ok(match described {
+        None => replayed(false, vec![], "the worker could not run it".into(), None),
+        Some((exec, verdict, on_call)) => replayed(on_call.is_some(), verdict.detections.iter().map(|d| format!("{}: {}", d.oracle, d.signature)).collect(), describe(exec), on_call),
     })
 }
 
