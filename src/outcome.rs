@@ -88,14 +88,29 @@ pub enum Outcome {
     Raised { class: ErrorClass, message: String, micros: u32 },
 }
 
+/// How many cases a worker answered before it died the supervisor keeps with the death.
+pub const EARLIER_CASES: usize = 32;
+
 /// What became of one case, seen from the supervisor.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Execution {
     Completed(Outcome),
-    /// The worker died by this signal while the case was the oldest in flight.
-    Crashed { signal: i32, stderr: String },
+    /// The worker died by this signal while the case was the oldest in flight. `earlier`: the
+    /// cases the same worker answered before, oldest first (up to `EARLIER_CASES`), where damage
+    /// the allocator noticed only now may have been done.
+    Crashed {
+        signal: i32,
+        stderr: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        earlier: Vec<(u64, crate::case::Case)>,
+    },
     /// The worker exited (not by signal) while running the case, e.g. `exit()` from inside torch.
-    Exited { code: i32, stderr: String },
+    Exited {
+        code: i32,
+        stderr: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        earlier: Vec<(u64, crate::case::Case)>,
+    },
     /// The case ran past the per-case timeout; the worker was killed.
     TimedOut { millis: u64 },
     /// The case ran with differential checks (see `variant`): its outcome, and one report per
@@ -112,6 +127,15 @@ impl Execution {
         match self {
             Execution::Completed(o) | Execution::Checked { outcome: o, .. } => Some(o),
             _ => None,
+        }
+    }
+
+    /// The cases the worker that died answered before this one, oldest first: empty unless it died.
+    pub fn earlier(&self) -> &[(u64, crate::case::Case)] {
+        match self {
+            Execution::Crashed { earlier, .. } | Execution::Exited { earlier, .. } => earlier,
+            Execution::InCheck { failure, .. } => failure.earlier(),
+            _ => &[],
         }
     }
 

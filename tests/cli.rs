@@ -351,6 +351,33 @@ fn a_crash_that_shows_late_is_confirmed_minimized_and_replayed_by_repeating_the_
     assert!(stdout.contains("reproduces (on call 2 in a row)"), "{stdout}");
 }
 
+/// An innocent op that dies of the damage an earlier case did in the same worker is not
+/// confirmed alone; the cases its worker ran before are run alone in turn, and the one that
+/// kills a fresh worker by itself (a `taint` case) is recorded, confirmed, and named as its
+/// culprit.
+#[test]
+fn an_unconfirmed_death_names_the_earlier_case_that_kills_a_worker_by_itself() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = write(
+        dir.path(),
+        "culprit.sfz",
+        "#[aten(\"sfz_test::taint\")]\napi sfz_test.taint(input: Tensor, arm: int) -> Tensor {\n    input.dtype in [float32];\n    input.numel >= 8;\n    arm in [3];\n}\n\n#[aten(\"sfz_test::fragile\")]\napi sfz_test.fragile(input: Tensor) -> Tensor {\n    input.dtype in [float32];\n}\n",
+    );
+    let out = dir.path().join("out");
+    let (code, stdout, stderr) = run(sfz().args(["fuzz", "--json", "--iterations", "40", "--workers", "1", "--seed", "1", "--mutate", "none"]).arg(&spec).arg("--out").arg(&out));
+    assert_eq!(code, 0, "{stderr}");
+    let text = std::fs::read_to_string(out.join("findings.jsonl")).expect("findings written");
+    let findings: Vec<serde_json::Value> = text.lines().map(json).collect();
+    let victim = findings.iter().find(|f| f["api"] == "sfz_test.fragile").unwrap_or_else(|| panic!("fragile died after a taint case: {text}\n{stdout}"));
+    assert_eq!(victim["confirmed"].as_bool(), Some(false), "fragile alone never dies: {victim}");
+    let culprit = victim["culprit"].as_str().unwrap_or_else(|| panic!("a culprit named: {victim}"));
+    let blamed = findings.iter().find(|f| f["id"] == culprit).unwrap_or_else(|| panic!("the culprit {culprit} is a finding: {text}"));
+    assert_eq!((blamed["api"].as_str(), blamed["confirmed"].as_bool(), blamed["calls"].as_u64()), (Some("sfz_test.taint"), Some(true), Some(2)), "{blamed}");
+    let (code, stdout, stderr) = run(sfz().args(["report"]).arg(&out));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains(&format!("traced to an earlier case in the same worker that kills a fresh worker by itself: {culprit} (sfz_test.taint crash) for 1")), "{stdout}");
+}
+
 /// A reader that stops early (`sfz explain E0001 | head -1`) closes sfz's stdout: sfz ends as a
 /// program killed by SIGPIPE does (status 141), without a panic's message and backtrace.
 #[test]

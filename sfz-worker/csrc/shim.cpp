@@ -292,12 +292,19 @@ void test_exit(int64_t code) { std::_Exit(static_cast<int>(code)); }
 // A bug whose crash shows one call late, like a heap overflow the allocator notices at a later
 // free: a call with `arm == 3` on 4+ elements taints the process, and a later call with
 // `arm == 3` (of any size) dies. No single call dies.
+static bool tainted = false;
+
 at::Tensor test_taint(const at::Tensor& self, int64_t arm) {
-  static bool tainted = false;
   if (arm == 3) {
     if (tainted) std::raise(SIGSEGV);
     if (self.numel() >= 4) tainted = true;
   }
+  return self.clone();
+}
+
+// An innocent op that meets the damage `taint` did: it dies in a tainted process only.
+at::Tensor test_fragile(const at::Tensor& self) {
+  if (tainted) std::raise(SIGSEGV);
   return self.clone();
 }
 
@@ -363,6 +370,7 @@ TORCH_LIBRARY(sfz_test, m) {
   m.def("internal_assert() -> ()", &test_internal_assert);
   m.def("exit(int code) -> ()", &test_exit);
   m.def("taint(Tensor self, int arm) -> Tensor", &test_taint);
+  m.def("fragile(Tensor self) -> Tensor", &test_fragile);
   m.def("late_abort(int ms) -> ()", &test_late_abort);
 }
 

@@ -110,7 +110,7 @@ fn crash_run(fork_server: bool) -> RunStats {
     for (i, e) in &results {
         match crashes.iter().find(|(at, _)| *at == *i) {
             Some((_, sig)) => {
-                let Execution::Crashed { signal, stderr } = e else { panic!("case {i}: {e:?}") };
+                let Execution::Crashed { signal, stderr, .. } = e else { panic!("case {i}: {e:?}") };
                 assert_eq!(signal, sig, "case {i}");
                 if *i != 100 {
                     assert!(stderr.contains(&format!("sfz_test: raising signal {sig}")), "case {i}: {stderr}");

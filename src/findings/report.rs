@@ -43,16 +43,42 @@ pub fn unconfirmed(loaded: &Loaded) -> Vec<&Finding> {
     loaded.findings.iter().filter(|f| f.confirmed == Some(false) && seen.insert(f.key())).collect()
 }
 
-/// One line about the unconfirmed findings, or None.
+/// The culprits of unconfirmed findings, in order of first mention, each with the ids of the
+/// unconfirmed findings it explains.
+pub fn culprits(loaded: &Loaded) -> Vec<(String, Vec<String>)> {
+    let mut culprits: Vec<(String, Vec<String>)> = Vec::new();
+    for f in unconfirmed(loaded) {
+        let Some(id) = f.culprit.as_deref() else { continue };
+        match culprits.iter_mut().find(|(c, _)| c == id) {
+            Some((_, victims)) => victims.push(f.id.clone()),
+            None => culprits.push((id.to_string(), vec![f.id.clone()])),
+        }
+    }
+    culprits
+}
+
+/// One line about the unconfirmed findings, or None: their ids, and the culprits found among
+/// the cases their workers ran before (`Finding::culprit`).
 pub fn unconfirmed_note(loaded: &Loaded) -> Option<String> {
     let u = unconfirmed(loaded);
+    let culprits = culprits(loaded);
+    let traced = culprits.iter().map(|(_, v)| v.len()).sum::<usize>();
+    let named = |id: &str| match loaded.findings.iter().find(|f| f.id == id) {
+        Some(f) => format!("{id} ({} {})", f.api, f.oracle),
+        None => id.to_string(),
+    };
     (!u.is_empty()).then(|| {
-        format!(
+        let mut note = format!(
             "{} more finding{} not listed: the worker died, but not again when the case ran alone in a fresh worker (memory corrupted by an earlier case?): {}",
             u.len(),
             if u.len() == 1 { "" } else { "s" },
             u.iter().map(|f| f.id.as_str()).collect::<Vec<_>>().join(", ")
-        )
+        );
+        if traced > 0 {
+            let list: Vec<String> = culprits.iter().map(|(id, v)| format!("{} for {}", named(id), v.len())).collect();
+            note.push_str(&format!(". {traced} traced to an earlier case in the same worker that kills a fresh worker by itself: {}", list.join(", ")));
+        }
+        note
     })
 }
 
@@ -287,6 +313,7 @@ pub fn to_json(loaded: &Loaded, verified: &HashMap<String, Verification>) -> ser
         },
         "skipped_lines": loaded.skipped.iter().map(|s| json!({ "line": s.line, "reason": s.reason })).collect::<Vec<_>>(),
         "unconfirmed": unconfirmed(loaded).iter().map(|f| f.id.clone()).collect::<Vec<_>>(),
+        "culprits": culprits(loaded).iter().map(|(id, victims)| json!({ "finding": id, "explains": victims })).collect::<Vec<_>>(),
         "shared_causes": shared_causes(&findings)
             .iter()
             .map(|(cause, fs)| json!({ "cause": cause, "findings": fs.iter().map(|f| f.id.clone()).collect::<Vec<_>>() }))

@@ -82,6 +82,10 @@ pub struct Finding {
     /// notices at a free): the reproducer and the minimizer repeat the call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calls: Option<u32>,
+    /// For an unconfirmed death: the finding of the earlier case, run in the same worker before
+    /// it, that kills a fresh worker by itself (`fuzz::culprit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub culprit: Option<String>,
 }
 
 /// A spec file and the 1-based line of an API in it.

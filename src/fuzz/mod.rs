@@ -2,6 +2,7 @@
 //! pool, verdicts into the findings store, a summary out. Case `i` is generated from the seed
 //! and `i` alone, so a run with `--seed S --iterations N` executes the same cases every time.
 pub mod blame;
+pub mod culprit;
 pub mod spec_findings;
 pub mod record;
 pub mod replay;
@@ -133,7 +134,7 @@ pub fn run(
     let oracles: Vec<Vec<&str>> = checks.iter().map(|cs| cs.iter().map(|c| c.oracle.as_str()).collect()).collect();
     let minimizer_config = PoolConfig { workers: 1, in_flight: 8, ..pool_config.clone() };
     let pool = Pool::start(pool_config)?;
-    let (sender, jobs) = crossbeam_channel::unbounded::<Finding>();
+    let (sender, jobs) = crossbeam_channel::unbounded::<(Finding, Vec<(u64, Case)>)>();
     let to_minimize = std::sync::Mutex::new(Some(sender));
     let torch_version = pool.torch_version().to_string();
 
@@ -168,6 +169,77 @@ pub fn run(
         }
         pending.put(index, Meta { conforms: generated.conforms, violated: generated.violated });
         Some((index, Case { op: generated.api as u32, args: generated.args }))
+    };
+    // A finding of case `index`, as the campaign records it.
+    let new_finding = |api_index: usize, index: u64, case: &Case, d: oracle::Detection, meta: Meta| -> Finding {
+        let plan = &plans[api_index];
+        let violation = meta.violated.and_then(|v| generator.violations(api_index).get(v));
+        let id = finding_id(&Key { api: plan.api.name.clone(), oracle: d.oracle.to_string(), signature: d.signature.clone() });
+        Finding {
+            id: id.clone(),
+            api: plan.api.name.clone(),
+            aten: plan.binding.qualified(),
+            oracle: d.oracle.to_string(),
+            signature: d.signature,
+            message: d.message,
+            signal: d.signal.map(signal_name),
+            seed: config.seed,
+            case_index: index,
+            case: case.clone(),
+            inputs: describe_inputs(plan, case),
+            repro: format!("repro/{id}.py"),
+            elapsed_s: start.elapsed().as_secs_f64(),
+            sfz_version: env!("CARGO_PKG_VERSION").to_string(),
+            torch_version: torch_version.clone(),
+            mode: Some(
+                match (violation.is_some(), meta.conforms) {
+                    (true, _) => "violate",
+                    (false, true) => "conform",
+                    (false, false) => "nonconforming",
+                }
+                .to_string(),
+            ),
+            violated: violation.cloned(),
+            format: crate::findings::store::FORMAT,
+            check: match &d.evidence {
+                oracle::Evidence::Differential { check, .. } => checks[api_index].get(*check).cloned(),
+                _ => None,
+            },
+            evidence: d.evidence,
+            spec: config.locations.get(api_index).cloned().flatten(),
+            original: None,
+            minimization: None,
+            pinned: Some(format!("repro/{id}.sfz")),
+            confirmed: None,
+            calls: None,
+            culprit: None,
+        }
+    };
+    // Writes a new finding (its reproducer, its pinned spec) and counts it; false for a duplicate.
+    let keep = |finding: &Finding| -> bool {
+        let Some(plan) = plans.iter().find(|p| p.api.name == finding.api) else { return false };
+        let script = record::reproducer(plan, finding);
+        match store.record(finding.clone(), &script) {
+            Ok(true) => {
+                if let Some(p) = &finding.pinned {
+                    if let Err(e) = store.write_file(p, &record::pinned(plan, finding)) {
+                        eprintln!("sfz: could not write {p}: {e}");
+                    }
+                }
+                counters.findings.fetch_add(1, Ordering::Relaxed);
+                *counters.by_oracle.lock().expect("counters lock").entry(finding.oracle.clone()).or_insert(0) += 1;
+                observer.finding(finding);
+                true
+            }
+            Ok(false) => {
+                counters.duplicates.fetch_add(1, Ordering::Relaxed);
+                false
+            }
+            Err(e) => {
+                eprintln!("sfz: could not write finding {}: {e}", finding.id);
+                false
+            }
+        }
     };
     let sink = |index: u64, case: &Case, exec: Execution| {
         let api_index = case.op as usize;
@@ -230,79 +302,49 @@ pub fn run(
                 counters.duplicates.fetch_add(1, Ordering::Relaxed);
                 continue;
             }
-            let id = finding_id(&key);
-            let finding = Finding {
-                id: id.clone(),
-                api: plan.api.name.clone(),
-                aten: plan.binding.qualified(),
-                oracle: d.oracle.to_string(),
-                signature: d.signature,
-                message: d.message,
-                signal: d.signal.map(signal_name),
-                seed: config.seed,
-                case_index: index,
-                case: case.clone(),
-                inputs: describe_inputs(plan, case),
-                repro: format!("repro/{id}.py"),
-                elapsed_s: start.elapsed().as_secs_f64(),
-                sfz_version: env!("CARGO_PKG_VERSION").to_string(),
-                torch_version: torch_version.clone(),
-                mode: Some(
-                    match (violation.is_some(), meta.conforms) {
-                        (true, _) => "violate",
-                        (false, true) => "conform",
-                        (false, false) => "nonconforming",
-                    }
-                    .to_string(),
-                ),
-                violated: violation.cloned(),
-                format: crate::findings::store::FORMAT,
-                check: match &d.evidence {
-                    oracle::Evidence::Differential { check, .. } => checks[api_index].get(*check).cloned(),
-                    _ => None,
-                },
-                evidence: d.evidence,
-                spec: config.locations.get(api_index).cloned().flatten(),
-                original: None,
-                minimization: None,
-                pinned: Some(format!("repro/{id}.sfz")),
-                confirmed: None,
-                calls: None,
-            };
-            let script = record::reproducer(plan, &finding);
-            match store.record(finding.clone(), &script) {
-                Ok(true) => {
-                    if let Some(p) = &finding.pinned {
-                        if let Err(e) = store.write_file(p, &record::pinned(plan, &finding)) {
-                            eprintln!("sfz: could not write {p}: {e}");
-                        }
-                    }
-                    counters.findings.fetch_add(1, Ordering::Relaxed);
-                    *counters.by_oracle.lock().expect("counters lock").entry(finding.oracle.clone()).or_insert(0) += 1;
-                    observer.finding(&finding);
-                    // Hangs go too, to be confirmed; they are not shrunk (a timeout per candidate).
-                    if config.minimize.is_some() {
-                        if let Some(tx) = to_minimize.lock().expect("sender lock").as_ref() {
-                            let _ = tx.send(finding);
-                        }
-                    }
+            let finding = new_finding(api_index, index, case, d, meta);
+            if keep(&finding) && config.minimize.is_some() {
+                // Hangs go too, to be confirmed; they are not shrunk (a timeout per candidate).
+                // A death carries the cases its worker ran before, where its culprit may be.
+                if let Some(tx) = to_minimize.lock().expect("sender lock").as_ref() {
+                    let _ = tx.send((finding, exec.earlier().to_vec()));
                 }
-                Ok(false) => {
-                    counters.duplicates.fetch_add(1, Ordering::Relaxed);
-                }
-                Err(e) => eprintln!("sfz: could not write finding {id}: {e}"),
             }
         }
         if index % 512 == 0 {
             observer.progress(counters.executions(), counters.findings.load(Ordering::Relaxed), start.elapsed());
         }
     };
+    let shrink = |p: &Pool, api_index: usize, finding: &Finding| {
+        let budget = record::budget(config.minimize.unwrap_or(0));
+        match record::minimize_finding(p, &plans[api_index], &checks[api_index], store, finding, budget) {
+            Ok(updated) => observer.minimized(&updated),
+            Err(e) => eprintln!("sfz: could not write the minimized finding {}: {e}", finding.id),
+        }
+    };
+    // The earlier case that kills a fresh worker by itself, confirmed like any death: its
+    // finding's id, recorded (and shrunk) when new.
+    let blame_culprit = |p: &Pool, earlier: &[(u64, Case)]| -> Option<String> {
+        let found = culprit::find(p, plans, &checks, earlier, Instant::now() + culprit::SEARCH_TIME)?;
+        let api_index = found.case.op as usize;
+        let meta = generate(found.index).map_or(Meta { conforms: false, violated: None }, |g| Meta { conforms: g.conforms, violated: g.violated });
+        let mut blamed = new_finding(api_index, found.index, &found.case, found.detection, meta);
+        blamed.calls = record::confirm(&minimizer_config, &plans[api_index], &checks[api_index], &blamed);
+        blamed.confirmed = Some(blamed.calls.is_some());
+        // A death in the call that does not recur without the API's checks was their damage;
+        // the check's own death is that finding.
+        blamed.confirmed?.then_some(())?;
+        if keep(&blamed) {
+            shrink(p, api_index, &blamed);
+        }
+        Some(blamed.id)
+    };
     let mut seconds = 0.0;
     std::thread::scope(|scope| {
         // Findings are shrunk beside the campaign, in a worker of their own started on the first.
         let minimizer = scope.spawn(|| {
             let mut pool: Option<Pool> = None;
-            for finding in jobs.iter() {
+            for (finding, earlier) in jobs.iter() {
                 let Some(api_index) = plans.iter().position(|p| p.api.name == finding.api) else { continue };
                 if pool.is_none() {
                     match Pool::start(minimizer_config.clone()) {
@@ -315,12 +357,16 @@ pub fn run(
                 }
                 let Some(p) = &pool else { return };
                 // A dead worker blames the case in flight; memory corrupted by an earlier case
-                // kills it just as well. Such a finding is kept, marked, and not shrunk; nor is a
-                // hang (a timeout per candidate).
+                // kills it just as well. Such a finding is kept, marked, and not shrunk, and the
+                // cases its worker ran before are searched for the culprit; nor is a hang shrunk
+                // (a timeout per candidate).
                 let mut finding = finding;
                 if record::died(&finding) {
                     finding.calls = record::confirm(&minimizer_config, &plans[api_index], &checks[api_index], &finding);
                     finding.confirmed = Some(finding.calls.is_some());
+                }
+                if finding.confirmed == Some(false) {
+                    finding.culprit = blame_culprit(p, &earlier);
                 }
                 if finding.confirmed == Some(false) || finding.oracle == "hang" {
                     let script = record::reproducer(&plans[api_index], &finding);
@@ -330,11 +376,7 @@ pub fn run(
                     }
                     continue;
                 }
-                let budget = record::budget(config.minimize.unwrap_or(0));
-                match record::minimize_finding(p, &plans[api_index], &checks[api_index], store, &finding, budget) {
-                    Ok(updated) => observer.minimized(&updated),
-                    Err(e) => eprintln!("sfz: could not write the minimized finding {}: {e}", finding.id),
-                }
+                shrink(p, api_index, &finding);
             }
         });
         // The pool's own troubles (deaths outside any case, a worker given up), said once each.

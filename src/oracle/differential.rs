@@ -200,14 +200,14 @@ pub fn judge_in_check(checks: &[Check], check: u32, failure: &Execution) -> Opti
     let oracle = oracle_name(c);
     let evidence = Evidence::Differential { check: check as usize, what: Disagreement::VariantFails };
     match failure {
-        Execution::Crashed { signal, stderr } => Some(Detection {
+        Execution::Crashed { signal, stderr, .. } => Some(Detection {
             oracle,
             signature: format!("{what}: {}", super::crash_signature(&signal_name(*signal), stderr)),
             message: format!("the worker was killed by {} while running the {what}\n{}", signal_name(*signal), super::tail(stderr)),
             signal: Some(*signal),
             evidence,
         }),
-        Execution::Exited { code, stderr } => Some(Detection {
+        Execution::Exited { code, stderr, .. } => Some(Detection {
             oracle,
             signature: format!("{what}: {}", super::crash_signature(&format!("exit {code}"), stderr)),
             message: format!("the worker exited with status {code} while running the {what}\n{}", super::tail(stderr)),

@@ -143,7 +143,7 @@ fn judge_failure(api: &ApiSpec, case: &Case, exec: &Execution) -> Verdict {
     let enabled = |name: &str| api.oracles.iter().any(|o| o.name == name);
     let mut detections = Vec::new();
     let status = match exec {
-        Execution::Crashed { signal, stderr } => {
+        Execution::Crashed { signal, stderr, .. } => {
             // We only SIGKILL on timeouts (reported as such); a SIGKILL here is the kernel's
             // out-of-memory killer.
             if *signal == libc::SIGKILL {
@@ -161,7 +161,7 @@ fn judge_failure(api: &ApiSpec, case: &Case, exec: &Execution) -> Verdict {
             }
             Status::Failed
         }
-        Execution::Exited { code, stderr } => {
+        Execution::Exited { code, stderr, .. } => {
             if enabled("crash") {
                 detections.push(Detection {
                     oracle: "crash",

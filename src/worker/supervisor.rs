@@ -27,7 +27,7 @@ use super::progress::{monotonic_ns, Progress};
 use super::protocol::{read_frame, write_frame, Request, Response};
 use crate::case::Case;
 use crate::ops::binding::OpBinding;
-use crate::outcome::Execution;
+use crate::outcome::{Execution, EARLIER_CASES};
 use crate::variant::Check;
 
 /// Bytes of a worker's stderr kept for crash reports.
@@ -290,6 +290,8 @@ impl Pool {
         // returned may have lost its answer with the worker, and re-sent among others it would
         // kill the next worker during a later, innocent case, again and again, unblamed.
         let mut careful = 0usize;
+        // The cases the current worker answered last, handed over with its death.
+        let mut earlier: VecDeque<(u64, Case)> = VecDeque::new();
         let in_flight = self.config.in_flight.max(1);
         loop {
             if slot.is_none() {
@@ -311,6 +313,7 @@ impl Pool {
                         stats.respawn += t.elapsed();
                         sent = 0;
                         careful = queue.len();
+                        earlier.clear();
                     }
                     Err(e) => {
                         stats.errors.push(format!("cannot restart a worker: {e}"));
@@ -368,6 +371,10 @@ impl Pool {
                         stats.cases += 1;
                         stats.completed += 1;
                         sink(id, &case, exec);
+                        if earlier.len() == EARLIER_CASES {
+                            earlier.pop_front();
+                        }
+                        earlier.push_back((id, case));
                     }
                 }
                 Event::Protocol(message) => {
@@ -407,14 +414,15 @@ impl Pool {
                         (Some(pos), Some(status)) => {
                             if let Some((id, case)) = queue.remove(pos) {
                                 stats.cases += 1;
+                                let earlier = earlier.iter().cloned().collect();
                                 let exec = match (status.signal(), status.code()) {
                                     (Some(signal), _) => {
                                         stats.crashed += 1;
-                                        Execution::Crashed { signal, stderr }
+                                        Execution::Crashed { signal, stderr, earlier }
                                     }
                                     (None, code) => {
                                         stats.exited += 1;
-                                        Execution::Exited { code: code.unwrap_or(-1), stderr }
+                                        Execution::Exited { code: code.unwrap_or(-1), stderr, earlier }
                                     }
                                 };
                                 sink(id, &case, in_phase(culprit, exec));
