@@ -378,6 +378,34 @@ fn an_unconfirmed_death_names_the_earlier_case_that_kills_a_worker_by_itself() {
     assert!(stdout.contains(&format!("traced to an earlier case in the same worker that kills a fresh worker by itself: {culprit} (sfz_test.taint crash) for 1")), "{stdout}");
 }
 
+/// A hang whose time grows with an integer argument (a loop of 2^40 turns) is the cost of its
+/// input, listed apart with the growth that explains it; one that never ends whatever the
+/// integer's size (a negative `n`) stays a finding.
+#[test]
+fn a_hang_that_is_the_cost_of_a_huge_integer_is_explained_not_reported() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = write(
+        dir.path(),
+        "hangs.sfz",
+        "#[aten(\"sfz_test::grind\")]\napi sfz_test.grind(input: Tensor, n: int) -> Tensor {\n    input.dtype in [float32];\n    n in [1099511627776];\n}\n\n#[aten(\"sfz_test::stuck\")]\napi sfz_test.stuck(input: Tensor, n: int) -> Tensor {\n    input.dtype in [float32];\n    n in [-1099511627776];\n}\n",
+    );
+    let out = dir.path().join("out");
+    let args = ["fuzz", "--json", "--iterations", "8", "--workers", "1", "--in-flight", "1", "--timeout", "200ms", "--seed", "1", "--mutate", "none"];
+    let (code, stdout, stderr) = run(sfz().args(args).arg(&spec).arg("--out").arg(&out));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(json(&stdout)["findings_by_oracle"]["hang"], 2, "{stdout}");
+    let (code, stdout, stderr) = run(sfz().args(["report", "--json"]).arg(&out));
+    assert_eq!(code, 0, "{stderr}");
+    let report = json(&stdout);
+    assert_eq!(report["unique"], 1, "{stdout}");
+    assert_eq!(report["findings"][0]["api"], "sfz_test.stuck", "{stdout}");
+    let explained = report["explained"].as_array().expect("explained");
+    assert_eq!(explained.len(), 1, "{stdout}");
+    let why = explained[0]["why"].as_str().expect("why");
+    assert!(explained[0]["finding"].as_str().is_some_and(|id| id.starts_with("hang-grind-")), "{stdout}");
+    assert!(why.contains("grows with its integer arguments") && why.contains("at 2^40"), "{why}");
+}
+
 /// A reader that stops early (`sfz explain E0001 | head -1`) closes sfz's stdout: sfz ends as a
 /// program killed by SIGPIPE does (status 141), without a panic's message and backtrace.
 #[test]

@@ -308,6 +308,20 @@ at::Tensor test_fragile(const at::Tensor& self) {
   return self.clone();
 }
 
+// Work in proportion to `n`: a huge `n` runs for ages, as a polynomial of degree 2^62 does.
+at::Tensor test_grind(const at::Tensor& self, int64_t n) {
+  volatile int64_t sink = 0;
+  for (int64_t i = 0; i < n; i++) sink = sink + i;
+  return self.clone();
+}
+
+// A hang that is a bug: a negative `n` never ends, whatever its size.
+at::Tensor test_stuck(const at::Tensor& self, int64_t n) {
+  volatile int64_t sink = 0;
+  while (n < 0) sink = sink + 1;
+  return self.clone();
+}
+
 // A planted family of differential bugs, one per `bug` value, on y = x * x:
 //   1: wrong for non-contiguous inputs          2: wrong in float32 (off by 0.1%)
 //   3: the out= overload writes y + 1           4: the in-place form writes y - 1
@@ -371,6 +385,8 @@ TORCH_LIBRARY(sfz_test, m) {
   m.def("exit(int code) -> ()", &test_exit);
   m.def("taint(Tensor self, int arm) -> Tensor", &test_taint);
   m.def("fragile(Tensor self) -> Tensor", &test_fragile);
+  m.def("grind(Tensor self, int n) -> Tensor", &test_grind);
+  m.def("stuck(Tensor self, int n) -> Tensor", &test_stuck);
   m.def("late_abort(int ms) -> ()", &test_late_abort);
 }
 

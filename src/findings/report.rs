@@ -33,7 +33,22 @@ pub fn oracle_description(oracle: &str) -> &'static str {
 /// worker death did not recur alone in a fresh worker are left out (see `unconfirmed`).
 pub fn unique(loaded: &Loaded) -> Vec<&Finding> {
     let mut seen = HashSet::new();
-    loaded.findings.iter().filter(|f| f.confirmed != Some(false) && seen.insert(f.key())).collect()
+    loaded.findings.iter().filter(|f| f.confirmed != Some(false) && f.explained.is_none() && seen.insert(f.key())).collect()
+}
+
+/// Hangs that are the cost of their input (`Finding::explained`): listed apart, not as bugs.
+pub fn explained(loaded: &Loaded) -> Vec<&Finding> {
+    let mut seen = HashSet::new();
+    loaded.findings.iter().filter(|f| f.confirmed != Some(false) && f.explained.is_some() && seen.insert(f.key())).collect()
+}
+
+/// One line about the explained findings, or None.
+pub fn explained_note(loaded: &Loaded) -> Option<String> {
+    let e = explained(loaded);
+    (!e.is_empty()).then(|| {
+        let each: Vec<String> = e.iter().map(|f| format!("{} ({}: {})", f.id, f.api, f.explained.as_deref().unwrap_or(""))).collect();
+        format!("{} more finding{} not listed, explained by the input: {}", e.len(), if e.len() == 1 { "" } else { "s" }, each.join("; "))
+    })
 }
 
 /// Worker deaths that did not recur when their case ran alone in a fresh worker: most likely an
@@ -191,6 +206,9 @@ pub fn markdown(dir: &Path, loaded: &Loaded, verified: &HashMap<String, Verifica
     if let Some(note) = unconfirmed_note(loaded) {
         let _ = writeln!(out, "\n{note}.");
     }
+    if let Some(note) = explained_note(loaded) {
+        let _ = writeln!(out, "\n{note}.");
+    }
     out.push_str("\n| finding | oracle | API | signature | input elements | reproduces |\n|---|---|---|---|---|---|\n");
     for f in &findings {
         let _ = writeln!(
@@ -313,6 +331,7 @@ pub fn to_json(loaded: &Loaded, verified: &HashMap<String, Verification>) -> ser
         },
         "skipped_lines": loaded.skipped.iter().map(|s| json!({ "line": s.line, "reason": s.reason })).collect::<Vec<_>>(),
         "unconfirmed": unconfirmed(loaded).iter().map(|f| f.id.clone()).collect::<Vec<_>>(),
+        "explained": explained(loaded).iter().map(|f| json!({ "finding": f.id, "why": f.explained })).collect::<Vec<_>>(),
         "culprits": culprits(loaded).iter().map(|(id, victims)| json!({ "finding": id, "explains": victims })).collect::<Vec<_>>(),
         "shared_causes": shared_causes(&findings)
             .iter()

@@ -86,6 +86,10 @@ pub struct Finding {
     /// it, that kills a fresh worker by itself (`fuzz::culprit`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub culprit: Option<String>,
+    /// For a confirmed hang: why it is the cost of the input rather than a bug (`fuzz::cost`).
+    /// Reports list such findings apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explained: Option<String>,
 }
 
 /// A spec file and the 1-based line of an API in it.

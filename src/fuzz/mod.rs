@@ -2,6 +2,7 @@
 //! pool, verdicts into the findings store, a summary out. Case `i` is generated from the seed
 //! and `i` alone, so a run with `--seed S --iterations N` executes the same cases every time.
 pub mod blame;
+pub mod cost;
 pub mod culprit;
 pub mod spec_findings;
 pub mod record;
@@ -213,6 +214,7 @@ pub fn run(
             confirmed: None,
             calls: None,
             culprit: None,
+            explained: None,
         }
     };
     // Writes a new finding (its reproducer, its pinned spec) and counts it; false for a duplicate.
@@ -367,6 +369,9 @@ pub fn run(
                 }
                 if finding.confirmed == Some(false) {
                     finding.culprit = blame_culprit(p, &earlier);
+                }
+                if finding.oracle == "hang" && finding.confirmed == Some(true) {
+                    finding.explained = cost::explain_hang(p, &finding.case, minimizer_config.timeout);
                 }
                 if finding.confirmed == Some(false) || finding.oracle == "hang" {
                     let script = record::reproducer(&plans[api_index], &finding);
