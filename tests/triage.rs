@@ -414,3 +414,25 @@ fn one_assert_reached_through_two_apis_is_one_shared_cause() {
     assert_eq!(causes.as_array().map(Vec::len), Some(1), "{causes}");
     assert_eq!(causes[0]["findings"], serde_json::json!(["internal_error-a-1", "internal_error-b-2"]));
 }
+
+/// A worker that dies in one check of damage another check did (the in-place form taints the
+/// process, the out= overload dies in it: bug 8) is confirmed with the check that died alone,
+/// as its reproducer runs it: the out= overload alone never dies, so the finding is unconfirmed
+/// and its script, which would exit 0, is not reported as a bug.
+#[test]
+fn a_death_in_a_check_is_confirmed_with_that_check_alone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = dir.path().join("tainted.sfz");
+    let text = "#[aten(\"sfz_test::buggy\")]\napi sfz_test.buggy(input: Tensor, bug: int) -> Tensor {\n    input.dtype in [float32];\n    input.ndim in 1..2;\n    input.shape[*] in 2..4;\n    bug in [8];\n    oracles crash, inplace, out;\n}\n";
+    std::fs::write(&spec, text).expect("write spec");
+    let out = dir.path().join("out");
+    let (code, _, stderr) = run(sfz().args(["fuzz", "--json", "--iterations", "4", "--seed", "1", "--workers", "1", "--mutate", "none"]).arg(&spec).arg("--out").arg(&out));
+    assert_eq!(code, 0, "{stderr}");
+    let found = findings(&out);
+    let died: Vec<&serde_json::Value> = found.iter().filter(|f| f["oracle"] == "out").collect();
+    assert!(!died.is_empty(), "the out= check died after the in-place check tainted the worker: {found:#?}");
+    for f in died {
+        assert_eq!(f["confirmed"].as_bool(), Some(false), "the out= overload alone never dies: {f}");
+    }
+}
+

@@ -326,7 +326,8 @@ at::Tensor test_stuck(const at::Tensor& self, int64_t n) {
 //   1: wrong for non-contiguous inputs          2: wrong in float32 (off by 0.1%)
 //   3: the out= overload writes y + 1           4: the in-place form writes y - 1
 //   5: the out= overload raises                 6: backward says 3x instead of 2x
-//   7: the out= overload segfaults
+//   7: the out= overload segfaults              8: the in-place form taints the process (see
+//                                                   `taint`) and the out= overload dies in it
 // Any other value is correct everywhere.
 at::Tensor test_buggy(const at::Tensor& self, int64_t bug) {
   at::Tensor r = self * self;
@@ -337,6 +338,7 @@ at::Tensor test_buggy(const at::Tensor& self, int64_t bug) {
 
 at::Tensor& test_buggy_out(const at::Tensor& self, int64_t bug, at::Tensor& out) {
   TORCH_CHECK(bug != 5, "sfz_test::buggy.out refuses bug 5");
+  if (bug == 8 && tainted) std::raise(SIGSEGV);
   if (bug == 7) {
     int* volatile p = nullptr;  // the pointer itself volatile: the compiler may not drop the write
     *p = 1;
@@ -351,6 +353,7 @@ at::Tensor& test_buggy_out(const at::Tensor& self, int64_t bug, at::Tensor& out)
 at::Tensor& test_buggy_(at::Tensor& self, int64_t bug) {
   at::Tensor r = test_buggy(self, bug);
   if (bug == 4) r = r - 1;
+  if (bug == 8) tainted = true;
   self.copy_(r);
   return self;
 }

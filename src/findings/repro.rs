@@ -240,6 +240,20 @@ impl Writer<'_> {
                     ),
                 }
             }
+            Evidence::Differential { what: what @ Disagreement::VariantFails, .. } if r.calls > 1 => {
+                let round = match r.check {
+                    Some(check) => self.differential(check, what, &call),
+                    None => format!("{call}\n"),
+                };
+                let indented: String = round.lines().map(|l| if l.is_empty() { "\n".to_string() } else { format!("        {l}\n") }).collect();
+                format!(
+                    "# One round damages the heap and may still return or raise; glibc notices at a later free\n\
+                     # (sfz's worker died in round {} with this input), so the round is repeated.\n\
+                     for _ in range({}):\n    try:\n{indented}    except RuntimeError:\n        pass  # raising does not undo the damage\n",
+                    r.calls,
+                    REPEAT_CALLS.max(4 * r.calls)
+                )
+            }
             Evidence::Differential { what, .. } => match r.check {
                 Some(check) => self.differential(check, what, &call),
                 None => format!("result = {call}\n"),
@@ -889,6 +903,19 @@ mod tests {
         insta::assert_snapshot!("late_death", render(25));
         assert!(render(1).ends_with("torch.linalg.eig(input)  # dies with SIGABRT\n"), "{}", render(1));
         assert!(render(40).contains("for _ in range(160):"), "four times the worker's calls when that is more");
+    }
+
+    /// A death in a check that showed in a later round (call and check): the round is repeated.
+    #[test]
+    fn a_late_death_in_a_check_repeats_the_round() {
+        let exp = api("api torch.exp(input: Tensor) -> Tensor {}");
+        let case = Case { op: 0, args: vec![Arg::Tensor(recipe())] };
+        let layout = check("layout", Variant::Layout);
+        let evidence = Evidence::Differential { check: 0, what: Disagreement::VariantFails };
+        let b = bind(&exp);
+        let render = |calls| Reproducer { api: &exp, binding: &b, case: &case, evidence: &evidence, check: Some(&layout), twin: None, header: "sfz finding t", expect: "", calls }.render();
+        insta::assert_snapshot!("late_death_in_check", render(3));
+        assert!(!render(1).contains("for _ in range"), "{}", render(1));
     }
 
     #[test]

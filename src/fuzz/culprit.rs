@@ -31,12 +31,15 @@ pub struct Culprit {
 }
 
 /// Runs the cases in `earlier` (oldest first, as the supervisor gives them) alone in fresh
-/// workers of `pool`, the most recent first and each distinct case once, until one kills its
-/// worker by a fatal signal (an out-of-memory kill does not count) or `deadline` passes.
-/// `plans` and `checks` are the campaign's, indexed by `Case::op`.
-pub fn find(pool: &Pool, plans: &[ApiPlan], checks: &[Vec<Check>], earlier: &[(u64, Case)], deadline: Instant) -> Option<Culprit> {
+/// workers of `pool`, each distinct case once, until one kills its worker by a fatal signal (an
+/// out-of-memory kill does not count) or `deadline` passes. Cases of the ops in `suspects` (APIs
+/// already found guilty: one damaging API kills many innocents) go first, then the most recent
+/// first. `plans` and `checks` are the campaign's, indexed by `Case::op`.
+pub fn find(pool: &Pool, plans: &[ApiPlan], checks: &[Vec<Check>], earlier: &[(u64, Case)], suspects: &HashSet<u32>, deadline: Instant) -> Option<Culprit> {
+    let mut order: Vec<&(u64, Case)> = earlier.iter().rev().collect();
+    order.sort_by_key(|(_, case)| !suspects.contains(&case.op));
     let mut tried = HashSet::new();
-    for (index, case) in earlier.iter().rev() {
+    for (index, case) in order {
         if Instant::now() >= deadline {
             return None;
         }

@@ -317,17 +317,21 @@ pub fn run(
             observer.progress(counters.executions(), counters.findings.load(Ordering::Relaxed), start.elapsed());
         }
     };
+    // A worker's death is shrunk in a pool of its own, with the checks it was confirmed with.
     let shrink = |p: &Pool, api_index: usize, finding: &Finding| {
         let budget = record::budget(config.minimize.unwrap_or(0));
-        match record::minimize_finding(p, &plans[api_index], &checks[api_index], store, finding, budget) {
+        let own = (record::died(finding) && finding.oracle != "hang").then(|| Pool::start(record::alone_config(&minimizer_config, finding, api_index)).ok()).flatten();
+        let api_checks = if own.is_some() { record::judged_alone(finding, &checks[api_index]) } else { checks[api_index].clone() };
+        match record::minimize_finding(own.as_ref().unwrap_or(p), &plans[api_index], &api_checks, store, finding, budget) {
             Ok(updated) => observer.minimized(&updated),
             Err(e) => eprintln!("sfz: could not write the minimized finding {}: {e}", finding.id),
         }
     };
     // The earlier case that kills a fresh worker by itself, confirmed like any death: its
     // finding's id, recorded (and shrunk) when new.
-    let blame_culprit = |p: &Pool, earlier: &[(u64, Case)]| -> Option<String> {
-        let found = culprit::find(p, plans, &checks, earlier, Instant::now() + culprit::SEARCH_TIME)?;
+    let blame_culprit = |p: &Pool, earlier: &[(u64, Case)], suspects: &mut std::collections::HashSet<u32>| -> Option<String> {
+        let found = culprit::find(p, plans, &checks, earlier, suspects, Instant::now() + culprit::SEARCH_TIME)?;
+        suspects.insert(found.case.op);
         let api_index = found.case.op as usize;
         let meta = generate(found.index).map_or(Meta { conforms: false, violated: None }, |g| Meta { conforms: g.conforms, violated: g.violated });
         let mut blamed = new_finding(api_index, found.index, &found.case, found.detection, meta);
@@ -346,6 +350,7 @@ pub fn run(
         // Findings are shrunk beside the campaign, in a worker of their own started on the first.
         let minimizer = scope.spawn(|| {
             let mut pool: Option<Pool> = None;
+            let mut suspects = std::collections::HashSet::new();
             for (finding, earlier) in jobs.iter() {
                 let Some(api_index) = plans.iter().position(|p| p.api.name == finding.api) else { continue };
                 if pool.is_none() {
@@ -368,7 +373,7 @@ pub fn run(
                     finding.confirmed = Some(finding.calls.is_some());
                 }
                 if finding.confirmed == Some(false) {
-                    finding.culprit = blame_culprit(p, &earlier);
+                    finding.culprit = blame_culprit(p, &earlier, &mut suspects);
                 }
                 if finding.oracle == "hang" && finding.confirmed == Some(true) {
                     finding.explained = cost::explain_hang(p, &finding.case, minimizer_config.timeout);

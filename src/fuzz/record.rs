@@ -153,18 +153,38 @@ pub fn confirm(config: &PoolConfig, plan: &ApiPlan, checks: &[Check], finding: &
     let hang = finding.oracle == "hang";
     let runs = calls_for(finding);
     let timeout = if hang { config.timeout * HANG_CONFIRM_FACTOR } else { config.timeout };
-    let config = PoolConfig { workers: 1, in_flight: 1, timeout, checks: if keeps_checks(finding) { config.checks.clone() } else { Vec::new() }, ..config.clone() };
+    let config = PoolConfig { timeout, ..alone_config(config, finding, finding.case.op as usize) };
     let Ok(pool) = Pool::start(config) else { return Some(1) };
-    call_until_shown(&pool, plan, checks, finding, &finding.case, runs).map(|(call, _)| call)
+    call_until_shown(&pool, plan, &judged_alone(finding, checks), finding, &finding.case, runs).map(|(call, _)| call)
 }
 
-/// Whether confirming or replaying a finding runs the API's differential checks with the call. A
-/// death in the call itself is confirmed on the call alone: the damage a check did in an earlier
-/// call (max_pool2d's backward, under the gradient check) would show in a later forward call,
-/// which a reproducer of the call alone does not make. That death is the check's finding, found
-/// when the check itself dies.
-pub fn keeps_checks(finding: &Finding) -> bool {
-    !(died(finding) && matches!(finding.evidence, Evidence::Call))
+/// The pool a worker's death is confirmed, minimized and replayed in: one worker, one case in
+/// flight, and of the differential checks of `op` (the finding's API in `config`'s op table) only
+/// the one that died (none for a death in the call). Another check's damage would show in a
+/// later call (max_pool2d's backward under the gradient check met by the next call's forward, or
+/// its layout check), which the reproducer of the call, or of the one check, does not make; that
+/// bug is the other check's finding, found when it dies itself. Other findings keep every check.
+pub fn alone_config(config: &PoolConfig, finding: &Finding, op: usize) -> PoolConfig {
+    let mut checks = config.checks.clone();
+    if died(finding) {
+        if let Some(api_checks) = checks.get_mut(op) {
+            *api_checks = match finding.evidence {
+                Evidence::Differential { check, .. } => api_checks.get(check).cloned().into_iter().collect(),
+                _ => Vec::new(),
+            };
+        }
+    }
+    PoolConfig { workers: 1, in_flight: 1, checks, ..config.clone() }
+}
+
+/// The API's checks as the worker of `alone_config` reports them: judged against these, its
+/// reports keep their places (the dead check's reports come first, as check 0).
+pub fn judged_alone(finding: &Finding, checks: &[Check]) -> Vec<Check> {
+    match (died(finding), &finding.evidence) {
+        (false, _) => checks.to_vec(),
+        (true, Evidence::Differential { check, .. }) => checks.get(*check).cloned().into_iter().collect(),
+        (true, _) => Vec::new(),
+    }
 }
 
 /// How many calls in a row a finding gets to show again: `CONFIRM_CALLS` for a worker's death

@@ -113,9 +113,9 @@ pub fn replay(finding: &Finding, specs: &[PathBuf], pool: PoolConfig) -> Result<
     let catalog = Catalog::from_schemas(supervisor::fetch_catalog(&pool.worker_exe).map_err(ReplayError::Pool)?);
     let (plan, checks) = plan_for(finding, specs, &catalog)?;
     let (ops, all_checks) = plan::op_table(std::slice::from_ref(&plan));
-    // A death in the call is replayed on the call alone, as confirmation does.
-    let all_checks = if record::keeps_checks(finding) { all_checks } else { Vec::new() };
-    let pool = Pool::start(PoolConfig { workers: 1, in_flight: 1, ops, checks: all_checks, ..pool }).map_err(ReplayError::Pool)?;
+    // A death is replayed as confirmation ran it: the call alone, or with the check that died.
+    let pool = Pool::start(record::alone_config(&PoolConfig { ops, checks: all_checks, ..pool }, finding, 0)).map_err(ReplayError::Pool)?;
+    let checks = record::judged_alone(finding, &checks);
     let case = crate::case::Case { op: 0, ..finding.case.clone() };
     let runs = record::calls_for(finding);
     let judge = |exec: &Execution| Some(oracle::judge(&plan.api, &checks, &case, exec)).filter(|v| v.detections.iter().any(|d| record::same_cause(finding, d)));
