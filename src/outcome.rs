@@ -89,7 +89,7 @@ pub enum Outcome {
 }
 
 /// How many cases a worker answered before it died the supervisor keeps with the death.
-pub const EARLIER_CASES: usize = 32;
+pub const EARLIER_CASES: usize = 256;
 
 /// What became of one case, seen from the supervisor.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

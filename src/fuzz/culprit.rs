@@ -3,31 +3,31 @@
 //! notices at a later free. The supervisor hands over the cases the dead worker answered before
 //! (`Execution::earlier`); each is run alone, most recent first, in a fresh worker as a death is
 //! confirmed (up to `CONFIRM_CALLS` calls in a row, with its API's checks, as in the campaign),
-//! and the first that kills it is the culprit: a finding of its own API, confirmed like any other.
+//! and the first that kills it is the culprit. `locate` then finds where its damage is done (the
+//! call alone, or one check alone, as any death is confirmed), which names its finding.
 use std::collections::HashSet;
 use std::time::Instant;
 
 use crate::case::Case;
 use crate::oracle::{self, Detection};
+use crate::outcome::Execution;
 use crate::plan::ApiPlan;
 use crate::variant::Check;
-use crate::worker::supervisor::Pool;
+use crate::worker::supervisor::{Pool, PoolConfig};
 
 use super::record;
 
 /// How long the search for one death's culprit may take (each candidate costs a fork and up to
 /// `CONFIRM_CALLS` calls with its checks).
-pub const SEARCH_TIME: std::time::Duration = std::time::Duration::from_secs(20);
+pub const SEARCH_TIME: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// An earlier case that kills a fresh worker by itself.
+/// Where a culprit's damage is done, once found: in the call (None) or in check `k`.
+pub type Place = Option<usize>;
+
+/// An earlier case that kills a fresh worker by itself: its index in the campaign, and the case.
 pub struct Culprit {
-    /// Its index in the campaign, and the case.
     pub index: u64,
     pub case: Case,
-    /// The death it caused, judged as the campaign judges it.
-    pub detection: Detection,
-    /// The call, counted from 1, on which the fresh worker died.
-    pub call: u32,
 }
 
 /// Runs the cases in `earlier` (oldest first, as the supervisor gives them) alone in fresh
@@ -48,14 +48,48 @@ pub fn find(pool: &Pool, plans: &[ApiPlan], checks: &[Vec<Check>], earlier: &[(u
             continue;
         }
         let api_checks = checks.get(case.op as usize).map_or(&[][..], Vec::as_slice);
-        let kills = |exec: &crate::outcome::Execution| oracle::judge(&plan.api, api_checks, case, exec).detections.into_iter().find(|d| d.signal.is_some_and(|s| s != libc::SIGKILL));
         pool.retire();
-        let ran = record::run_until(pool, case, record::CONFIRM_CALLS, kills);
-        if let Some((at, detection)) = ran.shown {
+        if record::run_until(pool, case, record::CONFIRM_CALLS, |exec| kills(plan, api_checks, case, exec)).shown.is_some() {
             pool.retire();
-            return Some(Culprit { index: *index, case: case.clone(), detection, call: at as u32 + 1 });
+            return Some(Culprit { index: *index, case: case.clone() });
         }
     }
     pool.retire();
     None
 }
+
+/// Where `case` kills a fresh worker by itself, as a death is confirmed (`record::alone_config`):
+/// the call alone, then each of its API's checks alone with the call, `known` (the place found
+/// for the same API before) first. Returns the place, the death (its evidence naming the check by
+/// its place among all the API's checks), and the call, counted from 1, on which it came. The
+/// search ran the case with every check: the damage of max_pool2d's gradient check kills a later
+/// round's forward call, and the finding to name is the gradient check's.
+pub fn locate(config: &PoolConfig, plan: &ApiPlan, checks: &[Check], case: &Case, known: Option<Place>) -> Option<(Place, Detection, u32)> {
+    let op = case.op as usize;
+    let mut places: Vec<Place> = std::iter::once(None).chain((0..checks.len()).map(Some)).collect();
+    if let Some(k) = known {
+        places.retain(|p| *p != k);
+        places.insert(0, k);
+    }
+    for place in places {
+        let mut table = config.checks.clone();
+        let only: Vec<Check> = place.and_then(|k| checks.get(k).cloned()).into_iter().collect();
+        if let Some(api_checks) = table.get_mut(op) {
+            *api_checks = only.clone();
+        }
+        let Ok(pool) = Pool::start(PoolConfig { workers: 1, in_flight: 1, checks: table, ..config.clone() }) else { continue };
+        if let Some((at, mut detection)) = record::run_until(&pool, case, record::CONFIRM_CALLS, |exec| kills(plan, &only, case, exec)).shown {
+            if let (Some(k), oracle::Evidence::Differential { check, .. }) = (place, &mut detection.evidence) {
+                *check = k;
+            }
+            return Some((place, detection, at as u32 + 1));
+        }
+    }
+    None
+}
+
+/// The death by a fatal signal (not an out-of-memory kill) a verdict holds, if any.
+fn kills(plan: &ApiPlan, checks: &[Check], case: &Case, exec: &Execution) -> Option<Detection> {
+    oracle::judge(&plan.api, checks, case, exec).detections.into_iter().find(|d| d.signal.is_some_and(|s| s != libc::SIGKILL))
+}
+

@@ -327,19 +327,19 @@ pub fn run(
             Err(e) => eprintln!("sfz: could not write the minimized finding {}: {e}", finding.id),
         }
     };
-    // The earlier case that kills a fresh worker by itself, confirmed like any death: its
-    // finding's id, recorded (and shrunk) when new.
-    let blame_culprit = |p: &Pool, earlier: &[(u64, Case)], suspects: &mut std::collections::HashSet<u32>| -> Option<String> {
-        let found = culprit::find(p, plans, &checks, earlier, suspects, Instant::now() + culprit::SEARCH_TIME)?;
-        suspects.insert(found.case.op);
+    // The earlier case that kills a fresh worker by itself, located and confirmed as any death
+    // (the call alone, or one check alone): its finding's id, recorded (and shrunk) when new.
+    // `suspects`: the APIs found guilty so far, with the place their damage was done.
+    let blame_culprit = |p: &Pool, earlier: &[(u64, Case)], suspects: &mut HashMap<u32, culprit::Place>| -> Option<String> {
+        let guilty: std::collections::HashSet<u32> = suspects.keys().copied().collect();
+        let found = culprit::find(p, plans, &checks, earlier, &guilty, Instant::now() + culprit::SEARCH_TIME)?;
         let api_index = found.case.op as usize;
+        let (place, detection, call) = culprit::locate(&minimizer_config, &plans[api_index], &checks[api_index], &found.case, suspects.get(&found.case.op).copied())?;
+        suspects.insert(found.case.op, place);
         let meta = generate(found.index).map_or(Meta { conforms: false, violated: None }, |g| Meta { conforms: g.conforms, violated: g.violated });
-        let mut blamed = new_finding(api_index, found.index, &found.case, found.detection, meta);
-        blamed.calls = record::confirm(&minimizer_config, &plans[api_index], &checks[api_index], &blamed);
-        blamed.confirmed = Some(blamed.calls.is_some());
-        // A death in the call that does not recur without the API's checks was their damage;
-        // the check's own death is that finding.
-        blamed.confirmed?.then_some(())?;
+        let mut blamed = new_finding(api_index, found.index, &found.case, detection, meta);
+        blamed.calls = Some(call);
+        blamed.confirmed = Some(true);
         if keep(&blamed) {
             shrink(p, api_index, &blamed);
         }
@@ -350,7 +350,7 @@ pub fn run(
         // Findings are shrunk beside the campaign, in a worker of their own started on the first.
         let minimizer = scope.spawn(|| {
             let mut pool: Option<Pool> = None;
-            let mut suspects = std::collections::HashSet::new();
+            let mut suspects = HashMap::new();
             for (finding, earlier) in jobs.iter() {
                 let Some(api_index) = plans.iter().position(|p| p.api.name == finding.api) else { continue };
                 if pool.is_none() {
