@@ -153,7 +153,8 @@ pub fn confirm(config: &PoolConfig, plan: &ApiPlan, checks: &[Check], finding: &
     let hang = finding.oracle == "hang";
     let runs = calls_for(finding);
     let timeout = if hang { config.timeout * HANG_CONFIRM_FACTOR } else { config.timeout };
-    let config = PoolConfig { timeout, ..alone_config(config, finding, finding.case.op as usize) };
+    // A hang is timed: it runs at the campaign's priority, not the minimizer's lower one.
+    let config = PoolConfig { timeout, nice: if hang { 0 } else { config.nice }, ..alone_config(config, finding, finding.case.op as usize) };
     let Ok(pool) = Pool::start(config) else { return Some(1) };
     call_until_shown(&pool, plan, &judged_alone(finding, checks), finding, &finding.case, runs).map(|(call, _)| call)
 }

@@ -61,6 +61,9 @@ pub struct PoolConfig {
     /// Differential checks per op (parallel to `ops`, or empty for none); cases of an op with
     /// checks come back as `Execution::Checked`.
     pub checks: Vec<Vec<Check>>,
+    /// The workers' nice value (0: the caller's priority). The campaign's minimizer, confirmation
+    /// and culprit search run at a lower priority, so the campaign keeps the cores they share.
+    pub nice: i32,
 }
 
 impl Default for PoolConfig {
@@ -76,6 +79,7 @@ impl Default for PoolConfig {
             fork_server: std::env::var_os("SFZ_FORK_SERVER").is_none_or(|v| v != "0"),
             ops: Vec::new(),
             checks: Vec::new(),
+            nice: 0,
         }
     }
 }
@@ -663,6 +667,14 @@ impl Worker {
             Some(parts) => parts,
             None => Worker::spawn(config, &progress)?,
         };
+        if config.nice != 0 {
+            let pid = match &process {
+                Process::Spawned(c) => c.id() as i32,
+                Process::Forked { pid, .. } => *pid,
+            };
+            // SAFETY: setpriority on our own child; failure only leaves its priority as it was.
+            unsafe { libc::setpriority(libc::PRIO_PROCESS, pid as libc::id_t, config.nice) };
+        }
         for fd in [stdin.as_raw_fd(), stdout.as_raw_fd()] {
             // SAFETY: fcntl on our end of a pipe; failure only leaves the default size.
             unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, PIPE_BYTES) };
