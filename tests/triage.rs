@@ -134,6 +134,8 @@ fn each_differential_oracle_fires_on_its_planted_bug_and_agrees_elsewhere() {
         let s = &checks[oracle];
         assert!(s["cases"].as_u64().unwrap_or(0) > 0 && s["agreed"].as_u64().unwrap_or(0) > s["disagreed"].as_u64().unwrap_or(0), "{oracle}: {s}");
     }
+    // The out= overload raising for bug 5 is counted apart from value disagreements.
+    assert!(checks["out"]["one_raised"].as_u64().unwrap_or(0) > 0 && checks["layout"]["one_raised"] == 0, "{checks}");
     let cuda = &checks["cuda"];
     assert_eq!(cuda["skipped"], cuda["cases"], "{cuda}");
     assert!(cuda["skip_reasons"].as_object().is_some_and(|r| r.keys().all(|k| k.starts_with("CUDA is not available"))), "{cuda}");

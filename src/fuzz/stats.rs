@@ -66,8 +66,13 @@ pub struct CheckSummary {
     /// It did not apply or could not run; why, with counts (the first few reasons).
     pub skipped: u64,
     pub skip_reasons: BTreeMap<String, u64>,
-    /// Occurrences of a disagreement (duplicates of a finding included).
+    /// Occurrences of a disagreement in values, structure or gradient (duplicates of a finding
+    /// included).
     pub disagreed: u64,
+    /// One side raised and the other returned, or the variant raised otherwise than the
+    /// original: a finding only when the oracle's rules say so (a float64 or CUDA variant
+    /// returning where the original raised is not one; docs/ORACLES.md).
+    pub one_raised: u64,
     /// Time the worker spent in this check.
     pub seconds: f64,
     /// The largest relative difference among agreeing cases (how close to the tolerance they ran).
@@ -116,6 +121,7 @@ impl Counters {
                         *c.skip_reasons.entry(key).or_insert(0) += 1;
                     }
                 }
+                CheckOutcome::Raised { .. } | CheckOutcome::Returned => c.one_raised += 1,
                 _ => c.disagreed += 1,
             }
         }
