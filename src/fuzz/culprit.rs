@@ -5,7 +5,7 @@
 //! confirmed (up to `CONFIRM_CALLS` calls in a row, with its API's checks, as in the campaign),
 //! and the first that kills it is the culprit. `locate` then finds where its damage is done (the
 //! call alone, or one check alone, as any death is confirmed), which names its finding.
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use crate::case::Case;
@@ -33,11 +33,11 @@ pub struct Culprit {
 /// Runs the cases in `earlier` (oldest first, as the supervisor gives them) alone in fresh
 /// workers of `pool`, each distinct case once, until one kills its worker by a fatal signal (an
 /// out-of-memory kill does not count) or `deadline` passes. Cases of the ops in `suspects` (APIs
-/// already found guilty: one damaging API kills many innocents) go first, then the most recent
+/// already found guilty, with where: one damaging API kills many innocents) go first, then the most recent
 /// first. `plans` and `checks` are the campaign's, indexed by `Case::op`.
-pub fn find(pool: &Pool, plans: &[ApiPlan], checks: &[Vec<Check>], earlier: &[(u64, Case)], suspects: &HashSet<u32>, deadline: Instant) -> Option<Culprit> {
+pub fn find(pool: &Pool, plans: &[ApiPlan], checks: &[Vec<Check>], earlier: &[(u64, Case)], suspects: &HashMap<u32, Place>, deadline: Instant) -> Option<Culprit> {
     let mut order: Vec<&(u64, Case)> = earlier.iter().rev().collect();
-    order.sort_by_key(|(_, case)| !suspects.contains(&case.op));
+    order.sort_by_key(|(_, case)| !suspects.contains_key(&case.op));
     let mut tried = HashSet::new();
     for (index, case) in order {
         if Instant::now() >= deadline {
@@ -72,12 +72,8 @@ pub fn locate(config: &PoolConfig, plan: &ApiPlan, checks: &[Check], case: &Case
         places.insert(0, k);
     }
     for place in places {
-        let mut table = config.checks.clone();
         let only: Vec<Check> = place.and_then(|k| checks.get(k).cloned()).into_iter().collect();
-        if let Some(api_checks) = table.get_mut(op) {
-            *api_checks = only.clone();
-        }
-        let Ok(pool) = Pool::start(PoolConfig { workers: 1, in_flight: 1, checks: table, ..config.clone() }) else { continue };
+        let Ok(pool) = Pool::start(record::only_checks(config, op, only.clone())) else { continue };
         if let Some((at, mut detection)) = record::run_until(&pool, case, record::CONFIRM_CALLS, |exec| kills(plan, &only, case, exec)).shown {
             if let (Some(k), oracle::Evidence::Differential { check, .. }) = (place, &mut detection.evidence) {
                 *check = k;

@@ -332,8 +332,7 @@ pub fn run(
     // (the call alone, or one check alone): its finding's id, recorded (and shrunk) when new.
     // `suspects`: the APIs found guilty so far, with the place their damage was done.
     let blame_culprit = |p: &Pool, earlier: &[(u64, Case)], suspects: &mut HashMap<u32, culprit::Place>| -> Option<String> {
-        let guilty: std::collections::HashSet<u32> = suspects.keys().copied().collect();
-        let found = culprit::find(p, plans, &checks, earlier, &guilty, Instant::now() + culprit::SEARCH_TIME)?;
+        let found = culprit::find(p, plans, &checks, earlier, suspects, Instant::now() + culprit::SEARCH_TIME)?;
         let api_index = found.case.op as usize;
         let (place, detection, call) = culprit::locate(&minimizer_config, &plans[api_index], &checks[api_index], &found.case, suspects.get(&found.case.op).copied())?;
         suspects.insert(found.case.op, place);

@@ -166,16 +166,17 @@ pub fn confirm(config: &PoolConfig, plan: &ApiPlan, checks: &[Check], finding: &
 /// its layout check), which the reproducer of the call, or of the one check, does not make; that
 /// bug is the other check's finding, found when it dies itself. Other findings keep every check.
 pub fn alone_config(config: &PoolConfig, finding: &Finding, op: usize) -> PoolConfig {
-    let mut checks = config.checks.clone();
-    if died(finding) {
-        if let Some(api_checks) = checks.get_mut(op) {
-            *api_checks = match finding.evidence {
-                Evidence::Differential { check, .. } => api_checks.get(check).cloned().into_iter().collect(),
-                _ => Vec::new(),
-            };
-        }
+    let api_checks = config.checks.get(op).map_or(&[][..], Vec::as_slice);
+    only_checks(config, op, judged_alone(finding, api_checks))
+}
+
+/// `config` with one worker, one case in flight, and `checks` as the only checks of `op`.
+pub fn only_checks(config: &PoolConfig, op: usize, checks: Vec<Check>) -> PoolConfig {
+    let mut table = config.checks.clone();
+    if let Some(api_checks) = table.get_mut(op) {
+        *api_checks = checks;
     }
-    PoolConfig { workers: 1, in_flight: 1, checks, ..config.clone() }
+    PoolConfig { workers: 1, in_flight: 1, checks: table, ..config.clone() }
 }
 
 /// The API's checks as the worker of `alone_config` reports them: judged against these, its
