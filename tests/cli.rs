@@ -378,6 +378,33 @@ fn an_unconfirmed_death_names_the_earlier_case_that_kills_a_worker_by_itself() {
     assert!(stdout.contains(&format!("traced to an earlier case in the same worker that kills a fresh worker by itself: {culprit} (sfz_test.taint crash) for 1")), "{stdout}");
 }
 
+/// A finding whose input, called alone in a fresh worker, also kills it (an assert in one
+/// process, a segfault in another, as `linalg.eigvals` on a NaN) is one defect: it names the
+/// death's finding, reports list it under that death, and its replay counts either outcome.
+#[test]
+fn a_finding_whose_input_also_kills_a_fresh_worker_is_listed_under_that_death() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = write(dir.path(), "wobbly.sfz", "#[aten(\"sfz_test::wobbly\")]\napi sfz_test.wobbly(input: Tensor) -> Tensor {\n    input.dtype in [float32];\n}\n");
+    let out = dir.path().join("out");
+    let (code, stdout, stderr) = run(sfz().args(["fuzz", "--json", "--iterations", "20", "--workers", "1", "--seed", "1", "--mutate", "none"]).arg(&spec).arg("--out").arg(&out));
+    assert_eq!(code, 0, "{stderr}");
+    let text = std::fs::read_to_string(out.join("findings.jsonl")).expect("findings written");
+    let findings: Vec<serde_json::Value> = text.lines().map(json).collect();
+    let assert = findings.iter().find(|f| f["oracle"] == "internal_error").unwrap_or_else(|| panic!("the first call asserts: {text}\n{stdout}"));
+    let death = assert["same_as"].as_str().unwrap_or_else(|| panic!("the assert's input also dies: {assert}"));
+    let dead = findings.iter().find(|f| f["id"] == death).unwrap_or_else(|| panic!("{death} is a finding: {text}"));
+    assert_eq!((dead["oracle"].as_str(), dead["confirmed"].as_bool(), dead["calls"].as_u64()), (Some("crash"), Some(true), Some(2)), "{dead}");
+    let script = std::fs::read_to_string(out.join(assert["repro"].as_str().expect("repro"))).expect("reproducer");
+    assert!(script.contains(&format!("also kills the process, in other runs (sfz finding {death})")), "{script}");
+    let (code, stdout, stderr) = run(sfz().args(["report", "--json"]).arg(&out));
+    assert_eq!(code, 0, "{stderr}");
+    let report = json(&stdout);
+    assert_eq!(report["unique"], 1, "{stdout}");
+    assert_eq!(report["findings"][0]["id"].as_str(), Some(death), "{stdout}");
+    assert_eq!(report["same_defect"][0]["finding"], assert["id"], "{stdout}");
+    assert_eq!(report["same_defect"][0]["under"].as_str(), Some(death), "{stdout}");
+}
+
 /// A hang whose time grows with an integer argument (a loop of 2^40 turns) is the cost of its
 /// input, listed apart with the growth that explains it; one that never ends whatever the
 /// integer's size (a negative `n`) stays a finding.

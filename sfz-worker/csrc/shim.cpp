@@ -308,6 +308,23 @@ at::Tensor test_fragile(const at::Tensor& self) {
   return self.clone();
 }
 
+// One defect, two outcomes, as `linalg.eigvals` on a NaN (MKL's ?GEBAL rejects it, which
+// libtorch reports as a failed internal assert, or reads uninitialised memory and segfaults):
+// the first call in a process fails an internal assert and damages the heap; any later call
+// dies by SIGSEGV, saying so first.
+static bool wobbled = false;
+
+at::Tensor test_wobbly(const at::Tensor& self) {
+  if (wobbled) {
+    std::fprintf(stderr, "sfz_test::wobbly: the heap is damaged\n");
+    std::fflush(stderr);
+    std::raise(SIGSEGV);
+  }
+  wobbled = true;
+  TORCH_INTERNAL_ASSERT(false, "sfz_test::wobbly: illegal value");
+  return self.clone();
+}
+
 // Work in proportion to `n`: a huge `n` runs for ages, as a polynomial of degree 2^62 does.
 at::Tensor test_grind(const at::Tensor& self, int64_t n) {
   volatile int64_t sink = 0;
@@ -390,6 +407,7 @@ TORCH_LIBRARY(sfz_test, m) {
   m.def("fragile(Tensor self) -> Tensor", &test_fragile);
   m.def("grind(Tensor self, int n) -> Tensor", &test_grind);
   m.def("stuck(Tensor self, int n) -> Tensor", &test_stuck);
+  m.def("wobbly(Tensor self) -> Tensor", &test_wobbly);
   m.def("late_abort(int ms) -> ()", &test_late_abort);
 }
 

@@ -63,6 +63,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
         let verdict = match (r.on_call, r.calls) {
+            (Some(k), _) if r.as_finding.is_some() => format!("reproduces as {} (on call {k} in a row), the same defect's other outcome", r.as_finding.as_deref().unwrap_or("")),
             (Some(k), _) if k > 1 => format!("reproduces (on call {k} in a row)"),
             (Some(_), _) => "reproduces".to_string(),
             (None, n) if n > 1 => format!("does not reproduce ({n} calls in a row)"),

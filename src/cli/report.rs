@@ -66,6 +66,9 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     if let Some(note) = report::explained_note(&loaded) {
         println!("{note}");
     }
+    if let Some(note) = report::same_defect_note(&loaded) {
+        println!("{note}");
+    }
     if args.verify {
         let yes = verified.values().filter(|v| v.reproduced).count();
         println!("reproducers: {yes} of {} reproduce under {}{}", verified.len(), args.python.clone().unwrap_or_else(verify::default_python).display(), report::differently_note(&verified));

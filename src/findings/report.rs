@@ -30,10 +30,40 @@ pub fn oracle_description(oracle: &str) -> &'static str {
 }
 
 /// The findings of a folder, one per (API, oracle, signature), in file order; those whose
-/// worker death did not recur alone in a fresh worker are left out (see `unconfirmed`).
+/// worker death did not recur alone in a fresh worker are left out (see `unconfirmed`), and so
+/// are those listed under the death their input also shows (see `same_defect`).
 pub fn unique(loaded: &Loaded) -> Vec<&Finding> {
     let mut seen = HashSet::new();
-    loaded.findings.iter().filter(|f| f.confirmed != Some(false) && f.explained.is_none() && seen.insert(f.key())).collect()
+    loaded.findings.iter().filter(|f| f.confirmed != Some(false) && f.explained.is_none() && under(loaded, f).is_none() && seen.insert(f.key())).collect()
+}
+
+/// The listed finding `f` is the same defect as (`Finding::same_as`): a confirmed death of the
+/// folder. None when `f` names none, or one that is missing or not listed itself.
+fn under<'a>(loaded: &'a Loaded, f: &Finding) -> Option<&'a Finding> {
+    let id = f.same_as.as_deref()?;
+    loaded.findings.iter().find(|d| d.id == id && d.confirmed != Some(false) && d.explained.is_none() && d.same_as.is_none())
+}
+
+/// Findings listed under the death their input also shows, each with that death: one defect
+/// whose outcome varies from process to process.
+pub fn same_defect(loaded: &Loaded) -> Vec<(&Finding, &Finding)> {
+    let mut seen = HashSet::new();
+    loaded.findings.iter().filter(|f| f.confirmed != Some(false) && f.explained.is_none() && seen.insert(f.key())).filter_map(|f| under(loaded, f).map(|d| (f, d))).collect()
+}
+
+/// One line about the findings listed under a death, or None.
+pub fn same_defect_note(loaded: &Loaded) -> Option<String> {
+    let pairs = same_defect(loaded);
+    (!pairs.is_empty()).then(|| {
+        let each: Vec<String> = pairs.iter().map(|(f, d)| format!("{} ({} {}) under {}", f.id, f.api, f.oracle, d.id)).collect();
+        format!(
+            "{} more finding{} not listed: {} input also kills a fresh worker, as the listed death does (one defect whose outcome varies from process to process): {}",
+            pairs.len(),
+            if pairs.len() == 1 { "" } else { "s" },
+            if pairs.len() == 1 { "its" } else { "their" },
+            each.join(", ")
+        )
+    })
 }
 
 /// Hangs that are the cost of their input (`Finding::explained`): listed apart, not as bugs.
@@ -209,6 +239,9 @@ pub fn markdown(dir: &Path, loaded: &Loaded, verified: &HashMap<String, Verifica
     if let Some(note) = explained_note(loaded) {
         let _ = writeln!(out, "\n{note}.");
     }
+    if let Some(note) = same_defect_note(loaded) {
+        let _ = writeln!(out, "\n{note}.");
+    }
     out.push_str("\n| finding | oracle | API | signature | input elements | reproduces |\n|---|---|---|---|---|---|\n");
     for f in &findings {
         let _ = writeln!(
@@ -332,6 +365,7 @@ pub fn to_json(loaded: &Loaded, verified: &HashMap<String, Verification>) -> ser
         "skipped_lines": loaded.skipped.iter().map(|s| json!({ "line": s.line, "reason": s.reason })).collect::<Vec<_>>(),
         "unconfirmed": unconfirmed(loaded).iter().map(|f| f.id.clone()).collect::<Vec<_>>(),
         "explained": explained(loaded).iter().map(|f| json!({ "finding": f.id, "why": f.explained })).collect::<Vec<_>>(),
+        "same_defect": same_defect(loaded).iter().map(|(f, d)| json!({ "finding": f.id, "under": d.id })).collect::<Vec<_>>(),
         "culprits": culprits(loaded).iter().map(|(id, victims)| json!({ "finding": id, "explains": victims })).collect::<Vec<_>>(),
         "shared_causes": shared_causes(&findings)
             .iter()

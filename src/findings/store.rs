@@ -90,6 +90,12 @@ pub struct Finding {
     /// Reports list such findings apart.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explained: Option<String>,
+    /// For a finding that is not a death: the death finding its input showed too, called alone
+    /// in a fresh worker (`fuzz::also_dies`). One defect whose outcome varies with the process's
+    /// memory (`linalg.eigvals` on a NaN: MKL's "illegal value" as a failed assert, or SIGSEGV):
+    /// reports list it under that finding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub same_as: Option<String>,
 }
 
 /// A spec file and the 1-based line of an API in it.

@@ -1,6 +1,7 @@
 //! A fuzzing campaign: the planned APIs and their solved pools in, cases through the worker
 //! pool, verdicts into the findings store, a summary out. Case `i` is generated from the seed
 //! and `i` alone, so a run with `--seed S --iterations N` executes the same cases every time.
+pub mod also_dies;
 pub mod blame;
 pub mod cost;
 pub mod culprit;
@@ -216,6 +217,7 @@ pub fn run(
             calls: None,
             culprit: None,
             explained: None,
+            same_as: None,
         }
     };
     // Writes a new finding (its reproducer, its pinned spec) and counts it; false for a duplicate.
@@ -318,14 +320,45 @@ pub fn run(
             observer.progress(counters.executions(), counters.findings.load(Ordering::Relaxed), start.elapsed());
         }
     };
-    // A worker's death is shrunk in a pool of its own, with the checks it was confirmed with.
-    let shrink = |p: &Pool, api_index: usize, finding: &Finding| {
+    // What generation knew about case `index`, generated again.
+    let meta_of = |index: u64| generate(index).map_or(Meta { conforms: false, violated: None }, |g| Meta { conforms: g.conforms, violated: g.violated });
+    // A worker's death is shrunk in a pool of its own (`alone`: the one it was confirmed in),
+    // with the checks it was confirmed with. Returns the finding as updated.
+    let shrink = |p: &Pool, alone: Option<&Pool>, api_index: usize, finding: &Finding| -> Option<Finding> {
         let budget = record::budget(config.minimize.unwrap_or(0));
-        let own = (record::died(finding) && finding.oracle != "hang").then(|| Pool::start(record::alone_config(&minimizer_config, finding, api_index)).ok()).flatten();
+        let death = record::died(finding) && finding.oracle != "hang";
+        let started = (death && alone.is_none()).then(|| Pool::start(record::alone_config(&minimizer_config, finding, api_index)).ok()).flatten();
+        let own = if death { alone.or(started.as_ref()) } else { None };
         let api_checks = if own.is_some() { record::judged_alone(finding, &checks[api_index]) } else { checks[api_index].clone() };
-        match record::minimize_finding(own.as_ref().unwrap_or(p), &plans[api_index], &api_checks, store, finding, budget) {
-            Ok(updated) => observer.minimized(&updated),
-            Err(e) => eprintln!("sfz: could not write the minimized finding {}: {e}", finding.id),
+        match record::minimize_finding(own.unwrap_or(p), &plans[api_index], &api_checks, store, finding, budget) {
+            Ok(updated) => {
+                observer.minimized(&updated);
+                Some(updated)
+            }
+            Err(e) => {
+                eprintln!("sfz: could not write the minimized finding {}: {e}", finding.id);
+                None
+            }
+        }
+    };
+    // A finding whose input, called alone in a fresh worker, kills it too: the death is recorded
+    // (confirmed on that call) unless it is already, and the finding names it.
+    let also_dies = |p: &Pool, api_index: usize, mut finding: Finding| {
+        let Some((call, d)) = also_dies::probe(&minimizer_config, &plans[api_index], &finding) else { return };
+        let key = Key { api: finding.api.clone(), oracle: d.oracle.to_string(), signature: d.signature.clone() };
+        let id = finding_id(&key);
+        if !store.seen(&key) {
+            let mut dead = new_finding(api_index, finding.case_index, &finding.case, d, meta_of(finding.case_index));
+            dead.calls = Some(call);
+            dead.confirmed = Some(true);
+            if keep(&dead) {
+                shrink(p, None, api_index, &dead);
+            }
+        }
+        finding.same_as = Some(id);
+        match store.update(finding.clone(), &record::reproducer(&plans[api_index], &finding)) {
+            Ok(()) => observer.minimized(&finding),
+            Err(e) => eprintln!("sfz: could not update finding {}: {e}", finding.id),
         }
     };
     // The earlier case that kills a fresh worker by itself, located and confirmed as any death
@@ -336,12 +369,11 @@ pub fn run(
         let api_index = found.case.op as usize;
         let (place, detection, call) = culprit::locate(&minimizer_config, &plans[api_index], &checks[api_index], &found.case, suspects.get(&found.case.op).copied())?;
         suspects.insert(found.case.op, place);
-        let meta = generate(found.index).map_or(Meta { conforms: false, violated: None }, |g| Meta { conforms: g.conforms, violated: g.violated });
-        let mut blamed = new_finding(api_index, found.index, &found.case, detection, meta);
+        let mut blamed = new_finding(api_index, found.index, &found.case, detection, meta_of(found.index));
         blamed.calls = Some(call);
         blamed.confirmed = Some(true);
         if keep(&blamed) {
-            shrink(p, api_index, &blamed);
+            shrink(p, None, api_index, &blamed);
         }
         Some(blamed.id)
     };
@@ -368,9 +400,16 @@ pub fn run(
                 // cases its worker ran before are searched for the culprit; nor is a hang shrunk
                 // (a timeout per candidate).
                 let mut finding = finding;
+                // The pool a death is confirmed in goes on to shrink it.
+                let mut alone = None;
                 if record::died(&finding) {
-                    finding.calls = record::confirm(&minimizer_config, &plans[api_index], &checks[api_index], &finding);
+                    let confirming = Pool::start(record::confirm_config(&minimizer_config, &finding));
+                    finding.calls = match &confirming {
+                        Ok(pool) => record::confirm(pool, &plans[api_index], &checks[api_index], &finding),
+                        Err(_) => Some(1),
+                    };
                     finding.confirmed = Some(finding.calls.is_some());
+                    alone = confirming.ok().filter(|_| finding.oracle != "hang");
                 }
                 if finding.confirmed == Some(false) {
                     finding.culprit = blame_culprit(p, &earlier, &mut suspects);
@@ -386,7 +425,10 @@ pub fn run(
                     }
                     continue;
                 }
-                shrink(p, api_index, &finding);
+                let Some(shrunk) = shrink(p, alone.as_ref(), api_index, &finding) else { continue };
+                if also_dies::applies(&shrunk) {
+                    also_dies(p, api_index, shrunk);
+                }
             }
         });
         // The pool's own troubles (deaths outside any case, a worker given up), said once each.

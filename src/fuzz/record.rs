@@ -21,6 +21,9 @@ pub fn reproducer(plan: &ApiPlan, finding: &Finding) -> String {
     if let Some(v) = &finding.violated {
         header.push_str(&format!("\nthe input breaks `{}` on purpose (violate mode)", v.text));
     }
+    if let Some(id) = &finding.same_as {
+        header.push_str(&format!("\nthe same input also kills the process, in other runs (sfz finding {id}): one defect whose outcome varies"));
+    }
     let expect = match (finding.oracle.as_str(), &finding.signal) {
         ("crash", Some(sig)) => format!("dies with {sig}"),
         ("crash", None) => "exits the process".to_string(),
@@ -142,21 +145,23 @@ pub fn died(finding: &Finding) -> bool {
 /// converge", and glibc aborts on the 25th call in a fresh worker (the 5th to 8th under Python).
 pub const CONFIRM_CALLS: usize = 64;
 
-/// Runs a finding's case alone in a fresh worker (its own fork server, one case in flight), up
-/// to `CONFIRM_CALLS` times in a row (a hang once, with `HANG_CONFIRM_FACTOR` times the
-/// timeout), and returns the call, counted from 1, on which the same cause showed again
-/// (`same_cause`), or None. Heap damage is noticed by the allocator later, at a free: the
-/// culprit's first calls may return, or raise. A case that merely ran slow under a loaded
-/// campaign (a polynomial of degree 2^62) finishes in the longer time and is not a hang. A worker
-/// that cannot start counts as confirmed on the first call: nothing speaks against the finding.
-pub fn confirm(config: &PoolConfig, plan: &ApiPlan, checks: &[Check], finding: &Finding) -> Option<u32> {
+/// The pool a worker's death is confirmed in: `alone_config`'s (its own fork server, one case in
+/// flight), a hang with `HANG_CONFIRM_FACTOR` times the timeout at the campaign's priority (it is
+/// timed), not the minimizer's lower one. A case that merely ran slow under a loaded campaign (a
+/// polynomial of degree 2^62) finishes in the longer time and is not a hang.
+pub fn confirm_config(config: &PoolConfig, finding: &Finding) -> PoolConfig {
     let hang = finding.oracle == "hang";
-    let runs = calls_for(finding);
     let timeout = if hang { config.timeout * HANG_CONFIRM_FACTOR } else { config.timeout };
-    // A hang is timed: it runs at the campaign's priority, not the minimizer's lower one.
-    let config = PoolConfig { timeout, nice: if hang { 0 } else { config.nice }, ..alone_config(config, finding, finding.case.op as usize) };
-    let Ok(pool) = Pool::start(config) else { return Some(1) };
-    call_until_shown(&pool, plan, &judged_alone(finding, checks), finding, &finding.case, runs).map(|(call, _)| call)
+    PoolConfig { timeout, nice: if hang { 0 } else { config.nice }, ..alone_config(config, finding, finding.case.op as usize) }
+}
+
+/// Runs a finding's case in `pool` (of `confirm_config`), up to `CONFIRM_CALLS` times in a row
+/// (a hang once), and returns the call, counted from 1, on which the same cause showed again
+/// (`same_cause`), or None. Heap damage is noticed by the allocator later, at a free: the
+/// culprit's first calls may return, or raise. (A worker that cannot start counts as confirmed
+/// on the first call: nothing speaks against the finding.)
+pub fn confirm(pool: &Pool, plan: &ApiPlan, checks: &[Check], finding: &Finding) -> Option<u32> {
+    call_until_shown(pool, plan, &judged_alone(finding, checks), finding, &finding.case, calls_for(finding)).map(|(call, _)| call)
 }
 
 /// The pool a worker's death is confirmed, minimized and replayed in: one worker, one case in

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::diag::{codes, Diagnostic};
 use crate::findings::{self, Finding};
-use crate::fuzz::record;
+use crate::fuzz::{also_dies, record};
 use crate::ops::catalog::Catalog;
 use crate::oracle;
 use crate::outcome::{Execution, Outcome};
@@ -33,6 +33,10 @@ pub struct Replay {
     pub calls: u32,
     /// The call, counted from 1, that showed the cause.
     pub on_call: Option<u32>,
+    /// For a finding listed under a death (`Finding::same_as`) that showed that death instead:
+    /// the death's finding, the same defect's other outcome.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub as_finding: Option<String>,
 }
 
 /// Why a replay could not run: a diagnostic (unknown finding, API gone) or the worker.
@@ -117,9 +121,15 @@ pub fn replay(finding: &Finding, specs: &[PathBuf], pool: PoolConfig) -> Result<
     let pool = Pool::start(record::alone_config(&PoolConfig { ops, checks: all_checks, ..pool }, finding, 0)).map_err(ReplayError::Pool)?;
     let checks = record::judged_alone(finding, &checks);
     let case = crate::case::Case { op: 0, ..finding.case.clone() };
-    let runs = record::calls_for(finding);
-    let judge = |exec: &Execution| Some(oracle::judge(&plan.api, &checks, &case, exec)).filter(|v| v.detections.iter().any(|d| record::same_cause(finding, d)));
+    // A finding listed under a death shows either outcome, and gets the calls its probe had.
+    let runs = if finding.same_as.is_some() { record::calls_for(finding).max(also_dies::PROBE_CALLS) } else { record::calls_for(finding) };
+    let other = |d: &oracle::Detection| finding.same_as.is_some() && d.signal.is_some();
+    let judge = |exec: &Execution| Some(oracle::judge(&plan.api, &checks, &case, exec)).filter(|v| v.detections.iter().any(|d| record::same_cause(finding, d) || other(d)));
     let ran = record::run_until(&pool, &case, runs, judge);
+    let as_finding = match &ran.shown {
+        Some((_, v)) if !v.detections.iter().any(|d| record::same_cause(finding, d)) => finding.same_as.clone(),
+        _ => None,
+    };
     // The execution to describe: the one that showed the cause, else the first the worker gave.
     let described = match ran.shown {
         Some((at, verdict)) => ran.execs[at].as_ref().map(|exec| (exec, verdict, Some(at as u32 + 1))),
@@ -135,6 +145,7 @@ pub fn replay(finding: &Finding, specs: &[PathBuf], pool: PoolConfig) -> Result<
         outcome,
         calls: runs as u32,
         on_call,
+        as_finding: as_finding.clone(),
     };
     Ok(match described {
         None => replayed(false, vec![], "the worker could not run it".into(), None),

@@ -1,0 +1,38 @@
+//! Whether a finding's input also kills a fresh worker. `linalg.eigvals` on a NaN fails
+//! libtorch's internal assert ("Argument 4 has illegal value", MKL's ?GEBAL rejecting it) in
+//! some processes and dies by SIGSEGV in others (MKL reads memory it never set): the worker saw
+//! the assert, the reproducer segfaulted under Python every time. Such a finding is the same
+//! defect as the death, which is what a user running its script meets; the campaign records the
+//! death (or finds it recorded) and the finding names it (`Finding::same_as`).
+use crate::findings::Finding;
+use crate::oracle::{self, Detection, Evidence};
+use crate::outcome::Execution;
+use crate::plan::ApiPlan;
+use crate::worker::supervisor::{Pool, PoolConfig};
+
+use super::record;
+
+/// Calls in a row in one fresh worker: the eigvals case died on the first call in 4 of 10
+/// fresh workers, and a call that raised leaves damage a later one dies of.
+pub const PROBE_CALLS: usize = 8;
+
+/// Whether a finding is probed: not a death itself, and shown by the call (a differential
+/// check's finding is about the check's second run, which its script makes too).
+pub fn applies(finding: &Finding) -> bool {
+    !record::died(finding) && !matches!(finding.evidence, Evidence::Differential { .. }) && finding.same_as.is_none()
+}
+
+/// Calls the finding's case, alone and without the API's checks, up to `PROBE_CALLS` times in a
+/// fresh worker of `config` (a hang is not a death here: the campaign judges hangs itself), and
+/// returns the call, counted from 1, on which the worker died, with the death's detection.
+pub fn probe(config: &PoolConfig, plan: &ApiPlan, finding: &Finding) -> Option<(u32, Detection)> {
+    let op = finding.case.op as usize;
+    let pool = Pool::start(record::only_checks(config, op, Vec::new())).ok()?;
+    let death = |exec: &Execution| {
+        if !exec.killed_worker() || matches!(exec, Execution::TimedOut { .. }) {
+            return None;
+        }
+        oracle::judge(&plan.api, &[], &finding.case, exec).detections.into_iter().find(|d| d.oracle != "hang")
+    };
+    record::run_until(&pool, &finding.case, PROBE_CALLS, death).shown.map(|(i, d)| (i as u32 + 1, d))
+}
