@@ -438,3 +438,32 @@ fn a_death_in_a_check_is_confirmed_with_that_check_alone() {
     }
 }
 
+
+/// `culprit::locate` finds where a culprit's damage kills a fresh worker: the call alone, then
+/// each check alone. Here the second check (bug 9: the in-place form taints the process and dies
+/// in a tainted one) dies on the second call; the death names it by its place among all the
+/// API's checks (1, `inplace`), not by its place in the one-check pool that ran it (0, which
+/// would name `layout`).
+#[test]
+fn a_culprits_death_in_a_check_names_that_check_among_all_of_its_apis() {
+    use sfz::case::{Arg, Case, DType, Fill, Layout, TensorRecipe};
+    use sfz::worker::supervisor::{fetch_catalog, PoolConfig};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = dir.path().join("nine.sfz");
+    let text = "#[aten(\"sfz_test::buggy\")]\napi sfz_test.buggy(input: Tensor, bug: int) -> Tensor {\n    input.dtype in [float32];\n    bug in [9];\n    oracles crash, layout, inplace;\n}\n";
+    std::fs::write(&spec, text).expect("write spec");
+    let worker = Path::new(env!("CARGO_BIN_EXE_sfz")).with_file_name("sfz-worker");
+    let catalog = sfz::ops::catalog::Catalog::from_schemas(fetch_catalog(&worker).expect("the worker lists its operators"));
+    let checked = sfz::check::check_paths(&[spec]);
+    let (plans, diags) = sfz::plan::plan(&checked.spec, &catalog);
+    assert_eq!(plans.len(), 1, "{diags:?}");
+    let (ops, checks) = sfz::plan::op_table(&plans);
+    let names: Vec<&str> = checks[0].iter().map(|c| c.oracle.as_str()).collect();
+    assert_eq!(names, ["layout", "inplace"]);
+    let config = PoolConfig { worker_exe: worker, ops, checks: checks.clone(), ..PoolConfig::default() };
+    let input = TensorRecipe { dtype: DType::Float32, shape: vec![2, 2], fill: Fill::Uniform { lo: -1.0, hi: 1.0 }, seed: 1, layout: Layout::Contiguous, specials: vec![] };
+    let case = Case { op: 0, args: vec![Arg::Tensor(input), Arg::Int(9)] };
+    let (place, death, call) = sfz::fuzz::culprit::locate(&config, &plans[0], &checks[0], &case, None).expect("the case kills a fresh worker by itself");
+    assert_eq!((place, call, death.oracle), (Some(1), 2, "inplace"), "{death:?}");
+    assert!(matches!(death.evidence, sfz::oracle::Evidence::Differential { check: 1, .. }), "{death:?}");
+}

@@ -345,6 +345,7 @@ at::Tensor test_stuck(const at::Tensor& self, int64_t n) {
 //   5: the out= overload raises                 6: backward says 3x instead of 2x
 //   7: the out= overload segfaults              8: the in-place form taints the process (see
 //                                                   `taint`) and the out= overload dies in it
+//   9: the in-place form taints the process and dies in a tainted one (its second call)
 // Any other value is correct everywhere.
 at::Tensor test_buggy(const at::Tensor& self, int64_t bug) {
   at::Tensor r = self * self;
@@ -371,6 +372,10 @@ at::Tensor& test_buggy_(at::Tensor& self, int64_t bug) {
   at::Tensor r = test_buggy(self, bug);
   if (bug == 4) r = r - 1;
   if (bug == 8) tainted = true;
+  if (bug == 9) {
+    if (tainted) std::raise(SIGSEGV);
+    tainted = true;
+  }
   self.copy_(r);
   return self;
 }

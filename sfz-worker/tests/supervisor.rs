@@ -247,3 +247,31 @@ fn the_catalog_comes_from_a_worker() {
     ours.sort_unstable();
     assert_eq!(ours, fixture.lines().collect::<Vec<_>>(), "the fixture is this libtorch's catalog");
 }
+
+/// The nice value of each process whose parent is `parent` (from /proc/PID/stat).
+fn children_nice(parent: u32) -> Vec<i64> {
+    let mut nices = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // After the command's closing parenthesis: state, ppid, ... nice is the 17th field on.
+        let Some((_, rest)) = stat.rsplit_once(')') else { continue };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.get(1).and_then(|p| p.parse::<u32>().ok()) == Some(parent) {
+            nices.push(fields[16].parse().unwrap());
+        }
+    }
+    nices
+}
+
+/// A pool's workers run at its nice value (the minimizer's yield the cores to the campaign's),
+/// and so do the replacements of workers that died.
+#[test]
+fn a_pools_workers_run_at_its_nice_value() {
+    let pool = Pool::start(PoolConfig { nice: 7, ..config(1, 1) }).unwrap();
+    let server = pool.fork_server_pid().expect("a fork server");
+    let (results, _) = run(&pool, vec![exp_case(1), special(RAISE, libc::SIGSEGV as i64), exp_case(2)]);
+    assert!(matches!(&results[&1], Execution::Crashed { .. }), "{:?}", results[&1]);
+    // A dead worker the server has not reaped yet keeps its nice value too.
+    let nices = children_nice(server);
+    assert!(!nices.is_empty() && nices.iter().all(|n| *n == 7), "the fork server's workers: {nices:?}");
+}

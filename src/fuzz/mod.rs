@@ -6,6 +6,7 @@ pub mod blame;
 pub mod cost;
 pub mod culprit;
 pub mod spec_findings;
+mod triage;
 pub mod record;
 pub mod replay;
 pub mod stats;
@@ -21,7 +22,7 @@ use crate::gen::coverage::Coverage;
 use crate::gen::{ApiPools, GenConfig, Generated, Generator, Strategy};
 use spec_findings::{SpecFinding, SpecStore};
 use crate::oracle::{self, Status};
-use crate::outcome::{signal_name, Execution};
+use crate::outcome::Execution;
 use crate::plan::ApiPlan;
 use crate::worker::supervisor::{Pool, PoolConfig, PoolError};
 pub use stats::{Skipped, Summary};
@@ -137,7 +138,7 @@ pub fn run(
     // Shrinking, confirming and tracing findings yield the cores to the campaign's workers.
     let minimizer_config = PoolConfig { workers: 1, in_flight: 8, nice: 10, ..pool_config.clone() };
     let pool = Pool::start(pool_config)?;
-    let (sender, jobs) = crossbeam_channel::unbounded::<(Finding, Vec<(u64, Case)>)>();
+    let (sender, jobs) = crossbeam_channel::unbounded::<(Finding, triage::Earlier)>();
     let to_minimize = std::sync::Mutex::new(Some(sender));
     let torch_version = pool.torch_version().to_string();
 
@@ -173,78 +174,18 @@ pub fn run(
         pending.put(index, Meta { conforms: generated.conforms, violated: generated.violated });
         Some((index, Case { op: generated.api as u32, args: generated.args }))
     };
-    // A finding of case `index`, as the campaign records it.
-    let new_finding = |api_index: usize, index: u64, case: &Case, d: oracle::Detection, meta: Meta| -> Finding {
-        let plan = &plans[api_index];
-        let violation = meta.violated.and_then(|v| generator.violations(api_index).get(v));
-        let id = finding_id(&Key { api: plan.api.name.clone(), oracle: d.oracle.to_string(), signature: d.signature.clone() });
-        Finding {
-            id: id.clone(),
-            api: plan.api.name.clone(),
-            aten: plan.binding.qualified(),
-            oracle: d.oracle.to_string(),
-            signature: d.signature,
-            message: d.message,
-            signal: d.signal.map(signal_name),
-            seed: config.seed,
-            case_index: index,
-            case: case.clone(),
-            inputs: describe_inputs(plan, case),
-            repro: format!("repro/{id}.py"),
-            elapsed_s: start.elapsed().as_secs_f64(),
-            sfz_version: env!("CARGO_PKG_VERSION").to_string(),
-            torch_version: torch_version.clone(),
-            mode: Some(
-                match (violation.is_some(), meta.conforms) {
-                    (true, _) => "violate",
-                    (false, true) => "conform",
-                    (false, false) => "nonconforming",
-                }
-                .to_string(),
-            ),
-            violated: violation.cloned(),
-            format: crate::findings::store::FORMAT,
-            check: match &d.evidence {
-                oracle::Evidence::Differential { check, .. } => checks[api_index].get(*check).cloned(),
-                _ => None,
-            },
-            evidence: d.evidence,
-            spec: config.locations.get(api_index).cloned().flatten(),
-            original: None,
-            minimization: None,
-            pinned: Some(format!("repro/{id}.sfz")),
-            confirmed: None,
-            calls: None,
-            culprit: None,
-            explained: None,
-            same_as: None,
-        }
-    };
-    // Writes a new finding (its reproducer, its pinned spec) and counts it; false for a duplicate.
-    let keep = |finding: &Finding| -> bool {
-        let Some(plan) = plans.iter().find(|p| p.api.name == finding.api) else { return false };
-        let script = record::reproducer(plan, finding);
-        match store.record(finding.clone(), &script) {
-            Ok(true) => {
-                if let Some(p) = &finding.pinned {
-                    if let Err(e) = store.write_file(p, &record::pinned(plan, finding)) {
-                        eprintln!("sfz: could not write {p}: {e}");
-                    }
-                }
-                counters.findings.fetch_add(1, Ordering::Relaxed);
-                *counters.by_oracle.lock().expect("counters lock").entry(finding.oracle.clone()).or_insert(0) += 1;
-                observer.finding(finding);
-                true
-            }
-            Ok(false) => {
-                counters.duplicates.fetch_add(1, Ordering::Relaxed);
-                false
-            }
-            Err(e) => {
-                eprintln!("sfz: could not write finding {}: {e}", finding.id);
-                false
-            }
-        }
+    let triage = triage::Triage {
+        plans,
+        checks: &checks,
+        store,
+        counters: &counters,
+        observer,
+        config,
+        generator: &generator,
+        skipped: &skipped_apis,
+        minimizer: minimizer_config,
+        torch_version,
+        start,
     };
     let sink = |index: u64, case: &Case, exec: Execution| {
         let api_index = case.op as usize;
@@ -307,8 +248,8 @@ pub fn run(
                 counters.duplicates.fetch_add(1, Ordering::Relaxed);
                 continue;
             }
-            let finding = new_finding(api_index, index, case, d, meta);
-            if keep(&finding) && config.minimize.is_some() {
+            let finding = triage.finding(api_index, index, case, d, meta);
+            if triage.keep(&finding) && config.minimize.is_some() {
                 // Hangs go too, to be confirmed; they are not shrunk (a timeout per candidate).
                 // A death carries the cases its worker ran before, where its culprit may be.
                 if let Some(tx) = to_minimize.lock().expect("sender lock").as_ref() {
@@ -320,63 +261,6 @@ pub fn run(
             observer.progress(counters.executions(), counters.findings.load(Ordering::Relaxed), start.elapsed());
         }
     };
-    // What generation knew about case `index`, generated again.
-    let meta_of = |index: u64| generate(index).map_or(Meta { conforms: false, violated: None }, |g| Meta { conforms: g.conforms, violated: g.violated });
-    // A worker's death is shrunk in a pool of its own (`alone`: the one it was confirmed in),
-    // with the checks it was confirmed with. Returns the finding as updated.
-    let shrink = |p: &Pool, alone: Option<&Pool>, api_index: usize, finding: &Finding| -> Option<Finding> {
-        let budget = record::budget(config.minimize.unwrap_or(0));
-        let death = record::died(finding) && finding.oracle != "hang";
-        let started = (death && alone.is_none()).then(|| Pool::start(record::alone_config(&minimizer_config, finding, api_index)).ok()).flatten();
-        let own = if death { alone.or(started.as_ref()) } else { None };
-        let api_checks = if own.is_some() { record::judged_alone(finding, &checks[api_index]) } else { checks[api_index].clone() };
-        match record::minimize_finding(own.unwrap_or(p), &plans[api_index], &api_checks, store, finding, budget) {
-            Ok(updated) => {
-                observer.minimized(&updated);
-                Some(updated)
-            }
-            Err(e) => {
-                eprintln!("sfz: could not write the minimized finding {}: {e}", finding.id);
-                None
-            }
-        }
-    };
-    // A finding whose input, called alone in a fresh worker, kills it too: the death is recorded
-    // (confirmed on that call) unless it is already, and the finding names it.
-    let also_dies = |p: &Pool, api_index: usize, mut finding: Finding| {
-        let Some((call, d)) = also_dies::probe(&minimizer_config, &plans[api_index], &finding) else { return };
-        let key = Key { api: finding.api.clone(), oracle: d.oracle.to_string(), signature: d.signature.clone() };
-        let id = finding_id(&key);
-        if !store.seen(&key) {
-            let mut dead = new_finding(api_index, finding.case_index, &finding.case, d, meta_of(finding.case_index));
-            dead.calls = Some(call);
-            dead.confirmed = Some(true);
-            if keep(&dead) {
-                shrink(p, None, api_index, &dead);
-            }
-        }
-        finding.same_as = Some(id);
-        match store.update(finding.clone(), &record::reproducer(&plans[api_index], &finding)) {
-            Ok(()) => observer.minimized(&finding),
-            Err(e) => eprintln!("sfz: could not update finding {}: {e}", finding.id),
-        }
-    };
-    // The earlier case that kills a fresh worker by itself, located and confirmed as any death
-    // (the call alone, or one check alone): its finding's id, recorded (and shrunk) when new.
-    // `suspects`: the APIs found guilty so far, with the place their damage was done.
-    let blame_culprit = |p: &Pool, earlier: &[(u64, Case)], suspects: &mut HashMap<u32, culprit::Place>| -> Option<String> {
-        let found = culprit::find(p, plans, &checks, earlier, suspects, Instant::now() + culprit::SEARCH_TIME)?;
-        let api_index = found.case.op as usize;
-        let (place, detection, call) = culprit::locate(&minimizer_config, &plans[api_index], &checks[api_index], &found.case, suspects.get(&found.case.op).copied())?;
-        suspects.insert(found.case.op, place);
-        let mut blamed = new_finding(api_index, found.index, &found.case, detection, meta_of(found.index));
-        blamed.calls = Some(call);
-        blamed.confirmed = Some(true);
-        if keep(&blamed) {
-            shrink(p, None, api_index, &blamed);
-        }
-        Some(blamed.id)
-    };
     let mut seconds = 0.0;
     std::thread::scope(|scope| {
         // Findings are shrunk beside the campaign, in a worker of their own started on the first.
@@ -384,9 +268,8 @@ pub fn run(
             let mut pool: Option<Pool> = None;
             let mut suspects = HashMap::new();
             for (finding, earlier) in jobs.iter() {
-                let Some(api_index) = plans.iter().position(|p| p.api.name == finding.api) else { continue };
                 if pool.is_none() {
-                    match Pool::start(minimizer_config.clone()) {
+                    match Pool::start(triage.minimizer.clone()) {
                         Ok(p) => pool = Some(p),
                         Err(e) => {
                             eprintln!("sfz: cannot start a worker to minimize findings: {e}");
@@ -395,40 +278,7 @@ pub fn run(
                     }
                 }
                 let Some(p) = &pool else { return };
-                // A dead worker blames the case in flight; memory corrupted by an earlier case
-                // kills it just as well. Such a finding is kept, marked, and not shrunk, and the
-                // cases its worker ran before are searched for the culprit; nor is a hang shrunk
-                // (a timeout per candidate).
-                let mut finding = finding;
-                // The pool a death is confirmed in goes on to shrink it.
-                let mut alone = None;
-                if record::died(&finding) {
-                    let confirming = Pool::start(record::confirm_config(&minimizer_config, &finding));
-                    finding.calls = match &confirming {
-                        Ok(pool) => record::confirm(pool, &plans[api_index], &checks[api_index], &finding),
-                        Err(_) => Some(1),
-                    };
-                    finding.confirmed = Some(finding.calls.is_some());
-                    alone = confirming.ok().filter(|_| finding.oracle != "hang");
-                }
-                if finding.confirmed == Some(false) {
-                    finding.culprit = blame_culprit(p, &earlier, &mut suspects);
-                }
-                if finding.oracle == "hang" && finding.confirmed == Some(true) {
-                    finding.explained = cost::explain_hang(p, &finding.case, minimizer_config.timeout);
-                }
-                if finding.confirmed == Some(false) || finding.oracle == "hang" {
-                    let script = record::reproducer(&plans[api_index], &finding);
-                    match store.update(finding.clone(), &script) {
-                        Ok(()) => observer.minimized(&finding),
-                        Err(e) => eprintln!("sfz: could not update finding {}: {e}", finding.id),
-                    }
-                    continue;
-                }
-                let Some(shrunk) = shrink(p, alone.as_ref(), api_index, &finding) else { continue };
-                if also_dies::applies(&shrunk) {
-                    also_dies(p, api_index, shrunk);
-                }
+                triage.work(p, &mut suspects, finding, &earlier);
             }
         });
         // The pool's own troubles (deaths outside any case, a worker given up), said once each.

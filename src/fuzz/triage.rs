@@ -1,0 +1,218 @@
+//! What becomes of a detection: a finding recorded at once (its reproducer and pinned spec on
+//! disk), then, beside the campaign, a worker's death confirmed alone, a hang explained or kept,
+//! an unconfirmed death traced to its culprit, a finding shrunk, and its input probed for a death
+//! of the same defect.
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use crate::case::Case;
+use crate::findings::{finding_id, Finding, Key, Store};
+use crate::gen::Generator;
+use crate::oracle;
+use crate::outcome::signal_name;
+use crate::plan::ApiPlan;
+use crate::variant::Check;
+use crate::worker::supervisor::{Pool, PoolConfig};
+
+use super::{also_dies, cost, culprit, describe_inputs, record, stats, FuzzConfig, Meta, Observer};
+
+/// The campaign's findings: how they are made, written, and worked on after.
+pub(super) struct Triage<'a> {
+    pub plans: &'a [ApiPlan],
+    /// Each API's differential checks, as the workers run them.
+    pub checks: &'a [Vec<Check>],
+    pub store: &'a Store,
+    pub counters: &'a stats::Counters,
+    pub observer: &'a dyn Observer,
+    pub config: &'a FuzzConfig,
+    pub generator: &'a Generator,
+    /// APIs the campaign does not run (their pools are empty).
+    pub skipped: &'a [bool],
+    /// The pool configuration of the work beside the campaign (one worker, at nice 10).
+    pub minimizer: PoolConfig,
+    pub torch_version: String,
+    pub start: Instant,
+}
+
+/// What a finding's worker ran before it died, where a culprit may be.
+pub(super) type Earlier = Vec<(u64, Case)>;
+
+impl Triage<'_> {
+    /// What generation knew about case `index`, generated again (case `i` is a function of the
+    /// seed and `i`).
+    pub fn meta_of(&self, index: u64) -> Meta {
+        self.generator.case(index).filter(|g| !self.skipped[g.api]).map_or(Meta { conforms: false, violated: None }, |g| Meta { conforms: g.conforms, violated: g.violated })
+    }
+
+    /// A finding of case `index`, as the campaign records it.
+    pub fn finding(&self, api_index: usize, index: u64, case: &Case, d: oracle::Detection, meta: Meta) -> Finding {
+        let plan = &self.plans[api_index];
+        let violation = meta.violated.and_then(|v| self.generator.violations(api_index).get(v));
+        let id = finding_id(&Key { api: plan.api.name.clone(), oracle: d.oracle.to_string(), signature: d.signature.clone() });
+        Finding {
+            id: id.clone(),
+            api: plan.api.name.clone(),
+            aten: plan.binding.qualified(),
+            oracle: d.oracle.to_string(),
+            signature: d.signature,
+            message: d.message,
+            signal: d.signal.map(signal_name),
+            seed: self.config.seed,
+            case_index: index,
+            case: case.clone(),
+            inputs: describe_inputs(plan, case),
+            repro: format!("repro/{id}.py"),
+            elapsed_s: self.start.elapsed().as_secs_f64(),
+            sfz_version: env!("CARGO_PKG_VERSION").to_string(),
+            torch_version: self.torch_version.clone(),
+            mode: Some(
+                match (violation.is_some(), meta.conforms) {
+                    (true, _) => "violate",
+                    (false, true) => "conform",
+                    (false, false) => "nonconforming",
+                }
+                .to_string(),
+            ),
+            violated: violation.cloned(),
+            format: crate::findings::store::FORMAT,
+            check: match &d.evidence {
+                oracle::Evidence::Differential { check, .. } => self.checks[api_index].get(*check).cloned(),
+                _ => None,
+            },
+            evidence: d.evidence,
+            spec: self.config.locations.get(api_index).cloned().flatten(),
+            original: None,
+            minimization: None,
+            pinned: Some(format!("repro/{id}.sfz")),
+            confirmed: None,
+            calls: None,
+            culprit: None,
+            explained: None,
+            same_as: None,
+        }
+    }
+
+    /// Writes a new finding (its reproducer, its pinned spec) and counts it; false for a duplicate.
+    pub fn keep(&self, finding: &Finding) -> bool {
+        let Some(plan) = self.plans.iter().find(|p| p.api.name == finding.api) else { return false };
+        match self.store.record(finding.clone(), &record::reproducer(plan, finding)) {
+            Ok(true) => {
+                if let Some(p) = &finding.pinned {
+                    if let Err(e) = self.store.write_file(p, &record::pinned(plan, finding)) {
+                        eprintln!("sfz: could not write {p}: {e}");
+                    }
+                }
+                self.counters.findings.fetch_add(1, Ordering::Relaxed);
+                *self.counters.by_oracle.lock().expect("counters lock").entry(finding.oracle.clone()).or_insert(0) += 1;
+                self.observer.finding(finding);
+                true
+            }
+            Ok(false) => {
+                self.counters.duplicates.fetch_add(1, Ordering::Relaxed);
+                false
+            }
+            Err(e) => {
+                eprintln!("sfz: could not write finding {}: {e}", finding.id);
+                false
+            }
+        }
+    }
+
+    /// Rewrites a recorded finding and its reproducer after work on it.
+    fn update(&self, api_index: usize, finding: &Finding) {
+        match self.store.update(finding.clone(), &record::reproducer(&self.plans[api_index], finding)) {
+            Ok(()) => self.observer.minimized(finding),
+            Err(e) => eprintln!("sfz: could not update finding {}: {e}", finding.id),
+        }
+    }
+
+    /// The work on one finding beside the campaign, in the minimizer's pool `p`. A dead worker
+    /// blames the case in flight; memory corrupted by an earlier case kills it just as well: a
+    /// death is confirmed alone first, and one that is not is kept, marked, not shrunk, and the
+    /// cases its worker ran before are searched for the culprit. Nor is a hang shrunk (a timeout
+    /// per candidate); a confirmed one may be the cost of its input.
+    pub fn work(&self, p: &Pool, suspects: &mut HashMap<u32, culprit::Place>, mut finding: Finding, earlier: &[(u64, Case)]) {
+        let Some(api_index) = self.plans.iter().position(|p| p.api.name == finding.api) else { return };
+        // The pool a death is confirmed in goes on to shrink it.
+        let mut alone = None;
+        if record::died(&finding) {
+            let confirming = Pool::start(record::confirm_config(&self.minimizer, &finding));
+            finding.calls = match &confirming {
+                Ok(pool) => record::confirm(pool, &self.plans[api_index], &self.checks[api_index], &finding),
+                Err(_) => Some(1),
+            };
+            finding.confirmed = Some(finding.calls.is_some());
+            alone = confirming.ok().filter(|_| finding.oracle != "hang");
+        }
+        if finding.confirmed == Some(false) {
+            finding.culprit = self.blame_culprit(p, earlier, suspects);
+        }
+        if finding.oracle == "hang" && finding.confirmed == Some(true) {
+            finding.explained = cost::explain_hang(p, &finding.case, self.minimizer.timeout);
+        }
+        if finding.confirmed == Some(false) || finding.oracle == "hang" {
+            self.update(api_index, &finding);
+            return;
+        }
+        let Some(shrunk) = self.shrink(p, alone.as_ref(), api_index, &finding) else { return };
+        if also_dies::applies(&shrunk) {
+            self.also_dies(p, api_index, shrunk);
+        }
+    }
+
+    /// Shrinks a finding in `p`; a worker's death in a pool of its own (`alone`: the one it was
+    /// confirmed in), with the checks it was confirmed with. Returns the finding as updated.
+    fn shrink(&self, p: &Pool, alone: Option<&Pool>, api_index: usize, finding: &Finding) -> Option<Finding> {
+        let budget = record::budget(self.config.minimize.unwrap_or(0));
+        let death = record::died(finding) && finding.oracle != "hang";
+        let started = (death && alone.is_none()).then(|| Pool::start(record::alone_config(&self.minimizer, finding, api_index)).ok()).flatten();
+        let own = if death { alone.or(started.as_ref()) } else { None };
+        let checks = if own.is_some() { record::judged_alone(finding, &self.checks[api_index]) } else { self.checks[api_index].clone() };
+        match record::minimize_finding(own.unwrap_or(p), &self.plans[api_index], &checks, self.store, finding, budget) {
+            Ok(updated) => {
+                self.observer.minimized(&updated);
+                Some(updated)
+            }
+            Err(e) => {
+                eprintln!("sfz: could not write the minimized finding {}: {e}", finding.id);
+                None
+            }
+        }
+    }
+
+    /// A finding whose input, called alone in a fresh worker, kills it too: the death is recorded
+    /// (confirmed on that call) unless it is already, and the finding names it.
+    fn also_dies(&self, p: &Pool, api_index: usize, mut finding: Finding) {
+        let Some((call, d)) = also_dies::probe(&self.minimizer, &self.plans[api_index], &finding) else { return };
+        let key = Key { api: finding.api.clone(), oracle: d.oracle.to_string(), signature: d.signature.clone() };
+        let id = finding_id(&key);
+        if !self.store.seen(&key) {
+            let mut dead = self.finding(api_index, finding.case_index, &finding.case, d, self.meta_of(finding.case_index));
+            dead.calls = Some(call);
+            dead.confirmed = Some(true);
+            if self.keep(&dead) {
+                self.shrink(p, None, api_index, &dead);
+            }
+        }
+        finding.same_as = Some(id);
+        self.update(api_index, &finding);
+    }
+
+    /// The earlier case that kills a fresh worker by itself, located and confirmed as any death
+    /// (the call alone, or one check alone): its finding's id, recorded (and shrunk) when new.
+    /// `suspects`: the APIs found guilty so far, with the place their damage was done.
+    fn blame_culprit(&self, p: &Pool, earlier: &[(u64, Case)], suspects: &mut HashMap<u32, culprit::Place>) -> Option<String> {
+        let found = culprit::find(p, self.plans, self.checks, earlier, suspects, Instant::now() + culprit::SEARCH_TIME)?;
+        let api_index = found.case.op as usize;
+        let (place, detection, call) = culprit::locate(&self.minimizer, &self.plans[api_index], &self.checks[api_index], &found.case, suspects.get(&found.case.op).copied())?;
+        suspects.insert(found.case.op, place);
+        let mut blamed = self.finding(api_index, found.index, &found.case, detection, self.meta_of(found.index));
+        blamed.calls = Some(call);
+        blamed.confirmed = Some(true);
+        if self.keep(&blamed) {
+            self.shrink(p, None, api_index, &blamed);
+        }
+        Some(blamed.id)
+    }
+}
