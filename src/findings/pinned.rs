@@ -4,7 +4,7 @@
 //! included) is the finding's JSON line, which `sfz replay` runs.
 use std::fmt::Write as _;
 
-use crate::case::{Arg, Case, Fill, Layout, TensorRecipe};
+use crate::case::{Arg, Case, Fill, Layout, Special, TensorRecipe};
 use crate::spec::{ApiSpec, ParamType};
 use crate::variant::Check;
 
@@ -108,11 +108,27 @@ fn tensor(out: &mut String, name: &str, t: &TensorRecipe) {
         }
         _ => {}
     }
-    if !t.specials.is_empty() {
-        let _ = writeln!(out, "    // {name} also holds {} special values (NaN, inf, -0.0 or set values) at fixed places", t.specials.len());
+    let n = t.numel();
+    if !t.specials.is_empty() && n > 0 {
+        // The language has no constraint for one element's value: the places are a comment
+        // (`sfz replay` and the reproducer write them; `sfz fuzz` places special values at random).
+        let placed: Vec<String> = t.specials.iter().take(8).map(|(i, v)| format!("[{}] = {}", i % n, special_text(*v))).collect();
+        let more = if t.specials.len() > 8 { format!(" and {} more", t.specials.len() - 8) } else { String::new() };
+        let _ = writeln!(out, "    // {name} also holds, by flat index: {}{more}", placed.join(", "));
     }
     if t.layout != Layout::Contiguous {
         let _ = writeln!(out, "    // {name} is {:?} (not contiguous)", t.layout);
+    }
+}
+
+/// A special value as the language writes floats.
+fn special_text(v: Special) -> String {
+    match v {
+        Special::Nan => "nan".into(),
+        Special::PosInf => "inf".into(),
+        Special::NegInf => "-inf".into(),
+        Special::NegZero => "-0.0".into(),
+        Special::Value(x) => format!("{x:?}"),
     }
 }
 
@@ -140,4 +156,21 @@ fn oracle_text(oracle: &str, check: Option<&Check>) -> String {
 
 fn type_text(t: &ParamType) -> String {
     t.describe()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::case::DType;
+    use crate::check::first_api as api;
+
+    /// The pinned case says where its special values are, as the reproducer places them (the
+    /// index modulo the element count).
+    #[test]
+    fn special_values_are_listed_by_flat_index() {
+        let a = api("api torch.linalg.eigvals(input: Tensor) -> Tensor {}");
+        let t = TensorRecipe { dtype: DType::Complex128, shape: vec![2, 2], fill: Fill::Constant(1.0), seed: 1, layout: Layout::Contiguous, specials: vec![(0, Special::Nan), (6, Special::NegZero), (3, Special::Value(f64::MAX))] };
+        let text = pinned_spec(&a, &Case { op: 0, args: vec![Arg::Tensor(t)] }, "sfz finding t", "crash", None, &[]);
+        insta::assert_snapshot!(text);
+    }
 }
