@@ -403,6 +403,14 @@ fn a_finding_whose_input_also_kills_a_fresh_worker_is_listed_under_that_death() 
     assert_eq!(report["findings"][0]["id"].as_str(), Some(death), "{stdout}");
     assert_eq!(report["same_defect"][0]["finding"], assert["id"], "{stdout}");
     assert_eq!(report["same_defect"][0]["under"].as_str(), Some(death), "{stdout}");
+    // Replay counts the other outcome: with the assert's signature changed so that the first
+    // call no longer shows it, the death on the second call reproduces the finding.
+    let id = assert["id"].as_str().expect("id");
+    let edited: Vec<String> = text.lines().map(|l| if l.contains(&format!("\"id\":\"{id}\"")) { l.replace("csrc/shim.cpp:", "csrc/elsewhere.cpp:") } else { l.to_string() }).collect();
+    std::fs::write(out.join("findings.jsonl"), edited.join("\n") + "\n").expect("rewrite findings");
+    let (code, stdout, stderr) = run(sfz().args(["replay", "--dir"]).arg(&out).arg(id));
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains(&format!("reproduces as {death} (on call 2 in a row), the same defect's other outcome")), "{stdout}");
 }
 
 /// A hang whose time grows with an integer argument (a loop of 2^40 turns) is the cost of its
