@@ -123,7 +123,7 @@ pub fn replay(finding: &Finding, specs: &[PathBuf], pool: PoolConfig) -> Result<
     let case = crate::case::Case { op: 0, ..finding.case.clone() };
     // A finding listed under a death shows either outcome, and gets the calls its probe had.
     let runs = if finding.same_as.is_some() { record::calls_for(finding).max(also_dies::PROBE_CALLS) } else { record::calls_for(finding) };
-    let other = |d: &oracle::Detection| finding.same_as.is_some() && d.signal.is_some();
+    let other = |d: &oracle::Detection| finding.same_as.is_some() && also_dies::is_death(d);
     let judge = |exec: &Execution| Some(oracle::judge(&plan.api, &checks, &case, exec)).filter(|v| v.detections.iter().any(|d| record::same_cause(finding, d) || other(d)));
     let ran = record::run_until(&pool, &case, runs, judge);
     let as_finding = match &ran.shown {
