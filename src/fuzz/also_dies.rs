@@ -22,24 +22,19 @@ pub fn applies(finding: &Finding) -> bool {
     !record::died(finding) && !matches!(finding.evidence, Evidence::Differential { .. }) && finding.same_as.is_none()
 }
 
-/// Whether a detection is a death of the kind probed for: a crash by a signal or an exit, not an
-/// out-of-memory kill (a big input meeting the memory limit says nothing about the defect).
+/// Whether a detection is a death of the kind probed for: a crash by a signal or an exit. Not an
+/// out-of-memory kill (a big input meeting the memory limit says nothing about the defect): the
+/// verdict calls a SIGKILL `oom`, never `crash`. Nor a hang: the campaign judges hangs itself.
 pub fn is_death(d: &Detection) -> bool {
-    d.oracle == "crash" && d.signal != Some(libc::SIGKILL)
+    d.oracle == "crash"
 }
 
 /// Calls the finding's case, alone and without the API's checks, up to `PROBE_CALLS` times in a
-/// fresh worker of `config` (a hang is not a death here: the campaign judges hangs itself), and
-/// returns the call, counted from 1, on which the worker died (`is_death`), with the death's
-/// detection.
+/// fresh worker of `config`, and returns the call, counted from 1, on which the worker died
+/// (`is_death`), with the death's detection.
 pub fn probe(config: &PoolConfig, plan: &ApiPlan, finding: &Finding) -> Option<(u32, Detection)> {
     let op = finding.case.op as usize;
     let pool = Pool::start(record::only_checks(config, op, Vec::new())).ok()?;
-    let death = |exec: &Execution| {
-        if !exec.killed_worker() || matches!(exec, Execution::TimedOut { .. }) {
-            return None;
-        }
-        oracle::judge(&plan.api, &[], &finding.case, exec).detections.into_iter().find(is_death)
-    };
+    let death = |exec: &Execution| oracle::judge(&plan.api, &[], &finding.case, exec).detections.into_iter().find(is_death);
     record::run_until(&pool, &finding.case, PROBE_CALLS, death).shown.map(|(i, d)| (i as u32 + 1, d))
 }

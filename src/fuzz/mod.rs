@@ -192,8 +192,7 @@ pub fn run(
         let Some(plan) = plans.get(api_index) else { return };
         // A case whose entry is gone (it was re-sent after a worker died) is generated again:
         // case `index` is a function of the seed and the index.
-        let meta = pending.take(index).or_else(|| generate(index).map(|g| Meta { conforms: g.conforms, violated: g.violated }));
-        let meta = meta.unwrap_or(Meta { conforms: false, violated: None });
+        let meta = pending.take(index).unwrap_or_else(|| triage.meta_of(index));
         let violation = meta.violated.and_then(|v| generator.violations(api_index).get(v));
         let verdict = oracle::judge(&plan.api, &checks[api_index], case, &exec);
         counters.count(api_index, verdict.status, true);
