@@ -45,6 +45,21 @@ pub struct ApiSpec {
     /// Postconditions on the outputs of a call that returned.
     pub ensures: Vec<Constraint>,
     pub oracles: Vec<OracleUse>,
+    /// True when the API's body has an `oracles` clause; otherwise `oracles` holds the crash
+    /// family and the plan adds every differential oracle that applies and was not refuted.
+    pub oracles_written: bool,
+    /// Oracles a `rule` with status `rejected` refuted for this API, with the reason it gives.
+    pub refuted_oracles: Vec<(String, String)>,
+    /// Metamorphic relations: written in the body, or from validated rules.
+    pub relations: Vec<RelationSpec>,
+}
+
+/// A `relation` statement, checked.
+#[derive(Clone, Debug)]
+pub struct RelationSpec {
+    pub relation: crate::variant::Relation,
+    pub span: Span,
+    pub origin: Origin,
 }
 
 impl ApiSpec {

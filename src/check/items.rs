@@ -228,6 +228,9 @@ impl Checker<'_> {
             requires: Vec::new(),
             ensures: Vec::new(),
             oracles: Vec::new(),
+            oracles_written: false,
+            refuted_oracles: Vec::new(),
+            relations: Vec::new(),
         };
         let docs = item.docs.iter().map(|d| d.text.as_str()).collect::<Vec<_>>().join("\n");
         self.reference(api.path.span, Some(api.path.span), hover_text(&api_signature(&spec), &docs));
@@ -259,6 +262,7 @@ impl Checker<'_> {
                 StmtKind::Let(..) => self.misplaced(stmt, "an API body holds constraints, `ensures` and `oracles`"),
             }
         }
+        spec.oracles_written = saw_oracles;
         if !saw_oracles {
             spec.oracles = DEFAULT_ORACLES
                 .iter()

@@ -106,6 +106,9 @@ impl Checker<'_> {
             requires,
             ensures: Vec::new(),
             oracles: Vec::new(),
+            oracles_written: false,
+            refuted_oracles: Vec::new(),
+            relations: Vec::new(),
         };
         let ir = ProgramIr { params: params.iter().map(|p| p.name.clone()).collect(), steps };
         ProgramSpec { name: program.name.name.clone(), span: program.name.span, inputs, ir, step_text, runnable }

@@ -338,6 +338,8 @@ impl Writer<'_> {
                 });
                 VariantCall { setup: vec![], call: call(r.api, r.binding, &promoted, &vars), value: plain }
             }
+            // Rendered by `relation_check` before this is reached.
+            Variant::Relation(_) => VariantCall { setup: vec![], call: call(r.api, r.binding, case, &self.vars), value: plain },
             Variant::Cuda => {
                 let vars = self.tensor_exprs(|v, _| format!("{v}.cuda()"));
                 VariantCall { setup: vec![], call: call(r.api, r.binding, case, &vars), value: |w, name, k| format!("{}.cpu()", w.output(name, k)) }

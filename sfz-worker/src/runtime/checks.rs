@@ -77,6 +77,7 @@ impl Executor {
             Variant::InPlace { op, arg } => self.in_place(*op, *arg, case, main, &check.tolerances),
             Variant::Gradient { eps, samples } => self.gradient(case, main, inputs, *eps, *samples, check.tolerances.float64),
             Variant::Cuda => self.cuda(case, main, inputs, &check.tolerances),
+            Variant::Relation(r) => self.relation(r, case, main, inputs),
         };
         result.unwrap_or_else(|e| match e {
             Failure::Skip(why) => CheckOutcome::Skipped(why),
@@ -333,7 +334,7 @@ impl Executor {
 }
 
 /// Why a check ended without a verdict.
-enum Failure {
+pub(super) enum Failure {
     Skip(String),
     Torch(tch::TchError),
 }

@@ -7,6 +7,7 @@ pub mod executor;
 pub mod ffi;
 pub mod materialize;
 pub mod program;
+mod relate;
 
 use std::ffi::CStr;
 

@@ -10,6 +10,10 @@ use serde::{Deserialize, Serialize};
 use crate::case::{Arg, Case, DType, Layout, TensorRecipe};
 use crate::outcome::ErrorClass;
 
+pub mod relation;
+
+pub use relation::Relation;
+
 /// How a variant changes the call.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Variant {
@@ -33,6 +37,8 @@ pub enum Variant {
     Gradient { eps: f64, samples: u32 },
     /// The same call with every input on the first CUDA device.
     Cuda,
+    /// A metamorphic relation between calls (`f(s * x) == f(x)`), evaluated on the case.
+    Relation(Box<Relation>),
 }
 
 impl Variant {
@@ -45,6 +51,7 @@ impl Variant {
             Variant::InPlace { .. } => "in-place variant",
             Variant::Gradient { .. } => "finite differences",
             Variant::Cuda => "CUDA",
+            Variant::Relation(_) => "relation",
         }
     }
 }
