@@ -111,6 +111,8 @@ pub enum RelOp {
     Sub,
     Mul,
     Div,
+    /// `a ** b` is not in the language; `pow(a, b)` is.
+    Pow,
     Lt,
     Le,
     Gt,
@@ -126,6 +128,7 @@ impl RelOp {
             RelOp::Sub => "-",
             RelOp::Mul => "*",
             RelOp::Div => "/",
+            RelOp::Pow => "pow",
             RelOp::Lt => "<",
             RelOp::Le => "<=",
             RelOp::Gt => ">",
