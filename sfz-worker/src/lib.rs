@@ -5,6 +5,7 @@
 //!
 //! **Architecture Invariant:** the `sfz` package never depends on tch, torch-sys or this crate;
 //! the parent process talks to workers only through `sfz::worker::protocol`.
+pub mod budget;
 pub mod forkserver;
 pub mod runtime;
 pub mod serve;

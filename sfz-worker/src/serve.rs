@@ -7,9 +7,11 @@
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::os::fd::{FromRawFd, RawFd};
+use std::time::Instant;
 
 use sfz::worker::progress::Progress;
 use sfz::worker::protocol::{read_frame, write_frame, Request, Response};
+use crate::budget::CheckBudget;
 use crate::runtime::{self, Executor};
 
 /// Answers held back at most before a flush. Flushing only when the input runs dry would make
@@ -76,6 +78,7 @@ pub fn serve(config: &ServeConfig) -> Result<(), ServeError> {
     write_frame(&mut writer, &ready).and_then(|()| writer.flush()).map_err(ServeError::Write)?;
 
     let mut executor = Executor::new();
+    let mut budget = CheckBudget::new(None);
     let mut buf = Vec::new();
     let mut unflushed = 0usize;
     loop {
@@ -90,12 +93,14 @@ pub fn serve(config: &ServeConfig) -> Result<(), ServeError> {
                 if let Some(p) = &progress {
                     p.begin(id);
                 }
-                let response = if executor.has_checks(case.op) {
+                let response = if executor.has_checks(case.op) && budget.admits(&case) {
+                    let start = Instant::now();
                     let (outcome, checks) = executor.run_checked(&case, &mut |k| {
                         if let Some(p) = &progress {
                             p.check(k);
                         }
                     });
+                    budget.spent(start.elapsed());
                     Response::Checked { id, outcome, checks }
                 } else {
                     Response::Done { id, outcome: executor.run(&case) }
@@ -116,7 +121,10 @@ pub fn serve(config: &ServeConfig) -> Result<(), ServeError> {
                 }
                 Response::Hunted { id, result: Box::new(result) }
             }
-            Request::Checks { checks } => Response::ChecksLoaded { errors: executor.set_checks(checks) },
+            Request::Checks { checks, share } => {
+                budget = CheckBudget::new(share);
+                Response::ChecksLoaded { errors: executor.set_checks(checks) }
+            }
         };
         write_frame(&mut writer, &response).map_err(ServeError::Write)?;
         unflushed += 1;

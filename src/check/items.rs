@@ -15,6 +15,8 @@ use crate::spec::{
 
 /// Oracles an API gets when it has no `oracles` clause.
 pub const DEFAULT_ORACLES: &[&str] = &["crash", "hang", "internal_error", "oom"];
+/// The differential oracles an API without an `oracles` clause also gets, where they apply.
+pub const IMPLIED_ORACLES: &[&str] = &["precision", "layout", "out", "inplace", "gradient"];
 
 impl Checker<'_> {
     /// Reads a parameter list: names, types, optionality, keyword-only markers, defaults.
@@ -268,6 +270,8 @@ impl Checker<'_> {
                 .iter()
                 .map(|n| OracleUse { name: n.to_string(), span: api.path.span, args: Vec::new() })
                 .collect();
+            let implied = self.implied_oracles(module, api.path.span);
+            spec.oracles.extend(implied);
         }
         spec
     }
@@ -383,9 +387,14 @@ impl Checker<'_> {
                 ),
             }
         }
-        // Every parameter gets a value: the argument, else the declared default.
+        let complete = self.complete_oracle_args(r, &decl_params, &args);
+        Some(OracleUse { name: r.name.name.clone(), span: r.span, args: complete })
+    }
+
+    /// Every parameter of an oracle gets a value: the argument, else the declared default.
+    fn complete_oracle_args(&mut self, r: &ast::OracleRef, decl_params: &[ParamSpec], args: &[(String, Value)]) -> Vec<(String, Value)> {
         let mut complete = Vec::new();
-        for p in &decl_params {
+        for p in decl_params {
             match (args.iter().find(|(n, _)| *n == p.name), &p.default) {
                 (Some((_, v)), _) => complete.push((p.name.clone(), v.clone())),
                 (None, Some(d)) => complete.push((p.name.clone(), float_if_float(d.clone(), &p.ty))),
@@ -397,7 +406,24 @@ impl Checker<'_> {
                 ),
             }
         }
-        Some(OracleUse { name: r.name.name.clone(), span: r.span, args: complete })
+        complete
+    }
+
+    /// The differential oracles an API without an `oracles` clause gets, at their declared
+    /// defaults (the plan drops those that cannot apply and those a rule refuted).
+    fn implied_oracles(&mut self, module: usize, span: crate::diag::Span) -> Vec<OracleUse> {
+        let mut uses = Vec::new();
+        for name in IMPLIED_ORACLES {
+            let Some(item) = self.scopes.lookup(module, name) else { continue };
+            let ItemKind::Oracle(decl) = &self.loader.modules[item.module].ast.items[item.index].kind else { continue };
+            self.quiet += 1;
+            let decl_params = self.params(item.module, &decl.params.clone());
+            let r = ast::OracleRef { name: ast::Ident { name: name.to_string(), span }, args: Vec::new(), span };
+            let args = self.complete_oracle_args(&r, &decl_params, &[]);
+            self.quiet -= 1;
+            uses.push(OracleUse { name: name.to_string(), span, args });
+        }
+        uses
     }
 
     /// W0004 for an oracle declared outside the stdlib: sfz runs only the oracles it implements,

@@ -83,6 +83,25 @@ pub struct Args {
     /// Worker deaths after which an API's cases stop running, a hang counting for 8 (0: never).
     #[arg(long, default_value_t = crate::fuzz::QUARANTINE_AFTER)]
     pub quarantine: u64,
+    /// Time the differential oracles may take, as a share of the rest of the campaign's time
+    /// (1: at least half the crash-only throughput), or `all` to check every case. Cases of a
+    /// dtype and rank mix not yet checked are always checked.
+    #[arg(long, default_value = "1", value_parser = parse_share)]
+    pub check_share: CheckShare,
+}
+
+/// `--check-share`: a share of the campaign's time, or every case.
+#[derive(Clone, Copy, Debug)]
+pub struct CheckShare(pub Option<f64>);
+
+fn parse_share(s: &str) -> Result<CheckShare, String> {
+    if s == "all" {
+        return Ok(CheckShare(None));
+    }
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(CheckShare(Some(v))),
+        _ => Err(format!("`{s}` is not a share; write a number such as 0.5 or 1, or `all`")),
+    }
 }
 
 /// `500ms`, `30s`, `10m`, `2h`, or a plain number of seconds.
@@ -192,6 +211,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
             timeout: args.timeout,
             memory_mb: Some(args.memory_mb),
             ops: Vec::new(),
+            check_share: args.check_share.0,
             ..PoolConfig::default()
         },
         gen: gen_config,

@@ -62,6 +62,13 @@ pub struct Args {
     /// The worker executable (default: `sfz-worker` next to `sfz`).
     #[arg(long)]
     pub worker: Option<PathBuf>,
+    /// Also run the differential oracles each API without an `oracles` clause gets on ordinary
+    /// conforming inputs, and record which stayed silent and which disagreed (refuted) as rules.
+    #[arg(long)]
+    pub oracles: bool,
+    /// With --oracles: conforming cases per API.
+    #[arg(long, default_value_t = 300)]
+    pub oracle_cases: u64,
 }
 
 /// Cases through a worker pool, one API at a time.
@@ -265,6 +272,10 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
             }
             results.push(result);
         }
+        drop(pool);
+        if args.oracles {
+            text = validate_oracles(path, &text, &args, &catalog, &worker, render)?;
+        }
         if !super::write_back("infer", "the inferred rules", path, &text, args.dry_run, render)? {
             failed = true;
         }
@@ -273,6 +284,33 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&results)?);
     }
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// `--oracles` on one file's text (with this run's rules written): the new text.
+fn validate_oracles(path: &Path, text: &str, args: &Args, catalog: &Catalog, worker: &Path, render: RenderConfig) -> anyhow::Result<String> {
+    let checked = crate::check::check_text(path, text);
+    if checked.has_errors() {
+        eprint!("{}", diag::render_all(&checked.map, &checked.diags, render));
+        return Ok(text.to_string());
+    }
+    let mut spec = checked.spec;
+    spec.apis.retain(|a| args.api.is_empty() || args.api.iter().any(|f| a.name.contains(f.as_str())));
+    let validation = super::infer_oracles::Validation {
+        worker,
+        workers: args.workers.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1),
+        timeout: args.timeout,
+        seed: args.seed,
+        cases: args.oracle_cases,
+        budget: args.budget,
+    };
+    let (verdicts, text) = super::infer_oracles::validate(&spec, text, catalog, &validation)?;
+    if !args.json {
+        for v in &verdicts {
+            let refuted: Vec<String> = v.refuted.iter().map(|(o, why)| format!("{o} ({why})")).collect();
+            eprintln!("{}: oracles kept {}; refuted {} ({} cases)", v.api, if v.kept.is_empty() { "none".into() } else { v.kept.join(", ") }, if refuted.is_empty() { "none".into() } else { refuted.join("; ") }, v.cases);
+        }
+    }
+    Ok(text)
 }
 
 fn counts(c: &[(String, usize)]) -> String {

@@ -8,6 +8,7 @@ pub mod train;
 mod replay;
 mod report;
 mod infer;
+mod infer_oracles;
 mod init;
 mod suggest;
 

@@ -136,7 +136,7 @@ pub fn run(
     pool_config.checks = checks.clone();
     let oracles: Vec<Vec<&str>> = checks.iter().map(|cs| cs.iter().map(|c| c.oracle.as_str()).collect()).collect();
     // Shrinking, confirming and tracing findings yield the cores to the campaign's workers.
-    let minimizer_config = PoolConfig { workers: 1, in_flight: 8, nice: 10, ..pool_config.clone() };
+    let minimizer_config = PoolConfig { workers: 1, in_flight: 8, nice: 10, check_share: None, ..pool_config.clone() };
     let pool = Pool::start(pool_config)?;
     let (sender, jobs) = crossbeam_channel::unbounded::<(Finding, triage::Earlier)>();
     let to_minimize = std::sync::Mutex::new(Some(sender));

@@ -181,7 +181,7 @@ pub fn only_checks(config: &PoolConfig, op: usize, checks: Vec<Check>) -> PoolCo
     if let Some(api_checks) = table.get_mut(op) {
         *api_checks = checks;
     }
-    PoolConfig { workers: 1, in_flight: 1, checks: table, ..config.clone() }
+    PoolConfig { workers: 1, in_flight: 1, checks: table, check_share: None, ..config.clone() }
 }
 
 /// The API's checks as the worker of `alone_config` reports them: judged against these, its

@@ -4,6 +4,7 @@
 //! chosen constraint in violate mode, applies the boundary mutators, and checks the result with
 //! the evaluator. Case `i` of a run is a pure function of the run's seed and `i`, so `--seed`
 //! reproduces a run whatever the worker scheduling.
+pub mod cliff;
 pub mod coverage;
 pub mod mutate;
 pub mod naive;
@@ -377,8 +378,8 @@ impl Generator {
                 let model = naive::draw(spec, &self.config.limits, rng);
                 let mut args = values::concretize(spec, &prep.plan, &model, None, rng);
                 if Check::Conform.holds(spec, &prep.plan, &args) {
-                    self.mutate(api, &mut args, Check::Conform, rng);
-                    return Some(Generated { api, args, conforms: true, violated: None });
+                    let conforms = self.mutate(api, &mut args, Check::Conform, rng);
+                    return Some(Generated { api, args, conforms, violated: None });
                 }
                 last = Some(args);
             }
@@ -399,8 +400,8 @@ impl Generator {
             let model = redrawn.as_ref().unwrap_or(model);
             let mut args = values::concretize(spec, &prep.plan, model, None, rng);
             if Check::Conform.holds(spec, &prep.plan, &args) {
-                self.mutate(api, &mut args, Check::Conform, rng);
-                return Some(Generated { api, args, conforms: true, violated: None });
+                let conforms = self.mutate(api, &mut args, Check::Conform, rng);
+                return Some(Generated { api, args, conforms, violated: None });
             }
             last = Some(args);
         }
@@ -455,8 +456,10 @@ impl Generator {
         None
     }
 
-    /// Applies each value mutator with its probability, undoing one that breaks `check`.
-    fn mutate(&self, api: usize, args: &mut [Arg], check: Check, rng: &mut ChaCha8Rng) {
+    /// Applies each value mutator with its probability, undoing one that breaks `check`. The
+    /// cliff mutator may break value bounds of the tensor it rewrites (and only those): false
+    /// when it did, so the case no longer conforms.
+    fn mutate(&self, api: usize, args: &mut [Arg], check: Check, rng: &mut ChaCha8Rng) -> bool {
         let spec = &self.apis[api];
         let plan = &self.prepared[api].plan;
         let m = &self.config.mutation;
@@ -474,6 +477,39 @@ impl Generator {
                 }
             }
         }
+        // Last: a cliff changes a whole fill, which the mutators above would have to respect.
+        if m.cliff > 0.0 && rng.random_bool(m.cliff) {
+            let before = args.to_vec();
+            if let Some(p) = cliff::cliff(args, rng) {
+                if check.holds(spec, plan, args) {
+                    return true;
+                }
+                if matches!(check, Check::Conform) && only_value_bounds_break(spec, plan, args, p) {
+                    return false;
+                }
+                args.clone_from_slice(&before);
+            }
+        }
+        true
+    }
+}
+
+/// True when every constraint the case breaks bounds the values of parameter `p` (and the
+/// declared types still hold): what a cliff may break.
+fn only_value_bounds_break(api: &ApiSpec, plan: &GenPlan, args: &[Arg], p: usize) -> bool {
+    let verdicts = values::conforms(api, args);
+    let declared = violate::declared_hold(api, &plan.declared, args);
+    declared.iter().all(|&d| d)
+        && verdicts.iter().zip(&api.requires).all(|(v, c)| *v != Some(false) || (solve::value_target(&c.expr) == Some(p) && bounds_values(&c.expr)))
+}
+
+/// A comparison of a tensor's values (`t.values in lo..hi`, `t.values >= 0`) or `finite(t)`.
+fn bounds_values(e: &crate::spec::TExpr) -> bool {
+    use crate::spec::{Builtin, Prop, TExpr};
+    match e {
+        TExpr::Binary(op, l, r) if op.is_comparison() => matches!(&**l, TExpr::Prop(_, Prop::Values)) || matches!(&**r, TExpr::Prop(_, Prop::Values)),
+        TExpr::Call(Builtin::Finite, _) => true,
+        _ => false,
     }
 }
 

@@ -39,21 +39,23 @@ pub struct Mutation {
     pub scalar: f64,
     /// Give the model's tensors another feasible dtype before concretising it.
     pub dtype: f64,
+    /// Fill one floating tensor with values at a cliff of its dtype (`gen::cliff`).
+    pub cliff: f64,
 }
 
 impl Default for Mutation {
     fn default() -> Self {
-        Mutation { boundary: 0.2, huge: 0.002, special: 0.2, layout: 0.15, scalar: 0.1, dtype: 0.3 }
+        Mutation { boundary: 0.2, huge: 0.002, special: 0.2, layout: 0.15, scalar: 0.1, dtype: 0.3, cliff: 0.15 }
     }
 }
 
 impl Mutation {
     /// No mutation at all.
     pub fn none() -> Self {
-        Mutation { boundary: 0.0, huge: 0.0, special: 0.0, layout: 0.0, scalar: 0.0, dtype: 0.0 }
+        Mutation { boundary: 0.0, huge: 0.0, special: 0.0, layout: 0.0, scalar: 0.0, dtype: 0.0, cliff: 0.0 }
     }
 
-    pub const NAMES: [&'static str; 6] = ["boundary", "huge", "special", "layout", "scalar", "dtype"];
+    pub const NAMES: [&'static str; 7] = ["boundary", "huge", "special", "layout", "scalar", "dtype", "cliff"];
 
     /// Parses `none`, `default`, or `name=p,name=p` over the default mix.
     pub fn parse(text: &str) -> Result<Mutation, String> {
@@ -77,6 +79,7 @@ impl Mutation {
                 "layout" => &mut m.layout,
                 "scalar" => &mut m.scalar,
                 "dtype" => &mut m.dtype,
+                "cliff" => &mut m.cliff,
                 other => return Err(format!("unknown mutator `{other}` (names: {})", Mutation::NAMES.join(", "))),
             };
             *slot = p;

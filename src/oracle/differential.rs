@@ -22,6 +22,10 @@ use super::{Detection, Disagreement, Evidence};
 /// The differential oracles, in the order their checks run.
 pub const DIFFERENTIAL: &[&str] = &["precision", "layout", "out", "inplace", "gradient", "cuda"];
 
+/// The premature-overflow verdict of the float64 reference: named alone, the precision check
+/// runs but only its premature inf, NaN and 0 are findings.
+pub const OVERFLOW: &str = "overflow";
+
 /// One check of an API as planned: the check, and the operator its variant calls when that is
 /// not the API's own (the `out=` overload, the in-place twin). The campaign appends those
 /// operators to the pool's op table and points the check at them.
@@ -49,9 +53,16 @@ pub fn plan_checks(api: &ApiSpec, binding: &OpBinding, catalog: &Catalog) -> (Ve
     let mut checks = Vec::new();
     let mut diags = Vec::new();
     for name in DIFFERENTIAL {
-        let Some(u) = api.oracles.iter().find(|o| o.name == *name) else { continue };
+        let named = api.oracles.iter().find(|o| o.name == *name);
+        // `overflow` alone asks for the precision check too.
+        let named = named.or_else(|| if *name == "precision" { api.oracles.iter().find(|o| o.name == OVERFLOW) } else { None });
+        let Some(u) = named else { continue };
+        let implied = !api.oracles_written;
+        if implied && api.refuted_oracles.iter().any(|(o, _)| o == *name) {
+            continue;
+        }
         let tolerances = tolerances(u);
-        let planned = |variant, twin| PlannedCheck { check: Check { oracle: name.to_string(), variant, tolerances }, twin };
+        let planned = |variant, twin| PlannedCheck { check: Check { oracle: u.name.clone(), variant, tolerances }, twin };
         match *name {
             "precision" => checks.push(planned(Variant::Promote, None)),
             "layout" => checks.push(planned(Variant::Layout, None)),
@@ -67,10 +78,12 @@ pub fn plan_checks(api: &ApiSpec, binding: &OpBinding, catalog: &Catalog) -> (Ve
             }
             "out" => match twins::out_binding(binding, catalog) {
                 Some(b) => checks.push(planned(Variant::Out { op: 0 }, Some(b))),
+                None if implied => {}
                 None => diags.push(not_applicable(u, &format!("`{}` has no out= overload taking the same arguments", binding.qualified()))),
             },
             "inplace" => match twins::inplace_binding(binding, catalog) {
                 Some((b, arg)) => checks.push(planned(Variant::InPlace { op: 0, arg }, Some(b))),
+                None if implied => {}
                 None => diags.push(not_applicable(u, &format!("`{}` has no in-place form (`{}_`) taking the same arguments", binding.qualified(), binding.name))),
             },
             _ => {}
@@ -125,9 +138,24 @@ fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outc
     };
     match report {
         CheckOutcome::Agree { .. } | CheckOutcome::BothRaised | CheckOutcome::Skipped(_) => None,
-        // The default tolerances hold for ordinary sizes; on huge inputs (a 4,095-long dot
-        // product in float32) honest rounding exceeds them.
-        CheckOutcome::Values(_) if matches!(check.variant, Variant::Promote) && case.input_elements() >= super::LARGE_INPUT_ELEMENTS => None,
+        CheckOutcome::Values(m) if m.premature.is_some() => {
+            let p = m.premature.as_ref()?;
+            let dtype = m.dtype.map_or("?".to_string(), |d| d.to_string());
+            let what = p.what.describe();
+            Some(Detection {
+                oracle: OVERFLOW,
+                // No dtype: one cause seen in float16 and float32 is one finding.
+                signature: format!("premature {what} in output {}", m.output),
+                message: format!(
+                    "output {} ({dtype}) is {what} at element {} where the float64 reference is {} (representable in {dtype}): {} of {} elements are such; an intermediate of the computation left the dtype's range",
+                    m.output, p.index, p.expected, p.count, m.total
+                ),
+                signal: None,
+                evidence: Evidence::Differential { check: k, what: Disagreement::Values { output: m.output, dtype: m.dtype, tolerance: m.tolerance } },
+            })
+        }
+        // `overflow` alone judges only premature values.
+        CheckOutcome::Values(_) if check.oracle == OVERFLOW => None,
         CheckOutcome::Values(m) => {
             let dtype = m.dtype.map_or("scalar".to_string(), |d| d.to_string());
             let (actual, expected) = match check.variant {
@@ -224,5 +252,14 @@ pub fn judge_in_check(checks: &[Check], check: u32, failure: &Execution) -> Opti
 
 /// Oracle names are `&'static str` in detections; the differential ones are known.
 fn oracle_name(check: &Check) -> &'static str {
+    if check.oracle == OVERFLOW || matches!(check.variant, Variant::Promote) {
+        return "precision";
+    }
+    if matches!(check.variant, Variant::Relation(_)) {
+        return RELATION;
+    }
     DIFFERENTIAL.iter().find(|n| **n == check.oracle).copied().unwrap_or("differential")
 }
+
+/// The oracle of every metamorphic relation's check.
+pub const RELATION: &str = "relation";

@@ -9,6 +9,7 @@ pub mod enumerate;
 pub mod enums;
 pub mod infer;
 pub mod llm;
+pub mod oracles;
 pub mod reduce;
 pub mod skeleton;
 
@@ -102,6 +103,12 @@ pub fn sanitize_name(name: &str) -> String {
 /// rules), and the file is formatted. A new rule whose name a kept rule already has gets a
 /// numeric suffix. Returns None when the text does not parse.
 pub fn write_rules(text: &str, api: &str, rules: &[Judged], replace: &[String]) -> Option<String> {
+    let rules: Vec<(Judged, Option<String>)> = rules.iter().map(|r| (r.clone(), None)).collect();
+    write_rules_with_reasons(text, api, &rules, replace)
+}
+
+/// `write_rules`, each rule with an optional `reason` attribute.
+pub fn write_rules_with_reasons(text: &str, api: &str, rules: &[(Judged, Option<String>)], replace: &[String]) -> Option<String> {
     let (module, diags) = crate::syntax::parse(crate::diag::FileId(0), text);
     if diags.iter().any(|d| d.is_error()) {
         return None;
@@ -124,7 +131,7 @@ pub fn write_rules(text: &str, api: &str, rules: &[Judged], replace: &[String]) 
         }
     }
     let mut block = String::new();
-    for rule in rules {
+    for (rule, reason) in rules {
         let mut r = rule.clone();
         let base = r.candidate.name.clone();
         let mut n = 2;
@@ -134,7 +141,7 @@ pub fn write_rules(text: &str, api: &str, rules: &[Judged], replace: &[String]) 
         }
         kept_names.push(r.candidate.name.clone());
         block.push('\n');
-        block.push_str(&rule_text(api, &r));
+        block.push_str(&oracles::rule_with_reason(api, &r, reason.as_deref()));
     }
     // Apply from the end so earlier offsets stay valid.
     let anchor = anchor.unwrap_or(text.len());

@@ -153,6 +153,41 @@ pub struct ValueMismatch {
     pub max_rel: f64,
     /// The tolerance applied.
     pub tolerance: Tolerance,
+    /// Elements the original computed as inf, NaN or 0 where the float64 reference is finite
+    /// and representable in the original's dtype (the `precision` check only).
+    #[serde(default)]
+    pub premature: Option<Premature>,
+}
+
+/// A result that overflowed (or underflowed) before its true value did: the original's
+/// element is inf, NaN or 0 where the float64 reference, rounded to the original's dtype, is
+/// finite, within half its largest value, and (for 0) beyond what rounding of its terms explains.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Premature {
+    pub what: PrematureKind,
+    /// The first such element (flat, logical order) and its two values.
+    pub index: u64,
+    pub actual: f64,
+    pub expected: f64,
+    /// How many elements are such.
+    pub count: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PrematureKind {
+    Inf,
+    Nan,
+    Zero,
+}
+
+impl PrematureKind {
+    pub fn describe(self) -> &'static str {
+        match self {
+            PrematureKind::Inf => "inf",
+            PrematureKind::Nan => "NaN",
+            PrematureKind::Zero => "0",
+        }
+    }
 }
 
 /// A gradient component that disagrees with finite differences.

@@ -149,6 +149,16 @@ pub const DEFAULT_TOLERANCES: Tolerances = Tolerances {
     float64: Tolerance { rtol: 1e-9, atol: 1e-12 },
 };
 
+/// A seed of a case: its tensors' seeds mixed, so the same case chooses the same scalar (and
+/// the gradient check the same elements) in the worker and in its reproducer.
+pub fn case_seed(case: &crate::case::Case) -> u64 {
+    let mut h = 0x9e37_79b9_7f4a_7c15u64;
+    for r in case.args.iter().flat_map(crate::case::Arg::tensors) {
+        h = crate::gen::mix(h ^ r.seed);
+    }
+    h
+}
+
 impl Relation {
     /// The scalar case `seed` uses, if the relation has a `forall` variable.
     pub fn scalar_for(&self, seed: u64) -> Option<f64> {

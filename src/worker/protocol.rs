@@ -25,8 +25,10 @@ pub enum Request {
     /// Run one hunt episode on a program (`numeric::hunt`); the answer carries the same id.
     Hunt { id: u64, request: Box<HuntRequest> },
     /// Differential checks per loaded op (parallel to the last `Load`); cases of an op with
-    /// checks are answered with `Checked` instead of `Done`. Replaces earlier checks.
-    Checks { checks: Vec<Vec<Check>> },
+    /// checks are answered with `Checked` instead of `Done`. Replaces earlier checks. With a
+    /// `share`, only as many cases are checked as keep the time in checks within that share of
+    /// the rest (the others are answered with `Done`).
+    Checks { checks: Vec<Vec<Check>>, share: Option<f64> },
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -61,6 +61,10 @@ pub struct PoolConfig {
     /// Differential checks per op (parallel to `ops`, or empty for none); cases of an op with
     /// checks come back as `Execution::Checked`.
     pub checks: Vec<Vec<Check>>,
+    /// Check only as many cases as keep the time in checks within this share of the rest
+    /// (`worker::budget`); None: every case. Only a campaign's main pool sets it: confirming,
+    /// minimizing and replaying a finding must run its check.
+    pub check_share: Option<f64>,
     /// The workers' nice value (0: the caller's priority). The campaign's minimizer, confirmation
     /// and culprit search run at a lower priority, so the campaign keeps the cores they share.
     pub nice: i32,
@@ -79,6 +83,7 @@ impl Default for PoolConfig {
             fork_server: std::env::var_os("SFZ_FORK_SERVER").is_none_or(|v| v != "0"),
             ops: Vec::new(),
             checks: Vec::new(),
+            check_share: None,
             nice: 0,
         }
     }
@@ -739,7 +744,7 @@ impl Worker {
             }
         }
         if config.checks.iter().any(|c| !c.is_empty()) {
-            if let Err(e) = worker.send(&Request::Checks { checks: config.checks.clone() }).and_then(|()| worker.flush()) {
+            if let Err(e) = worker.send(&Request::Checks { checks: config.checks.clone(), share: config.check_share }).and_then(|()| worker.flush()) {
                 return Err(worker.fail(PoolError::Io(e)));
             }
             match worker.recv(deadline) {

@@ -5,7 +5,9 @@
 //! decides the same way, so a script fails exactly when the worker saw a mismatch.
 use tch::{Kind, Tensor};
 
-use sfz::variant::Tolerance;
+use sfz::case::DType;
+use sfz::gen::cliff;
+use sfz::variant::{Premature, PrematureKind, Tolerance};
 
 /// What a comparison found.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -17,6 +19,18 @@ pub struct Comparison {
     /// Largest absolute and relative differences over elements whose difference is finite.
     pub max_abs: f64,
     pub max_rel: f64,
+    /// Elements computed as inf, NaN or 0 where the reference is finite and representable
+    /// (only when the comparison was asked to look for them).
+    pub premature: Option<Premature>,
+}
+
+/// What else a comparison knows: an allowance per element added to `atol` (the rounding a
+/// result's terms explain), and the dtype whose range decides whether a reference value is
+/// representable, to find premature overflows.
+#[derive(Clone, Copy, Default)]
+pub struct Extra<'a> {
+    pub allowance: Option<&'a Tensor>,
+    pub premature_in: Option<DType>,
 }
 
 /// The dtype both sides are compared in: complex128 when either is complex, else float64 when
@@ -41,10 +55,36 @@ fn flat(t: &Tensor, kind: Kind) -> Result<Tensor, tch::TchError> {
 
 /// Compares `actual` with `expected` (same shape; the caller checks).
 pub fn compare(actual: &Tensor, expected: &Tensor, tol: Tolerance) -> Result<Comparison, tch::TchError> {
+    compare_with(actual, expected, tol, Extra::default())
+}
+
+/// `compare`, with an allowance per element and the search for premature overflows.
+pub fn compare_with(actual: &Tensor, expected: &Tensor, tol: Tolerance, extra: Extra) -> Result<Comparison, tch::TchError> {
     let kind = common_kind(actual.f_kind()?, expected.f_kind()?);
     let a = flat(actual, kind)?;
     let e = flat(expected, kind)?;
     let mut c = Comparison::default();
+    if kind == Kind::Double && (extra.allowance.is_some() || extra.premature_in.is_some()) {
+        let a = Vec::<f64>::try_from(&a)?;
+        let e = Vec::<f64>::try_from(&e)?;
+        let allow = match extra.allowance {
+            Some(t) => Some(Vec::<f64>::try_from(&flat(&t.f_broadcast_to(expected.size())?, Kind::Double)?)?),
+            None => None,
+        };
+        let range = extra.premature_in.and_then(cliff::limits);
+        for (i, (x, y)) in a.iter().zip(&e).enumerate() {
+            let more = allow.as_ref().and_then(|v| v.get(i)).copied().filter(|m| m.is_finite()).unwrap_or(0.0);
+            let t = Tolerance { atol: tol.atol + more, ..tol };
+            c.see(i as u64, *x, *y, t.close(*x, *y));
+            if let Some((max, normal, _)) = range {
+                if let Some(what) = premature(*x, *y, max, normal, t) {
+                    c.premature(i as u64, what, *x, *y);
+                }
+            }
+        }
+        c.total = a.len() as u64;
+        return Ok(c);
+    }
     match kind {
         Kind::Int64 => {
             let a = Vec::<i64>::try_from(&a)?;
@@ -85,7 +125,33 @@ fn complex_close(tol: Tolerance, a: (f64, f64), e: (f64, f64)) -> bool {
     diff.is_finite() && diff <= tol.atol + tol.rtol * e.0.hypot(e.1)
 }
 
+/// Whether `actual` is a premature inf, NaN or 0 against a representable `expected`: finite,
+/// nonzero, at most half the dtype's largest value (rounding near the top is honest), and for
+/// 0 a normal number beyond the tolerance (with its allowance: a sum whose terms cancel may
+/// rightly round to 0).
+fn premature(actual: f64, expected: f64, max: f64, normal: f64, tol: Tolerance) -> Option<PrematureKind> {
+    if !expected.is_finite() || expected == 0.0 || expected.abs() > max / 2.0 {
+        return None;
+    }
+    if actual.is_nan() {
+        Some(PrematureKind::Nan)
+    } else if actual.is_infinite() {
+        Some(PrematureKind::Inf)
+    } else if actual == 0.0 && expected.abs() >= normal && !tol.close(actual, expected) {
+        Some(PrematureKind::Zero)
+    } else {
+        None
+    }
+}
+
 impl Comparison {
+    fn premature(&mut self, index: u64, what: PrematureKind, actual: f64, expected: f64) {
+        match &mut self.premature {
+            Some(p) => p.count += 1,
+            None => self.premature = Some(Premature { what, index, actual, expected, count: 1 }),
+        }
+    }
+
     fn see(&mut self, index: u64, actual: f64, expected: f64, close: bool) {
         let diff = (actual - expected).abs();
         if diff.is_finite() {

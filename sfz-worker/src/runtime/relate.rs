@@ -1,13 +1,309 @@
 //! Metamorphic relations in the worker: both sides of a `variant::Relation` evaluated
 //! elementwise on the case's tensors (and the calls they make), compared where the guard holds.
-use sfz::case::Case;
-use sfz::variant::{CheckOutcome, Relation};
+//!
+//! Arithmetic follows torch's type promotion, as the same expression written in Python would
+//! (a float32 input scaled by `s` stays float32, so the scaled call sees what a user's call
+//! would); the two sides are compared in float64 with the tolerance of the left side's dtype. A
+//! case says nothing when a scaled argument leaves its dtype's range (it is no longer the input
+//! the relation speaks of), when a call of either side raises, or when the guard holds nowhere.
+use tch::{Kind, Tensor};
+
+use sfz::case::{Arg, Case, DType, TensorRecipe};
+use sfz::ops::binding::ArgSource;
+use sfz::outcome::{Outcome, Output};
+use sfz::variant::relation::{case_seed, Callee, RelExpr, RelFn, RelOp};
+use sfz::variant::{CheckOutcome, Relation, ValueMismatch};
 
 use super::checks::Failure;
+use super::compare::{compare_with, Extra};
 use super::executor::{Called, Executor, Inputs};
+use super::materialize::kind;
+
+/// A value of a relation: a tensor, or a number (a scalar argument, a constant, `s`).
+enum Val {
+    T(Tensor),
+    N(f64),
+}
+
+impl Val {
+    fn tensor(&self) -> Result<Tensor, tch::TchError> {
+        match self {
+            Val::T(t) => Ok(t.shallow_clone()),
+            Val::N(x) => Tensor::f_from_slice(&[*x]).and_then(|t| t.f_reshape([0i64; 0])),
+        }
+    }
+}
+
+/// What the sides of one relation are evaluated against.
+struct Scope<'a> {
+    case: &'a Case,
+    main: &'a Called,
+    inputs: &'a Inputs,
+    scalar: f64,
+}
 
 impl Executor {
-    pub(super) fn relation(&mut self, _relation: &Relation, _case: &Case, _main: &Called, _inputs: &Inputs) -> Result<CheckOutcome, Failure> {
-        Err(Failure::Skip("relations are not evaluated yet".into()))
+    pub(super) fn relation(&mut self, relation: &Relation, case: &Case, main: &Called, inputs: &Inputs) -> Result<CheckOutcome, Failure> {
+        if !matches!(main.outcome, Outcome::Returned { .. }) {
+            return Err(Failure::Skip("the call raised".into()));
+        }
+        let scope = Scope { case, main, inputs, scalar: relation.scalar_for(case_seed(case)).unwrap_or(0.0) };
+        let lhs = self.eval(&scope, &relation.lhs)?.tensor()?;
+        let rhs = self.eval(&scope, &relation.rhs)?.tensor()?;
+        let dtype = dtype_of(&lhs);
+        let tol = relation.tolerances.for_dtype(dtype);
+        let (mut lhs, mut rhs) = (lhs.f_to_kind(Kind::Double)?, rhs.f_to_kind(Kind::Double)?);
+        let shape = Tensor::f_broadcast_tensors(&[&lhs, &rhs]).map_err(|e| Failure::Skip(format!("the two sides do not broadcast: {e}")))?;
+        (lhs, rhs) = (shape[0].shallow_clone(), shape[1].shallow_clone());
+        if let Some(g) = &relation.guard {
+            let holds = self.eval(&scope, g)?.tensor()?.f_to_kind(Kind::Bool)?.f_broadcast_to(lhs.size())?;
+            if !bool::try_from(holds.f_any()?)? {
+                return Err(Failure::Skip("the guard holds for no element".into()));
+            }
+            // Where the guard fails both sides are 0, so they agree.
+            let zero = Tensor::f_zeros_like(&lhs)?;
+            lhs = lhs.f_where_self(&holds, &zero)?;
+            rhs = rhs.f_where_self(&holds, &zero)?;
+        }
+        let c = compare_with(&lhs, &rhs, tol, Extra::default())?;
+        Ok(match c.first {
+            Some((index, actual, expected)) => CheckOutcome::Values(ValueMismatch {
+                output: 0,
+                dtype,
+                index,
+                actual,
+                expected,
+                mismatched: c.mismatched,
+                total: c.total,
+                max_abs: c.max_abs,
+                max_rel: c.max_rel,
+                tolerance: tol,
+                premature: None,
+            }),
+            None => CheckOutcome::Agree { max_abs: c.max_abs, max_rel: c.max_rel },
+        })
     }
+
+    fn eval(&mut self, scope: &Scope, e: &RelExpr) -> Result<Val, Failure> {
+        Ok(match e {
+            RelExpr::Result(k) => output(scope.main, *k)?,
+            RelExpr::Param(p) => argument(scope, *p)?,
+            RelExpr::Scalar => Val::N(scope.scalar),
+            RelExpr::Const(c) => Val::N(*c),
+            RelExpr::Unary(f, a) => unary(*f, self.eval(scope, a)?)?,
+            RelExpr::Binary(op, a, b) => {
+                let (a, b) = (self.eval(scope, a)?, self.eval(scope, b)?);
+                binary(*op, a, b)?
+            }
+            RelExpr::Call { callee, args, output: k } => {
+                let mut values = Vec::with_capacity(args.len());
+                for (p, a) in args {
+                    values.push((*p, self.eval(scope, a)?));
+                }
+                let called = match callee {
+                    Callee::Itself => self.call_itself(scope, values)?,
+                    Callee::Op(op) => self.call_other(*op, values)?,
+                    Callee::Api(name) => return Err(Failure::Skip(format!("`{name}` is not loaded in the worker"))),
+                };
+                if let Outcome::Raised { message, .. } = &called.outcome {
+                    return Err(Failure::Skip(format!("a call of the relation raised: {}", message.lines().next().unwrap_or(""))));
+                }
+                output(&called, *k)?
+            }
+        })
+    }
+
+    /// The API itself, with the arguments in `values` replaced and the others as in the case.
+    fn call_itself(&mut self, scope: &Scope, values: Vec<(usize, Val)>) -> Result<Called, Failure> {
+        let mut case = scope.case.clone();
+        let mut replaced: Vec<(usize, Tensor)> = Vec::new();
+        for (p, v) in values {
+            let Some(arg) = case.args.get_mut(p) else { return Err(Failure::Skip(format!("the case has no argument {p}"))) };
+            match (v, &*arg) {
+                (Val::T(t), Arg::Tensor(r)) => {
+                    // The argument keeps its dtype: a scaled float16 input is a float16 input.
+                    let t = t.f_to_kind(kind(r.dtype))?;
+                    let was_finite = scope.inputs.of(p).iter().all(|x| all_finite(x).unwrap_or(false));
+                    if was_finite && !all_finite(&t)? {
+                        return Err(Failure::Skip("a changed argument left its dtype's range".into()));
+                    }
+                    replaced.push((p, t));
+                }
+                (Val::N(x), Arg::Int(_)) if x.fract() == 0.0 && x.abs() < 9.0e15 => *arg = Arg::Int(x as i64),
+                (Val::N(x), Arg::Float(_) | Arg::Int(_)) => *arg = Arg::Float(x),
+                (Val::N(x), Arg::Tensor(r)) => replaced.push((p, Tensor::f_full_like(&scope.inputs.of(p)[0], x)?.f_to_kind(kind(r.dtype))?)),
+                _ => return Err(Failure::Skip(format!("argument {p} cannot take the relation's value"))),
+            }
+        }
+        let inputs = scope.inputs.map(|arg, t| match replaced.iter().find(|(p, _)| *p == arg) {
+            Some((_, new)) => Ok(new.shallow_clone()),
+            None => Ok(t.shallow_clone()),
+        })?;
+        Ok(self.invoke(case.op, &case, &inputs, &[], true)?)
+    }
+
+    /// Another API's operator, with the given arguments (keyword by parameter index) and its
+    /// defaults for the rest.
+    fn call_other(&mut self, op: u32, values: Vec<(usize, Val)>) -> Result<Called, Failure> {
+        let params = self
+            .op(op)
+            .map_err(Failure::from)?
+            .binding
+            .args
+            .iter()
+            .filter_map(|a| if let ArgSource::Param { index, .. } = a { Some(index + 1) } else { None })
+            .max()
+            .unwrap_or(0);
+        let mut args = vec![Arg::Omitted; params];
+        let mut tensors = Vec::new();
+        let mut ranges = Vec::with_capacity(params);
+        for (p, slot) in args.iter_mut().enumerate() {
+            let start = tensors.len();
+            match values.iter().find(|(q, _)| *q == p).map(|(_, v)| v) {
+                Some(Val::T(t)) => {
+                    let dtype = dtype_of(t).unwrap_or(DType::Float64);
+                    *slot = Arg::Tensor(placeholder(dtype, t.size()));
+                    tensors.push(t.shallow_clone());
+                }
+                Some(Val::N(x)) => *slot = Arg::Float(*x),
+                None => {}
+            }
+            ranges.push((start, tensors.len()));
+        }
+        let case = Case { op, args };
+        Ok(self.invoke(op, &case, &Inputs { tensors, ranges }, &[], true)?)
+    }
+}
+
+/// Output `k` of a call: a tensor, or a number.
+fn output(called: &Called, k: usize) -> Result<Val, Failure> {
+    let Outcome::Returned { outputs, .. } = &called.outcome else { return Err(Failure::Skip("the call raised".into())) };
+    match (outputs.get(k), called.tensors.get(k)) {
+        (Some(Output::Tensor(_)), Some(Some(t))) => Ok(Val::T(t.shallow_clone())),
+        (Some(Output::Float(x)), _) => Ok(Val::N(*x)),
+        (Some(Output::Int(i)), _) => Ok(Val::N(*i as f64)),
+        (Some(Output::Bool(b)), _) => Ok(Val::N(f64::from(u8::from(*b)))),
+        _ => Err(Failure::Skip(format!("the call has no numeric output {k}"))),
+    }
+}
+
+/// Argument `p` of the case: its tensor as the call saw it, or its number.
+fn argument(scope: &Scope, p: usize) -> Result<Val, Failure> {
+    match scope.case.args.get(p) {
+        Some(Arg::Tensor(_)) => scope.inputs.of(p).first().map(|t| Val::T(t.shallow_clone())).ok_or_else(|| Failure::Skip(format!("argument {p} has no tensor"))),
+        Some(Arg::Int(i)) => Ok(Val::N(*i as f64)),
+        Some(Arg::Float(x)) => Ok(Val::N(*x)),
+        Some(Arg::Bool(b)) => Ok(Val::N(f64::from(u8::from(*b)))),
+        _ => Err(Failure::Skip(format!("argument {p} is not a number or a tensor"))),
+    }
+}
+
+fn unary(f: RelFn, v: Val) -> Result<Val, Failure> {
+    if let Val::N(x) = v {
+        let y = match f {
+            RelFn::Neg => -x,
+            RelFn::Abs => x.abs(),
+            RelFn::Log => x.ln(),
+            RelFn::Exp => x.exp(),
+            RelFn::Sqrt => x.sqrt(),
+            RelFn::Log1p => x.ln_1p(),
+            RelFn::Expm1 => x.exp_m1(),
+            RelFn::Not => f64::from(u8::from(x == 0.0)),
+            RelFn::Finite => f64::from(u8::from(x.is_finite())),
+        };
+        return Ok(Val::N(y));
+    }
+    let Val::T(t) = v else { unreachable!("numbers returned above") };
+    Ok(Val::T(match f {
+        RelFn::Neg => t.f_neg()?,
+        RelFn::Abs => t.f_abs()?,
+        RelFn::Log => t.f_log()?,
+        RelFn::Exp => t.f_exp()?,
+        RelFn::Sqrt => t.f_sqrt()?,
+        RelFn::Log1p => t.f_log1p()?,
+        RelFn::Expm1 => t.f_expm1()?,
+        RelFn::Not => t.f_logical_not()?,
+        RelFn::Finite => t.f_isfinite()?,
+    }))
+}
+
+fn binary(op: RelOp, a: Val, b: Val) -> Result<Val, Failure> {
+    if let (Val::N(x), Val::N(y)) = (&a, &b) {
+        let (x, y) = (*x, *y);
+        let truth = |c: bool| f64::from(u8::from(c));
+        return Ok(Val::N(match op {
+            RelOp::Add => x + y,
+            RelOp::Sub => x - y,
+            RelOp::Mul => x * y,
+            RelOp::Div => x / y,
+            RelOp::Pow => x.powf(y),
+            RelOp::Lt => truth(x < y),
+            RelOp::Le => truth(x <= y),
+            RelOp::Gt => truth(x > y),
+            RelOp::Ge => truth(x >= y),
+            RelOp::And => truth(x != 0.0 && y != 0.0),
+            RelOp::Or => truth(x != 0.0 || y != 0.0),
+        }));
+    }
+    // A number beside a tensor is a Python scalar: it does not promote the tensor's dtype.
+    let t = match (&a, &b) {
+        (Val::T(x), Val::N(y)) => match op {
+            RelOp::Add => x.f_add_scalar(*y)?,
+            RelOp::Sub => x.f_sub_scalar(*y)?,
+            RelOp::Mul => x.f_mul_scalar(*y)?,
+            RelOp::Div => x.f_div_scalar(*y)?,
+            RelOp::Pow => x.f_pow_tensor_scalar(*y)?,
+            RelOp::Lt => x.f_lt(*y)?,
+            RelOp::Le => x.f_le(*y)?,
+            RelOp::Gt => x.f_gt(*y)?,
+            RelOp::Ge => x.f_ge(*y)?,
+            RelOp::And => x.f_logical_and(&b.tensor()?)?,
+            RelOp::Or => x.f_logical_or(&b.tensor()?)?,
+        },
+        (Val::N(x), Val::T(y)) => match op {
+            RelOp::Add => y.f_add_scalar(*x)?,
+            RelOp::Sub => y.f_neg()?.f_add_scalar(*x)?,
+            RelOp::Mul => y.f_mul_scalar(*x)?,
+            RelOp::Div => y.f_reciprocal()?.f_mul_scalar(*x)?,
+            RelOp::Pow => Tensor::f_pow_scalar(*x, y)?,
+            RelOp::Lt => y.f_gt(*x)?,
+            RelOp::Le => y.f_ge(*x)?,
+            RelOp::Gt => y.f_lt(*x)?,
+            RelOp::Ge => y.f_le(*x)?,
+            RelOp::And => y.f_logical_and(&a.tensor()?)?,
+            RelOp::Or => y.f_logical_or(&a.tensor()?)?,
+        },
+        (Val::T(x), Val::T(y)) => match op {
+            RelOp::Add => x.f_add(y)?,
+            RelOp::Sub => x.f_sub(y)?,
+            RelOp::Mul => x.f_mul(y)?,
+            RelOp::Div => x.f_div(y)?,
+            RelOp::Pow => x.f_pow(y)?,
+            RelOp::Lt => x.f_lt_tensor(y)?,
+            RelOp::Le => x.f_le_tensor(y)?,
+            RelOp::Gt => x.f_gt_tensor(y)?,
+            RelOp::Ge => x.f_ge_tensor(y)?,
+            RelOp::And => x.f_logical_and(y)?,
+            RelOp::Or => x.f_logical_or(y)?,
+        },
+        (Val::N(_), Val::N(_)) => unreachable!("numbers returned above"),
+    };
+    Ok(Val::T(t))
+}
+
+fn all_finite(t: &Tensor) -> Result<bool, tch::TchError> {
+    if !t.f_is_floating_point()? && !t.f_is_complex()? {
+        return Ok(true);
+    }
+    bool::try_from(t.f_isfinite()?.f_all()?)
+}
+
+fn dtype_of(t: &Tensor) -> Option<DType> {
+    let k = t.f_kind().ok()?;
+    DType::ALL.into_iter().find(|d| kind(*d) == k)
+}
+
+/// A recipe standing for a computed tensor: the call reads the tensor, not the recipe.
+fn placeholder(dtype: DType, shape: Vec<i64>) -> TensorRecipe {
+    TensorRecipe { dtype, shape, fill: sfz::case::Fill::Constant(0.0), seed: 0, layout: Default::default(), specials: Vec::new() }
 }
