@@ -51,7 +51,7 @@ fn check_of<'a>(plan: &'a ApiPlan, finding: &Finding) -> (Option<Check>, Option<
     match finding.evidence {
         Evidence::Differential { check, .. } => {
             let planned = plan.checks.get(check);
-            (finding.check.clone().or_else(|| planned.map(|p| p.check.clone())), planned.and_then(|p| p.twin.as_ref()))
+            (finding.check.clone().or_else(|| planned.map(|p| p.check.clone())), planned.and_then(crate::oracle::differential::PlannedCheck::twin))
         }
         _ => (None, None),
     }

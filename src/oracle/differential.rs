@@ -32,18 +32,29 @@ pub const OVERFLOW: &str = "overflow";
 #[derive(Clone, Debug, PartialEq)]
 pub struct PlannedCheck {
     pub check: Check,
-    pub twin: Option<OpBinding>,
+    /// The other operators its variant calls: the twin of `out` and `inplace`, the APIs a
+    /// relation calls (in `Relation::apis` order).
+    pub twins: Vec<OpBinding>,
 }
 
 impl PlannedCheck {
-    /// The check with its twin's op index set.
-    pub fn with_op(&self, op: u32) -> Check {
+    /// The check with the op indices of its twins (parallel to `twins`) set.
+    pub fn with_ops(&self, ops: &[u32]) -> Check {
         let mut c = self.check.clone();
         match &mut c.variant {
-            Variant::Out { op: o } | Variant::InPlace { op: o, .. } => *o = op,
+            Variant::Out { op: o } | Variant::InPlace { op: o, .. } => *o = ops.first().copied().unwrap_or(0),
+            Variant::Relation(r) => {
+                let names = r.apis();
+                r.resolve(&mut |name| names.iter().position(|n| n == name).and_then(|i| ops.get(i).copied()));
+            }
             _ => {}
         }
         c
+    }
+
+    /// The twin of `out` and `inplace`.
+    pub fn twin(&self) -> Option<&OpBinding> {
+        self.twins.first()
     }
 }
 
@@ -62,7 +73,7 @@ pub fn plan_checks(api: &ApiSpec, binding: &OpBinding, catalog: &Catalog) -> (Ve
             continue;
         }
         let tolerances = tolerances(u);
-        let planned = |variant, twin| PlannedCheck { check: Check { oracle: u.name.clone(), variant, tolerances }, twin };
+        let planned = |variant, twin: Option<OpBinding>| PlannedCheck { check: Check { oracle: u.name.clone(), variant, tolerances }, twins: twin.into_iter().collect() };
         match *name {
             "precision" => checks.push(planned(Variant::Promote, None)),
             "layout" => checks.push(planned(Variant::Layout, None)),
@@ -74,7 +85,7 @@ pub fn plan_checks(api: &ApiSpec, binding: &OpBinding, catalog: &Catalog) -> (Ve
                     _ => 8,
                 };
                 let t = Tolerance { rtol: float_arg(u, "rtol").unwrap_or(1e-3), atol: float_arg(u, "atol").unwrap_or(1e-5) };
-                checks.push(PlannedCheck { check: Check { oracle: "gradient".into(), variant: Variant::Gradient { eps, samples }, tolerances: Tolerances::uniform(t) }, twin: None });
+                checks.push(PlannedCheck { check: Check { oracle: "gradient".into(), variant: Variant::Gradient { eps, samples }, tolerances: Tolerances::uniform(t) }, twins: Vec::new() });
             }
             "out" => match twins::out_binding(binding, catalog) {
                 Some(b) => checks.push(planned(Variant::Out { op: 0 }, Some(b))),
@@ -156,6 +167,19 @@ fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outc
         }
         // `overflow` alone judges only premature values.
         CheckOutcome::Values(_) if check.oracle == OVERFLOW => None,
+        CheckOutcome::Values(m) if matches!(check.variant, Variant::Relation(_)) => {
+            let Variant::Relation(r) = &check.variant else { return None };
+            let dtype = m.dtype.map_or("scalar".to_string(), |d| d.to_string());
+            let s = r.scalar_for(crate::variant::relation::case_seed(case)).map_or(String::new(), |s| format!(" with s = {s}"));
+            detection(
+                format!("relation {} does not hold", r.name),
+                format!(
+                    "`{}` does not hold{s}: element {} is {} on the left ({dtype}) and {} on the right; {} of {} elements differ beyond rtol={} atol={}",
+                    r.text, m.index, m.actual, m.expected, m.mismatched, m.total, m.tolerance.rtol, m.tolerance.atol
+                ),
+                Disagreement::Values { output: m.output, dtype: m.dtype, tolerance: m.tolerance },
+            )
+        }
         CheckOutcome::Values(m) => {
             let dtype = m.dtype.map_or("scalar".to_string(), |d| d.to_string());
             let (actual, expected) = match check.variant {

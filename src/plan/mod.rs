@@ -30,14 +30,39 @@ pub fn plan(spec: &Spec, catalog: &Catalog) -> (Vec<ApiPlan>, Vec<Diagnostic>) {
     for api in &spec.apis {
         match registry::resolve(api, catalog) {
             Ok(binding) => {
-                let (checks, warnings) = differential::plan_checks(api, &binding, catalog);
+                let (mut checks, warnings) = differential::plan_checks(api, &binding, catalog);
                 diags.extend(warnings);
+                for r in &api.relations {
+                    match relation_check(r, spec, catalog) {
+                        Ok(c) => checks.push(c),
+                        Err(why) => diags.push(
+                            Diagnostic::new(codes::W0101, format!("relation `{}` does not apply here", r.relation.name))
+                                .with_label(r.span, why)
+                                .with_help("the API's other checks run; fix the relation's calls to run it too"),
+                        ),
+                    }
+                }
                 plans.push(ApiPlan { api: api.clone(), binding, checks });
             }
             Err(e) => diags.push(resolve_diagnostic(api, &e)),
         }
     }
     (plans, diags)
+}
+
+/// A relation's check, with the operators of the APIs it calls.
+fn relation_check(r: &crate::spec::RelationSpec, spec: &Spec, catalog: &Catalog) -> Result<PlannedCheck, String> {
+    let mut twins = Vec::new();
+    for name in r.relation.apis() {
+        let callee = spec.apis.iter().find(|a| a.name == name).ok_or_else(|| format!("`{name}` is not among the APIs loaded"))?;
+        twins.push(registry::resolve(callee, catalog).map_err(|e| format!("`{name}` has no operator: {e}"))?);
+    }
+    let check = crate::variant::Check {
+        oracle: differential::RELATION.to_string(),
+        tolerances: r.relation.tolerances,
+        variant: crate::variant::Variant::Relation(Box::new(r.relation.clone())),
+    };
+    Ok(PlannedCheck { check, twins })
 }
 
 /// The op table and per-op checks a worker pool loads for `plans`: the APIs' operators first
@@ -48,15 +73,16 @@ pub fn op_table(plans: &[ApiPlan]) -> (Vec<OpBinding>, Vec<Vec<crate::variant::C
     let mut checks = vec![Vec::new(); ops.len()];
     for (i, p) in plans.iter().enumerate() {
         for c in &p.checks {
-            let op = match &c.twin {
-                Some(twin) => {
+            let indices: Vec<u32> = c
+                .twins
+                .iter()
+                .map(|twin| {
                     ops.push(twin.clone());
                     checks.push(Vec::new());
                     (ops.len() - 1) as u32
-                }
-                None => 0,
-            };
-            checks[i].push(c.with_op(op));
+                })
+                .collect();
+            checks[i].push(c.with_ops(&indices));
         }
     }
     (ops, checks)

@@ -54,8 +54,9 @@ pub enum Callee {
     Itself,
     /// Another API, by its Python name; its parameters are those of its `api` item.
     Api(String),
-    /// Another API resolved by the plan: op `k` of the worker's op table.
-    Op(u32),
+    /// Another API resolved by the plan: op `index` of the worker's op table (the name stays,
+    /// for messages and reproducers).
+    Op { index: u32, api: String },
 }
 
 /// Elementwise functions of relations.
@@ -186,8 +187,8 @@ impl Relation {
             e.visit_mut(&mut |e| {
                 if let RelExpr::Call { callee, .. } = e {
                     if let Callee::Api(name) = callee {
-                        if let Some(op) = resolve(name) {
-                            *callee = Callee::Op(op);
+                        if let Some(index) = resolve(name) {
+                            *callee = Callee::Op { index, api: name.clone() };
                         }
                     }
                 }

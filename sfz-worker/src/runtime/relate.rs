@@ -102,7 +102,7 @@ impl Executor {
                 }
                 let called = match callee {
                     Callee::Itself => self.call_itself(scope, values)?,
-                    Callee::Op(op) => self.call_other(*op, values)?,
+                    Callee::Op { index, .. } => self.call_other(*index, values)?,
                     Callee::Api(name) => return Err(Failure::Skip(format!("`{name}` is not loaded in the worker"))),
                 };
                 if let Outcome::Raised { message, .. } = &called.outcome {

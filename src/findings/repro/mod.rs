@@ -15,6 +15,8 @@
 //! - a wrong gradient: `torch.autograd.gradcheck` raises its `GradcheckError`.
 //!
 //! A script that runs to the end found the bug gone.
+mod relation;
+
 use std::fmt::Write as _;
 
 use crate::case::{Arg, Case, DType, Fill, Layout, Special, TensorRecipe};
@@ -264,6 +266,9 @@ impl Writer<'_> {
     fn differential(&mut self, check: &Check, what: &Disagreement, original: &str) -> String {
         if let Variant::Gradient { eps, .. } = check.variant {
             return self.gradient(eps, check.tolerances.float64);
+        }
+        if let (Variant::Relation(r), Disagreement::Values { tolerance, .. }) = (&check.variant, what) {
+            return self.relation(r, *tolerance);
         }
         let v = self.variant_call(check, what);
         let mut out = String::new();
