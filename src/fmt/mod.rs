@@ -373,6 +373,16 @@ impl<'a> Printer<'a> {
                 parts.push(group(concat([text("oracles"), nest(INDENT, joined(refs)), text(";")])));
                 return concat(parts);
             }
+            StmtKind::Relation { name, tolerances, expr } => {
+                parts.push(text(format!("relation {}", name.name)));
+                if !tolerances.is_empty() {
+                    parts.push(self.call_args(tolerances));
+                }
+                parts.push(text(": "));
+                parts.push(self.expr(expr));
+                parts.push(text(";"));
+                return concat(parts);
+            }
         };
         parts.push(text(keyword));
         parts.push(body);
