@@ -285,10 +285,10 @@ impl Checker<'_> {
             return Some(x);
         }
         let d = match want {
-            Kind::Bool => Diagnostic::new(codes::E0006, "a guard must be a condition")
+            Kind::Bool => Diagnostic::new(codes::E0021, "a guard must be a condition")
                 .with_label(e.span, "this is a number")
                 .with_help("compare with `<`, `<=`, `>`, `>=`, combine with `and`, `or`, `not`, or test `finite(x)`"),
-            Kind::Num => Diagnostic::new(codes::E0006, "expected a number or a tensor, found a condition")
+            Kind::Num => Diagnostic::new(codes::E0021, "expected a number or a tensor, found a condition")
                 .with_label(e.span, "this is a condition")
                 .with_help("conditions belong in the guard, before `=>`"),
         };
@@ -503,7 +503,9 @@ impl Checker<'_> {
         } else if NOT_ELEMENTWISE.contains(&path.as_str()) {
             return self.not_elementwise(callee.span, &format!("`{path}`"), &format!("the functions of relations are {FUNCTIONS}"));
         } else {
-            let mut d = Diagnostic::new(codes::E0002, format!("cannot find API `{path}`")).with_label(callee.span, "no function, and no api item with this name is loaded");
+            // E0021 rather than E0002: what a relation may call is its own short list.
+            let mut d = Diagnostic::new(codes::E0021, format!("unknown function or API `{path}` in a relation"))
+                .with_label(callee.span, "not a function of relations, `self`, or a loaded api item");
             let names: Vec<&str> = ctx.apis.iter().map(|a| a.name.as_str()).chain(["self", "abs", "log", "exp", "sqrt", "log1p", "expm1", "finite", "pow"]).collect();
             d = match closest(&path, names) {
                 Some(s) => d.with_help(format!("did you mean `{s}`?")),

@@ -378,9 +378,9 @@ impl<'a> Printer<'a> {
                 if !tolerances.is_empty() {
                     parts.push(self.call_args(tolerances));
                 }
-                parts.push(text(": "));
-                parts.push(self.expr(expr));
-                parts.push(text(";"));
+                // Too long for one line, the body moves under the header (the header stays whole).
+                parts.push(text(":"));
+                parts.push(group(concat([nest(INDENT, concat([Doc::Line, self.expr(expr)])), text(";")])));
                 return concat(parts);
             }
         };
