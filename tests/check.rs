@@ -112,3 +112,25 @@ fn relations_are_lowered_and_rules_fold_in_by_status() {
     assert!(i0.oracles.iter().any(|o| o.name == "crash"));
     assert_eq!(i0.refuted_oracles, [("nan_inf".to_string(), "inf is right for large inputs".to_string())]);
 }
+
+/// The language server's hovers come from the checker: names inside a relation get theirs, and
+/// half-typed relations (as an editor sends them) check without panicking.
+#[test]
+fn relations_have_hovers_and_partial_ones_do_not_panic() {
+    let text = "api torch.special.i0(input: Tensor) -> Tensor {}\n\
+                api torch.exp(input: Tensor) -> Tensor {\n    /// doubling\n    relation twice: forall s in [2.0]: self(input = input * s) == torch.special.i0(input);\n}\n";
+    let c = check(text);
+    assert!(!c.has_errors(), "{:?}", c.diags);
+    let root = c.roots[0];
+    let hover_at = |needle: &str, skip: usize| {
+        let offset = text.match_indices(needle).nth(skip).expect("needle").0 + 1;
+        c.symbols.at(root, offset).map(|s| s.hover.clone()).unwrap_or_default()
+    };
+    assert!(hover_at("twice", 0).contains("doubling"));
+    assert!(hover_at("self(", 0).contains("self(...)"));
+    assert!(hover_at("s)", 0).contains("s: float"));
+    assert!(hover_at("torch.special.i0(input)", 0).contains("torch.special.i0"));
+    for cut in (text.find("relation").unwrap()..text.len()).step_by(3) {
+        check(&text[..cut]);
+    }
+}
