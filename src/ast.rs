@@ -231,6 +231,9 @@ pub enum StmtKind {
     Ensure(Expr),
     Let(Ident, Expr),
     Oracles(Vec<OracleRef>),
+    /// `relation name(tolerances): expr;` (a metamorphic relation; `tolerances` are
+    /// `float32 = [rtol, atol]` arguments, empty when the parentheses are left out).
+    Relation { name: Ident, tolerances: Vec<CallArg>, expr: Expr },
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -179,6 +179,9 @@ pub struct RuleMeta {
     pub confidence: Option<f64>,
     /// Counts from validation, e.g. `[("pass", 120), ("fail", 0)]`.
     pub evidence: Vec<(String, i64)>,
+    /// `reason("...")`: why the rule has its status (a rejected rule's oracles are refuted
+    /// with it).
+    pub reason: Option<String>,
 }
 
 /// What a constraint is about, for violation modes and coverage (DocTer's categories).

@@ -7,6 +7,7 @@ pub static MODULES: &[(&str, &str)] = &[
     ("oracles", include_str!("../stdlib/oracles.sfz")),
     ("constraints", include_str!("../stdlib/constraints.sfz")),
     ("types", include_str!("../stdlib/types.sfz")),
+    ("relations", include_str!("../stdlib/relations.sfz")),
 ];
 
 /// The source of `std::<name>`.

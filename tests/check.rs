@@ -56,3 +56,81 @@ fn python_names_of_operators_for_completion() {
     }
     assert!(!names.iter().any(|n| n.starts_with("torch._")));
 }
+
+/// Relations are lowered into the checked API: parameters and outputs by index, calls with
+/// their callee's parameter indices, the `forall` values, tolerances; a constraint set's relation
+/// is instantiated for the API applying it; rules fold in by status.
+#[test]
+fn relations_are_lowered_and_rules_fold_in_by_status() {
+    use sfz::variant::relation::{Callee, RelExpr, RelFn, RelOp, DEFAULT_TOLERANCES};
+    let c = check(
+        "api torch.special.i0(input: Tensor) -> Tensor {}\n\
+         api torch.special.i0e(input: Tensor) -> Tensor {\n\
+             relation identity: finite(torch.special.i0(input)) => log(torch.special.i0(input)) == log(result) + abs(input);\n\
+         }\n\
+         api torch.max(input: Tensor, dim: int) -> (values: Tensor, indices: Tensor) {\n\
+             relation scaled(float32 = [1e-3, 0.0]): forall s in [2.0, -0.5]: self(input = input * s).values == s * values;\n\
+         }\n\
+         constraints odd(x: Tensor) { relation odd: self(x = -x) == -result; }\n\
+         api torch.sin(input: Tensor) -> Tensor { odd(input); }\n\
+         #[status(validated)] rule even for torch.special.i0 { relation even: self(input = -input) == result; oracles crash; }\n\
+         #[status(candidate)] rule maybe for torch.special.i0 { relation maybe: self(input = input) == result; }\n\
+         #[status(rejected), reason(\"inf is right for large inputs\")] rule no_inf for torch.special.i0 { oracles nan_inf; }\n",
+    );
+    assert!(!c.has_errors(), "{:?}", c.diags);
+    let api = |name: &str| c.spec.apis.iter().find(|a| a.name == name).expect("api");
+    let call = |callee: Callee, args: Vec<(usize, RelExpr)>, output: usize| RelExpr::Call { callee, args, output };
+
+    let i0e = &api("torch.special.i0e").relations[0].relation;
+    let i0 = call(Callee::Api("torch.special.i0".into()), vec![(0, RelExpr::Param(0))], 0);
+    assert_eq!(i0e.name, "identity");
+    assert_eq!(i0e.guard, Some(RelExpr::Unary(RelFn::Finite, Box::new(i0.clone()))));
+    assert_eq!(i0e.lhs, RelExpr::Unary(RelFn::Log, Box::new(i0)));
+    assert_eq!(
+        i0e.rhs,
+        RelExpr::Binary(RelOp::Add, Box::new(RelExpr::Unary(RelFn::Log, Box::new(RelExpr::Result(0)))), Box::new(RelExpr::Unary(RelFn::Abs, Box::new(RelExpr::Param(0)))))
+    );
+    assert!(i0e.scalars.is_empty());
+    assert_eq!(i0e.tolerances, DEFAULT_TOLERANCES);
+    assert_eq!(i0e.apis(), ["torch.special.i0"]);
+
+    let max = &api("torch.max").relations[0].relation;
+    assert_eq!(max.scalars, [2.0, -0.5]);
+    assert_eq!(max.tolerances.float32.rtol, 1e-3);
+    assert_eq!(max.tolerances.float64, DEFAULT_TOLERANCES.float64);
+    let scaled = RelExpr::Binary(RelOp::Mul, Box::new(RelExpr::Param(0)), Box::new(RelExpr::Scalar));
+    assert_eq!(max.lhs, call(Callee::Itself, vec![(0, scaled)], 0));
+    assert_eq!(max.rhs, RelExpr::Binary(RelOp::Mul, Box::new(RelExpr::Scalar), Box::new(RelExpr::Result(0))));
+
+    let sin = &api("torch.sin").relations;
+    assert_eq!(sin.len(), 1);
+    assert_eq!(sin[0].relation.lhs, call(Callee::Itself, vec![(0, RelExpr::Unary(RelFn::Neg, Box::new(RelExpr::Param(0))))], 0));
+
+    let i0 = api("torch.special.i0");
+    let names: Vec<&str> = i0.relations.iter().map(|r| r.relation.name.as_str()).collect();
+    assert_eq!(names, ["even"]);
+    assert!(i0.oracles.iter().any(|o| o.name == "crash"));
+    assert_eq!(i0.refuted_oracles, [("nan_inf".to_string(), "inf is right for large inputs".to_string())]);
+}
+
+/// The language server's hovers come from the checker: names inside a relation get theirs, and
+/// half-typed relations (as an editor sends them) check without panicking.
+#[test]
+fn relations_have_hovers_and_partial_ones_do_not_panic() {
+    let text = "api torch.special.i0(input: Tensor) -> Tensor {}\n\
+                api torch.exp(input: Tensor) -> Tensor {\n    /// doubling\n    relation twice: forall s in [2.0]: self(input = input * s) == torch.special.i0(input);\n}\n";
+    let c = check(text);
+    assert!(!c.has_errors(), "{:?}", c.diags);
+    let root = c.roots[0];
+    let hover_at = |needle: &str, skip: usize| {
+        let offset = text.match_indices(needle).nth(skip).expect("needle").0 + 1;
+        c.symbols.at(root, offset).map(|s| s.hover.clone()).unwrap_or_default()
+    };
+    assert!(hover_at("twice", 0).contains("doubling"));
+    assert!(hover_at("self(", 0).contains("self(...)"));
+    assert!(hover_at("s)", 0).contains("s: float"));
+    assert!(hover_at("torch.special.i0(input)", 0).contains("torch.special.i0"));
+    for cut in (text.find("relation").unwrap()..text.len()).step_by(3) {
+        check(&text[..cut]);
+    }
+}

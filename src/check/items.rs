@@ -9,8 +9,8 @@ use crate::ast::{self, ItemKind, ParamKind, StmtKind};
 use crate::case::DType;
 use crate::diag::{codes, Diagnostic, Span};
 use crate::spec::{
-    ApiSpec, Constraint, OracleUse, Origin, ParamSpec, ParamType, ReturnSpec, RuleMeta, RuleSource, RuleSpec, RuleStatus, TExpr,
-    Value,
+    ApiSpec, Constraint, OracleUse, Origin, ParamSpec, ParamType, RelationSpec, ReturnSpec, RuleMeta, RuleSource, RuleSpec, RuleStatus,
+    TExpr, Value,
 };
 
 /// Oracles an API gets when it has no `oracles` clause.
@@ -202,16 +202,18 @@ impl Checker<'_> {
                     let mut env = Env::new(item.module, &params);
                     self.constraint(&mut env, expr);
                 }
-                _ => self.misplaced(stmt, "a constraint set holds only constraints"),
+                // Checked once every API is known (`relations`).
+                StmtKind::Relation { .. } => {}
+                _ => self.misplaced(stmt, "a constraint set holds constraints and relations"),
             }
         }
     }
 
-    fn misplaced(&mut self, stmt: &ast::Stmt, why: &str) {
+    pub(super) fn misplaced(&mut self, stmt: &ast::Stmt, why: &str) {
         self.error(
             Diagnostic::new(codes::E0016, "statement not allowed here")
                 .with_label(stmt.span, why.to_string())
-                .with_help("`let` belongs in programs; `ensures` and `oracles` in APIs"),
+                .with_help("`let` belongs in programs; `ensures` in APIs; `oracles` in APIs and rules; `relation` in APIs, rules and constraint sets"),
         );
     }
 
@@ -261,7 +263,9 @@ impl Checker<'_> {
                         }
                     }
                 }
-                StmtKind::Let(..) => self.misplaced(stmt, "an API body holds constraints, `ensures` and `oracles`"),
+                // Checked once every API is known: a relation may call any of them.
+                StmtKind::Relation { .. } => {}
+                StmtKind::Let(..) => self.misplaced(stmt, "an API body holds constraints, `ensures`, `oracles` and relations"),
             }
         }
         spec.oracles_written = saw_oracles;
@@ -480,7 +484,7 @@ impl Checker<'_> {
 
     /// Reads a rule's metadata attributes. A rule with none is a validated, manual rule.
     fn rule_meta(&mut self, item: &ast::Item, name: &str) -> RuleMeta {
-        let mut meta = RuleMeta { name: name.to_string(), status: RuleStatus::Validated, source: RuleSource::Manual, confidence: None, evidence: Vec::new() };
+        let mut meta = RuleMeta { name: name.to_string(), status: RuleStatus::Validated, source: RuleSource::Manual, confidence: None, evidence: Vec::new(), reason: None };
         for a in &item.attrs {
             let one_ident = match a.args.as_slice() {
                 [ast::AttrArg { key: None, value: ast::Lit::Ident(s), .. }] => Some(s.as_str()),
@@ -515,18 +519,24 @@ impl Checker<'_> {
                         }
                     }
                 }
+                "reason" => match a.args.as_slice() {
+                    [ast::AttrArg { key: None, value: ast::Lit::Str(s), .. }] => meta.reason = Some(s.clone()),
+                    _ => bad(self, "one string, like `reason(\"transpose(x, 1, 1) is valid\")`"),
+                },
                 other => self.error(
                     Diagnostic::new(codes::E0016, format!("unknown attribute `{other}` on a rule"))
                         .with_label(a.name.span, "not a rule attribute")
-                        .with_help("a rule takes status, source, confidence and evidence"),
+                        .with_help("a rule takes status, source, confidence, evidence and reason"),
                 ),
             }
         }
         meta
     }
 
-    /// Checks a rule against its target API's parameters.
-    pub fn check_rule(&mut self, module: usize, item: &ast::Item, rule: &ast::Rule, target: Option<&ApiSpec>, apis: &[ApiSpec]) -> Option<RuleSpec> {
+    /// Checks a rule against its target API's parameters. Returns its constraints (in the
+    /// `RuleSpec`), its relations and its `oracles`, whatever its status; the caller folds them
+    /// into the API as the status says.
+    pub fn check_rule(&mut self, module: usize, item: &ast::Item, rule: &ast::Rule, target: Option<&ApiSpec>, apis: &[ApiSpec]) -> Option<(RuleSpec, Vec<RelationSpec>, Vec<OracleUse>)> {
         let meta = self.rule_meta(item, &rule.name.name);
         let Some(api) = target else {
             let mut d = Diagnostic::new(codes::E0002, format!("cannot find API `{}`", rule.target.name)).with_label(rule.target.span, "no api item with this name is loaded");
@@ -542,15 +552,29 @@ impl Checker<'_> {
         self.reference(rule.target.span, Some(api.span), hover_text(&api_signature(api), ""));
         self.body_scope(rule.body.span, &api.params, false);
         let mut constraints = Vec::new();
+        let mut oracles: Vec<OracleUse> = Vec::new();
         for stmt in &rule.body.stmts {
             match &stmt.kind {
                 StmtKind::Require { expr, .. } => {
                     constraints.extend(self.requirement(module, &api.params, expr, file, Origin::Rule(meta.clone())));
                 }
-                _ => self.misplaced(stmt, "a rule holds only constraints"),
+                StmtKind::Oracles(refs) => {
+                    for r in refs {
+                        if let Some(u) = self.oracle_use(module, r) {
+                            if !oracles.iter().any(|o| o.name == u.name) {
+                                oracles.push(u);
+                            }
+                        }
+                    }
+                }
+                StmtKind::Relation { .. } => {}
+                _ => self.misplaced(stmt, "a rule holds constraints, `oracles` and relations"),
             }
         }
-        Some(RuleSpec { meta, api: api.name.clone(), span: rule.name.span, constraints })
+        let mut ctx = super::relations::RelCtx::new(module, &api.params, Some(&api.returns), apis, format!("`{}`", api.name));
+        let mut relations = Vec::new();
+        self.body_relations(&mut ctx, &rule.body, &Origin::Rule(meta.clone()), &mut relations);
+        Some((RuleSpec { meta, api: api.name.clone(), span: rule.name.span, constraints }, relations, oracles))
     }
 
     pub fn ty_of_param(p: &ParamSpec) -> Ty {

@@ -5,6 +5,7 @@ mod classify;
 mod expr;
 mod items;
 mod programs;
+mod relations;
 pub mod loader;
 pub mod sat;
 pub mod signatures;
@@ -130,6 +131,7 @@ pub fn check(inputs: Inputs) -> Checked {
         set_params: HashMap::new(),
         symbols: Symbols::default(),
         next_var: 0,
+        captured: None,
     };
     let spec = checker.run();
     let Checker { mut diags, symbols, .. } = checker;
@@ -156,12 +158,17 @@ pub struct Checker<'l> {
     symbols: Symbols,
     /// Next id for a forall/exists variable.
     next_var: u32,
+    /// While Some, diagnostics dropped for `quiet` are kept here instead (a constraint set's
+    /// relation instantiated in an API: its first error is reported at the application).
+    captured: Option<Vec<Diagnostic>>,
 }
 
 impl Checker<'_> {
     fn error(&mut self, d: Diagnostic) {
         if self.quiet == 0 {
             self.diags.push(d);
+        } else if let Some(c) = &mut self.captured {
+            c.push(d);
         }
     }
 
@@ -170,6 +177,8 @@ impl Checker<'_> {
         let mut apis: Vec<ApiSpec> = Vec::new();
         // Which module each API came from: rules prefer the API of their own module.
         let mut api_modules: Vec<ModId> = Vec::new();
+        // The item of each API, whose relations are checked once every API is known.
+        let mut api_items: Vec<ItemRef> = Vec::new();
         // APIs without errors, whose constraints are then solved together.
         let mut to_solve: Vec<usize> = Vec::new();
         let mut programs = Vec::new();
@@ -213,10 +222,27 @@ impl Checker<'_> {
                         }
                         apis.push(spec);
                         api_modules.push(m);
+                        api_items.push(item_ref);
                     }
                     _ => {}
                 }
             }
+        }
+        // Relations may call any loaded API: constraint sets' own first (their mistakes are
+        // reported there, once), then each API's.
+        for (m, module) in loader.modules.iter().enumerate() {
+            for (index, item) in module.ast.items.iter().enumerate() {
+                if let ItemKind::Constraints(_) = item.kind {
+                    self.check_set_relations(ItemRef { module: m, index }, &apis);
+                }
+            }
+        }
+        for (i, item) in api_items.iter().enumerate() {
+            let ItemKind::Api(api) = &loader.modules[item.module].ast.items[item.index].kind else { continue };
+            let mut ctx = relations::RelCtx::new(item.module, &apis[i].params, Some(&apis[i].returns), &apis, format!("`{}`", apis[i].name));
+            let mut found = Vec::new();
+            self.body_relations(&mut ctx, &api.body, &crate::spec::Origin::Inline, &mut found);
+            apis[i].relations = found;
         }
         // Each rule with the index of the API it refines: the API of its own module if there is
         // one, else the first loaded.
@@ -227,7 +253,7 @@ impl Checker<'_> {
                 let ItemKind::Rule(rule) = &item.kind else { continue };
                 let own = apis.iter().zip(&api_modules).position(|(a, &am)| am == m && a.name == rule.target.name);
                 let target = own.or_else(|| apis.iter().position(|a| a.name == rule.target.name));
-                let Some(r) = self.check_rule(m, item, rule, target.map(|i| &apis[i]), &apis) else { continue };
+                let Some((r, relations, oracles)) = self.check_rule(m, item, rule, target.map(|i| &apis[i]), &apis) else { continue };
                 let Some(i) = target else { continue };
                 if let Some(prev) = rule_spans.insert((i, rule.name.name.clone()), rule.name.span) {
                     self.error(
@@ -237,6 +263,33 @@ impl Checker<'_> {
                             .with_help("rules of one API need distinct names"),
                     );
                     continue;
+                }
+                // A validated rule's oracles and relations join its API's, as its constraints
+                // do below; a rejected rule's oracles are refuted for the API; a candidate's
+                // wait.
+                match r.meta.status {
+                    crate::spec::RuleStatus::Validated => {
+                        for u in oracles {
+                            if !apis[i].oracles.iter().any(|o| o.name == u.name) {
+                                apis[i].oracles.push(u);
+                            }
+                        }
+                        let ctx = relations::RelCtx::new(m, &[], None, &[], format!("`{}`", apis[i].name));
+                        let mut all = std::mem::take(&mut apis[i].relations);
+                        for rel in relations {
+                            self.push_relation(&ctx, &mut all, rel);
+                        }
+                        apis[i].relations = all;
+                    }
+                    crate::spec::RuleStatus::Rejected => {
+                        let reason = r.meta.reason.clone().unwrap_or_else(|| format!("rejected by rule `{}`", r.meta.name));
+                        for u in oracles {
+                            if !apis[i].refuted_oracles.iter().any(|(o, _)| *o == u.name) {
+                                apis[i].refuted_oracles.push((u.name, reason.clone()));
+                            }
+                        }
+                    }
+                    crate::spec::RuleStatus::Candidate => {}
                 }
                 rules.push((r, i, item.span));
             }

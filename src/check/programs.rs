@@ -90,6 +90,7 @@ impl Checker<'_> {
                         self.oracle_use(module, r);
                     }
                 }
+                StmtKind::Relation { .. } => self.misplaced(stmt, "a program holds `let`, constraints and `ensures`"),
             }
         }
         let Lowerer { steps, step_text, diags, .. } = lowerer;

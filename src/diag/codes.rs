@@ -70,6 +70,9 @@ registry! {
     E0018 Error "cannot read source file";
     E0019 Error "unknown operator";
     E0020 Error "invalid computation in a program";
+    E0021 Error "invalid relation";
+    E0022 Error "invalid relation tolerance";
+    E0023 Error "invalid argument in a relation call";
     W0001 Warning "unused import";
     W0002 Warning "unused definition";
     W0003 Warning "constraints too large to solve";

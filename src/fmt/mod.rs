@@ -373,6 +373,16 @@ impl<'a> Printer<'a> {
                 parts.push(group(concat([text("oracles"), nest(INDENT, joined(refs)), text(";")])));
                 return concat(parts);
             }
+            StmtKind::Relation { name, tolerances, expr } => {
+                parts.push(text(format!("relation {}", name.name)));
+                if !tolerances.is_empty() {
+                    parts.push(self.call_args(tolerances));
+                }
+                // Too long for one line, the body moves under the header (the header stays whole).
+                parts.push(text(":"));
+                parts.push(group(concat([nest(INDENT, concat([Doc::Line, self.expr(expr)])), text(";")])));
+                return concat(parts);
+            }
         };
         parts.push(text(keyword));
         parts.push(body);

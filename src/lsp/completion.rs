@@ -21,7 +21,7 @@ pub struct Names<'a> {
 }
 
 /// Keywords that start a statement in a body.
-const STMT_KEYWORDS: &[&str] = &["requires", "ensures", "oracles", "forall", "exists", "if", "not", "let"];
+const STMT_KEYWORDS: &[&str] = &["requires", "ensures", "oracles", "relation", "forall", "exists", "if", "not", "let"];
 /// Keywords inside expressions.
 const EXPR_KEYWORDS: &[&str] = &["and", "or", "not", "in", "then", "else", "true", "false", "None"];
 /// Keywords that start an item.

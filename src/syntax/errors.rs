@@ -131,6 +131,7 @@ fn describe(rule: Rule) -> Option<&'static str> {
         Rule::float_lit => "a number",
         Rule::attr | Rule::attr_value => "an attribute",
         Rule::oracle_ref => "an oracle name",
+        Rule::relation_stmt => "a relation",
         Rule::doc => "a doc comment",
         Rule::returns => "`->`",
         _ => return None,

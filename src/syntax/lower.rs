@@ -51,6 +51,7 @@ fn is_keyword(rule: Rule) -> bool {
             | Rule::kw_ensures
             | Rule::kw_oracles
             | Rule::kw_oracle
+            | Rule::kw_relation
             | Rule::kw_dtypes
             | Rule::kw_constraints
             | Rule::kw_type
@@ -403,6 +404,18 @@ impl Ctx<'_> {
                 }
                 Rule::oracles_stmt => {
                     kind = Some(StmtKind::Oracles(children(p).map(|o| self.oracle_ref(o)).collect()));
+                }
+                Rule::relation_stmt => {
+                    let (mut name, mut tolerances, mut expr) = (None, Vec::new(), None);
+                    for c in children(p) {
+                        match c.as_rule() {
+                            Rule::ident => name = Some(self.ident(c)),
+                            Rule::call_args => tolerances = self.call_args(c),
+                            Rule::expr => expr = Some(self.expr(c)),
+                            r => unreachable!("relation child {r:?}"),
+                        }
+                    }
+                    kind = Some(StmtKind::Relation { name: name.expect("relation name"), tolerances, expr: expr.expect("relation expr") });
                 }
                 r => unreachable!("stmt child {r:?}"),
             }
