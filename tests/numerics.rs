@@ -1,0 +1,153 @@
+//! Numerical truth end to end: relations, the premature-overflow verdict, and the oracles an API
+//! without an `oracles` clause gets, on real libtorch, with reproducers run under pip torch.
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn sfz() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_sfz"))
+}
+
+fn run(cmd: &mut Command) -> (i32, String, String) {
+    let Output { status, stdout, stderr } = cmd.output().expect("sfz runs");
+    (status.code().unwrap_or(-1), String::from_utf8_lossy(&stdout).into_owned(), String::from_utf8_lossy(&stderr).into_owned())
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write fixture");
+    p
+}
+
+fn findings(out: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(out.join("findings.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a finding per line"))
+        .collect()
+}
+
+/// Runs a finding's reproducer under pip torch: its exit code and what it printed.
+fn reproduce(out: &Path, finding: &serde_json::Value) -> (Option<i32>, String) {
+    let python = sfz::findings::verify::default_python();
+    let script = out.join(finding["repro"].as_str().expect("a reproducer"));
+    let r = Command::new(&python).arg(&script).output().expect("python runs");
+    (r.status.code(), format!("{}{}", String::from_utf8_lossy(&r.stdout), String::from_utf8_lossy(&r.stderr)))
+}
+
+fn fuzz(spec: &Path, out: &Path, extra: &[&str]) {
+    let (code, _, stderr) = run(sfz().arg("fuzz").arg(spec).args(["--iterations", "3000", "--seed", "1", "-j", "1", "--out"]).arg(out).args(extra));
+    assert_eq!(code, 0, "{stderr}");
+}
+
+/// An unrescaled 2-norm squares its elements: in float32, 2^60 times inputs of magnitude 10
+/// overflow although the norm itself (about 2^64) is representable.
+const NORMS: &str = r#"
+use std::relations::positively_homogeneous;
+
+api torch.linalg.vector_norm(input: Tensor) -> Tensor {
+    input.dtype == float32;
+    input.ndim >= 1;
+    input.values in 5.0..10.0;
+    positively_homogeneous(input);
+    oracles crash;
+}
+
+api torch.special.i0e(input: Tensor) -> Tensor {
+    input.dtype == float64;
+    input.values in 700.0..713.0;
+    relation identity: log(torch.special.i0(input)) == log(result) + abs(input);
+    oracles crash;
+}
+
+api torch.special.i0(input: Tensor) -> Tensor {
+    input.dtype == float64;
+    oracles crash;
+}
+
+api torch.abs(input: Tensor) -> Tensor {
+    input.dtype == float32;
+    input.values in -10.0..10.0;
+    relation odd_is_even: self(input = -input) == result;
+    oracles crash;
+}
+"#;
+
+#[test]
+fn relations_find_what_breaks_them_and_their_reproducers_fire() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = write(dir.path(), "norms.sfz", NORMS);
+    let out = dir.path().join("out");
+    fuzz(&spec, &out, &["--mutate", "none", "--check-share", "all"]);
+    let found = findings(&out);
+    let on = |api: &str| found.iter().find(|f| f["api"] == api && f["oracle"] == "relation");
+    let norm = on("torch.linalg.vector_norm").unwrap_or_else(|| panic!("the norm's homogeneity breaks: {found:?}"));
+    assert!(norm["message"].as_str().unwrap().contains("inf on the left"), "{norm}");
+    let i0e = on("torch.special.i0e").unwrap_or_else(|| panic!("i0 overflows before its value does: {found:?}"));
+    // A relation that holds is silent.
+    assert!(on("torch.abs").is_none(), "abs is even: {found:?}");
+    for f in [norm, i0e] {
+        let (code, said) = reproduce(&out, f);
+        assert_eq!(code, Some(1), "{said}");
+        assert!(said.contains("AssertionError") && said.contains("inf"), "{said}");
+    }
+}
+
+/// Hardswish is x * relu6(x + 3) / 6: for float32 x above about 1.8e19 the product overflows,
+/// although the result (x itself, for x >= 3) is representable.
+const HARDSWISH: &str = r#"
+api torch.nn.functional.hardswish(input: Tensor) -> Tensor {
+    input.dtype == float32;
+    input.values in 1.0e37..3.0e38;
+    oracles overflow;
+}
+
+api torch.exp(input: Tensor) -> Tensor {
+    input.dtype == float32;
+    input.values in -80.0..80.0;
+    oracles overflow;
+}
+"#;
+
+#[test]
+fn a_premature_overflow_is_an_overflow_finding_and_honest_rounding_is_not() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = write(dir.path(), "hardswish.sfz", HARDSWISH);
+    let out = dir.path().join("out");
+    fuzz(&spec, &out, &["--mutate", "none", "--check-share", "all"]);
+    let found = findings(&out);
+    let var = found.iter().find(|f| f["api"] == "torch.nn.functional.hardswish" && f["oracle"] == "overflow").unwrap_or_else(|| panic!("{found:?}"));
+    assert!(var["message"].as_str().unwrap().contains("is inf at element"), "{var}");
+    assert!(!found.iter().any(|f| f["api"] == "torch.exp"), "exp rounds honestly: {found:?}");
+    let (code, said) = reproduce(&out, var);
+    assert_eq!(code, Some(1), "{said}");
+}
+
+/// An API without an `oracles` clause gets the differential oracles that apply; `sfz infer
+/// --oracles` keeps those that stay silent on ordinary inputs and refutes the others as rules,
+/// and a refuted oracle no longer runs.
+#[test]
+fn infer_validates_the_implied_oracles_as_rules() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = write(dir.path(), "bernoulli.sfz", "api torch.bernoulli(input: Tensor) -> Tensor {\n    input.dtype == float32;\n    input.ndim >= 1;\n    input.values in 0.2..0.8;\n}\n");
+    let (code, _, stderr) = run(sfz().arg("infer").arg(&spec).args(["--no-enumerate", "--oracles", "--oracle-cases", "300", "--budget", "20s", "-j", "1"]));
+    assert_eq!(code, 0, "{stderr}");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    // A random op draws other values in float64 and in its out= form: both are refuted, with
+    // the disagreement as the reason.
+    for oracle in ["precision", "out"] {
+        assert!(text.contains(&format!("rule not_{oracle} for torch.bernoulli {{\n    oracles {oracle};\n}}")), "{text}");
+    }
+    assert!(text.contains("status(rejected)") && text.contains("\"output 0 (float32) differs from the float64 reference"), "{text}");
+    let kept = text.split("rule oracles_hold for torch.bernoulli {").nth(1).unwrap_or_else(|| panic!("{text}"));
+    assert!(kept.trim_start().starts_with("oracles layout"), "{text}");
+    let (code, _, stderr) = run(sfz().arg("check").arg(&spec));
+    assert_eq!(code, 0, "{stderr}");
+    // A campaign on the file runs the kept oracles only.
+    let out = dir.path().join("out");
+    let (code, stdout, stderr) = run(sfz().arg("fuzz").arg(&spec).args(["--iterations", "500", "--json", "-j", "1", "--check-share", "all", "--out"]).arg(&out));
+    assert_eq!(code, 0, "{stderr}");
+    let summary: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert!(summary["checks"].get("precision").is_none() && summary["checks"].get("out").is_none(), "{}", summary["checks"]);
+    assert!(summary["checks"]["layout"]["cases"].as_u64().unwrap() > 0, "{}", summary["checks"]);
+    assert_eq!(summary["findings"], 0, "{stdout}");
+}
