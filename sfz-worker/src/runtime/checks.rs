@@ -491,6 +491,7 @@ fn compare_allowing(actual: &Called, expected: &Called, tol: &Tolerances, mode: 
                     allowance: allowance.get(k).and_then(Option::as_ref),
                     // A float64 original has no wider reference to call a value representable.
                     premature_in: tx.dtype.filter(|d| mode == Mode::Promote && d.is_floating() && *d != DType::Float64),
+                    rounded_reference: mode == Mode::Promote,
                 };
                 match compare_with(ta, te, t, extra) {
                     Ok(c) => {
