@@ -813,7 +813,7 @@ mod tests {
     use crate::variant::Tolerances;
 
     fn catalog() -> Catalog {
-        Catalog::from_schemas(include_str!("../../tests/fixtures/schemas-2.13.0.txt").lines())
+        Catalog::from_schemas(include_str!("../../../tests/fixtures/schemas-2.13.0.txt").lines())
     }
 
     fn bind(a: &ApiSpec) -> OpBinding {
