@@ -8,7 +8,7 @@ use sfz::case::{Arg, Case, DType, Fill, Layout, TensorRecipe};
 use sfz::ops::binding::OpBinding;
 use sfz::ops::catalog::Catalog;
 use sfz::ops::registry;
-use sfz::outcome::{Outcome, Output};
+use sfz::outcome::{ErrorClass, Outcome, Output};
 use sfz::rules::skeleton;
 use sfz::variant::{Check, CheckOutcome, Tolerance, Tolerances, Variant};
 use sfz_worker::runtime::{self, materialize, Executor};
@@ -92,4 +92,25 @@ fn checks_of_a_mutating_operator_start_from_fresh_inputs() {
     let (outcome, reports) = ex.run_checked(&case, &mut |_| {});
     assert!(matches!(outcome, Outcome::Returned { .. }), "{outcome:?}");
     assert!(matches!(reports[0].outcome, CheckOutcome::Agree { .. }), "{:?}", reports[0].outcome);
+}
+
+#[test]
+fn a_device_without_default_is_the_cpu() {
+    let _rng = common::rng_lock();
+    // aten::_resize_output(Tensor self, SymInt[] size, Device device): the skeleton leaves
+    // `device` out and the worker passes the CPU.
+    let s = skeleton::skeleton("aten::_resize_output", catalog()).unwrap();
+    assert!(!s.text.contains("device:"), "{}", s.text);
+    let mut ex = executor("aten::_resize_output");
+    let case = Case { op: 0, args: vec![Arg::Tensor(f32s(&[2, 3], 5)), Arg::IntList(vec![4])] };
+    // Its kernel took the arguments and called `_resize_output_`, which libtorch 2.13 has for
+    // the Meta backend alone; a Device it could not read would be a schema error instead.
+    match ex.run(&case) {
+        Outcome::Returned { outputs, .. } => assert!(matches!(&outputs[0], Output::Tensor(t) if t.shape == [4]), "{outputs:?}"),
+        Outcome::Raised { class, message, .. } => {
+            assert_eq!(class, ErrorClass::NotImplemented, "{message}");
+            assert!(message.contains("Could not run 'aten::_resize_output_'"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
 }

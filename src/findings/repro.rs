@@ -763,6 +763,8 @@ fn ops_call(binding: &OpBinding, case: &Case, vars: &[String], outs: &[String]) 
     for (position, source) in binding.args.iter().enumerate() {
         let arg_schema = parsed.as_ref().and_then(|s| s.args.get(position));
         let value = match source {
+            // The worker's CPU for a `Device` without default (`_resize_output`).
+            ArgSource::Default if arg_schema.is_some_and(|a| a.default.is_none() && a.ty == SchemaType::Device) => Some("torch.device(\"cpu\")".to_string()),
             ArgSource::Default if arg_schema.is_some_and(|a| a.default.is_none()) => Some("None".to_string()),
             ArgSource::Default => None,
             ArgSource::Value(v) => Some(py_value(v, "None")),

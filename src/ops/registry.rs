@@ -431,7 +431,8 @@ fn bind(api: &ApiSpec, schema: &OpSchema, wrap: Option<&Wrapper>) -> Result<(Sco
     for (source, arg) in sources.into_iter().zip(&schema.args) {
         match source {
             Some((index, transform)) => args.push(ArgSource::Param { index, transform }),
-            None if arg.default.is_some() || arg.ty.is_optional() => {
+            // A `Device` without default is the CPU, where sfz's tensors are.
+            None if arg.default.is_some() || arg.ty.is_optional() || arg.ty == SchemaType::Device => {
                 leftovers += 1;
                 args.push(ArgSource::Default);
             }

@@ -138,7 +138,8 @@ fn best_overload<'c>(catalog: &'c Catalog, op: &str) -> Result<&'c OpSchema, Str
         let params = match params_of(s) {
             Ok(params) => params,
             Err(reason) => {
-                first_reason.get_or_insert_with(|| format!("`{}`: {reason}", s.qualified()));
+                // The overload is named when it is not the operator itself.
+                first_reason.get_or_insert_with(|| if s.overload.is_empty() { reason } else { format!("overload `{}`: {reason}", s.qualified()) });
                 continue;
             }
         };
@@ -174,7 +175,8 @@ fn params_of(s: &OpSchema) -> Result<Vec<Param>, String> {
         let Some(ty) = spec_type(&a.ty) else {
             // Left to its default, or None (`Generator? generator`, `Layout? layout`): the
             // worker passes None for an optional argument no parameter feeds.
-            if a.default.is_some() || a.ty.is_optional() {
+            // A `Device` without default: the worker passes the CPU.
+            if a.default.is_some() || a.ty.is_optional() || a.ty == SchemaType::Device {
                 continue;
             }
             return Err(format!("argument `{} {}` has a type sfz cannot generate ({})", a.ty, a.name, a.ty.strip_optional()));
@@ -369,6 +371,31 @@ mod tests {
     fn unknown_names_get_the_closest() {
         let e = skeleton("torch.sofmax", &catalog()).unwrap_err();
         assert!(matches!(&e, InitError::Unknown { suggestions, .. } if suggestions.first().map(String::as_str) == Some("torch.softmax")), "{e}");
+    }
+
+    #[test]
+    fn in_place_out_only_and_list_operators_get_skeletons() {
+        let c = catalog();
+        assert_eq!(skeleton("aten::abs_", &c).unwrap().qualified, "aten::abs_");
+        // A functional overload still wins over the out= one.
+        assert_eq!(skeleton("torch.ops.aten.add", &c).unwrap().qualified, "aten::add.Tensor");
+        let out = skeleton("torch.ops.aten.add.out", &c).unwrap();
+        let flat: String = out.text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(flat.contains("*, alpha: Scalar = 1, out: Tensor, ) -> Tensor"), "{flat}");
+        assert!(skeleton("torch.ops.aten.cat", &c).unwrap().text.contains("tensors: Tensor[]"));
+        // `Generator? generator` is left to None, `Device device` to the worker's CPU.
+        assert!(!skeleton("aten::bernoulli", &c).unwrap().text.contains("generator:"));
+        assert!(!skeleton("aten::_resize_output", &c).unwrap().text.contains("device:"));
+    }
+
+    #[test]
+    fn nearly_every_operator_gets_a_skeleton() {
+        let c = catalog();
+        let ops: Vec<&str> = c.names().into_iter().filter(|n| n.starts_with("aten::")).collect();
+        let refused: Vec<String> = ops.iter().filter_map(|op| skeleton(op, &c).err()).map(|e| e.to_string()).collect();
+        assert_eq!(ops.len(), 1588);
+        // Left: a `Stream` (record_stream) and a `Layout` without default.
+        assert!(refused.len() <= 2, "{refused:#?}");
     }
 
     #[test]
