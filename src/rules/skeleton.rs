@@ -83,7 +83,12 @@ pub fn public_ops(catalog: &Catalog) -> Vec<String> {
 pub fn skeleton(name: &str, catalog: &Catalog) -> Result<Skeleton, InitError> {
     let unknown = || {
         let op = operator_of(name).map(|(op, _)| op).unwrap_or_else(|| format!("aten::{name}"));
-        InitError::Unknown { name: name.to_string(), suggestions: catalog.suggest(&op, 3).iter().map(|s| python_name(s)).collect() }
+        // Suggestions in the user's spelling: `torch.ops.aten.ne` for `torch.ops.aten.nope`.
+        let spell = |op: &str| match name.trim().starts_with("torch.ops.aten.") {
+            true => format!("torch.ops.aten.{}", op.strip_prefix("aten::").unwrap_or(op)),
+            false => python_name(op),
+        };
+        InitError::Unknown { name: name.to_string(), suggestions: catalog.suggest(&op, 3).iter().map(|s| spell(s)).collect() }
     };
     let (op, overload) = operator_of(name).ok_or_else(unknown)?;
     if !catalog.contains(&op) {
@@ -93,7 +98,10 @@ pub fn skeleton(name: &str, catalog: &Catalog) -> Result<Skeleton, InitError> {
     let schema = match overload {
         None => best_overload(catalog, &op).map_err(unsupported)?,
         Some(overload) => {
-            let s = catalog.get(&op, &overload).ok_or_else(|| unsupported(format!("`{op}` has no overload `{overload}`")))?;
+            let s = catalog.get(&op, &overload).ok_or_else(|| {
+                let names: Vec<String> = catalog.overloads(&op).map(|s| if s.overload.is_empty() { "default".into() } else { s.overload.clone() }).collect();
+                unsupported(format!("`{op}` has no overload `{overload}` (it has {})", names.join(", ")))
+            })?;
             params_of(s).map_err(unsupported)?;
             s
         }
@@ -371,6 +379,10 @@ mod tests {
     fn unknown_names_get_the_closest() {
         let e = skeleton("torch.sofmax", &catalog()).unwrap_err();
         assert!(matches!(&e, InitError::Unknown { suggestions, .. } if suggestions.first().map(String::as_str) == Some("torch.softmax")), "{e}");
+        let e = skeleton("torch.ops.aten.sofmax", &catalog()).unwrap_err();
+        assert!(matches!(&e, InitError::Unknown { suggestions, .. } if suggestions.first().map(String::as_str) == Some("torch.ops.aten.softmax")), "{e}");
+        let e = skeleton("torch.ops.aten.sum.nope", &catalog()).unwrap_err();
+        assert!(e.to_string().contains("`aten::sum` has no overload `nope` (it has default, ") && e.to_string().contains("dim_IntList"), "{e}");
     }
 
     #[test]
