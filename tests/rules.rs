@@ -212,3 +212,55 @@ fn learned_values_refute_an_earlier_rule_that_kept_the_string_away() {
     let (code, _, stderr) = run(sfz().args(["check", "--color=never"]).arg(&file));
     assert_eq!(code, 0, "{stderr}");
 }
+
+/// `torch.ops.aten` names, in-place and out= operators: a skeleton from `sfz init`, checked,
+/// fuzzed, a finding replayed, and its reproducer calling the operator as a user pastes it.
+#[test]
+fn torch_ops_aten_names_work_from_init_to_replay() {
+    let names = [
+        "torch.ops.aten.max_pool2d_with_indices_backward",
+        "torch.ops.aten.add.out",
+        "torch.ops.aten.abs_",
+        "torch.Tensor.add",
+        "torch.nn.functional.relu",
+        "torch.special.expit",
+        "torch.linalg.vector_norm",
+        "torch.fft.fft",
+    ];
+    let (code, stdout, stderr) = run(sfz().args(["init", "--color=never"]).args(names));
+    assert_eq!(code, 0, "{stderr}");
+    for name in names {
+        assert!(stdout.contains(&format!("api {name}(")), "{name}: {stdout}");
+    }
+    assert!(stdout.contains("aten::max_pool2d_with_indices_backward(Tensor grad_output"), "{stdout}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let skeletons = dir.path().join("skeletons.sfz");
+    std::fs::write(&skeletons, &stdout).expect("write");
+    let (code, _, stderr) = run(sfz().args(["check", "--color=never"]).arg(&skeletons));
+    assert_eq!(code, 0, "{stderr}");
+
+    // A postcondition abs_ cannot keep: a finding on a torch.ops.aten API.
+    let spec = dir.path().join("abs.sfz");
+    let text = "api torch.ops.aten.abs_(input: Tensor) -> Tensor {\n    input.dtype in [float32];\n    input.values in -4.0..4.0;\n    ensures result.values in 0.0..=1.0;\n}\n";
+    std::fs::write(&spec, text).expect("write");
+    let out = dir.path().join("out");
+    let (code, _, stderr) = run(sfz().args(["fuzz", "--color=never", "--iterations", "50", "--workers", "1", "--seed", "1", "--mutate", "none"]).arg(&spec).arg("--out").arg(&out));
+    assert_eq!(code, 0, "{stderr}");
+    let findings = std::fs::read_to_string(out.join("findings.jsonl")).expect("findings.jsonl");
+    let first: serde_json::Value = serde_json::from_str(findings.lines().next().expect("a finding")).expect("json");
+    let id = first["id"].as_str().expect("id");
+    assert!(id.starts_with("postcondition-abs_-"), "{id}");
+    let (code, stdout, stderr) = run(sfz().args(["replay", "--dir"]).arg(&out).arg(id));
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.starts_with(&format!("{id} (postcondition on torch.ops.aten.abs_): reproduces")), "{stdout}");
+    let repro = std::fs::read_to_string(out.join("repro").join(format!("{id}.py"))).expect("reproducer");
+    assert!(repro.contains("result = torch.ops.aten.abs_.default(input)\n"), "{repro}");
+}
+
+#[test]
+fn init_names_what_it_cannot_generate() {
+    // aten::record_stream takes a Stream: the one argument type sfz has no value for.
+    let (code, _, stderr) = run(sfz().args(["init", "--color=never", "aten::record_stream", "torch.abs"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("warning: cannot write a spec for `aten::record_stream`: argument `Stream s` has a type sfz cannot generate (Stream)"), "{stderr}");
+}

@@ -554,8 +554,15 @@ void sfz_push_opt_tensor_list(void* c, const at::Tensor* const* ts, int64_t n) {
 // The schema's default for argument `pos`; returns 0 when it has none.
 int32_t sfz_push_default(void* c, void* op, int64_t pos) {
   const auto& args = static_cast<c10::OperatorHandle*>(op)->schema().arguments();
-  if (pos < 0 || static_cast<size_t>(pos) >= args.size() || !args[pos].default_value()) return 0;
-  static_cast<Call*>(c)->stack.push_back(*args[pos].default_value());
+  if (pos < 0 || static_cast<size_t>(pos) >= args.size()) return 0;
+  const auto& arg = args[pos];
+  if (!arg.default_value()) {
+    // A `Device` without a default (`_resize_output`): sfz's tensors live on the CPU.
+    if (arg.type()->kind() != c10::TypeKind::DeviceObjType) return 0;
+    static_cast<Call*>(c)->stack.emplace_back(c10::Device(c10::kCPU));
+    return 1;
+  }
+  static_cast<Call*>(c)->stack.push_back(*arg.default_value());
   return 1;
 }
 

@@ -83,10 +83,8 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
             }
             Err(e @ InitError::Unsupported { .. }) => {
                 unsupported += 1;
-                // With --all most of these are expected (in-place only, quantized, ...).
-                if !args.all {
-                    eprintln!("warning: {e}");
-                }
+                // Few are left (a `Stream`, a `Layout` without default): each is named, with why.
+                eprintln!("warning: {e}");
             }
         }
     }

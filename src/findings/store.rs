@@ -332,6 +332,20 @@ pub fn finding_id(key: &Key) -> String {
         h ^= b as u64;
         h = h.wrapping_mul(0x100_0000_01b3);
     }
-    let op = key.api.rsplit('.').next().unwrap_or(&key.api);
+    // `torch.ops.aten.add.out` is `add.out`: its last part alone would only name the overload.
+    let op = key.api.strip_prefix("torch.ops.aten.").unwrap_or_else(|| key.api.rsplit('.').next().unwrap_or(&key.api));
     format!("{}-{}-{:08x}", key.oracle, op, h as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{finding_id, Key};
+
+    #[test]
+    fn ids_name_the_operator() {
+        let id = |api: &str| finding_id(&Key { api: api.into(), oracle: "crash".into(), signature: "SIGSEGV".into() });
+        assert!(id("torch.linalg.inv").starts_with("crash-inv-"));
+        assert!(id("torch.ops.aten.add.out").starts_with("crash-add.out-"), "{}", id("torch.ops.aten.add.out"));
+        assert!(id("torch.ops.aten.abs_").starts_with("crash-abs_-"));
+    }
 }

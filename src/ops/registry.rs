@@ -3,10 +3,13 @@
 //!
 //! Most APIs need nothing written here. The Python name gives the operator (`torch.X`,
 //! `torch.Tensor.X` and `torch.nn.functional.X` → `aten::X`; `torch.linalg.X` → `aten::linalg_X`;
-//! `torch.special.X` → `aten::special_X`; `torch.fft.X` → `aten::fft_X`), or
+//! `torch.special.X` → `aten::special_X`; `torch.fft.X` → `aten::fft_X`; `torch.ops.aten.X` →
+//! `aten::X`, and `torch.ops.aten.X.overload` that overload alone), or
 //! `#[aten("aten::name.overload")]` names it; parameters map by name (`input` also reaches `self`,
-//! or `A` for linalg); and the overload is the one whose schema takes every declared parameter
-//! with a compatible type and leaves the fewest arguments to defaults.
+//! or `A` for linalg; a name torch's docs give a positional parameter reaches the schema argument
+//! at that position); and the overload is the one whose schema takes every declared parameter
+//! with a compatible type and leaves the fewest arguments to defaults. Mutating overloads
+//! (`abs_`, `out=`) bind too, when no functional one fits: a worker owns its inputs.
 //!
 //! The `WRAPPERS` table is for Python functions whose ATen signature differs: renamed arguments,
 //! parameters Python consumes itself, and values Python rewrites before the call. Adding an op
@@ -101,16 +104,41 @@ pub enum PyCall {
 
 /// The Python call form of an API name, when sfz knows the namespace.
 pub fn python_call(api: &str) -> Option<PyCall> {
-    let (_, _) = implied_parts(api)?;
+    implied_op(api)?;
     match api.strip_prefix("torch.Tensor.") {
         Some(method) => Some(PyCall::Method(method.to_string())),
         None => Some(PyCall::Function(api.to_string())),
     }
 }
 
-/// The ATen operator a Python name implies: `torch.linalg.inv` → `aten::linalg_inv`.
+/// The ATen operator a Python name implies: `torch.linalg.inv` → `aten::linalg_inv`,
+/// `torch.ops.aten.sum.dim_IntList` → `aten::sum`.
 pub fn implied_op(api: &str) -> Option<String> {
+    if let Some((base, _)) = torch_ops_parts(api) {
+        return Some(format!("aten::{base}"));
+    }
     implied_parts(api).map(|(prefix, base)| format!("aten::{prefix}{base}"))
+}
+
+/// The overload a `torch.ops.aten` name pins: `torch.ops.aten.sum.dim_IntList` → `dim_IntList`,
+/// `torch.ops.aten.exp.default` → `` (the default overload); None for `torch.ops.aten.sum` (the
+/// packet: Python picks among every overload) and for other names.
+pub fn implied_overload(api: &str) -> Option<&str> {
+    torch_ops_parts(api)?.1.map(|o| if o == "default" { "" } else { o })
+}
+
+/// `torch.ops.aten.X` → (X, None); `torch.ops.aten.X.overload` → (X, Some(overload)).
+fn torch_ops_parts(api: &str) -> Option<(&str, Option<&str>)> {
+    let rest = api.strip_prefix("torch.ops.aten.")?;
+    let (base, overload) = match rest.split_once('.') {
+        Some((base, overload)) => (base, Some(overload)),
+        None => (rest, None),
+    };
+    (is_ident(base) && overload.is_none_or(is_ident)).then_some((base, overload))
+}
+
+fn is_ident(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && !s.starts_with(|c: char| c.is_ascii_digit())
 }
 
 fn implied_parts(api: &str) -> Option<(&'static str, &str)> {
@@ -123,8 +151,7 @@ fn implied_parts(api: &str) -> Option<(&'static str, &str)> {
         ("torch.", ""),
     ];
     let (prefix, base) = NAMESPACES.iter().find_map(|(ns, prefix)| api.strip_prefix(ns).map(|base| (*prefix, base)))?;
-    let is_ident = !base.is_empty() && base.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && !base.starts_with(|c: char| c.is_ascii_digit());
-    is_ident.then_some((prefix, base))
+    is_ident(base).then_some((prefix, base))
 }
 
 /// True when the binding calls the very operator Python's public API reaches for this spec, so
@@ -313,6 +340,18 @@ fn candidates<'c>(api: &ApiSpec, catalog: &'c Catalog, wrap: Option<&Wrapper>) -
     if !catalog.contains(&op) {
         return Err(unknown(&op));
     }
+    if let Some(overload) = implied_overload(&api.name) {
+        // `torch.ops.aten.X.overload` names one overload, as `#[aten]` would.
+        return match catalog.get(&op, overload) {
+            Some(s) => Ok((s.qualified(), vec![s])),
+            None => Err(ResolveError::UnknownOverload {
+                api: api.name.clone(),
+                available: catalog.overloads(&op).map(|s| if s.overload.is_empty() { "default".to_string() } else { s.overload.clone() }).collect(),
+                op,
+                overload: overload.to_string(),
+            }),
+        };
+    }
     let overloads = catalog.overloads(&op).collect();
     Ok((op, overloads))
 }
@@ -392,7 +431,8 @@ fn bind(api: &ApiSpec, schema: &OpSchema, wrap: Option<&Wrapper>) -> Result<(Sco
     for (source, arg) in sources.into_iter().zip(&schema.args) {
         match source {
             Some((index, transform)) => args.push(ArgSource::Param { index, transform }),
-            None if arg.default.is_some() || arg.ty.is_optional() => {
+            // A `Device` without default is the CPU, where sfz's tensors are.
+            None if arg.default.is_some() || arg.ty.is_optional() || arg.ty == SchemaType::Device => {
                 leftovers += 1;
                 args.push(ArgSource::Default);
             }
@@ -427,7 +467,20 @@ fn target(api: &ApiSpec, schema: &OpSchema, wrap: Option<&Wrapper>, name: &str) 
         "A" => &["self", "input"],
         _ => &[],
     };
-    aliases.iter().filter(|a| api.param_index(a).is_none()).find_map(|a| schema.arg_index(a))
+    if let Some(k) = aliases.iter().filter(|a| api.param_index(a).is_none()).find_map(|a| schema.arg_index(a)) {
+        return Some(k);
+    }
+    if wrap.is_some() {
+        return None;
+    }
+    // The documented Python spelling (`torch.linalg.vector_norm(x, ...)`, where the schema says
+    // `self`) reaches the schema argument at the same position, when the docs renamed that
+    // argument (its own name is not Python's) and the spec does not declare it by that name too.
+    let python = crate::rules::docs::python_params(&api.name)?;
+    let i = python.positional.iter().position(|p| p == name)?;
+    let k = schema.args.iter().enumerate().filter(|(_, a)| !a.kw_only).nth(i)?.0;
+    let arg = &schema.args[k].name;
+    (!python.contains(arg) && api.param_index(arg).is_none()).then_some(k)
 }
 
 fn is_python_only(api: &str, wrap: Option<&Wrapper>, name: &str) -> bool {
@@ -730,6 +783,46 @@ mod tests {
         // A Scalar `other` fits aten::add.Scalar only.
         let b = resolve(&api("api torch.add(input: Tensor, other: int) -> Tensor {}"), &catalog());
         assert_eq!(b.map(|b| b.qualified()), Ok("aten::add.Scalar".into()));
+    }
+
+    #[test]
+    fn torch_ops_names_resolve() {
+        assert_eq!(implied_op("torch.ops.aten.max_pool2d_with_indices_backward").as_deref(), Some("aten::max_pool2d_with_indices_backward"));
+        assert_eq!(implied_op("torch.ops.aten.sum.dim_IntList").as_deref(), Some("aten::sum"));
+        assert_eq!(implied_overload("torch.ops.aten.sum.dim_IntList"), Some("dim_IntList"));
+        assert_eq!(implied_overload("torch.ops.aten.exp.default"), Some(""));
+        assert_eq!(implied_overload("torch.ops.aten.exp"), None);
+        assert_eq!(implied_op("torch.ops.aten.sum.a.b"), None);
+        assert_eq!(python_call("torch.ops.aten.sum.dim_IntList"), Some(PyCall::Function("torch.ops.aten.sum.dim_IntList".into())));
+        // The packet picks among the overloads as `torch.sum` does; an overload pins one.
+        let b = resolved("api torch.ops.aten.sum(self: Tensor, dim: int[]?, keepdim: bool = false) -> Tensor {}");
+        assert_eq!(b.qualified(), "aten::sum.dim_IntList");
+        let b = resolved("api torch.ops.aten.exp.default(self: Tensor) -> Tensor {}");
+        assert_eq!(b.qualified(), "aten::exp");
+        let b = resolved("api torch.ops.aten.max_pool2d_with_indices_backward.grad_input(grad_output: Tensor, self: Tensor, kernel_size: int[2], stride: int[2], padding: int[2], dilation: int[2], ceil_mode: bool, indices: Tensor, *, grad_input: Tensor) -> Tensor {}");
+        assert_eq!(b.qualified(), "aten::max_pool2d_with_indices_backward.grad_input");
+        // Mutating operators bind: the worker owns its inputs.
+        assert_eq!(resolved("api torch.ops.aten.abs_(self: Tensor) -> Tensor {}").qualified(), "aten::abs_");
+        let e = resolve(&api("api torch.ops.aten.sum.nope(self: Tensor) -> Tensor {}"), &catalog()).unwrap_err();
+        assert!(matches!(&e, ResolveError::UnknownOverload { available, .. } if available.contains(&"dim_IntList".to_string()) && available.contains(&"default".to_string())), "{e}");
+        // A pinned overload is not silently replaced by a better fitting one.
+        let e = resolve(&api("api torch.ops.aten.add.Scalar(self: Tensor, other: Tensor) -> Tensor {}"), &catalog()).unwrap_err();
+        assert!(matches!(e, ResolveError::NoMatch { .. }), "{e}");
+    }
+
+    #[test]
+    fn documented_python_parameter_names_reach_schema_arguments() {
+        // torch.linalg.vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None): `x` is `self`.
+        let b = resolved("api torch.linalg.vector_norm(x: Tensor, ord: Scalar = 2, dim: int[]? = None) -> Tensor {}");
+        assert_eq!(b.qualified(), "aten::linalg_vector_norm");
+        assert_eq!(b.args[..3], [param(0), param(1), param(2)]);
+        // An undocumented name still fails, naming the parameter.
+        let e = resolve(&api("api torch.linalg.vector_norm(y: Tensor) -> Tensor {}"), &catalog()).unwrap_err();
+        assert!(e.to_string().contains("no argument for parameter `y`"), "{e}");
+        // A wrapper maps names through its table only: F.embedding's `max_norm` (fourth in Python)
+        // is not aten::embedding's fourth argument, `scale_grad_by_freq`.
+        let e = resolve(&api("api torch.nn.functional.embedding(input: Tensor, weight: Tensor, padding_idx: int? = None, max_norm: float? = None) -> Tensor {}"), &catalog()).unwrap_err();
+        assert!(e.to_string().contains("no argument for parameter `max_norm`"), "{e}");
     }
 
     #[test]

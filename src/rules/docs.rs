@@ -28,6 +28,86 @@ pub fn lookup(api: &str) -> Option<&'static str> {
     ["torch.", "torch.nn.functional."].iter().find_map(|p| docs.get(&format!("{p}{base}"))).map(String::as_str)
 }
 
+/// The parameters of an API as its documentation's signature line names them:
+/// `linalg.vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None)` gives
+/// positional `[x, ord, dim, keepdim]` and keyword-only `[dtype, out]`. Only the API's own entry
+/// counts (a `torch.Tensor.X` method reads `torch.X`'s, whose first parameter is the receiver):
+/// another function's spelling would map names to the wrong arguments.
+pub fn python_params(api: &str) -> Option<PythonParams> {
+    let docs = &file().docs;
+    let text = docs.get(api).or_else(|| docs.get(&format!("torch.{}", api.strip_prefix("torch.Tensor.")?)))?;
+    parse_signature(text.lines().next()?)
+}
+
+/// A documented Python signature's parameter names.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PythonParams {
+    /// Before `*`, in order.
+    pub positional: Vec<String>,
+    /// After `*`.
+    pub keyword: Vec<String>,
+}
+
+impl PythonParams {
+    /// Whether the signature names a parameter `name`.
+    pub fn contains(&self, name: &str) -> bool {
+        self.positional.iter().chain(&self.keyword).any(|p| p == name)
+    }
+}
+
+/// `name(a, b: int = 1, *, c=None) -> Tensor` → `[a, b]`, `[c]`; None when the line is no signature.
+fn parse_signature(line: &str) -> Option<PythonParams> {
+    let open = line.find('(')?;
+    let head = &line[..open];
+    if head.is_empty() || !head.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') {
+        return None;
+    }
+    // Split at top-level commas up to the matching parenthesis.
+    let mut depth = 0usize;
+    let mut quote: Option<char> = None;
+    let mut pieces = Vec::new();
+    let mut start = open + 1;
+    let mut closed = false;
+    for (i, c) in line.char_indices().skip_while(|(i, _)| *i <= open) {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '(' | '[' | '{') => depth += 1,
+            (None, ')') if depth == 0 => {
+                pieces.push(&line[start..i]);
+                closed = true;
+                break;
+            }
+            (None, ')' | ']' | '}') => depth = depth.saturating_sub(1),
+            (None, ',') if depth == 0 => {
+                pieces.push(&line[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if !closed {
+        return None;
+    }
+    let mut params = PythonParams::default();
+    let mut keyword = false;
+    for piece in pieces {
+        let piece = piece.trim();
+        if piece == "*" {
+            keyword = true;
+            continue;
+        }
+        let name = piece.split(|c: char| c == ':' || c == '=' || c.is_whitespace()).next().unwrap_or("");
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            // `/`, `*args`, `**kwargs`: no name to map.
+            continue;
+        }
+        if keyword { &mut params.keyword } else { &mut params.positional }.push(name.to_string());
+    }
+    Some(params)
+}
+
 /// The torch version the docs were extracted from.
 pub fn torch_version() -> &'static str {
     &file().torch_version
@@ -40,6 +120,23 @@ pub fn len() -> usize {
 
 #[cfg(test)]
 mod tests {
+    use super::{parse_signature, python_params, PythonParams};
+
+    #[test]
+    fn signatures_give_python_parameter_names() {
+        let p = python_params("torch.linalg.vector_norm").unwrap();
+        assert_eq!(p.positional, ["x", "ord", "dim", "keepdim"]);
+        assert_eq!(p.keyword, ["dtype", "out"]);
+        let p = parse_signature("abs(input: Tensor, *, out: Optional[Tensor]) -> Tensor").unwrap();
+        assert_eq!(p, PythonParams { positional: vec!["input".into()], keyword: vec!["out".into()] });
+        let p = parse_signature("gelu(input, approximate = 'none', dims=(-2, -1), *args, **kwargs) -> Tensor").unwrap();
+        assert_eq!(p.positional, ["input", "approximate", "dims"]);
+        assert!(parse_signature("Computes the (thing)").is_none());
+        assert!(parse_signature("f(a, b").is_none());
+        // A method reads the function's entry, receiver first.
+        assert_eq!(python_params("torch.Tensor.add").map(|p| p.positional.first().cloned()), python_params("torch.add").map(|p| p.positional.first().cloned()));
+    }
+
     #[test]
     fn docs_are_there_for_common_apis() {
         assert!(super::len() > 500);

@@ -54,15 +54,18 @@ pub fn python_name(op: &str) -> String {
     format!("torch.{base}")
 }
 
-/// The operator (and overload, if named) a user's name designates: `(aten::sum, "")`.
-fn operator_of(name: &str) -> Option<(String, String)> {
+/// The operator a user's name designates, and the overload when the name pins one:
+/// `(aten::sum, None)`, `(aten::sum, Some("dim_IntList"))`, `(aten::exp, Some(""))` for
+/// `torch.ops.aten.exp.default`.
+fn operator_of(name: &str) -> Option<(String, Option<String>)> {
     let name = name.trim();
     if name.contains("::") {
         let (op, overload) = split_qualified(name);
-        return Some((op.to_string(), overload.to_string()));
+        return Some((op.to_string(), (!overload.is_empty()).then(|| overload.to_string())));
     }
     let api = if name.starts_with("torch.") { name.to_string() } else { format!("torch.{name}") };
-    registry::implied_op(&api).map(|op| (op, String::new()))
+    let op = registry::implied_op(&api)?;
+    Some((op, registry::implied_overload(&api).map(str::to_string)))
 }
 
 /// Public operators of the catalog (what `sfz init --all` covers): `aten::` names that are not
@@ -80,19 +83,28 @@ pub fn public_ops(catalog: &Catalog) -> Vec<String> {
 pub fn skeleton(name: &str, catalog: &Catalog) -> Result<Skeleton, InitError> {
     let unknown = || {
         let op = operator_of(name).map(|(op, _)| op).unwrap_or_else(|| format!("aten::{name}"));
-        InitError::Unknown { name: name.to_string(), suggestions: catalog.suggest(&op, 3).iter().map(|s| python_name(s)).collect() }
+        // Suggestions in the user's spelling: `torch.ops.aten.ne` for `torch.ops.aten.nope`.
+        let spell = |op: &str| match name.trim().starts_with("torch.ops.aten.") {
+            true => format!("torch.ops.aten.{}", op.strip_prefix("aten::").unwrap_or(op)),
+            false => python_name(op),
+        };
+        InitError::Unknown { name: name.to_string(), suggestions: catalog.suggest(&op, 3).iter().map(|s| spell(s)).collect() }
     };
     let (op, overload) = operator_of(name).ok_or_else(unknown)?;
     if !catalog.contains(&op) {
         return Err(unknown());
     }
     let unsupported = |reason: String| InitError::Unsupported { name: name.to_string(), reason };
-    let schema = if overload.is_empty() {
-        best_overload(catalog, &op).ok_or_else(|| unsupported("every overload writes to an argument or takes an argument sfz cannot generate".into()))?
-    } else {
-        let s = catalog.get(&op, &overload).ok_or_else(|| unsupported(format!("`{op}` has no overload `{overload}`")))?;
-        params_of(s).map_err(unsupported)?;
-        s
+    let schema = match overload {
+        None => best_overload(catalog, &op).map_err(unsupported)?,
+        Some(overload) => {
+            let s = catalog.get(&op, &overload).ok_or_else(|| {
+                let names: Vec<String> = catalog.overloads(&op).map(|s| if s.overload.is_empty() { "default".into() } else { s.overload.clone() }).collect();
+                unsupported(format!("`{op}` has no overload `{overload}` (it has {})", names.join(", ")))
+            })?;
+            params_of(s).map_err(unsupported)?;
+            s
+        }
     };
     let api = if name.starts_with("torch.") { name.trim().to_string() } else { python_name(&op) };
     let qualified = schema.qualified();
@@ -118,25 +130,42 @@ pub fn skeleton(name: &str, catalog: &Catalog) -> Result<Skeleton, InitError> {
     Err(unsupported(format!("`{qualified}` does not resolve back to itself")))
 }
 
-/// The functional overload of `op` whose arguments can all be generated, with the most of them
-/// (more tensors first: `add.Tensor` over `add.Scalar`; fewer strings: `conv2d` over
-/// `conv2d.padding`); catalog order breaks ties.
-fn best_overload<'c>(catalog: &'c Catalog, op: &str) -> Option<&'c OpSchema> {
-    let mut best: Option<((usize, usize, usize), &OpSchema)> = None;
+/// The overload of `op` whose arguments can all be generated: a functional one if any (then
+/// one that writes only to `out=` arguments, then an in-place one: `abs_` has nothing else, and
+/// a worker owns its inputs), with the most arguments (more tensors first: `add.Tensor` over
+/// `add.Scalar`; fewer strings: `conv2d` over `conv2d.padding`); catalog order breaks ties.
+/// Without one, why the first overload cannot be written.
+fn best_overload<'c>(catalog: &'c Catalog, op: &str) -> Result<&'c OpSchema, String> {
+    let mut best: Option<((u8, usize, usize, usize), &OpSchema)> = None;
+    let mut first_reason = None;
     for s in catalog.overloads(op) {
-        if s.has_mutable_args() || s.varargs_returns || s.overload.ends_with("out") {
+        if s.varargs_returns {
+            first_reason.get_or_insert_with(|| format!("`{}` returns varargs", s.qualified()));
             continue;
         }
-        let Ok(params) = params_of(s) else { continue };
+        let params = match params_of(s) {
+            Ok(params) => params,
+            Err(reason) => {
+                // The overload is named when it is not the operator itself.
+                first_reason.get_or_insert_with(|| if s.overload.is_empty() { reason } else { format!("overload `{}`: {reason}", s.qualified()) });
+                continue;
+            }
+        };
+        let writes_out_only = s.args.iter().filter(|a| a.mutable).all(|a| a.kw_only);
+        let kind = match (s.has_mutable_args() || s.overload.ends_with("out"), writes_out_only) {
+            (false, _) => 2,
+            (true, true) => 1,
+            (true, false) => 0,
+        };
         let tensors = s.args.iter().filter(|a| matches!(a.ty.strip_optional(), SchemaType::Tensor)).count();
         // Strings last: the generator knows no values for a free `str`.
         let strings = s.args.iter().filter(|a| matches!(a.ty.strip_optional(), SchemaType::Str)).count();
-        let key = (params.len(), tensors, usize::MAX - strings);
+        let key = (kind, params.len(), tensors, usize::MAX - strings);
         if best.as_ref().is_none_or(|(k, _)| key > *k) {
             best = Some((key, s));
         }
     }
-    best.map(|(_, s)| s)
+    best.map(|(_, s)| s).ok_or_else(|| first_reason.unwrap_or_else(|| format!("`{op}` has no overloads")))
 }
 
 /// One spec parameter: its text, and whether it comes after `*`.
@@ -152,17 +181,27 @@ fn params_of(s: &OpSchema) -> Result<Vec<Param>, String> {
     let mut out = Vec::new();
     for a in &s.args {
         let Some(ty) = spec_type(&a.ty) else {
-            if a.default.is_some() {
+            // Left to its default, or None (`Generator? generator`, `Layout? layout`): the
+            // worker passes None for an optional argument no parameter feeds.
+            // A `Device` without default: the worker passes the CPU.
+            if a.default.is_some() || a.ty.is_optional() || a.ty == SchemaType::Device {
                 continue;
             }
-            return Err(format!("argument `{} {}` has a type sfz cannot generate", a.ty, a.name));
+            return Err(format!("argument `{} {}` has a type sfz cannot generate ({})", a.ty, a.name, a.ty.strip_optional()));
         };
         let name = if a.name == "self" && !has_input { "input".to_string() } else { a.name.clone() };
         if !is_ident(&name) {
+            if a.default.is_some() || a.ty.is_optional() {
+                // `nan_to_num`'s `float? nan=None`: a spec cannot name it; libtorch's default stands.
+                continue;
+            }
             return Err(format!("argument name `{name}` is a keyword of the spec language"));
         }
         let default = match &a.default {
             None => String::new(),
+            // `int[2] stride=[]` ("as kernel_size"): no `int[2]` value says that, so the
+            // parameter is declared without a default and fuzzed with two values.
+            Some(d) if is_short_fixed_list(d, &a.ty) => String::new(),
             Some(d) => match default_text(d, &a.ty) {
                 Some(t) => format!(" = {t}"),
                 // A default the language cannot write: leave the argument to libtorch.
@@ -244,6 +283,13 @@ fn default_text(d: &str, ty: &SchemaType) -> Option<String> {
     }
 }
 
+/// A written-out list default (`[]`) shorter or longer than its type's fixed length (`int[2]`).
+fn is_short_fixed_list(d: &str, ty: &SchemaType) -> bool {
+    let SchemaType::List(_, Some(n)) = ty.strip_optional() else { return false };
+    let Some(inner) = d.trim().strip_prefix('[').and_then(|r| r.strip_suffix(']')) else { return false };
+    *n > 1 && inner.split(',').filter(|s| !s.trim().is_empty()).count() != *n as usize
+}
+
 /// `1.` → `1.0`, `1e-08` → `1e-08`, `inf` → `inf`; an int stays an int for a Scalar.
 fn float_text(d: &str, float: bool) -> Option<String> {
     if let Ok(i) = d.parse::<i64>() {
@@ -263,11 +309,14 @@ fn float_text(d: &str, float: bool) -> Option<String> {
 fn returns_text(s: &OpSchema) -> Option<String> {
     let tys: Option<Vec<String>> = s.returns.iter().map(|r| spec_type(&r.ty)).collect();
     let tys = tys?;
-    let named = s.returns.iter().all(|r| !r.name.is_empty()) && s.returns.len() > 1;
+    let named = s.returns.iter().all(|r| !r.name.is_empty() && is_ident(&r.name)) && s.returns.len() > 1;
+    // An unnamed tuple is one type and must not mix (`-> (float, int)`); named outputs may.
+    let mixed = tys.iter().any(|t| *t != tys[0]);
     match tys.as_slice() {
         [] => None,
         [one] => Some(format!(" -> {one}")),
         many if named => Some(format!(" -> ({})", s.returns.iter().zip(many).map(|(r, t)| format!("{}: {t}", r.name)).collect::<Vec<_>>().join(", "))),
+        many if mixed => Some(format!(" -> ({})", many.iter().enumerate().map(|(i, t)| format!("out{i}: {t}")).collect::<Vec<_>>().join(", "))),
         many => Some(format!(" -> ({})", many.join(", "))),
     }
 }
@@ -330,6 +379,35 @@ mod tests {
     fn unknown_names_get_the_closest() {
         let e = skeleton("torch.sofmax", &catalog()).unwrap_err();
         assert!(matches!(&e, InitError::Unknown { suggestions, .. } if suggestions.first().map(String::as_str) == Some("torch.softmax")), "{e}");
+        let e = skeleton("torch.ops.aten.sofmax", &catalog()).unwrap_err();
+        assert!(matches!(&e, InitError::Unknown { suggestions, .. } if suggestions.first().map(String::as_str) == Some("torch.ops.aten.softmax")), "{e}");
+        let e = skeleton("torch.ops.aten.sum.nope", &catalog()).unwrap_err();
+        assert!(e.to_string().contains("`aten::sum` has no overload `nope` (it has default, ") && e.to_string().contains("dim_IntList"), "{e}");
+    }
+
+    #[test]
+    fn in_place_out_only_and_list_operators_get_skeletons() {
+        let c = catalog();
+        assert_eq!(skeleton("aten::abs_", &c).unwrap().qualified, "aten::abs_");
+        // A functional overload still wins over the out= one.
+        assert_eq!(skeleton("torch.ops.aten.add", &c).unwrap().qualified, "aten::add.Tensor");
+        let out = skeleton("torch.ops.aten.add.out", &c).unwrap();
+        let flat: String = out.text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(flat.contains("*, alpha: Scalar = 1, out: Tensor, ) -> Tensor"), "{flat}");
+        assert!(skeleton("torch.ops.aten.cat", &c).unwrap().text.contains("tensors: Tensor[]"));
+        // `Generator? generator` is left to None, `Device device` to the worker's CPU.
+        assert!(!skeleton("aten::bernoulli", &c).unwrap().text.contains("generator:"));
+        assert!(!skeleton("aten::_resize_output", &c).unwrap().text.contains("device:"));
+    }
+
+    #[test]
+    fn nearly_every_operator_gets_a_skeleton() {
+        let c = catalog();
+        let ops: Vec<&str> = c.names().into_iter().filter(|n| n.starts_with("aten::")).collect();
+        let refused: Vec<String> = ops.iter().filter_map(|op| skeleton(op, &c).err()).map(|e| e.to_string()).collect();
+        assert_eq!(ops.len(), 1588);
+        // Left: a `Stream` (record_stream) and a `Layout` without default.
+        assert!(refused.len() <= 2, "{refused:#?}");
     }
 
     #[test]

@@ -293,7 +293,8 @@ fn load_one(b: &OpBinding) -> Result<LoadedOp, String> {
         return Err(format!("the binding has {} arguments, `{text}` has {}", b.args.len(), schema.args.len()));
     }
     for (source, arg) in b.args.iter().zip(&schema.args) {
-        if *source == ArgSource::Default && arg.default.is_none() && !arg.ty.is_optional() {
+        // The shim passes the CPU for a `Device` without default.
+        if *source == ArgSource::Default && arg.default.is_none() && !arg.ty.is_optional() && arg.ty != SchemaType::Device {
             return Err(format!("argument `{}` of `{text}` has no default", arg.name));
         }
     }

@@ -272,7 +272,12 @@ impl Writer<'_> {
         }
         let v = self.variant_call(check, what);
         let mut out = String::new();
-        let setup = v.setup.iter().map(|l| format!("{l}\n")).collect::<String>();
+        let mut setup = v.setup.iter().map(|l| format!("{l}\n")).collect::<String>();
+        if schema::parse(&self.r.binding.schema).is_ok_and(|s| s.has_mutable_args()) {
+            // The original call wrote into its inputs (`abs_`, `out=`); the variant starts from
+            // the same values, as in sfz's worker.
+            setup = format!("# the call wrote into its inputs: build them again\n{}{setup}", inputs(self.r.case, &self.vars));
+        }
         let name = match check.variant {
             Variant::Promote => "expected",
             _ => "variant",
@@ -763,6 +768,8 @@ fn ops_call(binding: &OpBinding, case: &Case, vars: &[String], outs: &[String]) 
     for (position, source) in binding.args.iter().enumerate() {
         let arg_schema = parsed.as_ref().and_then(|s| s.args.get(position));
         let value = match source {
+            // The worker's CPU for a `Device` without default (`_resize_output`).
+            ArgSource::Default if arg_schema.is_some_and(|a| a.default.is_none() && a.ty == SchemaType::Device) => Some("torch.device(\"cpu\")".to_string()),
             ArgSource::Default if arg_schema.is_some_and(|a| a.default.is_none()) => Some("None".to_string()),
             ArgSource::Default => None,
             ArgSource::Value(v) => Some(py_value(v, "None")),
@@ -957,6 +964,47 @@ mod tests {
         let s = script(&a, &case, values(1), Some(&check("out", Variant::Out { op: 1 })), Some(&twin));
         assert!(s.contains("torch.ops.aten.max_pool2d_with_indices.out(input, [2, 2], out=out0, indices=out1)"), "{s}");
         assert!(s.contains("torch.testing.assert_close(out1, result[1], rtol=1e-5, atol=1e-6, equal_nan=True)") || s.contains("out1.double()"), "{s}");
+    }
+
+    #[test]
+    fn torch_ops_aten_apis_are_called_as_users_paste_them() {
+        // The packet name binds an overload; the script names it, as Python needs it.
+        let a = api("api torch.ops.aten.max_pool2d_with_indices_backward(grad_output: Tensor, input: Tensor, kernel_size: int[2], stride: int[2], padding: int[2], dilation: int[2], ceil_mode: bool, indices: Tensor) -> Tensor {}");
+        let ints = TensorRecipe { dtype: DType::Int64, fill: Fill::Int { lo: 0, hi: 4 }, ..recipe() };
+        let case = Case {
+            op: 0,
+            args: vec![
+                Arg::Tensor(recipe()),
+                Arg::Tensor(recipe()),
+                Arg::IntList(vec![2, 2]),
+                Arg::IntList(vec![1, 1]),
+                Arg::IntList(vec![0, 0]),
+                Arg::IntList(vec![1, 1]),
+                Arg::Bool(false),
+                Arg::Tensor(ints),
+            ],
+        };
+        let s = script(&a, &case, Evidence::Call, None, None);
+        assert!(s.contains("\ntorch.ops.aten.max_pool2d_with_indices_backward.default(grad_output, input, [2, 2], [1, 1], [0, 0], [1, 1], False, indices)\n"), "{s}");
+        // A pinned overload, with its out= tensor, keeps its name.
+        let a = api("api torch.ops.aten.add.out(input: Tensor, other: Tensor, *, alpha: Scalar = 1, out: Tensor) -> Tensor {}");
+        let case = Case { op: 0, args: vec![Arg::Tensor(recipe()), Arg::Tensor(recipe()), Arg::Omitted, Arg::Tensor(recipe())] };
+        let s = script(&a, &case, Evidence::Call, None, None);
+        // `out` is a name the script defines itself, so the parameter's variable is renamed.
+        assert!(s.contains("torch.ops.aten.add.out(input, other, out="), "{s}");
+    }
+
+    #[test]
+    fn a_mutating_call_rebuilds_its_inputs_before_the_variant() {
+        let a = api("api torch.ops.aten.neg_(input: Tensor) -> Tensor {}");
+        let case = Case { op: 0, args: vec![Arg::Tensor(recipe())] };
+        let what = Evidence::Differential { check: 0, what: Disagreement::Values { output: 0, dtype: Some(DType::Float32), tolerance: Tolerance { rtol: 1e-5, atol: 1e-6 } } };
+        let s = script(&a, &case, what, Some(&check("precision", Variant::Promote)), None);
+        let call = s.find("result = torch.ops.aten.neg_.default(input)").expect(&s);
+        let rebuilt = s.find("# the call wrote into its inputs").expect(&s);
+        let variant = s.find("expected = torch.ops.aten.neg_.default(").expect(&s);
+        assert!(call < rebuilt && rebuilt < variant, "{s}");
+        assert_eq!(s.matches("torch.manual_seed(42)").count(), 2, "{s}");
     }
 
     #[test]
