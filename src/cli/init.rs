@@ -8,7 +8,8 @@ use crate::rules::skeleton::{self, InitError};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Operators: `torch.sum`, `torch.linalg.inv`, `aten::sum.dim_IntList`, or bare `sum`.
+    /// Operators: `torch.sum`, `torch.linalg.inv`, `torch.Tensor.add_`, `torch.ops.aten.add.out`,
+    /// `aten::sum.dim_IntList`, or bare `sum`.
     pub apis: Vec<String>,
     /// Every public ATen operator.
     #[arg(long)]

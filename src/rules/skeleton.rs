@@ -2,10 +2,13 @@
 //! names, types, defaults, optionality, keyword-only markers, outputs). The skeleton has no
 //! constraints: `sfz suggest` and `sfz infer` add them as rules.
 //!
-//! An operator name may be given as Python (`torch.sum`, `torch.linalg.inv`), as ATen
-//! (`aten::sum`, `aten::sum.dim_IntList`) or bare (`sum`). The overload is the functional one
-//! whose arguments sfz can all generate, with the most arguments; when the resolver would pick
-//! another overload from the parameters alone, the skeleton names it with `#[aten(...)]`.
+//! An operator name may be given as Python (`torch.sum`, `torch.linalg.inv`,
+//! `torch.ops.aten.sum.dim_IntList`), as ATen (`aten::sum`, `aten::sum.dim_IntList`) or bare
+//! (`sum`). Without an overload, it is the one whose arguments sfz can all generate, functional
+//! before out= before in-place, with the most arguments; when the resolver would pick another
+//! overload from the parameters alone, the skeleton names it with `#[aten(...)]`. Arguments no
+//! spec type holds are left out when libtorch can do without them: a default, None for an
+//! optional (`Generator?`, `Layout?`, `MemoryFormat?`), the CPU for a `Device`.
 use std::path::Path;
 
 use crate::ops::catalog::{split_qualified, Catalog};
