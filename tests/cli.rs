@@ -31,6 +31,7 @@ api torch.exp(input: Tensor) {
 #[aten("sfz_test::raise_signal")]
 api sfz_test.raise_signal(sig: int) {
     sig in [0, 11];
+    oracles crash, hang, internal_error, oom;
 }
 "#;
 
@@ -310,7 +311,7 @@ fn hunt_finds_the_numerical_bug_and_not_its_fix_and_writes_a_reproducer_that_fir
 fn a_case_that_is_only_slow_is_not_confirmed_as_a_hang() {
     let dir = tempfile::tempdir().expect("tempdir");
     // 30 ms of spinning: past a 20 ms timeout, well within the 200 ms a confirmation allows.
-    let spec = write(dir.path(), "slow.sfz", "#[aten(\"sfz_test::spin\")]\napi sfz_test.spin(ms: int) {\n    ms in [30];\n}\n");
+    let spec = write(dir.path(), "slow.sfz", "#[aten(\"sfz_test::spin\")]\napi sfz_test.spin(ms: int) {\n    ms in [30];\n    oracles crash, hang, internal_error, oom;\n}\n");
     let out = dir.path().join("out");
     let args = ["fuzz", "--json", "--iterations", "1", "--workers", "1", "--in-flight", "1", "--timeout", "20ms", "--seed", "1"];
     let (code, stdout, stderr) = run(sfz().args(args).arg(&spec).arg("--out").arg(&out));
@@ -332,7 +333,7 @@ fn a_case_that_is_only_slow_is_not_confirmed_as_a_hang() {
 #[test]
 fn a_crash_that_shows_late_is_confirmed_minimized_and_replayed_by_repeating_the_call() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let spec = write(dir.path(), "taint.sfz", "#[aten(\"sfz_test::taint\")]\napi sfz_test.taint(input: Tensor, arm: int) -> Tensor {\n    input.dtype in [float32];\n    input.numel >= 8;\n    arm in [3];\n}\n");
+    let spec = write(dir.path(), "taint.sfz", "#[aten(\"sfz_test::taint\")]\napi sfz_test.taint(input: Tensor, arm: int) -> Tensor {\n    input.dtype in [float32];\n    input.numel >= 8;\n    arm in [3];\n    oracles crash, hang, internal_error, oom;\n}\n");
     let out = dir.path().join("out");
     let (code, stdout, stderr) = run(sfz().args(["fuzz", "--json", "--iterations", "20", "--workers", "1", "--seed", "1", "--mutate", "none"]).arg(&spec).arg("--out").arg(&out));
     assert_eq!(code, 0, "{stderr}");
@@ -361,7 +362,7 @@ fn an_unconfirmed_death_names_the_earlier_case_that_kills_a_worker_by_itself() {
     let spec = write(
         dir.path(),
         "culprit.sfz",
-        "#[aten(\"sfz_test::taint\")]\napi sfz_test.taint(input: Tensor, arm: int) -> Tensor {\n    input.dtype in [float32];\n    input.numel >= 8;\n    arm in [3];\n}\n\n#[aten(\"sfz_test::fragile\")]\napi sfz_test.fragile(input: Tensor) -> Tensor {\n    input.dtype in [float32];\n}\n",
+        "#[aten(\"sfz_test::taint\")]\napi sfz_test.taint(input: Tensor, arm: int) -> Tensor {\n    input.dtype in [float32];\n    input.numel >= 8;\n    arm in [3];\n    oracles crash, hang, internal_error, oom;\n}\n\n#[aten(\"sfz_test::fragile\")]\napi sfz_test.fragile(input: Tensor) -> Tensor {\n    input.dtype in [float32];\n    oracles crash, hang, internal_error, oom;\n}\n",
     );
     let out = dir.path().join("out");
     let (code, stdout, stderr) = run(sfz().args(["fuzz", "--json", "--iterations", "40", "--workers", "1", "--seed", "1", "--mutate", "none"]).arg(&spec).arg("--out").arg(&out));
@@ -384,7 +385,7 @@ fn an_unconfirmed_death_names_the_earlier_case_that_kills_a_worker_by_itself() {
 #[test]
 fn a_finding_whose_input_also_kills_a_fresh_worker_is_listed_under_that_death() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let spec = write(dir.path(), "wobbly.sfz", "#[aten(\"sfz_test::wobbly\")]\napi sfz_test.wobbly(input: Tensor) -> Tensor {\n    input.dtype in [float32];\n}\n");
+    let spec = write(dir.path(), "wobbly.sfz", "#[aten(\"sfz_test::wobbly\")]\napi sfz_test.wobbly(input: Tensor) -> Tensor {\n    input.dtype in [float32];\n    oracles crash, hang, internal_error, oom;\n}\n");
     let out = dir.path().join("out");
     let (code, stdout, stderr) = run(sfz().args(["fuzz", "--json", "--iterations", "20", "--workers", "1", "--seed", "1", "--mutate", "none"]).arg(&spec).arg("--out").arg(&out));
     assert_eq!(code, 0, "{stderr}");
@@ -422,7 +423,7 @@ fn a_hang_that_is_the_cost_of_a_huge_integer_is_explained_not_reported() {
     let spec = write(
         dir.path(),
         "hangs.sfz",
-        "#[aten(\"sfz_test::grind\")]\napi sfz_test.grind(input: Tensor, n: int) -> Tensor {\n    input.dtype in [float32];\n    n in [1099511627776];\n}\n\n#[aten(\"sfz_test::stuck\")]\napi sfz_test.stuck(input: Tensor, n: int) -> Tensor {\n    input.dtype in [float32];\n    n in [-1099511627776];\n}\n",
+        "#[aten(\"sfz_test::grind\")]\napi sfz_test.grind(input: Tensor, n: int) -> Tensor {\n    input.dtype in [float32];\n    n in [1099511627776];\n    oracles crash, hang, internal_error, oom;\n}\n\n#[aten(\"sfz_test::stuck\")]\napi sfz_test.stuck(input: Tensor, n: int) -> Tensor {\n    input.dtype in [float32];\n    n in [-1099511627776];\n    oracles crash, hang, internal_error, oom;\n}\n",
     );
     let out = dir.path().join("out");
     let args = ["fuzz", "--json", "--iterations", "8", "--workers", "1", "--in-flight", "1", "--timeout", "200ms", "--seed", "1", "--mutate", "none"];
