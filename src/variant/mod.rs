@@ -161,7 +161,7 @@ pub struct ValueMismatch {
 
 /// A result that overflowed (or underflowed) before its true value did: the original's
 /// element is inf, NaN or 0 where the float64 reference, rounded to the original's dtype, is
-/// finite, within half its largest value, and (for 0) beyond what rounding of its terms explains.
+/// finite, more than 0.1% below its largest value, and (for 0) beyond what rounding of its terms explains.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Premature {
     pub what: PrematureKind,

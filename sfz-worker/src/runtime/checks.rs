@@ -511,20 +511,8 @@ fn compare_allowing(actual: &Called, expected: &Called, tol: &Tolerances, mode: 
                     Ok(c) => {
                         max_abs = max_abs.max(c.max_abs);
                         max_rel = max_rel.max(c.max_rel);
-                        if let Some((index, actual, expected)) = c.first {
-                            return CheckOutcome::Values(ValueMismatch {
-                                output: k,
-                                dtype: tx.dtype,
-                                index,
-                                actual,
-                                expected,
-                                mismatched: c.mismatched,
-                                total: c.total,
-                                max_abs: c.max_abs,
-                                max_rel: c.max_rel,
-                                tolerance: t,
-                                premature: c.premature,
-                            });
+                        if let Some(m) = c.mismatch(k, tx.dtype, t) {
+                            return CheckOutcome::Values(m);
                         }
                     }
                     Err(e) => return CheckOutcome::Skipped(format!("comparing output {k} failed: {e}")),

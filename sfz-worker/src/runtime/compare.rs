@@ -7,7 +7,7 @@ use tch::{Kind, Tensor};
 
 use sfz::case::DType;
 use sfz::gen::cliff;
-use sfz::variant::{Premature, PrematureKind, Tolerance};
+use sfz::variant::{Premature, PrematureKind, Tolerance, ValueMismatch};
 
 /// What a comparison found.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -22,6 +22,26 @@ pub struct Comparison {
     /// Elements computed as inf, NaN or 0 where the reference is finite and representable
     /// (only when the comparison was asked to look for them).
     pub premature: Option<Premature>,
+}
+
+impl Comparison {
+    /// The mismatch of output `output` (of `dtype`, judged with `tolerance`), if an element differed.
+    pub fn mismatch(&self, output: usize, dtype: Option<DType>, tolerance: Tolerance) -> Option<ValueMismatch> {
+        let (index, actual, expected) = self.first?;
+        Some(ValueMismatch {
+            output,
+            dtype,
+            index,
+            actual,
+            expected,
+            mismatched: self.mismatched,
+            total: self.total,
+            max_abs: self.max_abs,
+            max_rel: self.max_rel,
+            tolerance,
+            premature: self.premature.clone(),
+        })
+    }
 }
 
 /// What else a comparison knows: an allowance per element added to `atol` (the rounding a

@@ -12,7 +12,7 @@ use sfz::case::{Arg, Case, DType, TensorRecipe};
 use sfz::ops::binding::ArgSource;
 use sfz::outcome::{Outcome, Output};
 use sfz::variant::relation::{case_seed, Callee, RelExpr, RelFn, RelOp};
-use sfz::variant::{CheckOutcome, Relation, ValueMismatch};
+use sfz::variant::{CheckOutcome, Relation};
 
 use super::checks::Failure;
 use super::compare::{compare_with, Extra};
@@ -66,20 +66,9 @@ impl Executor {
             rhs = rhs.f_where_self(&holds, &zero)?;
         }
         let c = compare_with(&lhs, &rhs, tol, Extra::default())?;
-        Ok(match c.first {
-            Some((index, actual, expected)) => CheckOutcome::Values(ValueMismatch {
-                output: 0,
-                dtype,
-                index,
-                actual,
-                expected,
-                mismatched: c.mismatched,
-                total: c.total,
-                max_abs: c.max_abs,
-                max_rel: c.max_rel,
-                tolerance: tol,
-                premature: None,
-            }),
+        // No premature verdict: `Extra::default` asks for none.
+        Ok(match c.mismatch(0, dtype, tol) {
+            Some(m) => CheckOutcome::Values(m),
             None => CheckOutcome::Agree { max_abs: c.max_abs, max_rel: c.max_rel },
         })
     }
