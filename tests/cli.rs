@@ -168,6 +168,10 @@ fn bad_input_gets_a_clear_error_before_any_work() {
     assert_eq!(code, 2);
     assert!(stderr.contains("unknown unit `x`"), "{stderr}");
 
+    let (code, _, stderr) = run(sfz().arg("fuzz").arg(&spec).args(["--check-share=-1"]));
+    assert_eq!(code, 2);
+    assert!(stderr.contains("`-1` is not a share"), "{stderr}");
+
     let (code, _, stderr) = run(sfz().args(["explain", "E9999"]));
     assert_eq!(code, 2);
     assert!(stderr.contains("no diagnostic code `E9999`"), "{stderr}");

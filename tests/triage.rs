@@ -64,7 +64,7 @@ fn campaign() -> &'static Campaign {
         std::fs::write(&spec, BUGGY).expect("write spec");
         let out = dir.join("out");
         let (code, stdout, stderr) = run(sfz()
-            .args(["fuzz", "--color=never", "--json", "--iterations", "300", "--seed", "5", "--workers", "1", "--mutate", "none"])
+            .args(["fuzz", "--color=never", "--json", "--iterations", "300", "--seed", "5", "--workers", "1", "--mutate", "none", "--check-share", "all"])
             .arg(&spec)
             .arg("--out")
             .arg(&out)
@@ -323,7 +323,7 @@ fn verify_runs_each_reproducer_under_pip_torch_and_marks_those_that_reproduce() 
     let spec = dir.path().join("real.sfz");
     std::fs::write(&spec, REAL).expect("write");
     let out = dir.path().join("out");
-    let (code, _, stderr) = run(sfz().args(["fuzz", "--json", "--iterations", "60", "--seed", "1", "--workers", "1", "--mutate", "none"]).arg(&spec).arg("--out").arg(&out));
+    let (code, _, stderr) = run(sfz().args(["fuzz", "--json", "--iterations", "60", "--seed", "1", "--workers", "1", "--mutate", "none", "--check-share", "all"]).arg(&spec).arg("--out").arg(&out));
     assert_eq!(code, 0, "{stderr}");
     let (code, stdout, stderr) = run(sfz().args(["report", "--verify", "--json"]).arg(&out));
     assert_eq!(code, 0, "{stderr}");
@@ -428,7 +428,7 @@ fn a_death_in_a_check_is_confirmed_with_that_check_alone() {
     let text = "#[aten(\"sfz_test::buggy\")]\napi sfz_test.buggy(input: Tensor, bug: int) -> Tensor {\n    input.dtype in [float32];\n    input.ndim in 1..2;\n    input.shape[*] in 2..4;\n    bug in [8];\n    oracles crash, inplace, out;\n}\n";
     std::fs::write(&spec, text).expect("write spec");
     let out = dir.path().join("out");
-    let (code, _, stderr) = run(sfz().args(["fuzz", "--json", "--iterations", "4", "--seed", "1", "--workers", "1", "--mutate", "none"]).arg(&spec).arg("--out").arg(&out));
+    let (code, _, stderr) = run(sfz().args(["fuzz", "--json", "--iterations", "4", "--seed", "1", "--workers", "1", "--mutate", "none", "--check-share", "all"]).arg(&spec).arg("--out").arg(&out));
     assert_eq!(code, 0, "{stderr}");
     let found = findings(&out);
     let died: Vec<&serde_json::Value> = found.iter().filter(|f| f["oracle"] == "out").collect();
