@@ -151,3 +151,36 @@ fn infer_validates_the_implied_oracles_as_rules() {
     assert!(summary["checks"]["layout"]["cases"].as_u64().unwrap() > 0, "{}", summary["checks"]);
     assert_eq!(summary["findings"], 0, "{stdout}");
 }
+
+/// Float64 has no wider reference: a pointwise result that is inf although the same call just
+/// below the input extrapolates to a representable value overflowed early (i0 computes
+/// exp(x) first, which leaves the range at 709.8 while i0's value does at 713.99); exp's inf
+/// beyond the range is honest.
+const FLOAT64_EDGE: &str = r#"
+api torch.special.i0(input: Tensor) -> Tensor {
+    input.dtype == float64;
+    input.values in 710.0..713.5;
+    oracles overflow;
+}
+
+api torch.exp(input: Tensor) -> Tensor {
+    input.dtype == float64;
+    input.values in 709.9..720.0;
+    oracles overflow;
+}
+"#;
+
+#[test]
+fn a_float64_overflow_below_the_range_is_found_by_extrapolation() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = write(dir.path(), "edge.sfz", FLOAT64_EDGE);
+    let out = dir.path().join("out");
+    fuzz(&spec, &out, &["--mutate", "none", "--check-share", "all"]);
+    let found = findings(&out);
+    let i0 = found.iter().find(|f| f["api"] == "torch.special.i0" && f["oracle"] == "overflow").unwrap_or_else(|| panic!("{found:?}"));
+    assert!(i0["message"].as_str().unwrap().contains("the same call just below the input extrapolates to"), "{i0}");
+    assert!(!found.iter().any(|f| f["api"] == "torch.exp"), "exp's inf is beyond the range: {found:?}");
+    let (code, said) = reproduce(&out, i0);
+    assert_eq!(code, Some(1), "{said}");
+    assert!(said.contains("are inf although the value there is about"), "{said}");
+}

@@ -4,4 +4,5 @@ pub mod binding;
 pub mod catalog;
 pub mod registry;
 pub mod schema;
+pub mod tags;
 pub mod twins;

@@ -11,10 +11,11 @@ use crate::case::Case;
 use crate::diag::{codes, Diagnostic};
 use crate::ops::binding::OpBinding;
 use crate::ops::catalog::Catalog;
+use crate::ops::tags::{self, OpClass};
 use crate::ops::twins;
 use crate::outcome::{signal_name, Execution, Outcome};
 use crate::spec::{ApiSpec, OracleUse, Value};
-use crate::variant::{Check, CheckOutcome, CheckReport, Tolerance, Tolerances, Variant};
+use crate::variant::{Accuracy, Check, CheckOutcome, CheckReport, Tolerance, Tolerances, Variant};
 
 use super::errors::{self, ErrorKind};
 use super::{Detection, Disagreement, Evidence};
@@ -73,7 +74,12 @@ pub fn plan_checks(api: &ApiSpec, binding: &OpBinding, catalog: &Catalog) -> (Ve
             continue;
         }
         let tolerances = tolerances(u);
-        let planned = |variant, twin: Option<OpBinding>| PlannedCheck { check: Check { oracle: u.name.clone(), variant, tolerances }, twins: twin.into_iter().collect() };
+        let accuracy = match tags::class(&binding.name) {
+            OpClass::Pointwise => Accuracy::Forward,
+            OpClass::BlasLapack => Accuracy::BackwardInSafeRange,
+            OpClass::Other => Accuracy::Backward,
+        };
+        let planned = |variant, twin: Option<OpBinding>| PlannedCheck { check: Check { oracle: u.name.clone(), variant, tolerances, accuracy }, twins: twin.into_iter().collect() };
         match *name {
             "precision" => checks.push(planned(Variant::Promote, None)),
             "layout" => checks.push(planned(Variant::Layout, None)),
@@ -85,7 +91,7 @@ pub fn plan_checks(api: &ApiSpec, binding: &OpBinding, catalog: &Catalog) -> (Ve
                     _ => 8,
                 };
                 let t = Tolerance { rtol: float_arg(u, "rtol").unwrap_or(1e-3), atol: float_arg(u, "atol").unwrap_or(1e-5) };
-                checks.push(PlannedCheck { check: Check { oracle: "gradient".into(), variant: Variant::Gradient { eps, samples }, tolerances: Tolerances::uniform(t) }, twins: Vec::new() });
+                checks.push(PlannedCheck { check: Check { oracle: "gradient".into(), variant: Variant::Gradient { eps, samples }, tolerances: Tolerances::uniform(t), accuracy }, twins: Vec::new() });
             }
             "out" => match twins::out_binding(binding, catalog) {
                 Some(b) => checks.push(planned(Variant::Out { op: 0 }, Some(b))),
@@ -153,16 +159,21 @@ fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outc
             let p = m.premature.as_ref()?;
             let dtype = m.dtype.map_or("?".to_string(), |d| d.to_string());
             let what = p.what.describe();
+            let (reference, how) = if p.extrapolated {
+                ("the same call just below the input extrapolates to", Disagreement::Extrapolated { output: m.output })
+            } else {
+                ("the float64 reference is", Disagreement::Values { output: m.output, dtype: m.dtype, tolerance: m.tolerance })
+            };
             Some(Detection {
                 oracle: OVERFLOW,
                 // No dtype: one cause seen in float16 and float32 is one finding.
                 signature: format!("premature {what} in output {}", m.output),
                 message: format!(
-                    "output {} ({dtype}) is {what} at element {} where the float64 reference is {} (representable in {dtype}): {} of {} elements are such; an intermediate of the computation left the dtype's range",
+                    "output {} ({dtype}) is {what} at element {} where {reference} {} (representable in {dtype}): {} of {} elements are such; an intermediate of the computation left the dtype's range",
                     m.output, p.index, p.expected, p.count, m.total
                 ),
                 signal: None,
-                evidence: Evidence::Differential { check: k, what: Disagreement::Values { output: m.output, dtype: m.dtype, tolerance: m.tolerance } },
+                evidence: Evidence::Differential { check: k, what: how },
             })
         }
         // `overflow` alone judges only premature values.

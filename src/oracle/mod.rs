@@ -111,6 +111,9 @@ pub enum Disagreement {
     VariantFails,
     /// Analytic and numeric gradients differ.
     Gradient,
+    /// Output `output` (float64) is infinite where the same call just below the input, along
+    /// `t · x`, extrapolates to a representable value (`sfz-worker/src/runtime/ray.rs`).
+    Extrapolated { output: usize },
 }
 
 #[derive(Clone, Debug)]

@@ -61,6 +61,7 @@ fn relation_check(r: &crate::spec::RelationSpec, spec: &Spec, catalog: &Catalog)
         oracle: differential::RELATION.to_string(),
         tolerances: r.relation.tolerances,
         variant: crate::variant::Variant::Relation(Box::new(r.relation.clone())),
+        accuracy: Default::default(),
     };
     Ok(PlannedCheck { check, twins })
 }

@@ -111,6 +111,27 @@ pub struct Check {
     pub oracle: String,
     pub variant: Variant,
     pub tolerances: Tolerances,
+    /// What the float64 reference holds a result to (only `Variant::Promote` reads it).
+    #[serde(default)]
+    pub accuracy: Accuracy,
+}
+
+/// What accuracy an operator promises, which decides whether the conditioning of the input
+/// excuses a difference from the float64 reference.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Accuracy {
+    /// Close to the exact result of the exact input, however ill-conditioned the point: what
+    /// pointwise math (`sin`, `lgamma`) promises; a large error at a pole is a finding.
+    #[default]
+    Forward,
+    /// The exact result of an input within a few roundings of the given one (backward
+    /// stability): reductions, normalizations, scans. A difference that moving the input by its
+    /// dtype's rounding explains is agreement (`sfz-worker/src/runtime/conditioning.rs`).
+    Backward,
+    /// Backward stability while the products of input elements are representable: BLAS and
+    /// LAPACK do not scale their intermediates, so an input with a magnitude beyond the square
+    /// root of its dtype's range (largest or smallest normal) is not judged.
+    BackwardInSafeRange,
 }
 
 /// What one check found.
@@ -171,6 +192,10 @@ pub struct Premature {
     pub expected: f64,
     /// How many elements are such.
     pub count: u64,
+    /// `expected` is not a wider reference but the value extrapolated along the ray `t · x`
+    /// just below the input (a float64 result, which has no wider dtype).
+    #[serde(default)]
+    pub extrapolated: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -10,6 +10,7 @@ use std::time::Instant;
 use tch::{Device, Kind, Tensor};
 
 use super::compare::{compare_with, Extra};
+use super::conditioning;
 use super::executor::{Called, Executor, Inputs, Rejected};
 use super::materialize::{kind, materialize};
 use sfz::case::{Arg, Case, DType, Layout};
@@ -17,7 +18,7 @@ use sfz::ops::binding::ArgSource;
 use sfz::oracle::errors::{classify, ErrorKind};
 use sfz::outcome::{ErrorClass, Outcome, Output};
 use sfz::variant::relation::case_seed;
-use sfz::variant::{flip_layout, promote_dtype_args, Check, CheckOutcome, CheckReport, GradientMismatch, Tolerance, Tolerances, ValueMismatch, Variant};
+use sfz::variant::{flip_layout, promote_dtype_args, Accuracy, Check, CheckOutcome, CheckReport, GradientMismatch, Tolerance, Tolerances, ValueMismatch, Variant};
 
 impl Executor {
     /// Installs the differential checks of each loaded op (parallel to the last `load`). Per op:
@@ -86,7 +87,7 @@ impl Executor {
 
     fn check(&mut self, check: &Check, case: &Case, main: &Called, inputs: &Inputs) -> CheckOutcome {
         let result = match &check.variant {
-            Variant::Promote => self.promote(case, main, inputs, &check.tolerances),
+            Variant::Promote => self.promote(case, main, inputs, &check.tolerances, check.accuracy),
             Variant::Layout => self.layout(case, main, &check.tolerances),
             Variant::Out { op } => self.out(*op, case, main, inputs, &check.tolerances),
             Variant::InPlace { op, arg } => self.in_place(*op, *arg, case, main, &check.tolerances),
@@ -101,7 +102,7 @@ impl Executor {
     }
 
     /// Float16, bfloat16, float32 (and complex64) inputs and `dtype` arguments in double precision.
-    fn promote(&mut self, case: &Case, main: &Called, inputs: &Inputs, tol: &Tolerances) -> Result<CheckOutcome, Failure> {
+    fn promote(&mut self, case: &Case, main: &Called, inputs: &Inputs, tol: &Tolerances, accuracy: Accuracy) -> Result<CheckOutcome, Failure> {
         let mut changed = false;
         let promoted = inputs.map(|_, t| {
             let to = promoted_kind(t.f_kind()?);
@@ -113,11 +114,25 @@ impl Executor {
         })?;
         let case2 = promote_dtype_args(case);
         if !changed && case2 == *case {
+            // Float64 only: no wider reference, but pointwise math can still overflow early.
+            if accuracy == Accuracy::Forward {
+                return self.ray(case, main, inputs);
+            }
             return Err(Failure::Skip("no float16, bfloat16, float32 or complex64 input".into()));
+        }
+        if accuracy == Accuracy::BackwardInSafeRange {
+            if let Some(why) = conditioning::beyond_safe_range(inputs)? {
+                return Err(Failure::Skip(why));
+            }
         }
         let reference = self.invoke_variant(case.op, &case2, &promoted, &[])?;
         if let Some(c) = consistency(main, &reference) {
             return Ok(c);
+        }
+        if accuracy == Accuracy::BackwardInSafeRange {
+            if let Some(why) = conditioning::result_beyond_range(main, &reference)? {
+                return Err(Failure::Skip(why));
+            }
         }
         let plain = compare_outputs(main, &reference, tol, Mode::Promote);
         if !matches!(plain, CheckOutcome::Values(_)) {
@@ -125,6 +140,13 @@ impl Executor {
         }
         // Honest rounding grows with the terms a result sums: judge again allowing for it.
         let allowance = self.rounding_allowance(case.op, &case2, &promoted, main)?;
+        let judged = compare_allowing(main, &reference, tol, Mode::Promote, &allowance);
+        if accuracy == Accuracy::Forward || !matches!(judged, CheckOutcome::Values(_)) {
+            return Ok(judged);
+        }
+        // Backward stable only: what moving the input by its rounding explains is agreement.
+        let conditioning = self.conditioning(case.op, &case2, inputs, &promoted, &reference)?;
+        let (reference, allowance) = conditioning.apply(&reference, &allowance)?;
         Ok(compare_allowing(main, &reference, tol, Mode::Promote, &allowance))
     }
 
@@ -385,7 +407,7 @@ impl Executor {
     }
 
     /// Calls a variant; a call that cannot be made at all is the check's problem, not a finding.
-    fn invoke_variant(&mut self, op: u32, case: &Case, inputs: &Inputs, outs: &[Tensor]) -> Result<Called, Failure> {
+    pub(super) fn invoke_variant(&mut self, op: u32, case: &Case, inputs: &Inputs, outs: &[Tensor]) -> Result<Called, Failure> {
         self.invoke(op, case, inputs, outs, true).map_err(Failure::from)
     }
 }

@@ -3,10 +3,12 @@
 //! `sfz-worker` binary uses this module; the parent process never loads libtorch.
 pub mod checks;
 pub mod compare;
+mod conditioning;
 pub mod executor;
 pub mod ffi;
 pub mod materialize;
 pub mod program;
+pub mod ray;
 mod relate;
 
 use std::ffi::CStr;

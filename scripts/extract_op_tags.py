@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Write the operator classes the precision oracle reads (data/pointwise_ops.txt and
+data/blas_lapack_ops.txt), from torch 2.13.0's operator tags and a list of BLAS and LAPACK
+operators. What each class is held to (docs/ORACLES.md, "What the float64 reference judges"):
+
+- pointwise (tagged `pointwise`): close to the exact result of the exact input, however
+  ill-conditioned the point;
+- BLAS and LAPACK (products, factorizations, solvers): backward stable, and only while the
+  products of input elements are representable, since these libraries do not scale them;
+- anything else (reductions, normalizations, ...): backward stable at every magnitude.
+
+Usage: ~/.cache/sfz/venv/bin/python scripts/extract_op_tags.py
+"""
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Operators whose CPU kernels are BLAS or LAPACK calls (or compositions of them) without
+# scaling, besides torch.linalg's own. Norms are not here: they are reductions, expected to
+# survive large values.
+PRODUCTS = """
+mm bmm matmul addmm addbmm baddbmm addmv addr mv dot vdot inner tensordot einsum chain_matmul linear bilinear
+convolution _convolution conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d conv_tbc
+inverse det logdet slogdet qr geqrf orgqr ormqr svd cholesky cholesky_inverse cholesky_solve triangular_solve
+lu_solve lu_unpack _lu_with_info matrix_exp matrix_power pinverse
+""".split()
+
+
+def tagged(packet, tag):
+    return any(tag in getattr(packet, o).tags for o in packet.overloads())
+
+
+base = {s.name.split("::", 1)[1] for s in torch._C._jit_get_all_schemas() if s.name.startswith("aten::")}
+pointwise, products = set(), set()
+for name in base:
+    packet = getattr(torch.ops.aten, name, None)
+    if packet is None:
+        continue
+    if tagged(packet, torch.Tag.pointwise):
+        pointwise.add(name)
+    linalg = name.startswith(("linalg_", "_linalg_")) and "norm" not in name and name not in ("linalg__powsum", "linalg_cross", "linalg_diagonal", "linalg_vander")
+    if (linalg or name in PRODUCTS) and not tagged(packet, torch.Tag.reduction):
+        products.add(name)
+# Composite aliases carry no tags of their own: `special_i0` is `i0`, `arccos` is `acos`.
+for name in base - pointwise:
+    for alias in (name.removeprefix("special_"), name.replace("arc", "a", 1)):
+        if alias != name and alias in pointwise and getattr(torch.ops.aten, name, None) is not None:
+            pointwise.add(name)
+for file, names, what in [("pointwise_ops.txt", pointwise, "aten operators tagged pointwise, and their aliases"), ("blas_lapack_ops.txt", products, "aten operators computed by BLAS or LAPACK")]:
+    out = ROOT / "data" / file
+    out.write_text(f"# {what} in torch {torch.__version__}, by scripts/extract_op_tags.py\n" + "".join(f"{n}\n" for n in sorted(names)))
+    print(f"{len(names)} operators -> {out}")

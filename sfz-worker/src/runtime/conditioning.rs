@@ -1,0 +1,215 @@
+//! How much of a difference from the float64 reference the input's own rounding explains.
+//!
+//! An operator that only promises backward stability (`Accuracy::Backward`: linear algebra,
+//! reductions, convolutions) returns the exact result of an input within a few roundings of the
+//! one it was given. At an ill-conditioned point (a nearly singular matrix, a rank-deficient QR)
+//! that result may be far from the exact result of the exact input, or overflow where the
+//! reference does not, and neither is a bug. So before such a mismatch becomes a finding, the
+//! reference is computed again on inputs moved by one unit roundoff of their original dtype
+//! (pseudo-random signs, deterministic per element): where the reference moves by more than
+//! its own size, or stops being finite, the element is not judged; elsewhere `K · spread` is
+//! added to the element's allowance, `K = 4 · n` for the longest input dimension `n` (the
+//! backward error of the usual algorithms grows with it). Premature overflows of intermediates
+//! (a square, a sum of squares) stay findings: there the reference barely moves.
+//!
+//! BLAS and LAPACK operators (`Accuracy::BackwardInSafeRange`) are not judged at all on an input
+//! with a magnitude beyond the square root of its dtype's largest value or smallest normal: they
+//! do not scale the products they form, so overflow or underflow there is their documented
+//! behaviour, not a defect.
+use tch::{Kind, Tensor};
+
+use super::checks::Failure;
+use super::executor::{Called, Executor, Inputs};
+use sfz::case::{Case, DType};
+use sfz::gen::cliff;
+use sfz::outcome::Outcome;
+
+/// Moved copies of the inputs the reference is recomputed on.
+const PROBES: u64 = 2;
+
+/// Per output: the allowance the conditioning adds, and where the output is not judged at all.
+pub(super) struct Conditioning {
+    outputs: Vec<Option<(Tensor, Tensor)>>,
+}
+
+impl Executor {
+    /// The conditioning of `reference` (the float64 call on `promoted`, which are `original`'s
+    /// tensors promoted) at this input.
+    pub(super) fn conditioning(&mut self, op: u32, case: &Case, original: &Inputs, promoted: &Inputs, reference: &Called) -> Result<Conditioning, Failure> {
+        let longest = promoted.tensors.iter().filter(|t| t.is_floating_point() || t.is_complex()).flat_map(|t| t.size()).max().unwrap_or(1).max(1);
+        let k = 4.0 * longest as f64;
+        let mut spread: Vec<Option<Tensor>> = reference.tensors.iter().map(|_| None).collect();
+        let mut undefined: Vec<Option<Tensor>> = reference.tensors.iter().map(|_| None).collect();
+        for probe in 1..=PROBES {
+            let mut index = 0u64;
+            let moved = promoted.map(|_, t| {
+                index += 1;
+                let Some(u) = original.tensors.get(index as usize - 1).and_then(|o| o.f_kind().ok()).and_then(roundoff) else {
+                    return Ok(t.shallow_clone());
+                };
+                let signs = signs(t.numel(), probe * 0x9e37_79b9 + index);
+                let factor = Tensor::from_slice(&signs).f_reshape(t.size())?.f_mul_scalar(u)?.f_add_scalar(1.0)?;
+                t.f_mul(&factor)
+            })?;
+            let called = self.invoke_variant(op, case, &moved, &[])?;
+            let returned = matches!(called.outcome, Outcome::Returned { .. });
+            for (i, r) in reference.tensors.iter().enumerate() {
+                let Some(r) = r.as_ref().filter(|r| wide(r)) else { continue };
+                // Raised, or a different shape: the result is not defined near this input.
+                let Some(p) = called.tensors.get(i).and_then(Option::as_ref).filter(|p| returned && p.size() == r.size()) else {
+                    undefined[i] = Some(r.f_ones_like()?.f_to_kind(Kind::Bool)?);
+                    continue;
+                };
+                let moved_by = p.f_sub(r)?.f_abs()?.f_to_kind(Kind::Double)?;
+                let lost = p.f_isfinite()?.f_logical_not()?;
+                spread[i] = Some(match spread[i].take() {
+                    Some(s) => s.f_maximum(&moved_by)?,
+                    None => moved_by,
+                });
+                undefined[i] = Some(match undefined[i].take() {
+                    Some(u) => u.f_logical_or(&lost)?,
+                    None => lost,
+                });
+            }
+        }
+        let mut outputs = Vec::with_capacity(reference.tensors.len());
+        for (i, r) in reference.tensors.iter().enumerate() {
+            let (Some(r), Some(lost)) = (r.as_ref(), undefined[i].take()) else {
+                outputs.push(None);
+                continue;
+            };
+            let slack = match spread[i].take() {
+                Some(s) => s.f_nan_to_num(f64::INFINITY, f64::INFINITY, f64::INFINITY)?.f_mul_scalar(k)?,
+                None => r.f_zeros_like()?.f_to_kind(Kind::Double)?,
+            };
+            let magnitude = r.f_abs()?.f_to_kind(Kind::Double)?;
+            let unjudged = lost.f_logical_or(&slack.f_gt_tensor(&magnitude)?)?;
+            outputs.push(Some((slack, unjudged)));
+        }
+        Ok(Conditioning { outputs })
+    }
+}
+
+impl Conditioning {
+    /// The reference with every unjudged element NaN (a comparison against a rounded
+    /// reference skips those), and `allowance` grown by the slack.
+    pub(super) fn apply(&self, reference: &Called, allowance: &[Option<Tensor>]) -> Result<(Called, Vec<Option<Tensor>>), tch::TchError> {
+        let mut tensors = Vec::with_capacity(reference.tensors.len());
+        let mut allowed = Vec::with_capacity(reference.tensors.len());
+        for (i, r) in reference.tensors.iter().enumerate() {
+            let before = allowance.get(i).and_then(Option::as_ref);
+            match (r, self.outputs.get(i).and_then(Option::as_ref)) {
+                (Some(r), Some((slack, unjudged))) => {
+                    tensors.push(Some(r.f_masked_fill(unjudged, f64::NAN)?));
+                    allowed.push(Some(match before {
+                        // A comparison reads a non-finite allowance as none.
+                        Some(a) => a.f_nan_to_num(0.0, 0.0, 0.0)?.f_add(slack)?,
+                        None => slack.shallow_clone(),
+                    }));
+                }
+                (r, _) => {
+                    tensors.push(r.as_ref().map(Tensor::shallow_clone));
+                    allowed.push(before.map(Tensor::shallow_clone));
+                }
+            }
+        }
+        Ok((Called { outcome: reference.outcome.clone(), tensors }, allowed))
+    }
+}
+
+/// Why `original`'s inputs are beyond the range in which BLAS and LAPACK form products safely
+/// (see the module's doc), or None when every finite nonzero magnitude is within it.
+pub(super) fn beyond_safe_range(original: &Inputs) -> Result<Option<String>, tch::TchError> {
+    for t in &original.tensors {
+        let Some(dtype) = low_precision(t.f_kind()?) else { continue };
+        let Some((max, normal, _)) = cliff::limits(dtype) else { continue };
+        // In double precision: a complex64 modulus may overflow float32 where its parts do not.
+        let wide = if dtype.is_complex() { Kind::ComplexDouble } else { Kind::Double };
+        let magnitude = t.f_to_kind(wide)?.f_abs()?.f_to_kind(Kind::Double)?;
+        let judged = magnitude.f_isfinite()?.f_logical_and(&magnitude.f_ne(0.0)?)?;
+        let values = magnitude.f_masked_select(&judged)?;
+        if values.numel() == 0 {
+            continue;
+        }
+        let (largest, smallest) = (values.f_max()?.double_value(&[]), values.f_min()?.double_value(&[]));
+        if largest > max.sqrt() {
+            return Ok(Some(format!("an input magnitude of {largest:e} is beyond the square root of the dtype's largest value, where BLAS and LAPACK products may overflow")));
+        }
+        if smallest < normal.sqrt() {
+            return Ok(Some(format!("an input magnitude of {smallest:e} is below the square root of the dtype's smallest normal, where BLAS and LAPACK products may underflow")));
+        }
+    }
+    Ok(None)
+}
+
+/// Why a BLAS or LAPACK result is not judged although its inputs are in range: some element of
+/// the float64 reference is beyond the largest value of the original's dtype, so the
+/// original's coupled intermediates overflow and may spoil the elements that are in range.
+pub(super) fn result_beyond_range(main: &Called, reference: &Called) -> Result<Option<String>, tch::TchError> {
+    let Outcome::Returned { outputs, .. } = &main.outcome else { return Ok(None) };
+    for (k, output) in outputs.iter().enumerate() {
+        let sfz::outcome::Output::Tensor(info) = output else { continue };
+        let (Some(dtype), Some(Some(r))) = (info.dtype, reference.tensors.get(k)) else { continue };
+        let Some((max, ..)) = (dtype.is_floating() || dtype.is_complex()).then(|| cliff::limits(dtype)).flatten() else { continue };
+        let magnitude = r.f_abs()?.f_to_kind(Kind::Double)?;
+        let beyond = magnitude.f_isfinite()?.f_logical_and(&magnitude.f_gt(max)?)?;
+        if beyond.f_any()?.int64_value(&[]) != 0 {
+            return Ok(Some(format!("the float64 result of output {k} leaves the range of {dtype:?}, so BLAS and LAPACK intermediates overflow")));
+        }
+    }
+    Ok(None)
+}
+
+/// The dtype of a tensor the reference promotes.
+fn low_precision(k: Kind) -> Option<DType> {
+    Some(match k {
+        Kind::Half => DType::Float16,
+        Kind::BFloat16 => DType::BFloat16,
+        Kind::Float => DType::Float32,
+        Kind::ComplexFloat => DType::Complex64,
+        _ => return None,
+    })
+}
+
+/// A float64 or complex128 tensor: what a reference output is when it can be probed.
+fn wide(t: &Tensor) -> bool {
+    t.f_kind().is_ok_and(|k| matches!(k, Kind::Double | Kind::ComplexDouble))
+}
+
+/// The unit roundoff of an input's original dtype, when the reference promoted it.
+fn roundoff(k: Kind) -> Option<f64> {
+    Some(match k {
+        Kind::Half | Kind::ComplexHalf => 2f64.powi(-11),
+        Kind::BFloat16 => 2f64.powi(-8),
+        Kind::Float | Kind::ComplexFloat => 2f64.powi(-24),
+        _ => return None,
+    })
+}
+
+/// `n` signs (±1.0) from splitmix64, the same for the same `seed`.
+fn signs(n: usize, seed: u64) -> Vec<f64> {
+    let mut state = seed;
+    (0..n)
+        .map(|_| {
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            if (z ^ (z >> 31)) & 1 == 0 { 1.0 } else { -1.0 }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::signs;
+
+    #[test]
+    fn signs_are_deterministic_and_mixed() {
+        let a = signs(64, 7);
+        assert_eq!(a, signs(64, 7));
+        assert_ne!(a, signs(64, 8));
+        let plus = a.iter().filter(|s| **s > 0.0).count();
+        assert!((16..=48).contains(&plus), "{plus} of 64 positive");
+    }
+}

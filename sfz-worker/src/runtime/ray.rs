@@ -1,0 +1,153 @@
+//! Premature overflow where no wider dtype exists: a float64 pointwise result that is infinite
+//! although the function's value is representable.
+//!
+//! The same call on the inputs scaled by `t = 1 - h, 1 - 2h, 1 - 3h` walks up to the input along
+//! a ray; per element, `h` is the first of `2^-12, 2^-10, 2^-8, 2^-6` at which all three values
+//! are finite and nonzero (`i0` overflows from 709.8 on, its value only past 713.9). Where
+//! `log |f|` along it is smooth (positive, nearly equal steps: the
+//! exponential growth of `exp`, `cosh`, `i0` near the top of the range), its quadratic
+//! extrapolation to `t = 1` is the magnitude of the true value. An element that is infinite while
+//! that magnitude is below the dtype's largest value by more than 1% (plus twice the curvature
+//! of the fit) overflowed in an intermediate, as `exp(x) * g(x)` does when `exp(x)` alone
+//! leaves the range first. A pole at the input has no smooth steps and is never judged; the
+//! reproducer repeats the same arithmetic in Python.
+use tch::{Kind, Tensor};
+
+use super::checks::Failure;
+use super::executor::{Called, Executor, Inputs};
+use sfz::case::{Case, DType};
+use sfz::outcome::{Outcome, Output};
+use sfz::variant::{CheckOutcome, Premature, PrematureKind, Tolerance, ValueMismatch};
+
+/// The steps of the ray, relative to the input, tried in order.
+pub const STEPS: [f64; 4] = [1.0 / 4096.0, 1.0 / 1024.0, 1.0 / 256.0, 1.0 / 64.0];
+
+/// Whether three values along the ray can be extrapolated at all.
+fn usable(near: [f64; 3]) -> bool {
+    near.iter().all(|v| v.is_finite() && *v != 0.0)
+}
+
+/// How the extrapolation judges one element, from the values at `1 - h`, `1 - 2h`, `1 - 3h`:
+/// the extrapolated magnitude's logarithm when the steps are smooth and the value grows.
+pub fn extrapolate(near: [f64; 3]) -> Option<f64> {
+    if !usable(near) || near.iter().any(|v| v.signum() != near[0].signum()) {
+        return None;
+    }
+    let [l1, l2, l3] = near.map(|v| v.abs().ln());
+    let (d1, d2) = (l1 - l2, l2 - l3);
+    let smooth = d1 > 0.0 && d2 > 0.0 && (d1 - d2).abs() <= 0.1 * d1;
+    smooth.then(|| l1 + d1 + (d1 - d2))
+}
+
+/// Whether an infinite element whose extrapolated log-magnitude is `log` overflowed early.
+pub fn premature(log: f64, near: [f64; 3]) -> bool {
+    let [l1, l2, l3] = near.map(|v| v.abs().ln());
+    let curvature = ((l1 - l2) - (l2 - l3)).abs();
+    log < f64::MAX.ln() - 0.01 - 2.0 * curvature
+}
+
+impl Executor {
+    /// The float64 overflow check of a pointwise case (see the module's doc).
+    pub(super) fn ray(&mut self, case: &Case, main: &Called, inputs: &Inputs) -> Result<CheckOutcome, Failure> {
+        let Outcome::Returned { outputs, .. } = &main.outcome else {
+            return Err(Failure::Skip("the call raised".into()));
+        };
+        let infinite: Vec<usize> =
+            outputs.iter().enumerate().filter(|(_, o)| matches!(o, Output::Tensor(i) if i.inf > 0 && i.dtype == Some(DType::Float64))).map(|(k, _)| k).collect();
+        if infinite.is_empty() {
+            return Err(Failure::Skip("no input to promote and no infinite float64 result".into()));
+        }
+        for t in &inputs.tensors {
+            if t.is_floating_point() && t.f_isfinite()?.f_all()?.int64_value(&[]) == 0 {
+                return Err(Failure::Skip("an input is not finite".into()));
+            }
+        }
+        // Per step size, the three calls below the input.
+        let mut near: Vec<Vec<Vec<Option<Tensor>>>> = Vec::with_capacity(STEPS.len());
+        for h in STEPS {
+            let mut calls = Vec::with_capacity(3);
+            for k in 1..=3 {
+                let t = 1.0 - k as f64 * h;
+                let scaled = inputs.map(|_, x| if x.is_floating_point() { x.f_mul_scalar(t) } else { Ok(x.shallow_clone()) })?;
+                let called = self.invoke_variant(case.op, case, &scaled, &[])?;
+                if !matches!(called.outcome, Outcome::Returned { .. }) {
+                    return Err(Failure::Skip("the call raised just below the input".into()));
+                }
+                calls.push(called.tensors);
+            }
+            near.push(calls);
+        }
+        let values = |t: &Tensor| Vec::<f64>::try_from(&t.f_to_kind(Kind::Double)?.f_contiguous()?.f_reshape([-1i64])?);
+        for k in infinite {
+            let Some(Some(main_k)) = main.tensors.get(k) else { continue };
+            let result = values(main_k)?;
+            // steps[s][i]: output k at 1 - (i + 1) * STEPS[s].
+            let mut steps = Vec::with_capacity(STEPS.len());
+            for calls in &near {
+                let mut at = Vec::with_capacity(3);
+                for c in calls {
+                    match c.get(k) {
+                        Some(Some(t)) if t.size() == main_k.size() => at.push(values(t)?),
+                        _ => return Err(Failure::Skip("the output changed shape just below the input".into())),
+                    }
+                }
+                steps.push(at);
+            }
+            let mut found: Option<Premature> = None;
+            for (j, y) in result.iter().enumerate() {
+                if !y.is_infinite() {
+                    continue;
+                }
+                let Some(at) = steps.iter().map(|s| [s[0][j], s[1][j], s[2][j]]).find(|at| usable(*at)) else { continue };
+                let Some(log) = extrapolate(at).filter(|l| premature(*l, at) && at[0].signum() == y.signum()) else { continue };
+                match &mut found {
+                    Some(p) => p.count += 1,
+                    None => found = Some(Premature { what: PrematureKind::Inf, index: j as u64, actual: *y, expected: at[0].signum() * log.exp(), count: 1, extrapolated: true }),
+                }
+            }
+            if let Some(p) = found {
+                return Ok(CheckOutcome::Values(ValueMismatch {
+                    output: k,
+                    dtype: Some(DType::Float64),
+                    index: p.index,
+                    actual: p.actual,
+                    expected: p.expected,
+                    mismatched: p.count,
+                    total: result.len() as u64,
+                    max_abs: 0.0,
+                    max_rel: 0.0,
+                    tolerance: Tolerance::EXACT,
+                    premature: Some(p),
+                }));
+            }
+        }
+        Ok(CheckOutcome::Agree { max_abs: 0.0, max_rel: 0.0 })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{extrapolate, premature, STEPS};
+
+    fn at(f: impl Fn(f64) -> f64, x: f64) -> [f64; 3] {
+        [1.0, 2.0, 3.0].map(|k| f(x * (1.0 - k * STEPS[0])))
+    }
+
+    #[test]
+    fn exponential_growth_extrapolates_to_its_value() {
+        // cosh(710) = 1.1e308 is representable although exp(710) is not.
+        let near = at(|x| (x - 2f64.ln()).exp(), 710.0);
+        let log = extrapolate(near).unwrap();
+        assert!((log - (710.0 - 2f64.ln())).abs() < 1e-6, "{log}");
+        assert!(premature(log, near));
+        // exp(710) itself is beyond the range: its inf is honest.
+        let near = at(f64::exp, 709.9);
+        assert!(!premature(extrapolate(near).unwrap(), near));
+    }
+
+    #[test]
+    fn a_pole_is_not_smooth() {
+        // 1 / (1 - x) near x = 1: log-magnitude steps of ln 2 and ln 1.5.
+        assert_eq!(extrapolate(at(|x| 1.0 / (1.0 - x), 1.0)), None);
+    }
+}

@@ -1,0 +1,115 @@
+//! The precision oracle against real libtorch: an operator that promises only backward
+//! stability is not blamed for what its input's conditioning explains, and premature
+//! overflows of its intermediates stay findings.
+mod common;
+
+use std::path::Path;
+
+use sfz::case::{Arg, Case, DType, Fill, Layout, Special, TensorRecipe};
+use sfz::ops::catalog::Catalog;
+use sfz::ops::registry;
+use sfz::variant::{Accuracy, Check, CheckOutcome, Tolerance, Tolerances, Variant};
+use sfz_worker::runtime::{self, Executor};
+
+fn catalog() -> &'static Catalog {
+    static C: std::sync::OnceLock<Catalog> = std::sync::OnceLock::new();
+    C.get_or_init(|| {
+        runtime::init(1);
+        Catalog::from_schemas(runtime::catalog_schemas())
+    })
+}
+
+/// An executor for `api` (declared as `decl`) whose one check is the float64 reference.
+fn executor(decl: &str, accuracy: Accuracy) -> Executor {
+    let checked = sfz::check::check_text(Path::new("t.sfz"), decl);
+    assert!(!checked.has_errors(), "{decl}");
+    let binding = registry::resolve(&checked.spec.apis[0], catalog()).unwrap();
+    let mut ex = Executor::new();
+    assert_eq!(ex.load(&[binding]), vec![None]);
+    let tolerances = Tolerances::uniform(Tolerance { rtol: 1e-5, atol: 1e-5 });
+    ex.set_checks(vec![vec![Check { oracle: "precision".into(), variant: Variant::Promote, tolerances, accuracy }]]);
+    ex
+}
+
+fn f32s(shape: &[i64], lo: f64, hi: f64, seed: u64) -> TensorRecipe {
+    TensorRecipe { dtype: DType::Float32, shape: shape.to_vec(), fill: Fill::Uniform { lo, hi }, seed, layout: Layout::Contiguous, specials: vec![] }
+}
+
+fn verdict(ex: &mut Executor, case: &Case) -> CheckOutcome {
+    let (_, reports) = ex.run_checked(case, &mut |_| {});
+    reports[0].outcome.clone()
+}
+
+#[test]
+fn an_ill_conditioned_determinant_is_not_a_finding_but_the_same_error_pointwise_would_be() {
+    let _rng = common::rng_lock();
+    let decl = "api torch.logdet(input: Tensor) -> Tensor {}";
+    let mut forward = executor(decl, Accuracy::Forward);
+    let mut backward = executor(decl, Accuracy::Backward);
+    // 3x3 matrices of nearly equal entries are nearly singular: float32 LU loses digits that
+    // moving the entries by one rounding loses too.
+    let mut differed = 0;
+    for seed in 0..40 {
+        let case = Case { op: 0, args: vec![Arg::Tensor(f32s(&[8, 3, 3], -90.5, -86.0, seed))] };
+        if matches!(verdict(&mut forward, &case), CheckOutcome::Values(_)) {
+            differed += 1;
+            let b = verdict(&mut backward, &case);
+            assert!(matches!(b, CheckOutcome::Agree { .. }), "seed {seed}: {b:?}");
+        }
+    }
+    assert!(differed > 0, "no case differed from the float64 reference beyond 1e-5");
+}
+
+#[test]
+fn a_sum_of_squares_that_overflows_stays_a_premature_overflow() {
+    let _rng = common::rng_lock();
+    let mut ex = executor("api torch.linalg.vector_norm(x: Tensor) -> Tensor {}", Accuracy::Backward);
+    // |x| around 1e20: the squares overflow float32, the norm (about 2e21) does not.
+    let case = Case { op: 0, args: vec![Arg::Tensor(f32s(&[16], 1e20, 2e20, 3))] };
+    match verdict(&mut ex, &case) {
+        CheckOutcome::Values(m) => assert!(m.premature.is_some(), "{m:?}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn blas_and_lapack_are_not_judged_beyond_the_square_root_of_the_range() {
+    let _rng = common::rng_lock();
+    let decl = "api torch.triangular_solve(b: Tensor, A: Tensor) -> (Tensor, Tensor) {}";
+    let mut safe = executor(decl, Accuracy::BackwardInSafeRange);
+    let mut everywhere = executor(decl, Accuracy::Backward);
+    // One entry of A at float32's largest value: the substitution's products overflow where
+    // the float64 solution does not.
+    let mut differed = 0;
+    for seed in 0..20 {
+        let mut a = f32s(&[4, 4], -10.0, 10.0, seed);
+        a.specials = vec![(2, Special::Value(-(f32::MAX as f64)))];
+        let mut b = f32s(&[4, 1], 1.0, 1.0, 0);
+        b.fill = Fill::Constant(1.0);
+        let case = Case { op: 0, args: vec![Arg::Tensor(b), Arg::Tensor(a)] };
+        if matches!(verdict(&mut everywhere, &case), CheckOutcome::Values(_)) {
+            differed += 1;
+            match verdict(&mut safe, &case) {
+                CheckOutcome::Skipped(why) => assert!(why.contains("square root of the dtype's largest value"), "{why}"),
+                other => panic!("seed {seed}: {other:?}"),
+            }
+        }
+    }
+    assert!(differed > 0, "no case overflowed");
+    // Within the range the same operator is judged, and agrees.
+    let well = Case { op: 0, args: vec![Arg::Tensor(f32s(&[4, 1], 1.0, 2.0, 5)), Arg::Tensor(f32s(&[4, 4], 1.0, 2.0, 6))] };
+    let v = verdict(&mut safe, &well);
+    assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
+}
+
+#[test]
+fn an_overflow_within_rounding_of_the_largest_value_is_not_premature() {
+    let _rng = common::rng_lock();
+    let mut ex = executor("api torch.linalg.vector_norm(x: Tensor) -> Tensor {}", Accuracy::Backward);
+    // The norm of [max, 1] is max (to float64's precision): float32 may honestly round it up to inf.
+    let mut x = f32s(&[2], 1.0, 1.0, 1);
+    x.fill = Fill::Constant(1.0);
+    x.specials = vec![(0, Special::Value(f32::MAX as f64))];
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(x)] });
+    assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
+}

@@ -1,0 +1,52 @@
+//! What torch's operator tags (and a list of BLAS and LAPACK operators) say about an operator,
+//! read from data written by scripts/extract_op_tags.py (sfz never loads libtorch in the parent).
+
+use std::collections::HashSet;
+use std::sync::LazyLock;
+
+/// How closely an operator's floating results may be held to the float64 reference.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpClass {
+    /// Tagged `pointwise` (`sin`, `lgamma`, `add`).
+    Pointwise,
+    /// A BLAS or LAPACK operator (`mm`, `linalg_inv`, `qr`).
+    BlasLapack,
+    /// Anything else (reductions, normalizations, scans).
+    Other,
+}
+
+/// The class of ATen operator `name` (`aten::sin` or `sin`) in torch 2.13.0.
+pub fn class(name: &str) -> OpClass {
+    let name = name.strip_prefix("aten::").unwrap_or(name);
+    static POINTWISE: LazyLock<HashSet<&'static str>> = LazyLock::new(|| names(include_str!("../../data/pointwise_ops.txt")));
+    static BLAS_LAPACK: LazyLock<HashSet<&'static str>> = LazyLock::new(|| names(include_str!("../../data/blas_lapack_ops.txt")));
+    if POINTWISE.contains(name) {
+        OpClass::Pointwise
+    } else if BLAS_LAPACK.contains(name) {
+        OpClass::BlasLapack
+    } else {
+        OpClass::Other
+    }
+}
+
+fn names(text: &'static str) -> HashSet<&'static str> {
+    text.lines().filter(|l| !l.starts_with('#')).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{class, OpClass};
+
+    #[test]
+    fn operators_fall_in_the_classes_their_kernels_promise() {
+        for op in ["sin", "tan", "exp", "lgamma", "hypot", "add", "special_i0e"] {
+            assert_eq!(class(op), OpClass::Pointwise, "{op}");
+        }
+        for op in ["aten::linalg_inv", "linalg_inv", "inverse", "qr", "geqrf", "mm", "matmul", "conv2d", "linalg_eigvalsh"] {
+            assert_eq!(class(op), OpClass::BlasLapack, "{op}");
+        }
+        for op in ["sum", "var", "linalg_vector_norm", "linalg_matrix_norm", "softmax", "layer_norm", "cumsum", "# aten operators"] {
+            assert_eq!(class(op), OpClass::Other, "{op}");
+        }
+    }
+}
