@@ -113,3 +113,25 @@ fn an_overflow_within_rounding_of_the_largest_value_is_not_premature() {
     let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(x)] });
     assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
 }
+
+#[test]
+fn a_dtype_argument_casts_the_reference_inputs_too_and_unrepresentable_arguments_are_not_judged() {
+    let _rng = common::rng_lock();
+    // cumprod(x, 0, dtype=float16) casts x first: -6.4e19 becomes -inf, and -inf * 0 is NaN in
+    // the reference as well.
+    let mut ex = executor("api torch.cumprod(input: Tensor, dim: int, dtype: ScalarType?) -> Tensor {}", Accuracy::Backward);
+    let mut x = f32s(&[2], 0.0, 0.0, 1);
+    x.fill = Fill::Constant(0.0);
+    x.specials = vec![(0, Special::Value(-6.4e19))];
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(x), Arg::Int(0), Arg::Dtype(DType::Float16)] });
+    assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
+    // logit's eps of 5e-324 is 0 in float16.
+    let mut ex = executor("api torch.logit(input: Tensor, eps: float?) -> Tensor {}", Accuracy::Forward);
+    let mut x = f32s(&[1], 0.0, 0.0, 1);
+    x.dtype = DType::Float16;
+    x.fill = Fill::Constant(0.0);
+    match verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(x), Arg::Float(5e-324)] }) {
+        CheckOutcome::Skipped(why) => assert!(why.contains("not representable in Float16"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+}

@@ -11,6 +11,7 @@ use tch::{Device, Kind, Tensor};
 
 use super::compare::{compare_with, Extra};
 use super::conditioning;
+use super::representable;
 use super::executor::{Called, Executor, Inputs, Rejected};
 use super::materialize::{kind, materialize};
 use sfz::case::{Arg, Case, DType, Layout};
@@ -103,8 +104,25 @@ impl Executor {
 
     /// Float16, bfloat16, float32 (and complex64) inputs and `dtype` arguments in double precision.
     fn promote(&mut self, case: &Case, main: &Called, inputs: &Inputs, tol: &Tolerances, accuracy: Accuracy) -> Result<CheckOutcome, Failure> {
+        if let Some(why) = representable::unrepresentable(case, inputs, main)? {
+            return Err(Failure::Skip(why));
+        }
+        // A `dtype` argument casts the inputs before the operation: the reference starts from
+        // the same cast values.
+        let cast = case.args.iter().find_map(|a| match a {
+            Arg::Dtype(d @ (DType::Float16 | DType::BFloat16 | DType::Float32)) => Some(kind(*d)),
+            _ => None,
+        });
         let mut changed = false;
         let promoted = inputs.map(|_, t| {
+            let cast_first;
+            let t = match cast {
+                Some(k) if t.is_floating_point() && t.f_kind()? != k => {
+                    cast_first = t.f_to_kind(k)?;
+                    &cast_first
+                }
+                _ => t,
+            };
             let to = promoted_kind(t.f_kind()?);
             changed |= to.is_some();
             match to {
@@ -526,7 +544,7 @@ fn compare_allowing(actual: &Called, expected: &Called, tol: &Tolerances, mode: 
                 let extra = Extra {
                     allowance: allowance.get(k).and_then(Option::as_ref),
                     // A float64 original has no wider reference to call a value representable.
-                    premature_in: tx.dtype.filter(|d| mode == Mode::Promote && d.is_floating() && *d != DType::Float64),
+                    premature_in: tx.dtype.filter(|d| mode == Mode::Promote && (d.is_floating() || d.is_complex()) && !matches!(d, DType::Float64 | DType::Complex128)),
                     rounded_reference: mode == Mode::Promote,
                 };
                 match compare_with(ta, te, t, extra) {

@@ -9,6 +9,7 @@ pub mod ffi;
 pub mod materialize;
 pub mod program;
 pub mod ray;
+mod representable;
 mod relate;
 
 use std::ffi::CStr;

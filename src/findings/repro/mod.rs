@@ -377,9 +377,15 @@ impl Writer<'_> {
         match &check.variant {
             Variant::Promote => {
                 let promoted = promote_dtype_args(case);
-                let vars = self.tensor_exprs(|v, rec| match rec.dtype {
-                    DType::Float16 | DType::BFloat16 | DType::Float32 => format!("{v}.double()"),
-                    DType::Complex64 => format!("{v}.to(torch.complex128)"),
+                // A `dtype` argument casts the inputs first, in the worker's reference too.
+                let cast = case.args.iter().find_map(|a| match a {
+                    Arg::Dtype(d @ (DType::Float16 | DType::BFloat16 | DType::Float32)) => Some(*d),
+                    _ => None,
+                });
+                let vars = self.tensor_exprs(|v, rec| match (cast, rec.dtype) {
+                    (Some(d), DType::Float16 | DType::BFloat16 | DType::Float32 | DType::Float64) if d != rec.dtype => format!("{v}.to({}).double()", py_dtype(d)),
+                    (_, DType::Float16 | DType::BFloat16 | DType::Float32) => format!("{v}.double()"),
+                    (_, DType::Complex64) => format!("{v}.to(torch.complex128)"),
                     _ => v.to_string(),
                 });
                 VariantCall { setup: vec![], call: call(r.api, r.binding, &promoted, &vars), value: plain }
