@@ -36,7 +36,7 @@ pub fn extrapolate(near: [f64; 3]) -> Option<f64> {
     let [l1, l2, l3] = near.map(|v| v.abs().ln());
     let (d1, d2) = (l1 - l2, l2 - l3);
     let smooth = d1 > 0.0 && d2 > 0.0 && (d1 - d2).abs() <= 0.1 * d1;
-    smooth.then(|| l1 + d1 + (d1 - d2))
+    smooth.then_some(l1 + d1 + (d1 - d2))
 }
 
 /// Whether an infinite element whose extrapolated log-magnitude is `log` overflowed early.

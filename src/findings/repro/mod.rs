@@ -324,7 +324,7 @@ impl Writer<'_> {
                 let _ = writeln!(out, "try:\n    {original}\nexcept Exception as e:");
                 let _ = writeln!(out, "    raise AssertionError({}) from e", py_str(&format!("{api} raises but its {describe} returns")));
             }
-            Disagreement::Extrapolated { output } => out.push_str(&self.extrapolated(&original, *output)),
+            Disagreement::Extrapolated { output } => out.push_str(&self.extrapolated(original, *output)),
             Disagreement::VariantFails | Disagreement::Gradient => {
                 let _ = writeln!(out, "try:\n    result = {original}\nexcept Exception as e:  # what matters is the {describe}\n    result = None\n    print(\"the original raises:\", e)");
                 out.push_str(&setup);
