@@ -42,6 +42,10 @@ pub struct Counters {
     pub apis: Vec<ApiCounters>,
     pub findings: AtomicU64,
     pub duplicates: AtomicU64,
+    /// Findings (and spec findings) that could not be written to the folder, and the first
+    /// error: the campaign stops at the first.
+    pub unwritten: AtomicU64,
+    pub write_error: Mutex<Option<String>>,
     /// Findings per oracle (new ones only).
     pub by_oracle: Mutex<BTreeMap<String, u64>>,
     /// Worker restarts after a crash or a hang.
@@ -80,11 +84,19 @@ pub struct CheckSummary {
 }
 
 impl Counters {
+    /// A finding that could not be written: counted, the first error kept.
+    pub fn unwritten(&self, what: String) {
+        self.unwritten.fetch_add(1, Ordering::Relaxed);
+        self.write_error.lock().expect("counters lock").get_or_insert(what);
+    }
+
     pub fn new(apis: usize) -> Self {
         Counters {
             apis: (0..apis).map(|_| ApiCounters::default()).collect(),
             findings: AtomicU64::new(0),
             duplicates: AtomicU64::new(0),
+            unwritten: AtomicU64::new(0),
+            write_error: Mutex::new(None),
             by_oracle: Mutex::new(BTreeMap::new()),
             restarts: AtomicU64::new(0),
             rejections: Mutex::new(BTreeMap::new()),
@@ -245,6 +257,14 @@ pub struct Summary {
     /// What each differential oracle did (those the specs select).
     pub checks: BTreeMap<String, CheckSummary>,
     pub out: String,
+    /// Findings that could not be written (a full or unwritable folder), and why; the campaign
+    /// stopped at the first.
+    pub unwritten: u64,
+    pub write_error: Option<String>,
+    /// This process's shard of the campaign (`K/N`), if it is one; `seed` is then the shard's.
+    pub shard: Option<String>,
+    /// Cases below this index were all judged (`--resume` goes on from here).
+    pub next_case: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -316,6 +336,10 @@ impl Counters {
             skipped,
             checks: self.checks.lock().expect("counters lock").clone(),
             out,
+            unwritten: self.unwritten.load(Ordering::Relaxed),
+            write_error: self.write_error.lock().expect("counters lock").clone(),
+            shard: None,
+            next_case: 0,
         }
     }
 }
