@@ -237,3 +237,51 @@ fn regex_lite_digits(text: &str) -> String {
     }
     out
 }
+
+#[test]
+fn an_output_folder_that_turns_read_only_stops_the_campaign_with_e0104_and_resume_goes_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = spec(dir.path());
+    let out = dir.path().join("out");
+    let repro = out.join("repro");
+    std::fs::create_dir_all(&repro).expect("mkdir");
+    // The folder opens fine (sfz proves it writable at the start); its reproducers cannot be
+    // written: a read-only bind mount over `repro/`, which even root cannot write.
+    let bind = Command::new("mount").arg("--bind").arg(&repro).arg(&repro).status().expect("mount runs");
+    assert!(bind.success(), "a bind mount needs root (CI runs the suite as root)");
+    let ro = Mount(repro.clone());
+    assert!(Command::new("mount").args(["-o", "remount,bind,ro"]).arg(&repro).status().expect("mount runs").success());
+    let (code, stdout, stderr) = run(sfz().args(FIXED).args(["--iterations", "1200"]).arg(&spec).arg("--out").arg(&out));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("error[E0104]") && stderr.contains("Read-only file system"), "{stderr}");
+    assert!(json(&stdout)["unwritten"].as_u64().unwrap_or(0) >= 1);
+    assert_eq!(std::fs::read_to_string(out.join("findings.jsonl")).expect("findings").lines().count(), 0, "no line without its reproducer");
+    drop(ro);
+    let (code, _, stderr) = run(sfz().args(["fuzz", "--json", "--resume"]).arg(&out));
+    assert_eq!(code, 0, "{stderr}");
+    let whole = dir.path().join("whole");
+    let (code, _, stderr) = run(sfz().args(FIXED).args(["--iterations", "1200"]).arg(&spec).arg("--out").arg(&whole));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(keys(&out), keys(&whole));
+}
+
+#[test]
+fn infer_shards_take_whole_spec_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let a = dir.path().join("a.sfz");
+    let b = dir.path().join("b.sfz");
+    std::fs::write(&a, "api torch.exp(input: Tensor) {\n    input.dtype in [float32];\n}\n\napi torch.log(input: Tensor) {\n    input.dtype in [float32];\n}\n").expect("write");
+    std::fs::write(&b, "api torch.relu(input: Tensor) {\n    input.dtype in [float32];\n}\n").expect("write");
+    let mut printed = Vec::new();
+    for k in 1..=2 {
+        let (code, stdout, stderr) = run(sfz().args(["infer", "--dry-run", "--no-enumerate", "--shard", &format!("{k}/2")]).arg(&a).arg(&b));
+        assert_eq!(code, 0, "{stderr}");
+        printed.push(stdout);
+    }
+    // The file with two APIs is one shard's, the other the other's.
+    assert!(printed[0].contains("torch.exp") && printed[0].contains("torch.log") && !printed[0].contains("torch.relu"), "{}", printed[0]);
+    assert!(printed[1].contains("torch.relu") && !printed[1].contains("torch.exp"), "{}", printed[1]);
+    let (code, _, stderr) = run(sfz().args(["infer", "--dry-run", "--no-enumerate", "--shard", "3/3"]).arg(&a).arg(&b));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("shard 3/3 has nothing to infer"), "{stderr}");
+}
