@@ -285,3 +285,29 @@ fn infer_shards_take_whole_spec_files() {
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("shard 3/3 has nothing to infer"), "{stderr}");
 }
+
+#[test]
+fn sigterm_to_the_whole_job_stops_the_campaign_without_a_finding_and_leaves_it_resumable() {
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = spec(dir.path());
+    let out = dir.path().join("out");
+    // A scheduler signals every process of the job: sfz and its workers alike.
+    let child = sfz().args(FIXED).args(["--iterations", "100000000"]).arg(&spec).arg("--out").arg(&out).process_group(0).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("sfz starts");
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while std::fs::read_to_string(out.join("progress.json")).is_err() {
+        assert!(Instant::now() < deadline, "no progress within three minutes");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let group = format!("-{}", child.id());
+    assert!(Command::new("kill").args(["-TERM", "--", &group]).status().expect("kill runs").success());
+    let output = child.wait_with_output().expect("sfz ends");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let s = json(&String::from_utf8_lossy(&output.stdout));
+    assert!(s["executions"].as_u64().unwrap_or(0) < 100_000_000);
+    let progress: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("progress.json")).expect("progress")).expect("JSON");
+    assert_eq!(progress["finished"], false);
+    assert_eq!(progress["next_case"], s["next_case"]);
+    assert!(keys(&out).iter().all(|(_, _, sig)| !sig.contains("SIGTERM")), "the stop signal is no finding: {:?}", keys(&out));
+}

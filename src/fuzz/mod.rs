@@ -157,8 +157,19 @@ pub fn run(
 
     let start = Instant::now();
     let next_index = AtomicU64::new(config.first_case);
-    // Every case below the lowest one in flight is judged and its findings are on disk.
-    let judged_below = || pending.lowest().unwrap_or_else(|| next_index.load(Ordering::Relaxed).min(config.iterations.unwrap_or(u64::MAX)));
+    // Every case below the lowest one in flight is judged and its findings are on disk. An
+    // index enters the in-flight set under this lock as it is taken, so none is ever between.
+    let dispatch = Mutex::new(());
+    let reserve = || {
+        let _guard = dispatch.lock().expect("dispatch lock");
+        let index = next_index.fetch_add(1, Ordering::Relaxed);
+        pending.put(index, Meta { conforms: true, violated: None });
+        index
+    };
+    let judged_below = || {
+        let _guard = dispatch.lock().expect("dispatch lock");
+        pending.lowest().unwrap_or_else(|| next_index.load(Ordering::Relaxed).min(config.iterations.unwrap_or(u64::MAX)))
+    };
     let progress_lock = Mutex::new(());
     let save_progress = |finished: bool| {
         let _guard = progress_lock.lock().expect("progress lock");
@@ -181,15 +192,20 @@ pub fn run(
             if quarantined.load(Ordering::Relaxed) >= live {
                 return None;
             }
-            let index = next_index.fetch_add(1, Ordering::Relaxed);
+            let index = reserve();
             if config.iterations.is_some_and(|n| index >= n) {
+                pending.take(index);
                 return None;
             }
-            let generated = generate(index)?;
+            let Some(generated) = generate(index) else {
+                pending.take(index);
+                return None;
+            };
             let c = &counters.apis[generated.api];
             if !c.quarantined.load(Ordering::Relaxed) {
                 break (index, generated);
             }
+            pending.take(index);
             c.quarantined_cases.fetch_add(1, Ordering::Relaxed);
         };
         if !generated.conforms && generated.violated.is_none() {
@@ -286,6 +302,13 @@ pub fn run(
         }
     };
     let sink = |index: u64, case: &Case, exec: Execution| {
+        // Once stopping, a worker dead of the stop signal itself (a scheduler signals every
+        // process of a job; Ctrl-C the whole process group) is no finding; the case stays
+        // unjudged, and a resumed campaign runs it again.
+        let stop_signal = matches!(exec, Execution::Crashed { signal, .. } if signal == libc::SIGTERM || signal == libc::SIGINT);
+        if stop_signal && INTERRUPTED.load(Ordering::Relaxed) {
+            return;
+        }
         judge(index, case, exec);
         pending.take(index);
         if index % 512 == 0 {
