@@ -311,3 +311,26 @@ fn sigterm_to_the_whole_job_stops_the_campaign_without_a_finding_and_leaves_it_r
     assert_eq!(progress["next_case"], s["next_case"]);
     assert!(keys(&out).iter().all(|(_, _, sig)| !sig.contains("SIGTERM")), "the stop signal is no finding: {:?}", keys(&out));
 }
+
+#[test]
+fn shards_balanced_by_an_earlier_campaigns_measured_costs_still_cover_every_api_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = spec(dir.path());
+    let earlier = dir.path().join("earlier");
+    let (code, _, stderr) = run(sfz().args(FIXED).args(["--iterations", "300"]).arg(&spec).arg("--out").arg(&earlier));
+    assert_eq!(code, 0, "{stderr}");
+    let line = std::fs::read_to_string(earlier.join("summaries.jsonl")).expect("the run's summary is kept");
+    let summary: serde_json::Value = serde_json::from_str(line.lines().next().expect("a line")).expect("JSON");
+    assert!(summary["apis"].as_array().expect("apis").iter().all(|a| a["micros"].as_u64().unwrap_or(0) > 0), "each API's time is measured: {summary}");
+    let mut apis = Vec::new();
+    for k in 1..=2 {
+        let (code, stdout, stderr) = run(sfz().args(FIXED).args(["--iterations", "100", "--shard", &format!("{k}/2"), "--costs"]).arg(&earlier).arg(&spec).arg("--out").arg(dir.path().join(format!("s{k}"))));
+        assert_eq!(code, 0, "{stderr}");
+        apis.extend(json(&stdout)["apis"].as_array().expect("apis").iter().map(|a| a["api"].as_str().unwrap_or("").to_string()));
+    }
+    apis.sort();
+    assert_eq!(apis, ["sfz_test.buggy", "sfz_test.raise_signal", "torch.exp"]);
+    let (code, _, stderr) = run(sfz().args(["fuzz", "--shard", "1/2", "--costs"]).arg(dir.path()).arg(&spec));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("cannot read the costs"), "{stderr}");
+}

@@ -97,6 +97,11 @@ pub struct Args {
     /// --time and --iterations apply to each shard.
     #[arg(long, value_name = "K/N")]
     pub shard: Option<String>,
+    /// With --shard: balance the shards by the time each API's cases took in this earlier
+    /// campaign's folder (its `summaries.jsonl`; a merged folder holds every shard's). Without
+    /// it, an API costs one call plus one per differential check.
+    #[arg(long, value_name = "DIR", requires = "shard")]
+    pub costs: Option<PathBuf>,
     /// Continue the campaign whose findings folder this is, where it stopped (the same
     /// arguments, the cases not yet judged, the time left); its findings are not reported again.
     #[arg(long, value_name = "DIR", conflicts_with = "paths")]
@@ -230,7 +235,11 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         manifest.write(&args.out).map_err(|e| anyhow::anyhow!("cannot write the campaign manifest in `{}`: {e}", args.out.display()))?;
     }
     if let Some(shard) = shard {
-        let mine = shard_apis(shard, &spec.apis, &plans);
+        let measured = match &args.costs {
+            Some(dir) => crate::campaign::costs::measured(dir).map_err(|e| anyhow::anyhow!("cannot read the costs in `{}`: {e} (give the --out folder of an earlier campaign)", dir.display()))?,
+            None => Default::default(),
+        };
+        let mine = shard_apis(shard, &spec.apis, &plans, &measured);
         plans.retain(|p| mine.contains(&p.api.name));
         skipped.retain(|s| mine.contains(&s.api));
         if plans.is_empty() && skipped.is_empty() {
@@ -368,13 +377,15 @@ fn resumed(dir: &Path) -> Result<(Args, Progress), Diagnostic> {
     Ok((args, progress))
 }
 
-/// The names of the APIs shard `shard` takes. An API's cost is estimated as one call plus one
-/// per differential check planned for it (a check runs the case again); APIs without a plan
-/// cost one.
-fn shard_apis(shard: Shard, apis: &[crate::spec::ApiSpec], plans: &[plan::ApiPlan]) -> std::collections::HashSet<String> {
+/// The names of the APIs shard `shard` takes. An API costs its measured time per case where
+/// `measured` has it (the median of the measured ones where not); with no measurement, it is
+/// estimated as one call plus one per differential check planned for it (a check runs the
+/// case again), one for an API without a plan.
+fn shard_apis(shard: Shard, apis: &[crate::spec::ApiSpec], plans: &[plan::ApiPlan], measured: &std::collections::HashMap<String, f64>) -> std::collections::HashSet<String> {
     let (_, checks) = plan::op_table(plans);
     let names: Vec<&str> = apis.iter().map(|a| a.name.as_str()).collect();
-    let costs: Vec<f64> = apis.iter().map(|a| plans.iter().position(|p| p.api.name == a.name).map_or(1.0, |i| 1.0 + checks.get(i).map_or(0, Vec::len) as f64)).collect();
+    let estimates: Vec<f64> = apis.iter().map(|a| plans.iter().position(|p| p.api.name == a.name).map_or(1.0, |i| 1.0 + checks.get(i).map_or(0, Vec::len) as f64)).collect();
+    let costs = crate::campaign::costs::blend(&names, measured, &estimates);
     shard.take(&names, &costs).into_iter().map(|i| names[i].to_string()).collect()
 }
 

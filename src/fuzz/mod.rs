@@ -282,6 +282,7 @@ pub fn run(
             None => {}
         }
         coverage[api_index].record(&plan.api, &case.args, verdict.status == Status::Ok);
+        counters.apis[api_index].micros.fetch_add(worker_micros(&exec), Ordering::Relaxed);
         for d in verdict.detections {
             let key = Key { api: plan.api.name.clone(), oracle: d.oracle.to_string(), signature: d.signature.clone() };
             if store.seen(&key) {
@@ -368,6 +369,19 @@ pub fn run(
         a.unbreakable = unbreakable[i].iter().filter_map(|(k, why)| api.requires.get(*k).map(|c| (c.text.clone(), why.clone()))).collect();
     }
     Ok(summary)
+}
+
+/// The worker time of an execution: the call and every check (a hang: its timeout).
+fn worker_micros(exec: &Execution) -> u64 {
+    let call = exec.outcome().map_or(0, |o| match o {
+        crate::outcome::Outcome::Returned { micros, .. } | crate::outcome::Outcome::Raised { micros, .. } => u64::from(*micros),
+    });
+    match exec {
+        Execution::TimedOut { millis } => millis * 1000,
+        Execution::Checked { checks, .. } => call + checks.iter().map(|c| u64::from(c.micros)).sum::<u64>(),
+        Execution::InCheck { failure, .. } => call + worker_micros(failure),
+        _ => call,
+    }
 }
 
 /// Writes a spec finding for a conforming case libtorch rejected, once per API and error.

@@ -14,6 +14,8 @@ use crate::variant::{CheckOutcome, CheckReport};
 #[derive(Default)]
 pub struct ApiCounters {
     pub executions: AtomicU64,
+    /// Worker time in the calls and checks of its cases (a hang counts its timeout).
+    pub micros: AtomicU64,
     pub invalid: AtomicU64,
     pub schema: AtomicU64,
     pub failed: AtomicU64,
@@ -189,6 +191,9 @@ impl Counters {
 pub struct ApiSummary {
     pub api: String,
     pub executions: u64,
+    /// Worker time its cases took, calls and checks, in microseconds: with `executions`, the
+    /// measured cost `--shard` balances by (`--costs`).
+    pub micros: u64,
     pub invalid_arguments: u64,
     /// Calls that did not match the operator's schema (the spec's parameter types are wrong).
     pub schema_mismatches: u64,
@@ -288,6 +293,7 @@ impl Counters {
                 ApiSummary {
                     api: name.clone(),
                     executions,
+                    micros: c.micros.load(Ordering::Relaxed),
                     invalid_arguments: invalid,
                     schema_mismatches: schema,
                     failures: c.failed.load(Ordering::Relaxed),
