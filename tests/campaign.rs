@@ -326,7 +326,11 @@ fn shards_balanced_by_an_earlier_campaigns_measured_costs_still_cover_every_api_
     for k in 1..=2 {
         let (code, stdout, stderr) = run(sfz().args(FIXED).args(["--iterations", "100", "--shard", &format!("{k}/2"), "--costs"]).arg(&earlier).arg(&spec).arg("--out").arg(dir.path().join(format!("s{k}"))));
         assert_eq!(code, 0, "{stderr}");
-        apis.extend(json(&stdout)["apis"].as_array().expect("apis").iter().map(|a| a["api"].as_str().unwrap_or("").to_string()));
+        let took: Vec<String> = json(&stdout)["apis"].as_array().expect("apis").iter().map(|a| a["api"].as_str().unwrap_or("").to_string()).collect();
+        // The manifest keeps what the shard took: a resumed shard takes it again, costs or not.
+        let manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join(format!("s{k}/campaign.json"))).expect("manifest")).expect("JSON");
+        assert_eq!(manifest["apis"], serde_json::json!(took));
+        apis.extend(took);
     }
     apis.sort();
     assert_eq!(apis, ["sfz_test.buggy", "sfz_test.raise_signal", "torch.exp"]);

@@ -28,6 +28,10 @@ pub struct Manifest {
     pub shard: Option<Shard>,
     /// FNV-1a over the checked spec files' names and texts, in order: equal digests, equal specs.
     pub specs: String,
+    /// The APIs a shard took, so that a resumed shard takes them again even if the costs it
+    /// was balanced by have changed since (case `i` depends on them).
+    #[serde(default)]
+    pub apis: Option<Vec<String>>,
 }
 
 /// How far a campaign got.

@@ -170,7 +170,7 @@ impl Observer for Bar {
 
 pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     let render = RenderConfig { color: color.stderr() };
-    let (args, progress) = match &args.resume {
+    let (args, progress, started) = match &args.resume {
         Some(dir) => match resumed(dir) {
             Ok(resumed) => resumed,
             Err(d) => {
@@ -178,7 +178,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::from(2));
             }
         },
-        None => (args, Progress::default()),
+        None => (args, Progress::default(), None),
     };
     let shard = match args.shard.as_deref().map(Shard::parse).transpose() {
         Ok(s) => s,
@@ -222,24 +222,41 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
             skipped.push(Skipped { api: api.name.clone(), reason: "no matching libtorch operator (see above)".into() });
         }
     }
-    // A resumed campaign keeps the manifest that started it.
-    if args.resume.is_none() {
-        let manifest = Manifest {
-            sfz_version: env!("CARGO_PKG_VERSION").to_string(),
-            argv: own_argv(),
-            cwd: std::env::current_dir().unwrap_or_default(),
-            seed: args.seed,
-            shard,
-            specs: spec_digest(checked.map.ids().map(|id| checked.map.get(id)).map(|f| (f.name.as_str(), f.text.as_str()))),
-        };
-        manifest.write(&args.out).map_err(|e| anyhow::anyhow!("cannot write the campaign manifest in `{}`: {e}", args.out.display()))?;
+    let digest = spec_digest(checked.map.ids().map(|id| checked.map.get(id)).map(|f| (f.name.as_str(), f.text.as_str())));
+    let mine = match (shard, started.as_ref().and_then(|m| m.apis.clone())) {
+        (None, _) => None,
+        // A resumed shard takes what it took, whatever the costs say now.
+        (Some(_), Some(apis)) => Some(apis.into_iter().collect::<std::collections::HashSet<String>>()),
+        (Some(shard), None) => {
+            let measured = match &args.costs {
+                Some(dir) => crate::campaign::costs::measured(dir).map_err(|e| anyhow::anyhow!("cannot read the costs in `{}`: {e} (give the --out folder of an earlier campaign)", dir.display()))?,
+                None => Default::default(),
+            };
+            Some(shard_apis(shard, &spec.apis, &plans, &measured))
+        }
+    };
+    match &started {
+        Some(m) if m.specs != digest => eprintln!("sfz: warning: the specs changed since this campaign started; a case index now makes another case"),
+        Some(_) => {}
+        // A resumed campaign keeps the manifest that started it.
+        None => {
+            let mut apis: Option<Vec<String>> = mine.as_ref().map(|m| m.iter().cloned().collect());
+            if let Some(a) = &mut apis {
+                a.sort();
+            }
+            let manifest = Manifest {
+                sfz_version: env!("CARGO_PKG_VERSION").to_string(),
+                argv: own_argv(),
+                cwd: std::env::current_dir().unwrap_or_default(),
+                seed: args.seed,
+                shard,
+                specs: digest.clone(),
+                apis,
+            };
+            manifest.write(&args.out).map_err(|e| anyhow::anyhow!("cannot write the campaign manifest in `{}`: {e}", args.out.display()))?;
+        }
     }
-    if let Some(shard) = shard {
-        let measured = match &args.costs {
-            Some(dir) => crate::campaign::costs::measured(dir).map_err(|e| anyhow::anyhow!("cannot read the costs in `{}`: {e} (give the --out folder of an earlier campaign)", dir.display()))?,
-            None => Default::default(),
-        };
-        let mine = shard_apis(shard, &spec.apis, &plans, &measured);
+    if let (Some(shard), Some(mine)) = (shard, mine) {
         plans.retain(|p| mine.contains(&p.api.name));
         skipped.retain(|s| mine.contains(&s.api));
         if plans.is_empty() && skipped.is_empty() {
@@ -354,9 +371,9 @@ fn own_argv() -> Vec<String> {
     argv
 }
 
-/// The arguments and progress of the campaign of folder `dir`, or E0105. Relative paths
+/// The arguments, progress and manifest of the campaign of folder `dir`, or E0105. Relative paths
 /// mean what they meant when it started, so this process moves to that folder.
-fn resumed(dir: &Path) -> Result<(Args, Progress), Diagnostic> {
+fn resumed(dir: &Path) -> Result<(Args, Progress, Option<Manifest>), Diagnostic> {
     let not_a_campaign = |why: String| {
         Diagnostic::new(codes::E0105, format!("`{}` is not a campaign sfz can resume", dir.display()))
             .with_note(why)
@@ -374,7 +391,7 @@ fn resumed(dir: &Path) -> Result<(Args, Progress), Diagnostic> {
     args.out = out;
     args.resume = None;
     let progress = Progress::load(&args.out);
-    Ok((args, progress))
+    Ok((args, progress, Some(manifest)))
 }
 
 /// The names of the APIs shard `shard` takes. An API costs its measured time per case where
