@@ -61,7 +61,7 @@ fn campaign(plans: &[ApiPlan], gen: GenConfig, seconds: u64) -> (Summary, f64) {
     let solve = t.elapsed().as_secs_f64();
     let out = tempfile::tempdir().expect("tempdir");
     let store = Store::open(out.path()).expect("store");
-    let config = FuzzConfig { seed: gen.seed, iterations: None, time: Some(Duration::from_secs(seconds)), pool: pool_config(plans), minimize: None, locations: Vec::new(), quarantine: Some(fuzz::QUARANTINE_AFTER), gen };
+    let config = FuzzConfig { seed: gen.seed, iterations: None, time: Some(Duration::from_secs(seconds)), pool: pool_config(plans), minimize: None, locations: Vec::new(), quarantine: Some(fuzz::QUARANTINE_AFTER), gen, first_case: 0, elapsed_before: 0.0 };
     let summary = fuzz::run(plans, pools, skipped, &store, &config, &Quiet).expect("campaign runs");
     (summary, solve)
 }

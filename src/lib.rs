@@ -1,6 +1,7 @@
 //! sfz: a spec-driven fuzzer for PyTorch APIs. See ARCHITECTURE.md for the stages and the types
 //! that flow between them.
 pub mod ast;
+pub mod campaign;
 pub mod check;
 pub mod case;
 pub mod cli;

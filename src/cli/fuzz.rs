@@ -1,6 +1,6 @@
 //! `sfz fuzz`: check specs, plan them against libtorch's operators, solve their pools, run the
 //! campaign with a progress bar, print the summary.
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -8,7 +8,11 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::Color;
-use crate::diag::{self, RenderConfig};
+use clap::Parser;
+
+use crate::campaign::manifest::spec_digest;
+use crate::campaign::{Manifest, Progress, Shard};
+use crate::diag::{self, codes, Diagnostic, RenderConfig};
 use crate::findings::{Finding, Store};
 use crate::fuzz::{self, FuzzConfig, Observer, Skipped, Summary};
 use crate::gen::{GenConfig, Mode, Mutation, Strategy};
@@ -20,7 +24,7 @@ use crate::{check, plan};
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Spec files, or directories to search for `*.sfz`.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "resume")]
     pub paths: Vec<PathBuf>,
     /// Seed of the run: the same seed and iterations execute the same cases.
     #[arg(long, default_value_t = 0)]
@@ -88,6 +92,20 @@ pub struct Args {
     /// dtype and rank mix not yet checked are always checked.
     #[arg(long, default_value = "1", value_parser = parse_share)]
     pub check_share: CheckShare,
+    /// Run shard K of N (`--shard 2/4`): this process takes its part of the APIs and a case
+    /// stream of its own; N processes with the same seed cover the campaign once.
+    /// --time and --iterations apply to each shard.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+    /// With --shard: balance the shards by the time each API's cases took in this earlier
+    /// campaign's folder (its `summaries.jsonl`; a merged folder holds every shard's). Without
+    /// it, an API costs one call plus one per differential check.
+    #[arg(long, value_name = "DIR", requires = "shard")]
+    pub costs: Option<PathBuf>,
+    /// Continue the campaign whose findings folder this is, where it stopped (the same
+    /// arguments, the cases not yet judged, the time left); its findings are not reported again.
+    #[arg(long, value_name = "DIR", conflicts_with = "paths")]
+    pub resume: Option<PathBuf>,
 }
 
 /// `--check-share`: a share of the campaign's time, or every case.
@@ -122,12 +140,12 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-struct Progress {
+struct Bar {
     bar: ProgressBar,
     quiet: bool,
 }
 
-impl Observer for Progress {
+impl Observer for Bar {
     fn progress(&self, executions: u64, findings: u64, elapsed: Duration) {
         let rate = executions as f64 / elapsed.as_secs_f64().max(1e-9);
         self.bar.set_position(executions);
@@ -151,11 +169,36 @@ impl Observer for Progress {
 }
 
 pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
+    let render = RenderConfig { color: color.stderr() };
+    let (args, progress, started) = match &args.resume {
+        Some(dir) => match resumed(dir) {
+            Ok(resumed) => resumed,
+            Err(d) => {
+                eprint!("{}", diag::render(&diag::SourceMap::default(), &d, render));
+                return Ok(ExitCode::from(2));
+            }
+        },
+        None => (args, Progress::default(), None),
+    };
+    let shard = match args.shard.as_deref().map(Shard::parse).transpose() {
+        Ok(s) => s,
+        Err(e) => {
+            let text = args.shard.as_deref().unwrap_or("");
+            let d = Diagnostic::new(codes::E0103, format!("`{text}` is not a shard"))
+                .with_note(e.to_string())
+                .with_help("write --shard K/N with 1 <= K <= N, e.g. --shard 1/4 for the first of four (Slurm: --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT with --array=1-N)");
+            eprint!("{}", diag::render(&diag::SourceMap::default(), &d, render));
+            return Ok(ExitCode::from(2));
+        }
+    };
+    if progress.finished {
+        eprintln!("sfz: the campaign in {} has already run to its end; nothing to resume", args.out.display());
+        return Ok(ExitCode::SUCCESS);
+    }
     super::missing_paths(&args.paths)?;
     // Fail on an unusable output folder before any work starts.
     let store = Store::open(&args.out)?;
     eprint!("{}", super::report::skipped_lines(&args.out.join("findings.jsonl"), &store.previous, &store.skipped, color));
-    let render = RenderConfig { color: color.stderr() };
 
     let checked = check::check_paths(&args.paths);
     if checked.has_errors() {
@@ -170,7 +213,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     if !args.api.is_empty() {
         spec.apis.retain(|a| args.api.iter().any(|f| a.name.contains(f.as_str())));
     }
-    let (plans, plan_diags) = plan::plan(&spec, &catalog);
+    let (mut plans, plan_diags) = plan::plan(&spec, &catalog);
     let mut skipped: Vec<Skipped> = Vec::new();
     if !plan_diags.is_empty() {
         eprint!("{}", diag::render_all(&checked.map, &plan_diags, render));
@@ -179,13 +222,57 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
             skipped.push(Skipped { api: api.name.clone(), reason: "no matching libtorch operator (see above)".into() });
         }
     }
+    let digest = spec_digest(checked.map.ids().map(|id| checked.map.get(id)).map(|f| (f.name.as_str(), f.text.as_str())));
+    let mine = match (shard, started.as_ref().and_then(|m| m.apis.clone())) {
+        (None, _) => None,
+        // A resumed shard takes what it took, whatever the costs say now.
+        (Some(_), Some(apis)) => Some(apis.into_iter().collect::<std::collections::HashSet<String>>()),
+        (Some(shard), None) => {
+            let measured = match &args.costs {
+                Some(dir) => crate::campaign::costs::measured(dir).map_err(|e| anyhow::anyhow!("cannot read the costs in `{}`: {e} (give the --out folder of an earlier campaign)", dir.display()))?,
+                None => Default::default(),
+            };
+            Some(shard_apis(shard, &spec.apis, &plans, &measured))
+        }
+    };
+    match &started {
+        Some(m) if m.specs != digest => eprintln!("sfz: warning: the specs changed since this campaign started; a case index now makes another case"),
+        Some(_) => {}
+        // A resumed campaign keeps the manifest that started it.
+        None => {
+            let mut apis: Option<Vec<String>> = mine.as_ref().map(|m| m.iter().cloned().collect());
+            if let Some(a) = &mut apis {
+                a.sort();
+            }
+            let manifest = Manifest {
+                sfz_version: env!("CARGO_PKG_VERSION").to_string(),
+                argv: own_argv(),
+                cwd: std::env::current_dir().unwrap_or_default(),
+                seed: args.seed,
+                shard,
+                specs: digest.clone(),
+                apis,
+            };
+            manifest.write(&args.out).map_err(|e| anyhow::anyhow!("cannot write the campaign manifest in `{}`: {e}", args.out.display()))?;
+        }
+    }
+    if let (Some(shard), Some(mine)) = (shard, mine) {
+        plans.retain(|p| mine.contains(&p.api.name));
+        skipped.retain(|s| mine.contains(&s.api));
+        if plans.is_empty() && skipped.is_empty() {
+            eprintln!("sfz: shard {shard} has no APIs: there are {} and {} shards", spec.apis.len(), shard.count);
+            let _ = Progress { finished: true, ..progress }.write(&args.out);
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+    let seed = shard.map_or(args.seed, |s| s.seed(args.seed));
 
     if args.generator == Strategy::Naive && args.mode != Mode::Conform {
         eprintln!("sfz: the naive generator only makes conforming inputs; use `--mode conform` with it");
         return Ok(ExitCode::from(2));
     }
     let gen_config = GenConfig {
-        seed: args.seed,
+        seed,
         pool_size: args.pool_size as usize,
         limits: Limits { timeout_ms: args.solver_timeout, rlimit: args.solver_rlimit, ..Limits::default() },
         mode: args.mode,
@@ -200,10 +287,24 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     skipped.extend(pool_skips);
 
     let workers = args.workers.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
+    let time = match args.time {
+        Some(t) => match t.checked_sub(Duration::from_secs_f64(progress.elapsed_s)) {
+            Some(left) if !left.is_zero() => Some(left),
+            _ => {
+                eprintln!("sfz: the campaign in {} has used its --time; nothing to resume", args.out.display());
+                let _ = Progress { finished: true, ..progress }.write(&args.out);
+                return Ok(ExitCode::SUCCESS);
+            }
+        },
+        None => None,
+    };
+    if progress.next_case > 0 {
+        eprintln!("sfz: resuming at case {} after {:.1} s", progress.next_case, progress.elapsed_s);
+    }
     let config = FuzzConfig {
-        seed: args.seed,
+        seed,
         iterations: args.iterations,
-        time: args.time,
+        time,
         pool: PoolConfig {
             worker_exe,
             workers,
@@ -218,6 +319,8 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         minimize: (args.minimize > 0).then_some(args.minimize),
         locations: plans.iter().map(|p| location(&checked.map, p.api.span)).collect(),
         quarantine: (args.quarantine > 0).then_some(args.quarantine),
+        first_case: progress.next_case,
+        elapsed_before: progress.elapsed_s,
     };
     install_interrupt_handler();
     let bar = if args.json { ProgressBar::hidden() } else { ProgressBar::new_spinner() };
@@ -225,10 +328,11 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         ProgressStyle::with_template("{spinner} {elapsed_precise} {pos:>10} execs {msg}").unwrap_or_else(|_| ProgressStyle::default_spinner()),
     );
     bar.enable_steady_tick(Duration::from_millis(200));
-    let observer = Progress { bar: bar.clone(), quiet: args.json };
+    let observer = Bar { bar: bar.clone(), quiet: args.json };
     let summary = match fuzz::run(&plans, pools, skipped, &store, &config, &observer) {
         Ok(mut s) => {
             s.solve_seconds = solve_seconds;
+            s.shard = shard.map(|s| s.to_string());
             s
         }
         Err(fuzz::FuzzError::NothingToFuzz) => {
@@ -239,12 +343,75 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         Err(e) => return Err(e.into()),
     };
     bar.finish_and_clear();
+    // One line per run or resumption, which merging sums; a folder that takes no more writes
+    // does without.
+    let _ = append_summary(&args.out, &summary);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
         eprint!("{}", table(&summary));
     }
+    if summary.unwritten > 0 {
+        let d = Diagnostic::new(codes::E0104, format!("{} finding{} could not be written to `{}`", summary.unwritten, if summary.unwritten == 1 { "" } else { "s" }, args.out.display()))
+            .with_note(format!("the first: {}", summary.write_error.as_deref().unwrap_or("unknown error")))
+            .with_note(format!("the campaign stopped; the findings already in the folder are intact, and every case below {} was judged", summary.next_case))
+            .with_help(format!("free space in (or give write access to) the folder, then continue with `sfz fuzz --resume {}`", args.out.display()));
+        eprint!("{}", diag::render(&diag::SourceMap::default(), &d, render));
+        return Ok(ExitCode::from(2));
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The arguments after `fuzz` this process was given, as the manifest keeps them.
+fn own_argv() -> Vec<String> {
+    let mut argv: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(i) = argv.iter().position(|a| a == "fuzz") {
+        argv.remove(i);
+    }
+    argv
+}
+
+/// The arguments, progress and manifest of the campaign of folder `dir`, or E0105. Relative paths
+/// mean what they meant when it started, so this process moves to that folder.
+fn resumed(dir: &Path) -> Result<(Args, Progress, Option<Manifest>), Diagnostic> {
+    let not_a_campaign = |why: String| {
+        Diagnostic::new(codes::E0105, format!("`{}` is not a campaign sfz can resume", dir.display()))
+            .with_note(why)
+            .with_help("give the --out folder of a `sfz fuzz` run (it holds campaign.json), or start a campaign with `sfz fuzz SPECS --out DIR`")
+    };
+    let manifest = Manifest::load(dir).map_err(|e| not_a_campaign(e.to_string()))?;
+    let out = std::fs::canonicalize(dir).map_err(|e| not_a_campaign(e.to_string()))?;
+    std::env::set_current_dir(&manifest.cwd).map_err(|e| not_a_campaign(format!("cannot enter `{}`, where it started: {e}", manifest.cwd.display())))?;
+    let argv = ["sfz", "fuzz"].into_iter().map(String::from).chain(manifest.argv.iter().cloned());
+    let mut args = match super::Cli::try_parse_from(argv) {
+        Ok(super::Cli { command: super::Command::Fuzz(args), .. }) => args,
+        Ok(_) => return Err(not_a_campaign("its manifest holds no `sfz fuzz` command".into())),
+        Err(e) => return Err(not_a_campaign(format!("its command line no longer parses: {}", e.kind()))),
+    };
+    args.out = out;
+    args.resume = None;
+    let progress = Progress::load(&args.out);
+    Ok((args, progress, Some(manifest)))
+}
+
+/// The names of the APIs shard `shard` takes. An API costs its measured time per case where
+/// `measured` has it (the median of the measured ones where not); with no measurement, it is
+/// estimated as one call plus one per differential check planned for it (a check runs the
+/// case again), one for an API without a plan.
+fn shard_apis(shard: Shard, apis: &[crate::spec::ApiSpec], plans: &[plan::ApiPlan], measured: &std::collections::HashMap<String, f64>) -> std::collections::HashSet<String> {
+    let (_, checks) = plan::op_table(plans);
+    let names: Vec<&str> = apis.iter().map(|a| a.name.as_str()).collect();
+    let estimates: Vec<f64> = apis.iter().map(|a| plans.iter().position(|p| p.api.name == a.name).map_or(1.0, |i| 1.0 + checks.get(i).map_or(0, Vec::len) as f64)).collect();
+    let costs = crate::campaign::costs::blend(&names, measured, &estimates);
+    shard.take(&names, &costs).into_iter().map(|i| names[i].to_string()).collect()
+}
+
+/// Appends the summary as one line of `summaries.jsonl`.
+fn append_summary(dir: &Path, summary: &Summary) -> std::io::Result<()> {
+    use std::io::Write;
+    let line = serde_json::to_string(summary).map_err(std::io::Error::other)?;
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(dir.join(crate::findings::merge::SUMMARIES))?;
+    f.write_all(format!("{line}\n").as_bytes())
 }
 
 /// The file and 1-based line of a span, as a finding records where its API is specified.
@@ -257,7 +424,8 @@ pub fn location(map: &crate::diag::SourceMap, span: crate::diag::Span) -> Option
     Some(crate::findings::SpecLocation { file: file.name.clone(), line: line + 1 })
 }
 
-/// Ctrl-C stops the campaign; the summary is still printed and nothing found is lost.
+/// Ctrl-C, and a scheduler's SIGTERM before its SIGKILL, stop the campaign; the summary is
+/// still printed, nothing found is lost, and `--resume` goes on from there.
 fn install_interrupt_handler() {
     extern "C" fn on_interrupt(_: libc::c_int) {
         fuzz::INTERRUPTED.store(true, Ordering::Relaxed);
@@ -265,6 +433,7 @@ fn install_interrupt_handler() {
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
     unsafe {
         libc::signal(libc::SIGINT, on_interrupt as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_interrupt as *const () as libc::sighandler_t);
     }
 }
 

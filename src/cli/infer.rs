@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use super::Color;
 use crate::case::{Arg, Case};
-use crate::diag::{self, RenderConfig, SourceMap};
+use crate::campaign::Shard;
+use crate::diag::{self, codes, Diagnostic, RenderConfig, SourceMap};
 use crate::ops::catalog::Catalog;
 use crate::oracle::{self, Status};
 use crate::rules::infer::{self, ApiResult, InferConfig, Runner};
@@ -69,6 +70,10 @@ pub struct Args {
     /// With --oracles: conforming cases per API.
     #[arg(long, default_value_t = 300)]
     pub oracle_cases: u64,
+    /// Take shard K of N of the spec files (`--shard 2/4`), balanced by their APIs: a file is
+    /// rewritten by one shard only, so N processes never write the same file.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
 }
 
 /// Cases through a worker pool, one API at a time.
@@ -199,9 +204,27 @@ pub(super) fn files(targets: &[String], out: Option<&PathBuf>, catalog: &Catalog
 
 pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     let render = RenderConfig { color: color.stderr() };
+    let shard = match args.shard.as_deref().map(Shard::parse).transpose() {
+        Ok(s) => s,
+        Err(e) => {
+            let d = Diagnostic::new(codes::E0103, format!("`{}` is not a shard", args.shard.as_deref().unwrap_or("")))
+                .with_note(e.to_string())
+                .with_help("write --shard K/N with 1 <= K <= N, e.g. --shard 1/4 for the first of four (Slurm: --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT with --array=1-N)");
+            eprint!("{}", diag::render(&SourceMap::default(), &d, render));
+            return Ok(ExitCode::from(2));
+        }
+    };
     let worker = args.worker.clone().unwrap_or_else(supervisor::default_worker_exe);
     let catalog = super::check::catalog(&worker).map_err(|e| anyhow::anyhow!("cannot read libtorch's operator schemas: {e}"))?;
-    let files = files(&args.targets, args.out.as_ref(), &catalog, render)?;
+    let targets = match shard {
+        Some(shard) => shard_targets(shard, &args.targets),
+        None => args.targets.clone(),
+    };
+    if targets.is_empty() {
+        eprintln!("sfz infer: shard {} has nothing to infer (more shards than spec files and operators)", args.shard.as_deref().unwrap_or(""));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let files = files(&targets, args.out.as_ref(), &catalog, render)?;
     let config = InferConfig { seed: args.seed, budget: args.budget, ..InferConfig::default() };
     let mut results: Vec<ApiResult> = Vec::new();
     let mut failed = false;
@@ -284,6 +307,23 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&results)?);
     }
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// The targets shard `shard` takes: whole spec files (folders expanded), each costing its
+/// number of APIs, and operator names, costing one each. A file is rewritten by one shard only;
+/// the operators of each shard go to its own --out.
+fn shard_targets(shard: Shard, targets: &[String]) -> Vec<String> {
+    let (paths, names): (Vec<&String>, Vec<&String>) = targets.iter().partition(|t| Path::new(t.as_str()).exists());
+    let files = crate::check::expand_paths(&paths.iter().map(PathBuf::from).collect::<Vec<_>>());
+    let mut items: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    let mut costs: Vec<f64> = files
+        .iter()
+        .map(|f| std::fs::read_to_string(f).map_or(1.0, |t| crate::check::check_text(f, &t).spec.apis.len().max(1) as f64))
+        .collect();
+    items.extend(names.iter().map(|n| n.to_string()));
+    costs.extend(names.iter().map(|_| 1.0));
+    let refs: Vec<&str> = items.iter().map(String::as_str).collect();
+    shard.take(&refs, &costs).into_iter().map(|i| items[i].clone()).collect()
 }
 
 /// `--oracles` on one file's text (with this run's rules written): the new text.

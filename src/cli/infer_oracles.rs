@@ -57,6 +57,8 @@ pub fn validate(spec: &Spec, text: &str, catalog: &Catalog, v: &Validation) -> a
         minimize: None,
         locations: Vec::new(),
         quarantine: Some(fuzz::QUARANTINE_AFTER),
+        first_case: 0,
+        elapsed_before: 0.0,
     };
     let summary = match fuzz::run(&plans, pools, Vec::new(), &store, &config, &Quiet) {
         Ok(s) => s,

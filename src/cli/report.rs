@@ -1,5 +1,6 @@
 //! `sfz report DIR`: the unique findings of a folder as a table, `report.md` and `report.sarif`
-//! written beside them; `--verify` runs every reproducer under pip torch first.
+//! written beside them; `--verify` runs every reproducer under pip torch first. With several
+//! folders (the shards of a campaign) and `--out`, they are merged into that folder first.
 use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -8,12 +9,18 @@ use std::time::Duration;
 
 use super::Color;
 use crate::diag::{self, codes, Diagnostic, RenderConfig, SourceMap, Span};
+use crate::findings::merge::{self, Disagreement};
 use crate::findings::{self, report, verify, SkippedLine};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The findings folder (`sfz fuzz --out`).
-    pub dir: PathBuf,
+    /// The findings folder (`sfz fuzz --out`), or several to merge into --out.
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Merge the folders into this one (one finding per key, reproducers and pinned cases
+    /// copied, spec findings and run statistics kept) and report on it.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
     /// Run each reproducer under Python and mark the ones that show their bug.
     #[arg(long)]
     pub verify: bool,
@@ -29,7 +36,32 @@ pub struct Args {
 }
 
 pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
-    let loaded = findings::load(&args.dir)?;
+    let dir = match (&args.out, args.dirs.as_slice()) {
+        (None, [one]) => one.clone(),
+        (None, _) => {
+            eprintln!("sfz report: several folders are merged into one; say which with --out DIR");
+            return Ok(ExitCode::from(2));
+        }
+        (Some(out), dirs) => {
+            let started = std::time::Instant::now();
+            let merged = merge::merge(dirs, out)?;
+            eprint!("{}", disagreement_warnings(&merged.disagreements, color));
+            eprintln!(
+                "merged {} folder{} into {} in {:.2} s: {} findings ({} duplicates dropped), {} spec findings, {} runs with {} executions",
+                dirs.len(),
+                if dirs.len() == 1 { "" } else { "s" },
+                out.display(),
+                started.elapsed().as_secs_f64(),
+                merged.findings,
+                merged.duplicates,
+                merged.spec_findings,
+                merged.runs,
+                merged.executions
+            );
+            out.clone()
+        }
+    };
+    let loaded = findings::load(&dir)?;
     eprint!("{}", skipped_lines(&loaded.path, &loaded.text, &loaded.skipped, color));
     let unique = report::unique(&loaded);
     let mut verified = HashMap::new();
@@ -40,15 +72,15 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
             if progress {
                 eprint!("\rverifying {}/{}: {}\x1b[K", k + 1, unique.len(), f.id);
             }
-            verified.insert(f.id.clone(), verify::verify(f, &args.dir, &python, args.timeout));
+            verified.insert(f.id.clone(), verify::verify(f, &dir, &python, args.timeout));
         }
         if progress {
             eprint!("\r\x1b[K");
         }
     }
-    let md = args.dir.join("report.md");
-    let sarif = args.dir.join("report.sarif");
-    std::fs::write(&md, report::markdown(&args.dir, &loaded, &verified))?;
+    let md = dir.join("report.md");
+    let sarif = dir.join("report.sarif");
+    std::fs::write(&md, report::markdown(&dir, &loaded, &verified))?;
     std::fs::write(&sarif, serde_json::to_string_pretty(&report::sarif(&loaded, &verified))?)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report::to_json(&loaded, &verified))?);
@@ -75,6 +107,23 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     }
     println!("wrote {} and {}", md.display(), sarif.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// W0103 warnings for folders merged although they disagree on version or specs.
+fn disagreement_warnings(disagreements: &[Disagreement], color: Color) -> String {
+    let diags: Vec<Diagnostic> = disagreements
+        .iter()
+        .map(|d| {
+            let (title, each) = match d {
+                Disagreement::Versions(v) => ("the merged folders were written by different sfz versions", v),
+                Disagreement::Specs(s) => ("the merged folders come from campaigns over different specs (their campaign.json digests differ)", s),
+            };
+            each.iter()
+                .fold(Diagnostic::new(codes::W0103, title), |d, (dir, what)| d.with_note(format!("{}: {what}", dir.display())))
+                .with_help("merge folders of one campaign (the shards of one `sfz fuzz --shard`), or read the counts with this in mind; equal keys were merged")
+        })
+        .collect();
+    diag::render_all(&SourceMap::default(), &diags, RenderConfig { color: color.stderr() })
 }
 
 /// W0102 warnings for unreadable lines of a findings.jsonl, pointing at each line.

@@ -81,8 +81,12 @@ registry! {
     W0006 Warning "solver timeout";
     E0101 Error "unknown finding";
     E0102 Error "finding of an API sfz no longer knows";
+    E0103 Error "invalid shard";
+    E0104 Error "findings could not be written";
+    E0105 Error "not a campaign folder";
     W0101 Warning "oracle does not apply";
     W0102 Warning "unreadable finding skipped";
+    W0103 Warning "merged folders from different versions or specs";
     W0007 Warning "language model unavailable";
 }
 

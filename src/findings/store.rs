@@ -266,8 +266,13 @@ impl Store {
         }
         write_atomic(&self.dir.join(&finding.repro), reproducer)?;
         let line = serde_json::to_string(&finding).map_err(std::io::Error::other)?;
-        inner.file.write_all(format!("{line}\n").as_bytes())?;
-        inner.file.flush()?;
+        // A full disk can take half a line: cut it off again, or the next line would be glued
+        // to it and both lost.
+        let before = inner.file.metadata()?.len();
+        if let Err(e) = inner.file.write_all(format!("{line}\n").as_bytes()).and_then(|()| inner.file.flush()) {
+            let _ = inner.file.set_len(before);
+            return Err(e);
+        }
         inner.lines.push(line);
         inner.seen.insert(finding.key(), 1);
         inner.new.push(finding);
@@ -294,10 +299,10 @@ impl Store {
         let path = self.dir.join("findings.jsonl");
         let text: String = inner.lines.iter().map(|l| format!("{l}\n")).collect();
         let tmp = path.with_extension("jsonl.tmp");
-        {
-            let mut f = File::create(&tmp)?;
-            f.write_all(text.as_bytes())?;
-            f.sync_all()?;
+        let written = File::create(&tmp).and_then(|mut f| f.write_all(text.as_bytes()).and_then(|()| f.sync_all()));
+        if let Err(e) = written {
+            let _ = fs::remove_file(&tmp);
+            return Err(e);
         }
         fs::rename(&tmp, &path)?;
         inner.file = OpenOptions::new().append(true).open(&path)?;
@@ -318,11 +323,16 @@ impl Store {
     }
 }
 
+/// Writes beside `path` and renames into place; a failed write leaves `path` as it was and no
+/// half-written temporary behind.
 fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
-    fs::write(&tmp, text)?;
-    fs::rename(&tmp, path)
+    let result = fs::write(&tmp, text).and_then(|()| fs::rename(&tmp, path));
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
 }
 
 /// A short stable id: oracle, op name, and a hash of the key.

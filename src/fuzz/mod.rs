@@ -49,6 +49,10 @@ pub struct FuzzConfig {
     /// a hang) per case, and may corrupt memory that later cases of other APIs die of.
     /// None: never.
     pub quarantine: Option<u64>,
+    /// The first case index (a resumed campaign goes on where it stopped).
+    pub first_case: u64,
+    /// Seconds earlier runs of this campaign took (`--resume`), added to the progress file's.
+    pub elapsed_before: f64,
 }
 
 /// The default quarantine threshold.
@@ -104,6 +108,15 @@ impl Pending {
     fn take(&self, index: u64) -> Option<Meta> {
         self.shard(index).lock().expect("pending lock").remove(&index)
     }
+
+    fn peek(&self, index: u64) -> Option<Meta> {
+        self.shard(index).lock().expect("pending lock").get(&index).copied()
+    }
+
+    /// The lowest index still in flight.
+    fn lowest(&self) -> Option<u64> {
+        self.shards.iter().filter_map(|s| s.lock().expect("pending lock").keys().min().copied()).min()
+    }
 }
 
 /// Runs the campaign. `plans` and `pools` are parallel.
@@ -143,29 +156,56 @@ pub fn run(
     let torch_version = pool.torch_version().to_string();
 
     let start = Instant::now();
-    let next_index = AtomicU64::new(0);
+    let next_index = AtomicU64::new(config.first_case);
+    // Every case below the lowest one in flight is judged and its findings are on disk. An
+    // index enters the in-flight set under this lock as it is taken, so none is ever between.
+    let dispatch = Mutex::new(());
+    let reserve = || {
+        let _guard = dispatch.lock().expect("dispatch lock");
+        let index = next_index.fetch_add(1, Ordering::Relaxed);
+        pending.put(index, Meta { conforms: true, violated: None });
+        index
+    };
+    let judged_below = || {
+        let _guard = dispatch.lock().expect("dispatch lock");
+        pending.lowest().unwrap_or_else(|| next_index.load(Ordering::Relaxed).min(config.iterations.unwrap_or(u64::MAX)))
+    };
+    let progress_lock = Mutex::new(());
+    let save_progress = |finished: bool| {
+        let _guard = progress_lock.lock().expect("progress lock");
+        let p = crate::campaign::Progress { next_case: judged_below(), elapsed_s: config.elapsed_before + start.elapsed().as_secs_f64(), finished };
+        // Best effort: without it a resumed campaign repeats more cases, and loses nothing.
+        let _ = p.write(store.dir());
+    };
     let live = skipped_apis.iter().filter(|s| !**s).count() as u64;
     let quarantined = AtomicU64::new(0);
     let generate = |index: u64| -> Option<Generated> {
         generator.case(index).filter(|g| !skipped_apis[g.api])
     };
     let next = || -> Option<(u64, Case)> {
-        if INTERRUPTED.load(Ordering::Relaxed) || config.time.is_some_and(|t| start.elapsed() >= t) {
+        // A finding that could not be written stops the campaign: the next ones would be lost too.
+        let unwritable = counters.unwritten.load(Ordering::Relaxed) > 0;
+        if INTERRUPTED.load(Ordering::Relaxed) || unwritable || config.time.is_some_and(|t| start.elapsed() >= t) {
             return None;
         }
         let (index, generated) = loop {
             if quarantined.load(Ordering::Relaxed) >= live {
                 return None;
             }
-            let index = next_index.fetch_add(1, Ordering::Relaxed);
+            let index = reserve();
             if config.iterations.is_some_and(|n| index >= n) {
+                pending.take(index);
                 return None;
             }
-            let generated = generate(index)?;
+            let Some(generated) = generate(index) else {
+                pending.take(index);
+                return None;
+            };
             let c = &counters.apis[generated.api];
             if !c.quarantined.load(Ordering::Relaxed) {
                 break (index, generated);
             }
+            pending.take(index);
             c.quarantined_cases.fetch_add(1, Ordering::Relaxed);
         };
         if !generated.conforms && generated.violated.is_none() {
@@ -187,12 +227,13 @@ pub fn run(
         torch_version,
         start,
     };
-    let sink = |index: u64, case: &Case, exec: Execution| {
+    let judge = |index: u64, case: &Case, exec: Execution| {
         let api_index = case.op as usize;
         let Some(plan) = plans.get(api_index) else { return };
         // A case whose entry is gone (it was re-sent after a worker died) is generated again:
-        // case `index` is a function of the seed and the index.
-        let meta = pending.take(index).unwrap_or_else(|| triage.meta_of(index));
+        // case `index` is a function of the seed and the index. The entry leaves only once
+        // the case's findings are on disk, so the progress file never passes a case in work.
+        let meta = pending.peek(index).unwrap_or_else(|| triage.meta_of(index));
         let violation = meta.violated.and_then(|v| generator.violations(api_index).get(v));
         let verdict = oracle::judge(&plan.api, &checks[api_index], case, &exec);
         counters.count(api_index, verdict.status, true);
@@ -234,13 +275,14 @@ pub fn run(
                     c.conform_rejected.fetch_add(1, Ordering::Relaxed);
                     if let Some(e) = &verdict.error {
                         counters.rejection(&plan.api.name, e);
-                        record_spec_finding(&spec_store, plan, case, index, config.seed, e);
+                        record_spec_finding(&spec_store, &counters, plan, case, index, config.seed, e);
                     }
                 }
             }
             None => {}
         }
         coverage[api_index].record(&plan.api, &case.args, verdict.status == Status::Ok);
+        counters.apis[api_index].micros.fetch_add(worker_micros(&exec), Ordering::Relaxed);
         for d in verdict.detections {
             let key = Key { api: plan.api.name.clone(), oracle: d.oracle.to_string(), signature: d.signature.clone() };
             if store.seen(&key) {
@@ -258,6 +300,20 @@ pub fn run(
         }
         if index % 512 == 0 {
             observer.progress(counters.executions(), counters.findings.load(Ordering::Relaxed), start.elapsed());
+        }
+    };
+    let sink = |index: u64, case: &Case, exec: Execution| {
+        // Once stopping, a worker dead of the stop signal itself (a scheduler signals every
+        // process of a job; Ctrl-C the whole process group) is no finding; the case stays
+        // unjudged, and a resumed campaign runs it again.
+        let stop_signal = matches!(exec, Execution::Crashed { signal, .. } if signal == libc::SIGTERM || signal == libc::SIGINT);
+        if stop_signal && INTERRUPTED.load(Ordering::Relaxed) {
+            return;
+        }
+        judge(index, case, exec);
+        pending.take(index);
+        if index % 512 == 0 {
+            save_progress(false);
         }
     };
     let mut seconds = 0.0;
@@ -295,6 +351,9 @@ pub fn run(
         let _ = minimizer.join();
     });
     observer.progress(counters.executions(), counters.findings.load(Ordering::Relaxed), start.elapsed());
+    // Ended by its own limits, not by a signal or a folder that took no more findings.
+    let stopped = INTERRUPTED.load(Ordering::Relaxed) || counters.unwritten.load(Ordering::Relaxed) > 0;
+    save_progress(!stopped);
     let mut summary = counters.summary(&names, seconds, config.pool.workers, config.seed, skipped, store.dir().display().to_string());
     summary.mode = gen_config.mode.name();
     summary.generator = match gen_config.strategy {
@@ -303,6 +362,7 @@ pub fn run(
     };
     summary.mutation = gen_config.mutation.clone();
     summary.spec_findings = spec_store.count();
+    summary.next_case = judged_below();
     for (i, a) in summary.apis.iter_mut().enumerate() {
         let api = &plans[i].api;
         a.coverage = Some(coverage[i].report(api, &possible_dtypes[i]));
@@ -311,8 +371,21 @@ pub fn run(
     Ok(summary)
 }
 
+/// The worker time of an execution: the call and every check (a hang: its timeout).
+fn worker_micros(exec: &Execution) -> u64 {
+    let call = exec.outcome().map_or(0, |o| match o {
+        crate::outcome::Outcome::Returned { micros, .. } | crate::outcome::Outcome::Raised { micros, .. } => u64::from(*micros),
+    });
+    match exec {
+        Execution::TimedOut { millis } => millis * 1000,
+        Execution::Checked { checks, .. } => call + checks.iter().map(|c| u64::from(c.micros)).sum::<u64>(),
+        Execution::InCheck { failure, .. } => call + worker_micros(failure),
+        _ => call,
+    }
+}
+
 /// Writes a spec finding for a conforming case libtorch rejected, once per API and error.
-fn record_spec_finding(spec_store: &SpecStore, plan: &ApiPlan, case: &Case, index: u64, seed: u64, error: &str) {
+fn record_spec_finding(spec_store: &SpecStore, counters: &stats::Counters, plan: &ApiPlan, case: &Case, index: u64, seed: u64, error: &str) {
     let first = error.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
     let signature = crate::oracle::errors::normalize(first);
     if spec_store.seen(&plan.api.name, &signature) {
@@ -336,7 +409,7 @@ fn record_spec_finding(spec_store: &SpecStore, plan: &ApiPlan, case: &Case, inde
     let header = format!("sfz spec finding {id} on {}: the spec allows this input, libtorch rejects it (constraint missing?)\n{first}", plan.api.name);
     let script = findings::repro::call_script(&plan.api, &plan.binding, case, &header);
     if let Err(e) = spec_store.record(&finding, &script) {
-        eprintln!("sfz: could not write spec finding {id}: {e}");
+        counters.unwritten(format!("spec finding {id}: {e}"));
     }
 }
 

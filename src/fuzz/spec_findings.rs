@@ -46,12 +46,19 @@ pub struct SpecStore {
 }
 
 impl SpecStore {
-    /// Files are created at the first finding; a folder without spec findings gets none.
+    /// Files are created at the first finding; a folder without spec findings gets none. Those
+    /// the folder holds already (an earlier run, a resumed one) are not recorded again.
     pub fn new(dir: &Path) -> SpecStore {
-        SpecStore { dir: dir.to_path_buf(), inner: Mutex::new(Inner { file: None, seen: HashSet::new(), count: 0 }) }
+        let seen = fs::read_to_string(dir.join("spec-findings.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|v| Some((v.get("api")?.as_str()?.to_string(), v.get("signature")?.as_str()?.to_string())))
+            .collect();
+        SpecStore { dir: dir.to_path_buf(), inner: Mutex::new(Inner { file: None, seen, count: 0 }) }
     }
 
-    /// Whether this (API, signature) is already recorded in this run.
+    /// Whether this (API, signature) is already recorded in the folder.
     pub fn seen(&self, api: &str, signature: &str) -> bool {
         self.inner.lock().expect("spec store lock").seen.contains(&(api.to_string(), signature.to_string()))
     }
@@ -59,7 +66,7 @@ impl SpecStore {
     /// Records a new spec finding: the reproducer first, then the line. False when known.
     pub fn record(&self, finding: &SpecFinding, reproducer: &str) -> std::io::Result<bool> {
         let mut inner = self.inner.lock().expect("spec store lock");
-        if !inner.seen.insert((finding.api.clone(), finding.signature.clone())) {
+        if inner.seen.contains(&(finding.api.clone(), finding.signature.clone())) {
             return Ok(false);
         }
         fs::create_dir_all(self.dir.join("spec"))?;
@@ -71,8 +78,13 @@ impl SpecStore {
         let mut line = serde_json::to_string(finding).map_err(std::io::Error::other)?;
         line.push('\n');
         let file = inner.file.as_mut().expect("opened above");
-        file.write_all(line.as_bytes())?;
-        file.flush()?;
+        // Cut off half a line a full disk left, as the findings store does.
+        let before = file.metadata()?.len();
+        if let Err(e) = file.write_all(line.as_bytes()).and_then(|()| file.flush()) {
+            let _ = file.set_len(before);
+            return Err(e);
+        }
+        inner.seen.insert((finding.api.clone(), finding.signature.clone()));
         inner.count += 1;
         Ok(true)
     }

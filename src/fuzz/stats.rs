@@ -14,6 +14,8 @@ use crate::variant::{CheckOutcome, CheckReport};
 #[derive(Default)]
 pub struct ApiCounters {
     pub executions: AtomicU64,
+    /// Worker time in the calls and checks of its cases (a hang counts its timeout).
+    pub micros: AtomicU64,
     pub invalid: AtomicU64,
     pub schema: AtomicU64,
     pub failed: AtomicU64,
@@ -42,6 +44,10 @@ pub struct Counters {
     pub apis: Vec<ApiCounters>,
     pub findings: AtomicU64,
     pub duplicates: AtomicU64,
+    /// Findings (and spec findings) that could not be written to the folder, and the first
+    /// error: the campaign stops at the first.
+    pub unwritten: AtomicU64,
+    pub write_error: Mutex<Option<String>>,
     /// Findings per oracle (new ones only).
     pub by_oracle: Mutex<BTreeMap<String, u64>>,
     /// Worker restarts after a crash or a hang.
@@ -80,11 +86,19 @@ pub struct CheckSummary {
 }
 
 impl Counters {
+    /// A finding that could not be written: counted, the first error kept.
+    pub fn unwritten(&self, what: String) {
+        self.unwritten.fetch_add(1, Ordering::Relaxed);
+        self.write_error.lock().expect("counters lock").get_or_insert(what);
+    }
+
     pub fn new(apis: usize) -> Self {
         Counters {
             apis: (0..apis).map(|_| ApiCounters::default()).collect(),
             findings: AtomicU64::new(0),
             duplicates: AtomicU64::new(0),
+            unwritten: AtomicU64::new(0),
+            write_error: Mutex::new(None),
             by_oracle: Mutex::new(BTreeMap::new()),
             restarts: AtomicU64::new(0),
             rejections: Mutex::new(BTreeMap::new()),
@@ -177,6 +191,9 @@ impl Counters {
 pub struct ApiSummary {
     pub api: String,
     pub executions: u64,
+    /// Worker time its cases took, calls and checks, in microseconds: with `executions`, the
+    /// measured cost `--shard` balances by (`--costs`).
+    pub micros: u64,
     pub invalid_arguments: u64,
     /// Calls that did not match the operator's schema (the spec's parameter types are wrong).
     pub schema_mismatches: u64,
@@ -245,6 +262,14 @@ pub struct Summary {
     /// What each differential oracle did (those the specs select).
     pub checks: BTreeMap<String, CheckSummary>,
     pub out: String,
+    /// Findings that could not be written (a full or unwritable folder), and why; the campaign
+    /// stopped at the first.
+    pub unwritten: u64,
+    pub write_error: Option<String>,
+    /// This process's shard of the campaign (`K/N`), if it is one; `seed` is then the shard's.
+    pub shard: Option<String>,
+    /// Cases below this index were all judged (`--resume` goes on from here).
+    pub next_case: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -268,6 +293,7 @@ impl Counters {
                 ApiSummary {
                     api: name.clone(),
                     executions,
+                    micros: c.micros.load(Ordering::Relaxed),
                     invalid_arguments: invalid,
                     schema_mismatches: schema,
                     failures: c.failed.load(Ordering::Relaxed),
@@ -316,6 +342,10 @@ impl Counters {
             skipped,
             checks: self.checks.lock().expect("counters lock").clone(),
             out,
+            unwritten: self.unwritten.load(Ordering::Relaxed),
+            write_error: self.write_error.lock().expect("counters lock").clone(),
+            shard: None,
+            next_case: 0,
         }
     }
 }

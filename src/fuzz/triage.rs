@@ -113,7 +113,7 @@ impl Triage<'_> {
                 false
             }
             Err(e) => {
-                eprintln!("sfz: could not write finding {}: {e}", finding.id);
+                self.counters.unwritten(format!("finding {}: {e}", finding.id));
                 false
             }
         }

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod campaign;
+
 use sfz::diag::FileId;
 
 /// A text's tree printed without spans, and its comments' texts: what formatting must keep.
