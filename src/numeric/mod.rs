@@ -10,3 +10,4 @@ pub mod hunt;
 pub mod soft;
 pub mod driver;
 pub mod report;
+pub mod script;

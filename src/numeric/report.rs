@@ -16,7 +16,7 @@ use crate::findings::repro::py_float;
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
     pub program: String,
-    /// `bug`, `clean`, `rejected` or `crashed`.
+    /// `bug`, `clean`, `rejected`, `crashed` or `hang`.
     pub status: &'static str,
     /// The oracle that fired: `nan_inf` (or `crash`).
     pub oracle: Option<&'static str>,
@@ -45,6 +45,9 @@ pub struct Report {
     pub message: Option<String>,
     /// The reproducer's file name, when one was written.
     pub reproducer: Option<String>,
+    /// For a program traced from a script: the script's call that went bad and what to guard.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub script: Option<super::script::site::ScriptFinding>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -85,6 +88,7 @@ pub fn report(program: &ProgramSpec, outcome: &Outcome, strategy: Strategy) -> R
         path: outcome.last.as_ref().map(|l| l.path.clone()).unwrap_or_default(),
         message: None,
         reproducer: None,
+        script: None,
     };
     match &outcome.status {
         Status::Found(f) => {
@@ -109,6 +113,12 @@ pub fn report(program: &ProgramSpec, outcome: &Outcome, strategy: Strategy) -> R
         Status::Crashed(m) => {
             r.status = "crashed";
             r.oracle = Some("crash");
+            r.severity = "high";
+            r.message = Some(m.clone());
+        }
+        Status::Hung(m) => {
+            r.status = "hang";
+            r.oracle = Some("hang");
             r.severity = "high";
             r.message = Some(m.clone());
         }
@@ -222,6 +232,7 @@ for name, value, inputs in steps:
     nonempty = all(not isinstance(i, torch.Tensor) or i.numel() > 0 for i in inputs)
     if nonempty and all(finite(i) for i in inputs) and not finite(value):
         print("sfz-nonfinite:", name)
+        print(value)
         sys.exit(1)
 print("sfz-finite")
 "#,
