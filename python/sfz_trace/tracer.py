@@ -49,6 +49,7 @@ class Recorder:
         self.ended = False
         self.skipped = 0
         self.truncated = False
+        self.backward = False
 
     # Markers.
     def start(self):
@@ -119,6 +120,11 @@ class Recorder:
 
         if not self.recording or self._internal():
             return
+        if getattr(func, "__name__", "") == "backward" and not self.marked:
+            # Without markers, one training step is the forward up to the first backward().
+            self.recording = False
+            self.backward = True
+            raise _Stop()
         name = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
         module = getattr(func, "__module__", None) or ""
         if name.startswith("_VariableFunctionsClass.") or (module.startswith("torch._C") and not name.startswith("TensorBase.")):
@@ -192,8 +198,13 @@ def main():
         if e.code not in (None, 0):
             result["status"] = "raised"
             result["error"] = f"the script exited with status {e.code}"
-    except BaseException:
-        tb = traceback.format_exc()
+    except BaseException as e:
+        # The script's own frames only: the tracer and runpy are not the user's concern.
+        te = traceback.TracebackException.from_exception(e)
+        te.stack = traceback.StackSummary.from_list(
+            [f for f in te.stack if not f.filename.startswith(_HERE) and not f.filename.startswith("<frozen")]
+        )
+        tb = "".join(te.format())
         result["status"] = "raised"
         result["error"] = tb
     result.update(
@@ -202,6 +213,7 @@ def main():
         marked=rec.marked,
         ended=rec.ended,
         truncated=rec.truncated,
+        backward=rec.backward,
         stopped=stopped,
         imports_torch=_imports_torch(script),
     )

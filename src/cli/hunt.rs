@@ -172,8 +172,17 @@ fn trace_script(script: &Path, args: &Args, color: Color) -> anyhow::Result<Opti
     let lowered = lower::lower(&trace, &name);
     if !lowered.skipped.is_empty() {
         eprintln!("note: {}: {} traced calls cannot be replayed; their outputs are inputs of the hunt:", script.display(), lowered.skipped.len());
+        // One line per call site, with how often it was called.
+        let mut seen: Vec<(String, usize)> = Vec::new();
         for s in &lowered.skipped {
-            eprintln!("  {}:{} {} ({})", s.site.file, s.site.line, s.site.func, s.reason);
+            let key = format!("{}:{} {} ({})", s.site.file, s.site.line, s.site.func, s.reason);
+            match seen.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, n)) => *n += 1,
+                None => seen.push((key, 1)),
+            }
+        }
+        for (key, n) in seen {
+            eprintln!("  {key}{}", if n > 1 { format!(" x{n}") } else { String::new() });
         }
     }
     if lowered.lets.is_empty() {

@@ -191,6 +191,18 @@ fn apply(op: NumOp, a: &[V]) -> R<Tensor> {
             let n = xs.f_norm_scalaropt_dim(num(&a[1])?, [int(&a[2])?].as_slice(), true)?;
             xs.f_div(&n.f_clamp_min(num(&a[3])?)?.f_expand_as(&xs)?)?
         }
+        NumOp::Relu => x()?.f_relu()?,
+        NumOp::Linear => {
+            let bias = match &a[2] {
+                V::N => None,
+                b => Some(t(b)?),
+            };
+            x()?.f_linear(&t(&a[1])?, bias)?
+        }
+        NumOp::Softplus => x()?.f_softplus()?,
+        NumOp::LogSigmoid => x()?.f_log_sigmoid()?,
+        NumOp::Reshape => x()?.f_reshape(dims(&a[1])?.unwrap_or_default().as_slice())?,
+        NumOp::Transpose => x()?.f_transpose(int(&a[1])?, int(&a[2])?)?,
     })
 }
 
@@ -292,7 +304,7 @@ fn objective(step: &Step, vals: &[V], out: &Tensor) -> Option<(Tensor, bool)> {
             _ => (neg(amax(out()?.abs())), false),
         },
         // Overflow of a product or a sum in its own dtype: drive the output's magnitude up.
-        NumOp::Mul | NumOp::Square | NumOp::Sum | NumOp::Matmul | NumOp::Add | NumOp::Sub | NumOp::Var | NumOp::Norm | NumOp::Mean => {
+        NumOp::Mul | NumOp::Square | NumOp::Sum | NumOp::Matmul | NumOp::Linear | NumOp::Add | NumOp::Sub | NumOp::Var | NumOp::Norm | NumOp::Mean => {
             (neg(amax(out()?.abs())), false)
         }
         _ => return None,
@@ -310,7 +322,8 @@ fn risky(ir: &ProgramIr) -> Vec<usize> {
                 s.op,
                 NumOp::Softmax | NumOp::LogSoftmax | NumOp::Logsumexp | NumOp::Clamp | NumOp::ClampMin | NumOp::To | NumOp::Abs | NumOp::Neg
                     | NumOp::Sigmoid | NumOp::Tanh | NumOp::Sin | NumOp::Cos | NumOp::Atan | NumOp::Amax | NumOp::Amin | NumOp::Maximum
-                    | NumOp::Minimum | NumOp::Std | NumOp::Normalize | NumOp::Atan2
+                    | NumOp::Minimum | NumOp::Std | NumOp::Normalize | NumOp::Atan2 | NumOp::Relu | NumOp::Softplus | NumOp::LogSigmoid
+                    | NumOp::Reshape | NumOp::Transpose
             )
         })
         .map(|(k, _)| k)

@@ -162,8 +162,11 @@ impl Lowering<'_> {
     }
 
     fn call(&mut self, op: &TracedOp) -> Result<(), String> {
-        let (sig, swap) = resolve(&op.func).ok_or("not in the op table")?;
         let Some(Some(out)) = op.outputs.first() else { return Err("no tensor output".into()) };
+        if let Some(expr) = self.reshaping(op, *out)? {
+            return Ok(self.emit(op, *out, expr));
+        }
+        let (sig, swap) = resolve(&op.func).ok_or("not in the op table")?;
         let mut args: Vec<Json> = op.args.clone();
         if swap && args.len() == 2 {
             args.swap(0, 1);
@@ -223,28 +226,66 @@ impl Lowering<'_> {
                 format!("{}({})", sig.functions[0], parts.join(", "))
             }
         };
+        self.emit(op, *out, expr);
+        Ok(())
+    }
+
+    fn emit(&mut self, op: &TracedOp, out: u32, expr: String) {
         let name = format!("v{out}");
         let s = site(op);
         let _ = writeln!(self.body, "    // {}:{}  {}", short(&s.file), s.line, s.code);
         let _ = writeln!(self.body, "    let {name} = {expr};");
         self.lets.insert(name.clone(), s);
         // An in-place call's tensor is the same object: later reads see this value.
-        self.bound.insert(*out, name);
-        Ok(())
+        self.bound.insert(out, name);
+    }
+
+    /// Calls that only move or relabel values (views, copies, dtype casts): a reshape to the
+    /// output's shape, a transpose, or a cast. None for any other call.
+    fn reshaping(&mut self, op: &TracedOp, out: u32) -> Result<Option<String>, String> {
+        const VIEWS: &[&str] = &["squeeze", "unsqueeze", "view", "reshape", "flatten", "view_as", "reshape_as", "contiguous", "clone", "detach", "squeeze_", "unsqueeze_"];
+        let method = op.func.strip_prefix("Tensor.").or_else(|| op.func.strip_prefix("torch."));
+        let Some(m) = method else { return Ok(None) };
+        let source = || op.args.first().and_then(|a| a.get("t")).and_then(Json::as_u64).map(|v| v as u32);
+        let cast = match m {
+            "float" => Some(DType::Float32),
+            "double" => Some(DType::Float64),
+            "half" => Some(DType::Float16),
+            "bfloat16" => Some(DType::BFloat16),
+            _ => None,
+        };
+        if let Some(d) = cast {
+            let Some(src) = source() else { return Ok(None) };
+            return Ok(Some(format!("{}.to({})", self.tensor(src)?, d.name())));
+        }
+        if matches!(m, "t" | "T" | "mT") || (m == "transpose" && op.args.len() == 3) {
+            let Some(src) = source() else { return Ok(None) };
+            let (a, b) = if m == "transpose" { (op.args[1].as_i64().ok_or("a dimension")?, op.args[2].as_i64().ok_or("a dimension")?) } else { (-2, -1) };
+            let (a, b) = if m == "t" || m == "T" { (0, 1.min(self.trace.values[src as usize].shape.len() as i64 - 1).max(0)) } else { (a, b) };
+            return Ok(Some(format!("torch.transpose({}, dim0 = {}, dim1 = {})", self.tensor(src)?, int(a), int(b))));
+        }
+        if !VIEWS.contains(&m) {
+            return Ok(None);
+        }
+        let Some(src) = source() else { return Ok(None) };
+        let shape = &self.trace.values.get(out as usize).ok_or("an output the trace does not describe")?.shape;
+        let dims: Vec<String> = shape.iter().map(|d| int(*d)).collect();
+        let input = self.tensor(src)?;
+        Ok(Some(format!("torch.reshape({input}, shape = [{}])", dims.join(", "))))
     }
 
     fn operand(&mut self, kind: Kind, a: &Json) -> Result<String, String> {
         let wrong = || format!("an argument the table takes as {}", kind.describe());
         if let Some(v) = a.get("t").and_then(Json::as_u64) {
             return match kind {
-                Kind::Tensor | Kind::Number => self.tensor(v as u32),
+                Kind::Tensor | Kind::Number | Kind::OptTensor => self.tensor(v as u32),
                 _ => Err(wrong()),
             };
         }
         match (kind, a) {
             (Kind::Number | Kind::Float | Kind::OptFloat, Json::Number(n)) => number(n).ok_or_else(wrong),
             (Kind::Int | Kind::Dims, Json::Number(n)) if n.is_i64() => Ok(int(n.as_i64().unwrap_or(0))),
-            (Kind::Dims | Kind::OptFloat, Json::Null) => Ok("None".into()),
+            (Kind::Dims | Kind::OptFloat | Kind::OptTensor, Json::Null) => Ok("None".into()),
             (Kind::Dims, _) if a.get("ints").is_some() => {
                 let xs: Vec<String> = a["ints"].as_array().into_iter().flatten().filter_map(Json::as_i64).map(int).collect();
                 Ok(format!("[{}]", xs.join(", ")))

@@ -40,7 +40,12 @@ pub fn explain(program: &ProgramSpec, lowered: &Lowered, found: &Found) -> Optio
     let name = program.ir.value_name(pick).to_string();
     let root = let_of(&name).to_string();
     let guard_site = lowered.lets.get(&root).cloned().or_else(|| lowered.params.get(&root).cloned().flatten());
-    let guard_variable = guard_site.as_ref().and_then(|g| assigned(&g.code));
+    // The line's assigned name holds this value only when it is the line's last call.
+    let index = |n: &str| n.trim_start_matches('v').parse::<u64>().ok();
+    let last_on_line = guard_site.as_ref().is_some_and(|g| {
+        lowered.lets.iter().filter(|(_, s)| s.file == g.file && s.line == g.line).filter_map(|(n, _)| index(n)).max() == index(&root)
+    });
+    let guard_variable = guard_site.as_ref().filter(|_| last_on_line || lowered.params.contains_key(&root)).and_then(|g| assigned(&g.code));
     Some(ScriptFinding { site, guard: root, guard_variable, guard_site, advice: advice(step.op) })
 }
 
@@ -62,7 +67,7 @@ pub fn advice(op: NumOp) -> &'static str {
         NumOp::Exp | NumOp::Expm1 | NumOp::Sinh | NumOp::Cosh => "its input is large enough to overflow: subtract the maximum first, or use the stable form (softmax, logsumexp)",
         NumOp::Pow => "a negative base with a fractional exponent, or an overflow: clamp the base",
         NumOp::Acos | NumOp::Asin | NumOp::Erfinv => "its input leaves the domain [-1, 1]: clamp it slightly inside",
-        NumOp::Mul | NumOp::Matmul | NumOp::Square | NumOp::Sum | NumOp::Mean | NumOp::Var | NumOp::Std | NumOp::Norm | NumOp::Add | NumOp::Sub => {
+        NumOp::Mul | NumOp::Matmul | NumOp::Linear | NumOp::Square | NumOp::Sum | NumOp::Mean | NumOp::Var | NumOp::Std | NumOp::Norm | NumOp::Add | NumOp::Sub => {
             "the values overflow or meet 0 * inf: rescale the inputs, or compute in float64"
         }
         _ => "the input makes the call non-finite: guard it before the call",

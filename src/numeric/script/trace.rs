@@ -78,6 +78,9 @@ pub struct Trace {
     /// The op bound stopped the script.
     #[serde(default)]
     pub truncated: bool,
+    /// The first `backward()` stopped a script without markers (one training step traced).
+    #[serde(default)]
+    pub backward: bool,
     #[serde(default = "yes")]
     pub imports_torch: bool,
 }
@@ -209,6 +212,9 @@ impl Trace {
         }
         if self.marked && !self.ended && !self.truncated {
             notes.push(format!("the script never reached `sfz_trace.end()`; hunting the {} operations traced", self.ops.len()));
+        }
+        if self.backward {
+            notes.push(format!("traced one training step: the {} operations before the first backward(), then stopped the script", self.ops.len()));
         }
         if self.truncated {
             notes.push(format!("traced the first {} operations, then stopped the script (--trace-ops)", self.ops.len()));
