@@ -83,7 +83,18 @@ pub fn starting_inputs(program: &ProgramSpec, seed: u64, episode: u32, (max_nume
     let api = &program.inputs;
     let limits = Limits { max_numel, max_dim, ..Limits::default() };
     let s = mix(seed ^ mix(episode as u64 + 1));
-    let models = crate::solve::fresh(|| crate::solve::sample(api, &limits, 8, s)).map_err(|e| e.to_string())?;
+    let first = crate::solve::fresh(|| crate::solve::sample(api, &limits, 8, s));
+    let mut models = first.as_ref().map(Vec::clone).unwrap_or_default();
+    if models.is_empty() {
+        // Fixed shapes beyond the default bounds (a program traced from a script): bounds as
+        // large as a program's shapes may reasonably be.
+        let wide = Limits { max_numel: max_numel.max(1 << 22), max_dim: max_dim.max(1 << 16), ..limits };
+        models = match crate::solve::fresh(|| crate::solve::sample(api, &wide, 8, s)) {
+            Ok(m) => m,
+            // The first answer's error, which the default bounds' users know.
+            Err(e) => return Err(first.err().map_or(e.to_string(), |f| f.to_string())),
+        };
+    }
     // Prefer a model without empty tensors: a program on zero elements computes nothing.
     let nonempty = |m: &&crate::solve::SymModel| {
         m.iter().all(|v| !matches!(v, crate::solve::SymValue::Tensor { shape, .. } if shape.contains(&0)))
