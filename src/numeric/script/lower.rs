@@ -15,7 +15,8 @@ use crate::numeric::ops::{self, Kind, NumOp, OpSig};
 
 /// How far a float input's range reaches beyond what the script showed: the hunt searches
 /// `[-m*WIDEN, m*WIDEN]` (or `[0, m*WIDEN]` when every value seen was non-negative), with `m`
-/// the largest magnitude seen (at least 1).
+/// the largest magnitude seen (at least 1); values seen within [0, 1] stay in [0, 1], and a
+/// tensor holding one value throughout stays that constant.
 pub const WIDEN: f64 = 10.0;
 
 /// Where a call was made in the user's script.
@@ -171,7 +172,7 @@ impl Lowering<'_> {
         if swap && args.len() == 2 {
             args.swap(0, 1);
         }
-        let (zero, one) = (Json::from(0), Json::from(1));
+        let (zero, one, two) = (Json::from(0), Json::from(1), Json::from(2.0));
         // Arguments in the table's order: positional first, then by keyword.
         let mut bound: Vec<Option<&Json>> = vec![None; sig.params.len()];
         for (k, a) in args.iter().enumerate() {
@@ -193,6 +194,8 @@ impl Lowering<'_> {
                 k => k,
             };
             match sig.params.iter().position(|p| p.0 == key) {
+                // `norm(p="fro")` of a vector is its 2-norm.
+                Some(i) if key == "p" && v.as_str() == Some("fro") => bound[i] = Some(&two),
                 Some(i) => bound[i] = Some(v),
                 None if harmless(key, v) => {}
                 None => return Err(format!("an argument `{k}` the table does not know")),
@@ -326,6 +329,15 @@ fn float(f: f64) -> String {
     }
 }
 
+/// The largest finite value of a float dtype: a widened range stays representable.
+fn finite_max(dtype: DType) -> f64 {
+    match dtype {
+        DType::Float16 => 65504.0,
+        DType::Float32 | DType::BFloat16 => f32::MAX as f64,
+        _ => f64::MAX,
+    }
+}
+
 /// The file name alone, for comments.
 fn short(file: &str) -> &str {
     file.rsplit('/').next().unwrap_or(file)
@@ -341,9 +353,17 @@ fn constraints(name: &str, dtype: DType, v: &TracedValue) -> String {
     }
     if let (Some(lo), Some(hi)) = (v.min, v.max) {
         if dtype.is_floating() {
-            let m = (lo.abs().max(hi.abs()).max(1.0) * WIDEN).ceil();
-            let lo = if lo >= 0.0 { 0.0 } else { -m };
-            let _ = writeln!(s, "    {name}.values in {}..{};", float(lo), float(m));
+            // A tensor of one value is a constant of the script (a mask value, an eps), not data;
+            // values seen within [0, 1] (probabilities, masks, uniform samples) keep that domain.
+            let (lo, hi) = if lo == hi && v.nan == 0 && v.inf == 0 {
+                (lo, hi)
+            } else if lo >= 0.0 && hi <= 1.0 {
+                (0.0, 1.0)
+            } else {
+                let m = (lo.abs().max(hi.abs()).max(1.0) * WIDEN).ceil().min(finite_max(dtype));
+                (if lo >= 0.0 { 0.0 } else { -m }, m)
+            };
+            let _ = writeln!(s, "    {name}.values in {}..{};", float(lo), float(hi));
         } else if dtype != DType::Bool {
             // Integers (indices, labels) keep the range seen: other values may not be valid.
             let _ = writeln!(s, "    {name}.values in {}..{};", int(lo as i64), int(hi as i64));
