@@ -371,3 +371,61 @@ fn constraints(name: &str, dtype: DType, v: &TracedValue) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A trace as the tracer writes it: `x = rand(2, 3)` (outside), `p = 1 - x` (reflected),
+    /// an in-place add, a squeeze, an indexing the table cannot express, a log of it, a
+    /// `norm(p="fro")`, and a constant.
+    const TRACE: &str = r#"{
+      "script": "/w/s.py", "status": "ok", "error": null, "marked": true, "ended": true,
+      "values": [
+        {"dtype": "float32", "shape": [2, 3], "min": 0.1, "max": 0.9, "op": null},
+        {"dtype": "float32", "shape": [2, 3], "min": 0.1, "max": 0.9, "op": 0},
+        {"dtype": "float32", "shape": [2, 3], "min": 1.1, "max": 1.9, "op": 1},
+        {"dtype": "float32", "shape": [1, 6], "min": 1.1, "max": 1.9, "op": 2},
+        {"dtype": "float32", "shape": [6], "min": -3.0, "max": 2.5, "op": 3},
+        {"dtype": "float32", "shape": [6], "min": 0.0, "max": 1.0, "op": 4},
+        {"dtype": "float32", "shape": [], "min": 2.0, "max": 2.0, "op": 5},
+        {"dtype": "float16", "shape": [2], "min": -65504.0, "max": -65504.0, "op": null},
+        {"dtype": "float16", "shape": [2], "min": -30000.0, "max": 100.0, "op": null},
+        {"dtype": "float16", "shape": [2], "min": -65504.0, "max": -29900.0, "op": 6}
+      ],
+      "ops": [
+        {"func": "Tensor.__rsub__", "args": [{"t": 0}, 1], "kwargs": {}, "file": "/w/s.py", "line": 4, "code": "p = 1 - x", "outputs": [1]},
+        {"func": "Tensor.add_", "args": [{"t": 1}, 1.0], "kwargs": {}, "file": "/w/s.py", "line": 5, "code": "p += 1.0", "outputs": [2]},
+        {"func": "Tensor.view", "args": [{"t": 2}, 1, 6], "kwargs": {}, "file": "/w/s.py", "line": 6, "code": "q = p.view(1, 6)", "outputs": [3]},
+        {"func": "Tensor.__getitem__", "args": [{"t": 3}, 0], "kwargs": {}, "file": "/w/s.py", "line": 7, "code": "r = q[0]", "outputs": [4]},
+        {"func": "torch.log", "args": [{"t": 4}], "kwargs": {}, "file": "/w/s.py", "line": 8, "code": "l = torch.log(r)", "outputs": [5]},
+        {"func": "Tensor.norm", "args": [{"t": 5}], "kwargs": {"p": "fro", "dim": null, "keepdim": false, "dtype": null}, "file": "/w/s.py", "line": 9, "code": "n = l.norm()", "outputs": [6]},
+        {"func": "torch.add", "args": [{"t": 8}, {"t": 7}], "kwargs": {}, "file": "/w/s.py", "line": 10, "code": "w = s + mask", "outputs": [9]}
+      ]
+    }"#;
+
+    #[test]
+    fn a_trace_lowers_to_a_program_that_checks() {
+        let trace: Trace = serde_json::from_str(TRACE).unwrap();
+        let lowered = lower(&trace, "traced_s");
+        insta::assert_snapshot!(lowered.text);
+        assert_eq!(lowered.skipped.len(), 1, "only the indexing is cut");
+        assert_eq!(lowered.lets["v5"].line, 8);
+        assert_eq!(lowered.params["x4"].as_ref().map(|s| s.line), Some(7), "the cut value names the line that made it");
+        // The text is a program the checker accepts, with one step per `let`.
+        let checked = crate::check::check_text(std::path::Path::new("traced.sfz"), &lowered.text);
+        assert!(!checked.has_errors(), "{:?}", checked.diags);
+        let program = checked.spec.programs.iter().find(|p| p.name == "traced_s").expect("the program");
+        assert!(program.runnable);
+        let names: Vec<&str> = program.ir.steps.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["v1", "v2", "v3", "v5", "v6", "v9"]);
+    }
+
+    #[test]
+    fn reflected_and_in_place_methods_resolve_to_their_ops() {
+        assert_eq!(resolve("Tensor.__rsub__").map(|(s, swap)| (s.op, swap)), Some((NumOp::Sub, true)));
+        assert_eq!(resolve("Tensor.mul_").map(|(s, swap)| (s.op, swap)), Some((NumOp::Mul, false)));
+        assert_eq!(resolve("torch.nn.functional.linear").map(|(s, _)| s.op), Some(NumOp::Linear));
+        assert!(resolve("Tensor.__getitem__").is_none());
+    }
+}
