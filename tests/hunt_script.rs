@@ -176,3 +176,29 @@ fn programs_are_spread_over_workers() {
         assert!(stdout.contains(name), "{name} in {stdout}");
     }
 }
+
+/// The formula-rewrite oracle: a log of a softmax whose probabilities turn denormal but never 0
+/// is finite, so NaN/INF stays silent; against log_softmax it has lost precision. The fix is
+/// clean, and the reproducer shows both values.
+#[test]
+fn the_rewrite_oracle_flags_a_finite_log_of_softmax_that_lost_precision() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let body = "    x.dtype == float32;\n    x.ndim == 1;\n    x.shape[0] == 4;\n    x.values in -100.0..0.0;\n";
+    let spec = write(
+        dir.path(),
+        "rw.sfz",
+        &format!("program denormal(x: Tensor) {{\n{body}    let p = torch.softmax(x, dim = 0);\n    let l = torch.log(p);\n}}\n\nprogram denormal_fixed(x: Tensor) {{\n{body}    let l = torch.log_softmax(x, dim = 0);\n}}\n"),
+    );
+    let out = dir.path().join("out");
+    let (code, reports, stderr) = hunt(&spec, &out, &[]);
+    assert_eq!(code, 1, "{stderr}");
+    let r = reports.iter().find(|r| r["program"] == "denormal").expect("a report");
+    assert_eq!((r["status"].as_str(), r["oracle"].as_str(), r["step"].as_str()), (Some("bug"), Some("rewrite"), Some("l")), "{r}");
+    assert!(r["message"].as_str().unwrap().contains("torch.log_softmax"), "{r}");
+    assert_eq!(reports.iter().find(|r| r["program"] == "denormal_fixed").unwrap()["status"], "clean");
+    let python = sfz::findings::verify::default_python();
+    let repro = Command::new(&python).arg(out.join(r["reproducer"].as_str().unwrap())).output().expect("python runs");
+    let said = String::from_utf8_lossy(&repro.stdout);
+    assert_eq!(repro.status.code(), Some(1), "{said}");
+    assert!(said.contains("sfz-rewrite: l differs from torch.log_softmax"), "{said}");
+}

@@ -93,7 +93,7 @@ pub fn report(program: &ProgramSpec, outcome: &Outcome, strategy: Strategy) -> R
     match &outcome.status {
         Status::Found(f) => {
             r.status = "bug";
-            r.oracle = Some("nan_inf");
+            r.oracle = Some(if f.rewrite.is_some() { "rewrite" } else { "nan_inf" });
             if let Some(st) = step_of(f.step) {
                 r.step = Some(st.name.clone());
                 r.op = Some(st.op.python());
@@ -102,6 +102,9 @@ pub fn report(program: &ProgramSpec, outcome: &Outcome, strategy: Strategy) -> R
             r.nan = f.nan;
             r.inf = f.inf;
             r.severity = if f.nan > 0 { "high" } else { "medium" };
+            if let Some(rw) = &f.rewrite {
+                r.message = Some(format!("finite but {} where the stable form {} gives {}", py_float(rw.naive), rw.stable.stable.name, py_float(rw.stable_value)));
+            }
             r.time_to_find_us = Some(f.micros);
             r.input = f.inputs.iter().enumerate().filter_map(|(i, v)| Some((ir.params[i].clone(), v.clone()?))).collect();
         }
@@ -234,8 +237,22 @@ for name, value, inputs in steps:
         print("sfz-nonfinite:", name)
         print(value)
         sys.exit(1)
-print("sfz-finite")
 "#,
     );
+    if let Some(rw) = &found.rewrite {
+        // The formula-rewrite oracle: the chain against its stable form, as the worker compared.
+        let mut with_stable = ir.clone();
+        with_stable.steps.push(rw.stable.stable.clone());
+        let naive = py_name(ir, (ir.params.len() as u32) + rw.stable.step);
+        let _ = writeln!(out, "stable = {}", py_step(&with_stable, ir.steps.len()));
+        let _ = writeln!(out, "a, b = {naive}.double(), stable.double()");
+        let _ = writeln!(out, "ok = torch.isfinite(a) & torch.isfinite(b)");
+        let _ = writeln!(out, "bad = ok & ((a - b).abs() > {} + {} * b.abs())", py_float(crate::numeric::rewrite::ATOL), py_float(crate::numeric::rewrite::RTOL));
+        let _ = writeln!(out, "if bool(bad.any()):");
+        let _ = writeln!(out, "    print(\"sfz-rewrite:\", {:?}, \"differs from {}\")", ir.steps[rw.stable.step as usize].name, rw.stable.stable.name);
+        let _ = writeln!(out, "    print(a[bad], b[bad])");
+        let _ = writeln!(out, "    sys.exit(1)");
+    }
+    out.push_str("print(\"sfz-finite\")\n");
     Some(out)
 }
