@@ -24,8 +24,10 @@ for conf in ("soft", "nosoft", "random"):
     found = [r for r in bugs if r["status"] == "bug"]
     ms = [r["elapsed_ms"] for r in found]
     alarms = [r["program"] for r in fixed if r["status"] != "clean"]
+    evals = [r["evals"] for r in found]
     print(f"{conf:>7}: {len(found)}/{len(bugs)} bugs found, mean {statistics.mean(ms) if ms else 0:.1f} ms, "
-          f"median {statistics.median(ms) if ms else 0:.1f} ms to detection; "
+          f"median {statistics.median(ms) if ms else 0:.1f} ms to detection, "
+          f"{statistics.mean(evals) if evals else 0:.1f} evaluations on average; "
           f"{len(alarms)}/{len(fixed)} false alarms on fixed versions {alarms}")
     missed = [r["program"] for r in bugs if r["status"] != "bug"]
     if missed:
