@@ -294,7 +294,7 @@ fn hunt_finds_the_numerical_bug_and_not_its_fix_and_writes_a_reproducer_that_fir
         .arg(&programs)
         .arg("--out")
         .arg(&out));
-    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(code, 1, "a hunt that finds a bug exits 1: {stderr}");
     let reports = json(&stdout);
     let reports = reports.as_array().expect("one report per program");
     let report = |name: &str| reports.iter().find(|r| r["program"] == name).unwrap_or_else(|| panic!("{name} in {stdout}"));
@@ -309,6 +309,9 @@ fn hunt_finds_the_numerical_bug_and_not_its_fix_and_writes_a_reproducer_that_fir
     assert_eq!(repro.status.code(), Some(1), "{}", String::from_utf8_lossy(&repro.stderr));
     let said = format!("{}{}", String::from_utf8_lossy(&repro.stdout), String::from_utf8_lossy(&repro.stderr));
     assert!(said.contains(bug["step"].as_str().expect("a step")), "{said}");
+    // Only the fixed program: nothing found, exit 0.
+    let (code, _, stderr) = run(sfz().args(["hunt", "--seed", "1", "--program", "softmax_log_fixed"]).arg(&programs).arg("--out").arg(dir.path().join("fixed")));
+    assert_eq!(code, 0, "{stderr}");
 }
 
 #[test]

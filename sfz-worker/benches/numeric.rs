@@ -41,7 +41,7 @@ fn main() {
         let (mut found, mut total, mut alarms) = (0usize, 0usize, 0usize);
         let (mut times, mut worker_times, mut evals) = (Vec::new(), Vec::new(), Vec::new());
         for &seed in &seeds {
-            let config = HuntConfig { strategy, budget, episodes, seed, models: if with_soft { models.clone() } else { None }, collect: false };
+            let config = HuntConfig { strategy, budget, episodes, seed, models: if with_soft { models.clone() } else { None }, ..HuntConfig::default() };
             for p in &programs {
                 let o = hunt_program(&mut worker, p, &config);
                 let is_fixed = p.name.ends_with("_fixed");

@@ -27,7 +27,7 @@ fn program(file: &str, name: &str) -> ProgramSpec {
 }
 
 fn config(strategy: Strategy) -> HuntConfig {
-    HuntConfig { strategy, budget: 300, episodes: 3, seed: 7, models: None, collect: false }
+    HuntConfig { strategy, budget: 300, episodes: 3, seed: 7, ..HuntConfig::default() }
 }
 
 #[test]
@@ -97,7 +97,10 @@ fn the_reproducer_replays_the_chain_in_pip_torch() {
     let out = Command::new(python).arg(&file).output().expect("python runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(stdout.trim(), format!("sfz-nonfinite: {}", r.step.unwrap()));
+    // The step's name, then the bad value itself.
+    let mut lines = stdout.lines();
+    assert_eq!(lines.next(), Some(format!("sfz-nonfinite: {}", r.step.unwrap()).as_str()), "{stdout}");
+    assert!(lines.next().is_some_and(|l| l.contains("inf") || l.contains("nan")), "{stdout}");
 }
 
 #[test]
@@ -126,10 +129,35 @@ fn training_records_label_non_finite_outputs() {
 fn starting_inputs_follow_the_programs_constraints() {
     let p = program("domains.sfz", "float16_sum_overflow");
     for episode in 0..4 {
-        let (args, bounds) = starting_inputs(&p, 3, episode).unwrap();
+        let (args, bounds) = starting_inputs(&p, 3, episode, (256, 8)).unwrap();
         let sfz::case::Arg::Tensor(x) = &args[0] else { panic!("{args:?}") };
         assert_eq!(x.dtype, sfz::case::DType::Float32);
         assert!(x.shape.len() == 1 && x.shape[0] >= 8, "{:?}", x.shape);
         assert_eq!(bounds[0], Some((-10000.0, 10000.0)));
     }
+}
+
+/// The ops a traced script needs beyond the hand-written examples: linear, relu, reshape,
+/// transpose, softplus, logsigmoid run in the worker; the stable forms stay finite where the
+/// naive one does not.
+#[test]
+fn the_ops_of_traced_scripts_run_and_their_stable_forms_stay_finite() {
+    let text = r#"
+program layer(x: Tensor, w: Tensor, b: Tensor) {
+    x.dtype == float32; x.ndim == 2; x.shape[0] == 3; x.shape[1] == 4; x.values in -100.0..100.0;
+    w.dtype == float32; w.ndim == 2; w.shape[0] == 2; w.shape[1] == 4; w.values in -100.0..100.0;
+    b.dtype == float32; b.ndim == 1; b.shape[0] == 2; b.values in -1.0..1.0;
+    let h = torch.relu(torch.nn.functional.linear(x, weight = w, bias = b));
+    let r = torch.transpose(torch.reshape(h, shape = [2, 3]), dim0 = 0, dim1 = 1);
+    let stable = torch.nn.functional.logsigmoid(r) + torch.nn.functional.softplus(r);
+    let naive = torch.log(torch.sigmoid(-r));
+}
+"#;
+    let checked = sfz::check::check_text(Path::new("layer.sfz"), text);
+    assert!(!checked.has_errors(), "{:?}", checked.diags);
+    let p = checked.spec.programs.into_iter().next().unwrap();
+    let mut w = worker();
+    let o = hunt_program(&mut w, &p, &HuntConfig { episodes: 2, budget: 200, ..config(Strategy::Gradient) });
+    let Status::Found(f) = &o.status else { panic!("{:?}", o.status) };
+    assert_eq!(p.ir.steps[f.step as usize].op, sfz::numeric::ops::NumOp::Log, "only the naive form: {:?}", p.ir.steps[f.step as usize]);
 }

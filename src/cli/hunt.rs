@@ -11,7 +11,11 @@ use serde::Serialize;
 use super::fuzz::parse_duration;
 use super::Color;
 use crate::diag::{self, RenderConfig};
-use crate::numeric::driver::{hunt_program, HuntConfig, Outcome};
+use crate::findings::verify;
+use crate::numeric::driver::{hunt_program, HuntConfig, Outcome, Status};
+use crate::numeric::script::lower::{self, Lowered};
+use crate::numeric::script::site::{self, ScriptFinding};
+use crate::numeric::script::trace::{self, TraceConfig};
 use crate::numeric::hunt::Strategy;
 use crate::numeric::program::ProgramSpec;
 use crate::numeric::report::{python_reproducer, report, Report};
@@ -29,9 +33,22 @@ pub enum StrategyArg {
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Spec files, or directories to search for `*.sfz`.
+    /// Spec files, directories to search for `*.sfz`, or PyTorch scripts (`*.py`) to trace and hunt.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
+    /// Arguments for the scripts (after `--`).
+    #[arg(last = true)]
+    pub script_args: Vec<String>,
+    /// Torch calls a script may make before the trace stops it (a script that trains is traced
+    /// for its first steps only).
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub trace_ops: u32,
+    /// Wall time a script may run under the tracer.
+    #[arg(long, value_parser = parse_duration, default_value = "120s")]
+    pub trace_timeout: Duration,
+    /// Workers hunting programs in parallel (default: one per core).
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
     #[arg(long, value_enum, default_value_t = StrategyArg::Gradient)]
     pub strategy: StrategyArg,
     /// Program evaluations per episode.
@@ -121,16 +138,96 @@ pub fn tally(outcomes: &[(&ProgramSpec, Outcome)]) -> Tally {
     }
 }
 
-pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
-    let Some(programs) = programs(&args.paths, &args.program, color)? else { return Ok(ExitCode::from(1)) };
-    if programs.is_empty() {
-        eprintln!("sfz: no runnable `program` items in {}", args.paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
-        return Ok(ExitCode::from(1));
+/// A program to hunt and, when it was traced from a script, what maps it back.
+struct Target {
+    program: ProgramSpec,
+    script: Option<Traced>,
+}
+
+/// A script's trace as lowered: the `.sfz` file written, the map back, the notes.
+struct Traced {
+    script: PathBuf,
+    sfz: PathBuf,
+    lowered: Lowered,
+}
+
+/// Traces `script`, writes its program beside the findings and checks it. Errors are the
+/// user's (a script that does not run) and are printed here.
+fn trace_script(script: &Path, args: &Args, color: Color) -> anyhow::Result<Option<Target>> {
+    let dir = args.out.join("trace");
+    std::fs::create_dir_all(&dir)?;
+    let config = TraceConfig { python: verify::default_python(), max_ops: args.trace_ops, timeout: args.trace_timeout, dir };
+    let trace = match trace::run(script, &args.script_args, &config) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: cannot hunt {}: {e}", script.display());
+            return Ok(None);
+        }
+    };
+    for note in trace.notes() {
+        eprintln!("note: {}: {note}", script.display());
     }
+    let stem: String = script.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = format!("traced_{}", stem.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect::<String>());
+    let lowered = lower::lower(&trace, &name);
+    if !lowered.skipped.is_empty() {
+        eprintln!("note: {}: {} traced calls cannot be replayed; their outputs are inputs of the hunt:", script.display(), lowered.skipped.len());
+        // One line per call site, with how often it was called.
+        let mut seen: Vec<(String, usize)> = Vec::new();
+        for s in &lowered.skipped {
+            let key = format!("{}:{} {} ({})", s.site.file, s.site.line, s.site.func, s.reason);
+            match seen.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, n)) => *n += 1,
+                None => seen.push((key, 1)),
+            }
+        }
+        for (key, n) in seen {
+            eprintln!("  {key}{}", if n > 1 { format!(" x{n}") } else { String::new() });
+        }
+    }
+    if lowered.lets.is_empty() {
+        eprintln!("error: cannot hunt {}: none of its {} traced calls is an operation sfz can replay (see NUMERIC.md for the list)", script.display(), trace.ops.len());
+        return Ok(None);
+    }
+    let sfz = args.out.join(format!("{name}.sfz"));
+    std::fs::write(&sfz, &lowered.text)?;
+    let checked = check::check_paths(std::slice::from_ref(&sfz));
+    if checked.has_errors() {
+        eprint!("{}", diag::render_all(&checked.map, &checked.diags, RenderConfig { color: color.stderr() }));
+        eprintln!("error: the program traced from {} does not check; this is a bug in sfz, please report it with {}", script.display(), sfz.display());
+        return Ok(None);
+    }
+    let Some(program) = checked.spec.programs.into_iter().find(|p| p.name == name) else {
+        anyhow::bail!("the traced program {name} is missing from {}", sfz.display());
+    };
+    Ok(Some(Target { program, script: Some(Traced { script: script.to_path_buf(), sfz, lowered }) }))
+}
+
+pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
+    let (scripts, specs): (Vec<PathBuf>, Vec<PathBuf>) = args.paths.iter().cloned().partition(|p| p.extension().is_some_and(|e| e == "py"));
     std::fs::create_dir_all(&args.out)?;
+    let mut targets: Vec<Target> = Vec::new();
+    let mut failed = false;
+    for script in &scripts {
+        match trace_script(script, &args, color)? {
+            Some(t) => targets.push(t),
+            None => failed = true,
+        }
+    }
+    if !specs.is_empty() {
+        let Some(programs) = programs(&specs, &args.program, color)? else { return Ok(ExitCode::from(2)) };
+        if programs.is_empty() {
+            eprintln!("sfz: no runnable `program` items in {}", specs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
+            return Ok(ExitCode::from(2));
+        }
+        targets.extend(programs.into_iter().map(|program| Target { program, script: None }));
+    }
+    if targets.is_empty() {
+        return Ok(ExitCode::from(2));
+    }
     let models = load_models(args.models.as_deref(), args.no_soft);
     let worker_exe = args.worker.clone().unwrap_or_else(supervisor::default_worker_exe);
-    let mut worker = HuntWorker::start(&worker_exe, args.timeout)?;
+    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).clamp(1, targets.len().max(1));
     let strategies: &[Strategy] = match args.strategy {
         StrategyArg::Gradient => &[Strategy::Gradient],
         StrategyArg::Random => &[Strategy::Random],
@@ -138,43 +235,103 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     };
     let mut reports: Vec<Report> = Vec::new();
     for &strategy in strategies {
-        let config = HuntConfig { strategy, budget: args.budget, episodes: args.episodes, seed: args.seed, models: models.clone(), collect: false };
-        let mut outcomes = Vec::new();
-        for p in &programs {
-            let outcome = hunt_program(&mut worker, p, &config);
-            let mut r = report(p, &outcome, strategy);
-            // On disk before the next program runs: reproducer first, then the report.
-            let header = format!("sfz hunt: program `{}`, {} search, seed {}\nNaN/INF at step `{}`: {}", p.name, strategy.name(), args.seed, r.step.clone().unwrap_or_default(), r.expr.clone().unwrap_or_default());
-            if let Some(py) = python_reproducer(p, &outcome, &header) {
-                let file = format!("{}.{}.py", p.name, strategy.name());
-                std::fs::write(args.out.join(&file), py)?;
-                r.reproducer = Some(file);
+        let base = HuntConfig { strategy, budget: args.budget, episodes: args.episodes, seed: args.seed, models: models.clone(), collect: false, ..HuntConfig::default() };
+        let mut outcomes: Vec<(usize, Outcome)> = Vec::new();
+        // Programs spread over `jobs` workers; each finishing program is written and printed at once.
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let (tx, rx) = crossbeam_channel::unbounded::<(usize, Outcome)>();
+        let started: anyhow::Result<()> = std::thread::scope(|scope| {
+            let mut handles = Vec::new();
+            for _ in 0..jobs {
+                let (tx, next, targets, base, exe) = (tx.clone(), &next, &targets, &base, &worker_exe);
+                handles.push(scope.spawn(move || -> anyhow::Result<()> {
+                    let mut worker = HuntWorker::start(exe, args.timeout)?;
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(t) = targets.get(i) else { return Ok(()) };
+                        let mut config = base.clone();
+                        if let Some(s) = &t.script {
+                            config.max_numel = s.lowered.max_numel.max(config.max_numel);
+                            config.max_dim = s.lowered.max_dim.max(config.max_dim);
+                        }
+                        let _ = tx.send((i, hunt_program(&mut worker, &t.program, &config)));
+                    }
+                }));
             }
-            std::fs::write(args.out.join(format!("{}.{}.json", p.name, strategy.name())), serde_json::to_string_pretty(&r)?)?;
-            if !args.json {
-                println!("{}", line(&r));
+            drop(tx);
+            for (i, outcome) in rx.iter() {
+                let t = &targets[i];
+                let r = record(t, &outcome, strategy, &args)?;
+                if !args.json {
+                    println!("{}", line(&r));
+                    if let Some(s) = &r.script {
+                        println!("{}", script_lines(s));
+                    }
+                }
+                reports.push(r);
+                outcomes.push((i, outcome));
             }
-            reports.push(r);
-            outcomes.push((p, outcome));
-        }
-        let t = tally(&outcomes);
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a hunt thread panicked; this is a bug in sfz")))).collect()
+        });
+        started?;
+        outcomes.sort_by_key(|(i, _)| *i);
+        let pairs: Vec<(&ProgramSpec, Outcome)> = outcomes.into_iter().map(|(i, o)| (&targets[i].program, o)).collect();
+        let t = tally(&pairs);
         if !args.json {
             println!(
-                "{}: {} of {} programs with a NaN/INF, mean {:.1} ms, max {:.1} ms to find\n",
+                "{}: {} of {} programs with a NaN/INF, mean {:.1} ms, max {:.1} ms to find ({} workers)\n",
                 strategy.name(),
                 t.found,
                 t.programs,
                 t.mean_ms,
-                t.max_ms
+                t.max_ms,
+                jobs
             );
         }
     }
+    let bad = reports.iter().any(|r| matches!(r.status, "bug" | "crashed" | "hang"));
     if args.json {
         println!("{}", serde_json::to_string_pretty(&reports)?);
     } else {
         println!("reports and reproducers: {}", args.out.display());
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(if failed {
+        ExitCode::from(2)
+    } else if bad {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Writes one program's reproducer (first) and report, and returns the report.
+fn record(t: &Target, outcome: &Outcome, strategy: Strategy, args: &Args) -> anyhow::Result<Report> {
+    let p = &t.program;
+    let mut r = report(p, outcome, strategy);
+    if let (Some(s), Status::Found(f)) = (&t.script, &outcome.status) {
+        r.script = site::explain(p, &s.lowered, f);
+    }
+    let mut header = format!("sfz hunt: program `{}`, {} search, seed {}\nNaN/INF at step `{}`: {}", p.name, strategy.name(), args.seed, r.step.clone().unwrap_or_default(), r.expr.clone().unwrap_or_default());
+    if let Some(s) = &t.script {
+        header.push_str(&format!("\ntraced from {} (program: {})", s.script.display(), s.sfz.display()));
+    }
+    if let Some(s) = &r.script {
+        header.push_str(&format!("\nfirst bad value: {}:{}  {}", s.site.file, s.site.line, s.site.code));
+    }
+    if let Some(py) = python_reproducer(p, outcome, &header) {
+        let file = format!("{}.{}.py", p.name, strategy.name());
+        std::fs::write(args.out.join(&file), py)?;
+        r.reproducer = Some(file);
+    }
+    std::fs::write(args.out.join(format!("{}.{}.json", p.name, strategy.name())), serde_json::to_string_pretty(&r)?)?;
+    Ok(r)
+}
+
+/// The script side of a finding, indented under its line.
+fn script_lines(s: &ScriptFinding) -> String {
+    let made = s.guard_site.as_ref().map(|g| format!(", made at {}:{} `{}`", g.file, g.line, g.code)).unwrap_or_else(|| ", an input of the traced region".into());
+    let name = s.guard_variable.as_ref().map(|v| format!("`{v}` ({})", s.guard)).unwrap_or_else(|| format!("`{}`", s.guard));
+    format!("         at {}:{}  {}\n         guard {name}{made}: {}", s.site.file, s.site.line, s.site.code, s.advice)
 }
 
 /// One line per program for the terminal.
@@ -194,6 +351,7 @@ fn line(r: &Report) -> String {
             r.evals
         ),
         "clean" => format!("clean    {:<32} {} evals, {:.1} ms{soft}", r.program, r.evals, r.elapsed_ms),
+        "hang" => format!("hang     {:<32} {}", r.program, r.message.as_deref().unwrap_or("")),
         s => format!("{s:<8} {:<32} {}", r.program, r.message.as_deref().unwrap_or("")),
     }
 }

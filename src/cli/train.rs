@@ -73,7 +73,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     let Some(programs) = super::hunt::programs(&args.paths, &[], color)? else { return Ok(ExitCode::from(1)) };
     let worker_exe = args.worker.clone().unwrap_or_else(supervisor::default_worker_exe);
     let mut worker = HuntWorker::start(&worker_exe, Duration::from_secs(60))?;
-    let config = HuntConfig { strategy: Strategy::Random, budget: args.budget, episodes: args.episodes, seed: args.seed, models: None, collect: true };
+    let config = HuntConfig { strategy: Strategy::Random, budget: args.budget, episodes: args.episodes, seed: args.seed, models: None, collect: true, max_numel: 256, max_dim: 8 };
     let mut records = Vec::new();
     for p in &programs {
         let mut o = hunt_program(&mut worker, p, &config);

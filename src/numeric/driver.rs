@@ -27,11 +27,16 @@ pub struct HuntConfig {
     pub models: Option<SoftModels>,
     /// Return training records (for `sfz train`).
     pub collect: bool,
+    /// The solver's bound on a tensor's element count (a traced program's shapes are fixed and
+    /// may be larger than the default's).
+    pub max_numel: i64,
+    /// The solver's bound on one dimension.
+    pub max_dim: i64,
 }
 
 impl Default for HuntConfig {
     fn default() -> Self {
-        HuntConfig { strategy: Strategy::Gradient, budget: 400, episodes: 5, seed: 0, models: None, collect: false }
+        HuntConfig { strategy: Strategy::Gradient, budget: 400, episodes: 5, seed: 0, models: None, collect: false, max_numel: 256, max_dim: 8 }
     }
 }
 
@@ -45,8 +50,10 @@ pub enum Status {
     /// The inputs cannot be made (unsatisfiable constraints) or libtorch rejected them: the
     /// program is not runnable as written. Never a bug.
     Rejected(String),
-    /// The worker crashed or hung inside libtorch.
+    /// The worker crashed inside libtorch.
     Crashed(String),
+    /// An episode ran past the timeout.
+    Hung(String),
 }
 
 /// One program's hunt.
@@ -72,11 +79,22 @@ pub type Bounds = Option<(f64, f64)>;
 
 /// Starting inputs for episode `episode`: solved and drawn like an API case, omitted
 /// parameters given their defaults; with each tensor's bounds (its fill's range).
-pub fn starting_inputs(program: &ProgramSpec, seed: u64, episode: u32) -> Result<(Vec<Arg>, Vec<Bounds>), String> {
+pub fn starting_inputs(program: &ProgramSpec, seed: u64, episode: u32, (max_numel, max_dim): (i64, i64)) -> Result<(Vec<Arg>, Vec<Bounds>), String> {
     let api = &program.inputs;
-    let limits = Limits { max_numel: 256, ..Limits::default() };
+    let limits = Limits { max_numel, max_dim, ..Limits::default() };
     let s = mix(seed ^ mix(episode as u64 + 1));
-    let models = crate::solve::fresh(|| crate::solve::sample(api, &limits, 8, s)).map_err(|e| e.to_string())?;
+    let first = crate::solve::fresh(|| crate::solve::sample(api, &limits, 8, s));
+    let mut models = first.as_ref().map(Vec::clone).unwrap_or_default();
+    if models.is_empty() {
+        // Fixed shapes beyond the default bounds (a program traced from a script): bounds as
+        // large as a program's shapes may reasonably be.
+        let wide = Limits { max_numel: max_numel.max(1 << 22), max_dim: max_dim.max(1 << 16), ..limits };
+        models = match crate::solve::fresh(|| crate::solve::sample(api, &wide, 8, s)) {
+            Ok(m) => m,
+            // The first answer's error, which the default bounds' users know.
+            Err(e) => return Err(first.err().map_or(e.to_string(), |f| f.to_string())),
+        };
+    }
     // Prefer a model without empty tensors: a program on zero elements computes nothing.
     let nonempty = |m: &&crate::solve::SymModel| {
         m.iter().all(|v| !matches!(v, crate::solve::SymValue::Tensor { shape, .. } if shape.contains(&0)))
@@ -140,7 +158,7 @@ pub fn hunt_program(worker: &mut HuntWorker, program: &ProgramSpec, config: &Hun
     };
     let models = config.models.as_ref().map(|m| m.subset(program.ir.steps.iter().map(|s| s.op)));
     for episode in 0..config.episodes {
-        let (inputs, bounds) = match starting_inputs(program, config.seed, episode) {
+        let (inputs, bounds) = match starting_inputs(program, config.seed, episode, (config.max_numel, config.max_dim)) {
             Ok(x) => x,
             Err(e) => {
                 out.status = Status::Rejected(e);
@@ -186,6 +204,10 @@ pub fn hunt_program(worker: &mut HuntWorker, program: &ProgramSpec, config: &Hun
             }
             Err(HuntError::Pool(e)) => {
                 out.status = Status::Rejected(format!("no worker: {e}"));
+                break;
+            }
+            Err(e @ HuntError::Timeout(_)) => {
+                out.status = Status::Hung(e.to_string());
                 break;
             }
             Err(e) => {

@@ -119,6 +119,18 @@ pub struct Found {
     pub steps: Vec<StepObs>,
     /// Microseconds from the episode's start.
     pub micros: u64,
+    /// Set when the formula-rewrite oracle fired instead: the chain ending at `step` is finite
+    /// but differs from its stable form.
+    #[serde(default)]
+    pub rewrite: Option<RewriteFound>,
+}
+
+/// The formula-rewrite oracle fired: the stable form and the largest difference seen.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RewriteFound {
+    pub stable: super::rewrite::Rewrite,
+    pub naive: f64,
+    pub stable_value: f64,
 }
 
 /// The strongest soft-assertion warning of an episode.

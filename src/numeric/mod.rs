@@ -10,3 +10,5 @@ pub mod hunt;
 pub mod soft;
 pub mod driver;
 pub mod report;
+pub mod rewrite;
+pub mod script;

@@ -52,6 +52,12 @@ pub enum NumOp {
     To,
     Matmul,
     Normalize,
+    Relu,
+    Linear,
+    Softplus,
+    LogSigmoid,
+    Reshape,
+    Transpose,
 }
 
 /// What an argument may be.
@@ -61,6 +67,8 @@ pub enum Kind {
     Tensor,
     /// A tensor or a number (a literal or a `float`/`int` parameter).
     Number,
+    /// A tensor or None (an optional bias).
+    OptTensor,
     /// An int literal or an `int` parameter.
     Int,
     /// An int, a list of ints, or None.
@@ -79,6 +87,7 @@ impl Kind {
         match self {
             Kind::Tensor => "a tensor",
             Kind::Number => "a tensor or a number",
+            Kind::OptTensor => "a tensor or None",
             Kind::Int => "an int",
             Kind::Dims => "an int, a list of ints or None",
             Kind::Float => "a number",
@@ -245,6 +254,23 @@ pub static OPS: &[OpSig] = &[
         method: None,
         params: &[X, ("p", Kind::Float, Some(Default::Float(2.0))), ("dim", Kind::Int, Some(Default::Int(1))), ("eps", Kind::Float, Some(Default::Float(1e-12)))],
     },
+    OpSig { op: NumOp::Relu, functions: &["torch.relu", "torch.nn.functional.relu"], method: Some("relu"), params: &[X] },
+    OpSig {
+        op: NumOp::Linear,
+        functions: &["torch.nn.functional.linear", "torch.linear"],
+        method: None,
+        params: &[X, ("weight", Kind::Tensor, None), ("bias", Kind::OptTensor, Some(Default::None))],
+    },
+    // Only the default beta = 1, threshold = 20 (tch's softplus takes no other).
+    OpSig { op: NumOp::Softplus, functions: &["torch.nn.functional.softplus"], method: None, params: &[X] },
+    OpSig { op: NumOp::LogSigmoid, functions: &["torch.nn.functional.logsigmoid"], method: None, params: &[X] },
+    OpSig { op: NumOp::Reshape, functions: &["torch.reshape"], method: Some("reshape"), params: &[X, ("shape", Kind::Dims, None)] },
+    OpSig {
+        op: NumOp::Transpose,
+        functions: &["torch.transpose"],
+        method: Some("transpose"),
+        params: &[X, ("dim0", Kind::Int, None), ("dim1", Kind::Int, None)],
+    },
 ];
 
 impl NumOp {
@@ -263,7 +289,7 @@ impl NumOp {
     /// A short name (`exp`, `softmax`), for reports and model files.
     pub fn short(self) -> &'static str {
         let s = self.sig();
-        s.method.unwrap_or("normalize")
+        s.method.or_else(|| s.functions[0].rsplit('.').next()).unwrap_or("normalize")
     }
 }
 

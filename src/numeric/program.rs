@@ -177,6 +177,7 @@ impl<'a> Lowerer<'a> {
         match kind {
             Kind::Tensor => s == Tensor,
             Kind::Number => matches!(s, Tensor | IntLike | FloatLike),
+            Kind::OptTensor => matches!(s, Tensor | NoneLike),
             Kind::Int => s == IntLike,
             Kind::Dims => matches!(s, IntLike | IntsLike | NoneLike),
             Kind::Float => matches!(s, IntLike | FloatLike),

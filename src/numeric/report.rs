@@ -16,7 +16,7 @@ use crate::findings::repro::py_float;
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
     pub program: String,
-    /// `bug`, `clean`, `rejected` or `crashed`.
+    /// `bug`, `clean`, `rejected`, `crashed` or `hang`.
     pub status: &'static str,
     /// The oracle that fired: `nan_inf` (or `crash`).
     pub oracle: Option<&'static str>,
@@ -45,6 +45,9 @@ pub struct Report {
     pub message: Option<String>,
     /// The reproducer's file name, when one was written.
     pub reproducer: Option<String>,
+    /// For a program traced from a script: the script's call that went bad and what to guard.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub script: Option<super::script::site::ScriptFinding>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -85,11 +88,12 @@ pub fn report(program: &ProgramSpec, outcome: &Outcome, strategy: Strategy) -> R
         path: outcome.last.as_ref().map(|l| l.path.clone()).unwrap_or_default(),
         message: None,
         reproducer: None,
+        script: None,
     };
     match &outcome.status {
         Status::Found(f) => {
             r.status = "bug";
-            r.oracle = Some("nan_inf");
+            r.oracle = Some(if f.rewrite.is_some() { "rewrite" } else { "nan_inf" });
             if let Some(st) = step_of(f.step) {
                 r.step = Some(st.name.clone());
                 r.op = Some(st.op.python());
@@ -98,6 +102,9 @@ pub fn report(program: &ProgramSpec, outcome: &Outcome, strategy: Strategy) -> R
             r.nan = f.nan;
             r.inf = f.inf;
             r.severity = if f.nan > 0 { "high" } else { "medium" };
+            if let Some(rw) = &f.rewrite {
+                r.message = Some(format!("finite but {} where the stable form {} gives {}", py_float(rw.naive), rw.stable.stable.name, py_float(rw.stable_value)));
+            }
             r.time_to_find_us = Some(f.micros);
             r.input = f.inputs.iter().enumerate().filter_map(|(i, v)| Some((ir.params[i].clone(), v.clone()?))).collect();
         }
@@ -109,6 +116,12 @@ pub fn report(program: &ProgramSpec, outcome: &Outcome, strategy: Strategy) -> R
         Status::Crashed(m) => {
             r.status = "crashed";
             r.oracle = Some("crash");
+            r.severity = "high";
+            r.message = Some(m.clone());
+        }
+        Status::Hung(m) => {
+            r.status = "hang";
+            r.oracle = Some("hang");
             r.severity = "high";
             r.message = Some(m.clone());
         }
@@ -222,9 +235,24 @@ for name, value, inputs in steps:
     nonempty = all(not isinstance(i, torch.Tensor) or i.numel() > 0 for i in inputs)
     if nonempty and all(finite(i) for i in inputs) and not finite(value):
         print("sfz-nonfinite:", name)
+        print(value)
         sys.exit(1)
-print("sfz-finite")
 "#,
     );
+    if let Some(rw) = &found.rewrite {
+        // The formula-rewrite oracle: the chain against its stable form, as the worker compared.
+        let mut with_stable = ir.clone();
+        with_stable.steps.push(rw.stable.stable.clone());
+        let naive = py_name(ir, (ir.params.len() as u32) + rw.stable.step);
+        let _ = writeln!(out, "stable = {}", py_step(&with_stable, ir.steps.len()));
+        let _ = writeln!(out, "a, b = {naive}.double(), stable.double()");
+        let _ = writeln!(out, "ok = torch.isfinite(a) & torch.isfinite(b)");
+        let _ = writeln!(out, "bad = ok & ((a - b).abs() > {} + {} * b.abs())", py_float(crate::numeric::rewrite::ATOL), py_float(crate::numeric::rewrite::RTOL));
+        let _ = writeln!(out, "if bool(bad.any()):");
+        let _ = writeln!(out, "    print(\"sfz-rewrite:\", {:?}, \"differs from {}\")", ir.steps[rw.stable.step as usize].name, rw.stable.stable.name);
+        let _ = writeln!(out, "    print(a[bad], b[bad])");
+        let _ = writeln!(out, "    sys.exit(1)");
+    }
+    out.push_str("print(\"sfz-finite\")\n");
     Some(out)
 }

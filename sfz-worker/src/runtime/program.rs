@@ -9,7 +9,8 @@ use tch::{Kind, Tensor};
 
 use super::materialize::{kind, materialize};
 use sfz::case::{Arg, DType};
-use sfz::numeric::hunt::{self, Found, HuntRequest, HuntResult, InputValues, PathPoint, Record, SoftSignal, Stats, StepObs, Strategy, MAX_PATH};
+use sfz::numeric::hunt::{self, Found, HuntRequest, HuntResult, InputValues, PathPoint, Record, RewriteFound, SoftSignal, Stats, StepObs, Strategy, MAX_PATH};
+use sfz::numeric::rewrite;
 use sfz::numeric::ops::NumOp;
 use sfz::numeric::program::{Operand, ProgramIr, Step};
 
@@ -191,6 +192,18 @@ fn apply(op: NumOp, a: &[V]) -> R<Tensor> {
             let n = xs.f_norm_scalaropt_dim(num(&a[1])?, [int(&a[2])?].as_slice(), true)?;
             xs.f_div(&n.f_clamp_min(num(&a[3])?)?.f_expand_as(&xs)?)?
         }
+        NumOp::Relu => x()?.f_relu()?,
+        NumOp::Linear => {
+            let bias = match &a[2] {
+                V::N => None,
+                b => Some(t(b)?),
+            };
+            x()?.f_linear(&t(&a[1])?, bias)?
+        }
+        NumOp::Softplus => x()?.f_softplus()?,
+        NumOp::LogSigmoid => x()?.f_log_sigmoid()?,
+        NumOp::Reshape => x()?.f_reshape(dims(&a[1])?.unwrap_or_default().as_slice())?,
+        NumOp::Transpose => x()?.f_transpose(int(&a[1])?, int(&a[2])?)?,
     })
 }
 
@@ -253,6 +266,31 @@ fn oracle(ir: &ProgramIr, obs: &[Option<Stats>]) -> Option<(u32, Stats)> {
     None
 }
 
+/// The formula-rewrite oracle: the first chain whose output is finite and differs from its
+/// stable form (itself finite) beyond the tolerance, with the element that differs most.
+fn rewrite_oracle(ir: &ProgramIr, vals: &[V]) -> Option<(u32, RewriteFound)> {
+    let n = ir.params.len();
+    for r in rewrite::find(ir) {
+        let args: Vec<V> = r.stable.args.iter().map(|o| operand(vals, o)).collect();
+        let Ok(stable) = apply(r.stable.op, &args) else { continue };
+        let Some(naive) = vals[n + r.step as usize].tensor() else { continue };
+        let (Ok(a), Ok(b)) = (naive.f_to_kind(Kind::Double), stable.f_to_kind(Kind::Double)) else { continue };
+        if a.size() != b.size() {
+            continue;
+        }
+        let (a, b) = (values(&a), values(&b));
+        let worst = a
+            .iter()
+            .zip(&b)
+            .filter(|(x, y)| x.is_finite() && y.is_finite() && sfz::numeric::rewrite::differs(**x, **y))
+            .max_by(|(x1, y1), (x2, y2)| (*x1 - *y1).abs().total_cmp(&(*x2 - *y2).abs()));
+        if let Some((x, y)) = worst {
+            return Some((r.step, RewriteFound { stable: r, naive: *x, stable_value: *y }));
+        }
+    }
+    None
+}
+
 fn operand_stats(step: &Step, obs: &[Option<Stats>]) -> Vec<Stats> {
     ProgramIr::reads(step).filter_map(|v| obs[v as usize]).collect()
 }
@@ -292,7 +330,7 @@ fn objective(step: &Step, vals: &[V], out: &Tensor) -> Option<(Tensor, bool)> {
             _ => (neg(amax(out()?.abs())), false),
         },
         // Overflow of a product or a sum in its own dtype: drive the output's magnitude up.
-        NumOp::Mul | NumOp::Square | NumOp::Sum | NumOp::Matmul | NumOp::Add | NumOp::Sub | NumOp::Var | NumOp::Norm | NumOp::Mean => {
+        NumOp::Mul | NumOp::Square | NumOp::Sum | NumOp::Matmul | NumOp::Linear | NumOp::Add | NumOp::Sub | NumOp::Var | NumOp::Norm | NumOp::Mean => {
             (neg(amax(out()?.abs())), false)
         }
         _ => return None,
@@ -310,7 +348,8 @@ fn risky(ir: &ProgramIr) -> Vec<usize> {
                 s.op,
                 NumOp::Softmax | NumOp::LogSoftmax | NumOp::Logsumexp | NumOp::Clamp | NumOp::ClampMin | NumOp::To | NumOp::Abs | NumOp::Neg
                     | NumOp::Sigmoid | NumOp::Tanh | NumOp::Sin | NumOp::Cos | NumOp::Atan | NumOp::Amax | NumOp::Amin | NumOp::Maximum
-                    | NumOp::Minimum | NumOp::Std | NumOp::Normalize | NumOp::Atan2
+                    | NumOp::Minimum | NumOp::Std | NumOp::Normalize | NumOp::Atan2 | NumOp::Relu | NumOp::Softplus | NumOp::LogSigmoid
+                    | NumOp::Reshape | NumOp::Transpose
             )
         })
         .map(|(k, _)| k)
@@ -399,6 +438,22 @@ impl Episode<'_> {
                     inputs,
                     steps,
                     micros: self.start.elapsed().as_micros() as u64,
+                    rewrite: None,
+                });
+            } else if let Some((step, rewrite)) = rewrite_oracle(ir, &vals) {
+                let inputs = (0..ir.params.len())
+                    .map(|i| vals[i].tensor().and_then(|t| Some(InputValues { dtype: dtype_of(t)?, shape: t.size(), values: values(t) })))
+                    .collect();
+                let steps = (0..ir.steps.len()).map(|k| StepObs { dtype: step_dtype(&vals, ir, k), out: obs[ir.params.len() + k].unwrap_or_default() }).collect();
+                self.result.found = Some(Found {
+                    step,
+                    eval: self.evals,
+                    nan: 0,
+                    inf: 0,
+                    inputs,
+                    steps,
+                    micros: self.start.elapsed().as_micros() as u64,
+                    rewrite: Some(rewrite),
                 });
             }
         }

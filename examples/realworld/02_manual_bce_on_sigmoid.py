@@ -1,0 +1,18 @@
+"""manual_bce_on_sigmoid: the bug.
+
+Source: https://github.com/pytorch/pytorch/issues/751
+Binary cross-entropy written on sigmoid outputs (a GAN discriminator): sigmoid saturates to 0 or
+1 and log(0) or log(1 - 1) is -inf; the issue asks for a loss on logits.
+
+A minimal re-creation written for sfz's evaluation set (not code from the source).
+"""
+import torch
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+
+logits = torch.randn(16) * 3
+y = (torch.rand(16) > 0.5).float()
+
+p = torch.sigmoid(logits)
+loss = -(y * torch.log(p) + (1 - y) * torch.log(1 - p)).mean()

@@ -1,0 +1,21 @@
+"""cosine_eps_product_underflow_fixed: the fix.
+
+Source: https://github.com/tracel-ai/burn/issues/5584
+Cosine similarity with each norm clamped to eps = float32 tiny: the product of the two clamped
+norms underflows to 0 and two zero vectors give 0 / 0 = NaN (fixed by normalising each input by
+its own clamped norm).
+
+A minimal re-creation written for sfz's evaluation set (not code from the source).
+"""
+import torch
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+
+a = torch.relu(torch.randn(3, 4))
+b = torch.relu(torch.randn(3, 4))
+eps = 1.1754943508222875e-38
+
+ua = a / a.norm(dim=1, keepdim=True).clamp_min(eps)
+ub = b / b.norm(dim=1, keepdim=True).clamp_min(eps)
+cos = (ua * ub).sum(dim=1)

@@ -1,0 +1,17 @@
+"""kl_loss_exp_alpha: the bug.
+
+Source: https://github.com/ethanhe42/KL-Loss/issues/4
+KL-Loss for box regression: exp(-alpha) * err^2 / 2 + alpha / 2 with a predicted alpha that is
+extremely small or large overflows; users clip alpha to (-50, 50).
+
+A minimal re-creation written for sfz's evaluation set (not code from the source).
+"""
+import torch
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+
+alpha = torch.randn(16) * 20
+err = torch.randn(16)
+
+loss = (torch.exp(-alpha) * err.pow(2) / 2 + alpha / 2).mean()

@@ -1,0 +1,431 @@
+//! A trace lowered to the text of a `program`: each recorded call the op table can express
+//! becomes a `let`; a tensor made outside the traced region, or by a call the table cannot
+//! express, becomes a parameter with the dtype and shape seen and a value range around the
+//! one seen, so that the rest of the chain is hunted without that call. The text is written
+//! beside the findings and checked like any spec, so the user can edit it and re-run it.
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use serde_json::Value as Json;
+
+use super::trace::{Trace, TracedOp, TracedValue};
+use crate::case::DType;
+use crate::numeric::ops::{self, Kind, NumOp, OpSig};
+
+/// How far a float input's range reaches beyond what the script showed: the hunt searches
+/// `[-m*WIDEN, m*WIDEN]` (or `[0, m*WIDEN]` when every value seen was non-negative), with `m`
+/// the largest magnitude seen (at least 1); values seen within [0, 1] stay in [0, 1], and a
+/// tensor holding one value throughout stays that constant.
+pub const WIDEN: f64 = 10.0;
+
+/// Where a call was made in the user's script.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Site {
+    pub file: String,
+    pub line: u32,
+    /// The line's source text.
+    pub code: String,
+    /// The torch function called (`torch.log`).
+    pub func: String,
+}
+
+/// A recorded call the program cannot replay; its outputs became parameters.
+#[derive(Clone, Debug, Serialize)]
+pub struct Skipped {
+    pub site: Site,
+    pub reason: String,
+}
+
+/// The lowered program and what maps it back to the script.
+#[derive(Clone, Debug)]
+pub struct Lowered {
+    pub name: String,
+    /// The `.sfz` text.
+    pub text: String,
+    /// Per `let` name: the call it replays.
+    pub lets: BTreeMap<String, Site>,
+    /// Per parameter name: the call that made the tensor (None: made before the traced region).
+    pub params: BTreeMap<String, Option<Site>>,
+    pub skipped: Vec<Skipped>,
+    /// The largest parameter's element count (the solver's bound for this program).
+    pub max_numel: i64,
+    /// The largest dimension of a parameter.
+    pub max_dim: i64,
+}
+
+fn site(op: &TracedOp) -> Site {
+    Site { file: op.file.clone().unwrap_or_else(|| "<torch>".into()), line: op.line, code: op.code.clone(), func: op.func.clone() }
+}
+
+/// The table entry a recorded function names, and whether its two operands are swapped
+/// (`Tensor.__rsub__(x, 1)` is `1 - x`).
+pub fn resolve(func: &str) -> Option<(&'static OpSig, bool)> {
+    let Some(method) = func.strip_prefix("Tensor.") else {
+        let f = match func {
+            "torch.true_divide" => "torch.div",
+            "torch.subtract" => "torch.sub",
+            "torch.multiply" => "torch.mul",
+            "torch.negative" => "torch.neg",
+            "torch.special.expm1" => "torch.expm1",
+            "torch.special.log1p" => "torch.log1p",
+            "torch.special.logsumexp" => "torch.logsumexp",
+            "torch.special.softmax" => "torch.softmax",
+            "torch.special.log_softmax" => "torch.log_softmax",
+            f => f,
+        };
+        return ops::by_function(f).map(|s| (s, false));
+    };
+    let (name, swap) = match method {
+        "__add__" | "__iadd__" => ("add", false),
+        "__radd__" => ("add", true),
+        "__sub__" | "__isub__" => ("sub", false),
+        "__rsub__" => ("sub", true),
+        "__mul__" | "__imul__" => ("mul", false),
+        "__rmul__" => ("mul", true),
+        "__truediv__" | "__itruediv__" | "__div__" | "true_divide" | "true_divide_" => ("div", false),
+        "__rtruediv__" | "__rdiv__" => ("div", true),
+        "__pow__" | "__ipow__" => ("pow", false),
+        "__neg__" | "negative" => ("neg", false),
+        "__abs__" => ("abs", false),
+        "__matmul__" => ("matmul", false),
+        "clip" | "clip_" => ("clamp", false),
+        "subtract" => ("sub", false),
+        "multiply" => ("mul", false),
+        // An in-place method computes what its out-of-place twin does.
+        m => (m.strip_suffix('_').unwrap_or(m), false),
+    };
+    ops::by_method(name).map(|s| (s, swap))
+}
+
+/// Keyword arguments sfz's table does not name but that change nothing when left at these values.
+fn harmless(name: &str, v: &Json) -> bool {
+    matches!(name, "_stacklevel") || (v.is_null() && matches!(name, "dtype" | "out" | "layout" | "device" | "memory_format"))
+}
+
+/// Lowers a trace. Never fails: a trace with no expressible call gives a program without
+/// `let`s, which the caller reports.
+pub fn lower(trace: &Trace, name: &str) -> Lowered {
+    let mut l = Lowering { trace, lets: BTreeMap::new(), params: BTreeMap::new(), param_text: String::new(), body: String::new(), bound: BTreeMap::new(), max_numel: 1, max_dim: 8, skipped: Vec::new(), order: Vec::new() };
+    for op in &trace.ops {
+        match l.call(op) {
+            Ok(()) => {}
+            Err(reason) => l.skipped.push(Skipped { site: site(op), reason }),
+        }
+    }
+    let params: Vec<String> = l.order.iter().map(|p| format!("{p}: Tensor")).collect();
+    let mut text = String::new();
+    let _ = writeln!(text, "// Traced by `sfz hunt` from {}; edit it and run `sfz hunt` on this file.", trace.script.display());
+    if !l.skipped.is_empty() {
+        let _ = writeln!(text, "// Calls the program cannot replay (their outputs are parameters):");
+        for s in &l.skipped {
+            let _ = writeln!(text, "//   {}:{} {} ({})", s.site.file, s.site.line, s.site.func, s.reason);
+        }
+    }
+    let _ = writeln!(text, "program {name}({}) {{", params.join(", "));
+    text.push_str(&l.param_text);
+    text.push_str(&l.body);
+    text.push_str("}\n");
+    Lowered { name: name.to_string(), text, lets: l.lets, params: l.params, skipped: l.skipped, max_numel: l.max_numel, max_dim: l.max_dim }
+}
+
+struct Lowering<'a> {
+    trace: &'a Trace,
+    lets: BTreeMap<String, Site>,
+    params: BTreeMap<String, Option<Site>>,
+    param_text: String,
+    body: String,
+    /// Value index → its name in the program (a `let` or a parameter).
+    bound: BTreeMap<u32, String>,
+    max_numel: i64,
+    max_dim: i64,
+    skipped: Vec<Skipped>,
+    order: Vec<String>,
+}
+
+impl Lowering<'_> {
+    /// The name of tensor `v` in the program, making it a parameter on first use.
+    fn tensor(&mut self, v: u32) -> Result<String, String> {
+        if let Some(n) = self.bound.get(&v) {
+            return Ok(n.clone());
+        }
+        let value = self.trace.values.get(v as usize).ok_or("a tensor the trace does not describe")?;
+        let dtype = DType::from_name(&value.dtype).ok_or_else(|| format!("a {} tensor", value.dtype))?;
+        let name = format!("x{v}");
+        let made_by = value.op.and_then(|k| self.trace.ops.get(k as usize)).map(site);
+        self.param_text.push_str(&constraints(&name, dtype, value));
+        self.max_numel = self.max_numel.max(value.shape.iter().product::<i64>().max(1));
+        self.max_dim = self.max_dim.max(value.shape.iter().copied().max().unwrap_or(1));
+        self.params.insert(name.clone(), made_by);
+        self.order.push(name.clone());
+        self.bound.insert(v, name.clone());
+        Ok(name)
+    }
+
+    fn call(&mut self, op: &TracedOp) -> Result<(), String> {
+        let Some(Some(out)) = op.outputs.first() else { return Err("no tensor output".into()) };
+        if let Some(expr) = self.reshaping(op, *out)? {
+            return Ok(self.emit(op, *out, expr));
+        }
+        let (sig, swap) = resolve(&op.func).ok_or("not in the op table")?;
+        let mut args: Vec<Json> = op.args.clone();
+        if swap && args.len() == 2 {
+            args.swap(0, 1);
+        }
+        let (zero, one, two) = (Json::from(0), Json::from(1), Json::from(2.0));
+        // Arguments in the table's order: positional first, then by keyword.
+        let mut bound: Vec<Option<&Json>> = vec![None; sig.params.len()];
+        for (k, a) in args.iter().enumerate() {
+            *bound.get_mut(k).ok_or("more arguments than the table knows")? = Some(a);
+        }
+        for (k, v) in &op.kwargs {
+            let key = match k.as_str() {
+                "ord" => "p",
+                "self" => "input",
+                "unbiased" => {
+                    // `var(unbiased=False)` is `correction=0`.
+                    let unbiased = if v.as_bool() == Some(false) { &zero } else { &one };
+                    if let Some(i) = sig.params.iter().position(|p| p.0 == "correction") {
+                        bound[i] = Some(unbiased);
+                        continue;
+                    }
+                    return Err("an argument `unbiased` the table does not know".into());
+                }
+                k => k,
+            };
+            match sig.params.iter().position(|p| p.0 == key) {
+                // `norm(p="fro")` of a vector is its 2-norm.
+                Some(i) if key == "p" && v.as_str() == Some("fro") => bound[i] = Some(&two),
+                Some(i) => bound[i] = Some(v),
+                None if harmless(key, v) => {}
+                None => return Err(format!("an argument `{k}` the table does not know")),
+            }
+        }
+        if !bound.iter().flatten().any(|a| a.get("t").is_some()) {
+            return Err("no tensor operand".into());
+        }
+        let mut texts = Vec::new();
+        for (param, arg) in sig.params.iter().zip(&bound) {
+            match arg {
+                Some(a) => texts.push((param.0, self.operand(param.1, a)?)),
+                None if param.2.is_none() => return Err(format!("no `{}` argument", param.0)),
+                None => {}
+            }
+        }
+        let expr = match sig.op {
+            NumOp::Add | NumOp::Sub | NumOp::Mul | NumOp::Div if texts.len() == 2 => {
+                let sym = match sig.op {
+                    NumOp::Add => "+",
+                    NumOp::Sub => "-",
+                    NumOp::Mul => "*",
+                    _ => "/",
+                };
+                format!("{} {sym} {}", texts[0].1, texts[1].1)
+            }
+            NumOp::To => format!("{}.to({})", texts[0].1, texts.get(1).map(|t| t.1.as_str()).unwrap_or("")),
+            _ => {
+                let mut parts = vec![texts[0].1.clone()];
+                parts.extend(texts[1..].iter().map(|(n, t)| format!("{n} = {t}")));
+                format!("{}({})", sig.functions[0], parts.join(", "))
+            }
+        };
+        self.emit(op, *out, expr);
+        Ok(())
+    }
+
+    fn emit(&mut self, op: &TracedOp, out: u32, expr: String) {
+        let name = format!("v{out}");
+        let s = site(op);
+        let _ = writeln!(self.body, "    // {}:{}  {}", short(&s.file), s.line, s.code);
+        let _ = writeln!(self.body, "    let {name} = {expr};");
+        self.lets.insert(name.clone(), s);
+        // An in-place call's tensor is the same object: later reads see this value.
+        self.bound.insert(out, name);
+    }
+
+    /// Calls that only move or relabel values (views, copies, dtype casts): a reshape to the
+    /// output's shape, a transpose, or a cast. None for any other call.
+    fn reshaping(&mut self, op: &TracedOp, out: u32) -> Result<Option<String>, String> {
+        const VIEWS: &[&str] = &["squeeze", "unsqueeze", "view", "reshape", "flatten", "view_as", "reshape_as", "contiguous", "clone", "detach", "squeeze_", "unsqueeze_"];
+        let method = op.func.strip_prefix("Tensor.").or_else(|| op.func.strip_prefix("torch."));
+        let Some(m) = method else { return Ok(None) };
+        let source = || op.args.first().and_then(|a| a.get("t")).and_then(Json::as_u64).map(|v| v as u32);
+        let cast = match m {
+            "float" => Some(DType::Float32),
+            "double" => Some(DType::Float64),
+            "half" => Some(DType::Float16),
+            "bfloat16" => Some(DType::BFloat16),
+            _ => None,
+        };
+        if let Some(d) = cast {
+            let Some(src) = source() else { return Ok(None) };
+            return Ok(Some(format!("{}.to({})", self.tensor(src)?, d.name())));
+        }
+        if matches!(m, "t" | "T" | "mT") || (m == "transpose" && op.args.len() == 3) {
+            let Some(src) = source() else { return Ok(None) };
+            let (a, b) = if m == "transpose" { (op.args[1].as_i64().ok_or("a dimension")?, op.args[2].as_i64().ok_or("a dimension")?) } else { (-2, -1) };
+            let (a, b) = if m == "t" || m == "T" { (0, 1.min(self.trace.values[src as usize].shape.len() as i64 - 1).max(0)) } else { (a, b) };
+            return Ok(Some(format!("torch.transpose({}, dim0 = {}, dim1 = {})", self.tensor(src)?, int(a), int(b))));
+        }
+        if !VIEWS.contains(&m) {
+            return Ok(None);
+        }
+        let Some(src) = source() else { return Ok(None) };
+        let shape = &self.trace.values.get(out as usize).ok_or("an output the trace does not describe")?.shape;
+        let dims: Vec<String> = shape.iter().map(|d| int(*d)).collect();
+        let input = self.tensor(src)?;
+        Ok(Some(format!("torch.reshape({input}, shape = [{}])", dims.join(", "))))
+    }
+
+    fn operand(&mut self, kind: Kind, a: &Json) -> Result<String, String> {
+        let wrong = || format!("an argument the table takes as {}", kind.describe());
+        if let Some(v) = a.get("t").and_then(Json::as_u64) {
+            return match kind {
+                Kind::Tensor | Kind::Number | Kind::OptTensor => self.tensor(v as u32),
+                _ => Err(wrong()),
+            };
+        }
+        match (kind, a) {
+            (Kind::Number | Kind::Float | Kind::OptFloat, Json::Number(n)) => number(n).ok_or_else(wrong),
+            (Kind::Int | Kind::Dims, Json::Number(n)) if n.is_i64() => Ok(int(n.as_i64().unwrap_or(0))),
+            (Kind::Dims | Kind::OptFloat | Kind::OptTensor, Json::Null) => Ok("None".into()),
+            (Kind::Dims, _) if a.get("ints").is_some() => {
+                let xs: Vec<String> = a["ints"].as_array().into_iter().flatten().filter_map(Json::as_i64).map(int).collect();
+                Ok(format!("[{}]", xs.join(", ")))
+            }
+            (Kind::Bool, Json::Bool(b)) => Ok(b.to_string()),
+            (Kind::Dtype, _) => a.get("dtype").and_then(Json::as_str).and_then(DType::from_name).map(|d| d.name().to_string()).ok_or_else(wrong),
+            _ => Err(wrong()),
+        }
+    }
+}
+
+fn int(i: i64) -> String {
+    if i < 0 {
+        format!("({i})")
+    } else {
+        i.to_string()
+    }
+}
+
+fn number(n: &serde_json::Number) -> Option<String> {
+    if let Some(i) = n.as_i64() {
+        return Some(int(i));
+    }
+    let f = n.as_f64()?;
+    if !f.is_finite() {
+        return None;
+    }
+    let s = format!("{f:?}");
+    Some(if f < 0.0 { format!("({s})") } else { s })
+}
+
+fn float(f: f64) -> String {
+    let s = format!("{f:?}");
+    if f < 0.0 {
+        format!("({s})")
+    } else {
+        s
+    }
+}
+
+/// The largest finite value of a float dtype: a widened range stays representable.
+fn finite_max(dtype: DType) -> f64 {
+    match dtype {
+        DType::Float16 => 65504.0,
+        DType::Float32 | DType::BFloat16 => f32::MAX as f64,
+        _ => f64::MAX,
+    }
+}
+
+/// The file name alone, for comments.
+fn short(file: &str) -> &str {
+    file.rsplit('/').next().unwrap_or(file)
+}
+
+/// A parameter's constraints: dtype and shape as seen, values around those seen.
+fn constraints(name: &str, dtype: DType, v: &TracedValue) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "    {name}.dtype == {};", dtype.name());
+    let _ = writeln!(s, "    {name}.ndim == {};", v.shape.len());
+    for (d, n) in v.shape.iter().enumerate() {
+        let _ = writeln!(s, "    {name}.shape[{d}] == {n};");
+    }
+    if let (Some(lo), Some(hi)) = (v.min, v.max) {
+        if dtype.is_floating() {
+            // A tensor of one value is a constant of the script (a mask value, an eps), not data;
+            // values seen within [0, 1] (probabilities, masks, uniform samples) keep that domain.
+            let (lo, hi) = if lo == hi && v.nan == 0 && v.inf == 0 {
+                (lo, hi)
+            } else if lo >= 0.0 && hi <= 1.0 {
+                (0.0, 1.0)
+            } else {
+                let m = (lo.abs().max(hi.abs()).max(1.0) * WIDEN).ceil().min(finite_max(dtype));
+                (if lo >= 0.0 { 0.0 } else { -m }, m)
+            };
+            let _ = writeln!(s, "    {name}.values in {}..{};", float(lo), float(hi));
+        } else if dtype != DType::Bool {
+            // Integers (indices, labels) keep the range seen: other values may not be valid.
+            let _ = writeln!(s, "    {name}.values in {}..{};", int(lo as i64), int(hi as i64));
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A trace as the tracer writes it: `x = rand(2, 3)` (outside), `p = 1 - x` (reflected),
+    /// an in-place add, a squeeze, an indexing the table cannot express, a log of it, a
+    /// `norm(p="fro")`, and a constant.
+    const TRACE: &str = r#"{
+      "script": "/w/s.py", "status": "ok", "error": null, "marked": true, "ended": true,
+      "values": [
+        {"dtype": "float32", "shape": [2, 3], "min": 0.1, "max": 0.9, "op": null},
+        {"dtype": "float32", "shape": [2, 3], "min": 0.1, "max": 0.9, "op": 0},
+        {"dtype": "float32", "shape": [2, 3], "min": 1.1, "max": 1.9, "op": 1},
+        {"dtype": "float32", "shape": [1, 6], "min": 1.1, "max": 1.9, "op": 2},
+        {"dtype": "float32", "shape": [6], "min": -3.0, "max": 2.5, "op": 3},
+        {"dtype": "float32", "shape": [6], "min": 0.0, "max": 1.0, "op": 4},
+        {"dtype": "float32", "shape": [], "min": 2.0, "max": 2.0, "op": 5},
+        {"dtype": "float16", "shape": [2], "min": -65504.0, "max": -65504.0, "op": null},
+        {"dtype": "float16", "shape": [2], "min": -30000.0, "max": 100.0, "op": null},
+        {"dtype": "float16", "shape": [2], "min": -65504.0, "max": -29900.0, "op": 6}
+      ],
+      "ops": [
+        {"func": "Tensor.__rsub__", "args": [{"t": 0}, 1], "kwargs": {}, "file": "/w/s.py", "line": 4, "code": "p = 1 - x", "outputs": [1]},
+        {"func": "Tensor.add_", "args": [{"t": 1}, 1.0], "kwargs": {}, "file": "/w/s.py", "line": 5, "code": "p += 1.0", "outputs": [2]},
+        {"func": "Tensor.view", "args": [{"t": 2}, 1, 6], "kwargs": {}, "file": "/w/s.py", "line": 6, "code": "q = p.view(1, 6)", "outputs": [3]},
+        {"func": "Tensor.__getitem__", "args": [{"t": 3}, 0], "kwargs": {}, "file": "/w/s.py", "line": 7, "code": "r = q[0]", "outputs": [4]},
+        {"func": "torch.log", "args": [{"t": 4}], "kwargs": {}, "file": "/w/s.py", "line": 8, "code": "l = torch.log(r)", "outputs": [5]},
+        {"func": "Tensor.norm", "args": [{"t": 5}], "kwargs": {"p": "fro", "dim": null, "keepdim": false, "dtype": null}, "file": "/w/s.py", "line": 9, "code": "n = l.norm()", "outputs": [6]},
+        {"func": "torch.add", "args": [{"t": 8}, {"t": 7}], "kwargs": {}, "file": "/w/s.py", "line": 10, "code": "w = s + mask", "outputs": [9]}
+      ]
+    }"#;
+
+    #[test]
+    fn a_trace_lowers_to_a_program_that_checks() {
+        let trace: Trace = serde_json::from_str(TRACE).unwrap();
+        let lowered = lower(&trace, "traced_s");
+        insta::assert_snapshot!(lowered.text);
+        assert_eq!(lowered.skipped.len(), 1, "only the indexing is cut");
+        assert_eq!(lowered.lets["v5"].line, 8);
+        assert_eq!(lowered.params["x4"].as_ref().map(|s| s.line), Some(7), "the cut value names the line that made it");
+        // The text is a program the checker accepts, with one step per `let`.
+        let checked = crate::check::check_text(std::path::Path::new("traced.sfz"), &lowered.text);
+        assert!(!checked.has_errors(), "{:?}", checked.diags);
+        let program = checked.spec.programs.iter().find(|p| p.name == "traced_s").expect("the program");
+        assert!(program.runnable);
+        let names: Vec<&str> = program.ir.steps.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["v1", "v2", "v3", "v5", "v6", "v9"]);
+    }
+
+    #[test]
+    fn reflected_and_in_place_methods_resolve_to_their_ops() {
+        assert_eq!(resolve("Tensor.__rsub__").map(|(s, swap)| (s.op, swap)), Some((NumOp::Sub, true)));
+        assert_eq!(resolve("Tensor.mul_").map(|(s, swap)| (s.op, swap)), Some((NumOp::Mul, false)));
+        assert_eq!(resolve("torch.nn.functional.linear").map(|(s, _)| s.op), Some(NumOp::Linear));
+        assert!(resolve("Tensor.__getitem__").is_none());
+    }
+}

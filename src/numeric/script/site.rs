@@ -1,0 +1,75 @@
+//! A finding on a traced program told in the script's terms: the file and line of the call that
+//! first produced the bad value, the value to guard (the operand that drove it there, and where
+//! the script made that operand) and the usual guard for that call.
+use serde::Serialize;
+
+use super::lower::{Lowered, Site};
+use crate::numeric::hunt::Found;
+use crate::numeric::ops::NumOp;
+use crate::numeric::program::{Operand, ProgramSpec};
+
+/// The script side of a finding.
+#[derive(Clone, Debug, Serialize)]
+pub struct ScriptFinding {
+    /// The call whose output went bad.
+    pub site: Site,
+    /// The operand to guard: its name in the traced program and where the script made it
+    /// (None: an input of the traced region).
+    pub guard: String,
+    /// The script's name for it, when the line that made it assigns one name (`p = ...`).
+    pub guard_variable: Option<String>,
+    pub guard_site: Option<Site>,
+    /// How such a call is usually made safe.
+    pub advice: &'static str,
+}
+
+/// The `let` a step belongs to (`v7.2` is an intermediate of `v7`).
+fn let_of(step: &str) -> &str {
+    step.split('.').next().unwrap_or(step)
+}
+
+pub fn explain(program: &ProgramSpec, lowered: &Lowered, found: &Found) -> Option<ScriptFinding> {
+    let step = program.ir.steps.get(found.step as usize)?;
+    let site = lowered.lets.get(let_of(&step.name))?.clone();
+    // The operand that drives the failure: the divisor of a division, else the first tensor.
+    let tensors: Vec<u32> = step.args.iter().filter_map(|a| if let Operand::Value(v) = a { Some(*v) } else { None }).collect();
+    let pick = match step.op {
+        NumOp::Div if tensors.len() == 2 => tensors[1],
+        _ => *tensors.first()?,
+    };
+    let name = program.ir.value_name(pick).to_string();
+    let root = let_of(&name).to_string();
+    let guard_site = lowered.lets.get(&root).cloned().or_else(|| lowered.params.get(&root).cloned().flatten());
+    // The line's assigned name holds this value only when it is the line's last call.
+    let index = |n: &str| n.trim_start_matches('v').parse::<u64>().ok();
+    let last_on_line = guard_site.as_ref().is_some_and(|g| {
+        lowered.lets.iter().filter(|(_, s)| s.file == g.file && s.line == g.line).filter_map(|(n, _)| index(n)).max() == index(&root)
+    });
+    let guard_variable = guard_site.as_ref().filter(|_| last_on_line || lowered.params.contains_key(&root)).and_then(|g| assigned(&g.code));
+    Some(ScriptFinding { site, guard: root, guard_variable, guard_site, advice: advice(step.op) })
+}
+
+/// The name a line of Python assigns, when it assigns exactly one (`p = torch.softmax(x)`).
+fn assigned(code: &str) -> Option<String> {
+    let (lhs, rhs) = code.split_once('=')?;
+    let lhs = lhs.trim();
+    let simple = !lhs.is_empty() && lhs.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') && !lhs.starts_with(|c: char| c.is_ascii_digit());
+    (simple && !rhs.starts_with('=')).then(|| lhs.to_string())
+}
+
+/// The usual guard for a call that produced NaN or INF.
+pub fn advice(op: NumOp) -> &'static str {
+    match op {
+        NumOp::Log | NumOp::Log2 | NumOp::Log10 => "its input reaches 0 or below: clamp it (x.clamp_min(eps)), or use the stable form (log_softmax, logsumexp, BCE with logits)",
+        NumOp::Log1p => "its input reaches -1 or below: clamp it",
+        NumOp::Sqrt | NumOp::Rsqrt => "its input reaches 0 or below (or its gradient at 0 is infinite): clamp it (x.clamp_min(eps))",
+        NumOp::Div | NumOp::Reciprocal => "the divisor reaches 0: add an eps or clamp its magnitude",
+        NumOp::Exp | NumOp::Expm1 | NumOp::Sinh | NumOp::Cosh => "its input is large enough to overflow: subtract the maximum first, or use the stable form (softmax, logsumexp)",
+        NumOp::Pow => "a negative base with a fractional exponent, or an overflow: clamp the base",
+        NumOp::Acos | NumOp::Asin | NumOp::Erfinv => "its input leaves the domain [-1, 1]: clamp it slightly inside",
+        NumOp::Mul | NumOp::Matmul | NumOp::Linear | NumOp::Square | NumOp::Sum | NumOp::Mean | NumOp::Var | NumOp::Std | NumOp::Norm | NumOp::Add | NumOp::Sub => {
+            "the values overflow or meet 0 * inf: rescale the inputs, or compute in float64"
+        }
+        _ => "the input makes the call non-finite: guard it before the call",
+    }
+}

@@ -1,0 +1,204 @@
+//! `sfz hunt script.py` end to end: real scripts traced under the venv's Python with real torch,
+//! hunted in real workers, reproducers run under pip torch.
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn sfz() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_sfz"))
+}
+
+fn run(cmd: &mut Command) -> (i32, String, String) {
+    let Output { status, stdout, stderr } = cmd.output().expect("sfz runs");
+    (status.code().unwrap_or(-1), String::from_utf8_lossy(&stdout).into_owned(), String::from_utf8_lossy(&stderr).into_owned())
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write fixture");
+    p
+}
+
+/// Hunts `script` with --json; exit code, the reports, stderr.
+fn hunt(script: &Path, out: &Path, extra: &[&str]) -> (i32, Vec<serde_json::Value>, String) {
+    let (code, stdout, stderr) = run(sfz().args(["hunt", "--json", "--seed", "1", "-j", "1"]).arg(script).arg("--out").arg(out).args(extra));
+    let reports = serde_json::from_str::<serde_json::Value>(&stdout).ok().and_then(|v| v.as_array().cloned()).unwrap_or_default();
+    (code, reports, stderr)
+}
+
+const MARKED: &str = "import torch
+import sfz_trace
+
+x = torch.randn(4, 10)
+sfz_trace.start()
+p = torch.softmax(x * 3, dim=-1)
+loss = -torch.log(p).mean()
+sfz_trace.end()
+raise SystemExit('never reached under sfz')
+";
+
+#[test]
+fn a_marked_script_is_traced_lowered_and_hunted_and_the_finding_names_its_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = write(dir.path(), "marked.py", MARKED);
+    let out = dir.path().join("out");
+    let (code, reports, stderr) = hunt(&script, &out, &[]);
+    assert_eq!(code, 1, "found, so exit 1: {stderr}");
+    let r = &reports[0];
+    assert_eq!((r["status"].as_str(), r["op"].as_str()), (Some("bug"), Some("torch.log")), "{r}");
+    // The script's own line, and the value to guard by the script's name for it.
+    assert_eq!(r["script"]["site"]["line"], 7, "{r}");
+    assert!(r["script"]["site"]["code"].as_str().unwrap().contains("torch.log(p)"), "{r}");
+    assert_eq!(r["script"]["guard_variable"], "p", "{r}");
+    assert_eq!(r["script"]["guard_site"]["line"], 6, "{r}");
+    // The program is written beside the findings and hunts alone, as a spec.
+    let sfz_file = out.join("traced_marked.sfz");
+    let text = std::fs::read_to_string(&sfz_file).expect("the traced program");
+    assert!(text.contains("torch.softmax") && text.contains("torch.log"), "{text}");
+    let (code, _, stderr) = run(sfz().args(["hunt", "--seed", "1"]).arg(&sfz_file).arg("--out").arg(dir.path().join("again")));
+    assert_eq!(code, 1, "{stderr}");
+    // The reproducer shows the bad value under pip torch.
+    let python = sfz::findings::verify::default_python();
+    let repro = Command::new(&python).arg(out.join(r["reproducer"].as_str().expect("a reproducer"))).output().expect("python runs");
+    let said = String::from_utf8_lossy(&repro.stdout);
+    assert_eq!(repro.status.code(), Some(1), "{said}");
+    assert!(said.contains("sfz-nonfinite:") && said.contains("inf"), "{said}");
+}
+
+#[test]
+fn the_fixed_script_is_clean_and_exits_0() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fixed = MARKED.replace("p = torch.softmax(x * 3, dim=-1)\nloss = -torch.log(p).mean()", "loss = -torch.log_softmax(x * 3, dim=-1).mean()");
+    let script = write(dir.path(), "fixed.py", &fixed);
+    let (code, reports, stderr) = hunt(&script, &dir.path().join("out"), &["--budget", "100", "--episodes", "2"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(reports[0]["status"], "clean", "{reports:?}");
+}
+
+#[test]
+fn a_training_script_is_traced_for_one_step_with_its_data_loader_and_model() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = write(
+        dir.path(),
+        "train.py",
+        "import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+X = torch.randn(64, 4)
+Y = (X.sum(1) > 0).float()
+loader = DataLoader(TensorDataset(X, Y), batch_size=16)
+model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(10**9):
+    for xb, yb in loader:
+        p = torch.sigmoid(model(xb).squeeze(1))
+        loss = -(yb * torch.log(p) + (1 - yb) * torch.log(1 - p)).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+",
+    );
+    let (code, reports, stderr) = hunt(&script, &dir.path().join("out"), &[]);
+    assert!(stderr.contains("traced one training step"), "{stderr}");
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(reports[0]["script"]["site"]["line"], 12, "{reports:?}");
+}
+
+#[test]
+fn a_decorated_function_is_what_gets_traced() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = write(
+        dir.path(),
+        "deco.py",
+        "import torch
+import sfz_trace
+
+@sfz_trace.trace
+def std(x):
+    var = (x * x).mean() - x.mean() ** 2
+    return torch.sqrt(var)
+
+print(std(torch.randn(100) + 5))
+",
+    );
+    let out = dir.path().join("out");
+    let (code, reports, stderr) = hunt(&script, &out, &[]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(reports[0]["op"], "torch.sqrt", "{reports:?}");
+    let text = std::fs::read_to_string(out.join("traced_deco.sfz")).expect("program");
+    assert!(!text.contains("randn"), "only the decorated call is traced: {text}");
+}
+
+#[test]
+fn scripts_that_cannot_be_hunted_say_why() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out");
+    // It raises before the markers: the script's own traceback.
+    let raises = write(dir.path(), "raises.py", "import torch, sfz_trace\ndef load():\n    raise FileNotFoundError('data.csv')\nx = load()\nsfz_trace.start()\ny = torch.log(x)\n");
+    let (code, _, stderr) = hunt(&raises, &out, &[]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("raised before any torch operation") && stderr.contains("raises.py\", line 3, in load") && stderr.contains("FileNotFoundError: data.csv"), "{stderr}");
+    assert!(!stderr.contains("tracer.py"), "the tracer's frames are not the user's: {stderr}");
+    // It does not parse.
+    let broken = write(dir.path(), "broken.py", "import torch\nx = (\n");
+    let (code, _, stderr) = hunt(&broken, &out, &[]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("SyntaxError"), "{stderr}");
+    // It does not import torch.
+    let plain = write(dir.path(), "plain.py", "print('hello')\n");
+    let (code, _, stderr) = hunt(&plain, &out, &[]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("does not import torch"), "{stderr}");
+    // It never reaches end(): what was traced is hunted, and the user is told.
+    let open = write(dir.path(), "open.py", "import torch, sfz_trace\nx = torch.rand(8)\nsfz_trace.start()\ny = torch.sqrt(x - 0.5)\n");
+    let (code, reports, stderr) = hunt(&open, &out, &[]);
+    assert!(stderr.contains("never reached `sfz_trace.end()`"), "{stderr}");
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(reports[0]["op"], "torch.sqrt");
+    // A call the program cannot replay is listed, and the chain after it is hunted from its output.
+    let cut = write(dir.path(), "cut.py", "import torch\nx = torch.rand(4, 3)\ny = x[:, 0]\nz = torch.log(y)\n");
+    let (code, reports, stderr) = hunt(&cut, &out, &[]);
+    assert!(stderr.contains("cut.py:3 Tensor.__getitem__"), "{stderr}");
+    assert_eq!((code, reports[0]["op"].as_str()), (1, Some("torch.log")), "{stderr}");
+}
+
+#[test]
+fn programs_are_spread_over_workers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let programs = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/numerical/softmax.sfz");
+    let (code, stdout, stderr) = run(sfz()
+        .args(["hunt", "--seed", "1", "-j", "2", "--program", "softmax_log", "--program", "naive_softmax"])
+        .arg(&programs)
+        .arg("--out")
+        .arg(dir.path()));
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stdout.contains("(2 workers)"), "{stdout}");
+    for name in ["softmax_log ", "softmax_log_fixed", "naive_softmax ", "naive_softmax_fixed"] {
+        assert!(stdout.contains(name), "{name} in {stdout}");
+    }
+}
+
+/// The formula-rewrite oracle: a log of a softmax whose probabilities turn denormal but never 0
+/// is finite, so NaN/INF stays silent; against log_softmax it has lost precision. The fix is
+/// clean, and the reproducer shows both values.
+#[test]
+fn the_rewrite_oracle_flags_a_finite_log_of_softmax_that_lost_precision() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let body = "    x.dtype == float32;\n    x.ndim == 1;\n    x.shape[0] == 4;\n    x.values in -100.0..0.0;\n";
+    let spec = write(
+        dir.path(),
+        "rw.sfz",
+        &format!("program denormal(x: Tensor) {{\n{body}    let p = torch.softmax(x, dim = 0);\n    let l = torch.log(p);\n}}\n\nprogram denormal_fixed(x: Tensor) {{\n{body}    let l = torch.log_softmax(x, dim = 0);\n}}\n"),
+    );
+    let out = dir.path().join("out");
+    let (code, reports, stderr) = hunt(&spec, &out, &[]);
+    assert_eq!(code, 1, "{stderr}");
+    let r = reports.iter().find(|r| r["program"] == "denormal").expect("a report");
+    assert_eq!((r["status"].as_str(), r["oracle"].as_str(), r["step"].as_str()), (Some("bug"), Some("rewrite"), Some("l")), "{r}");
+    assert!(r["message"].as_str().unwrap().contains("torch.log_softmax"), "{r}");
+    assert_eq!(reports.iter().find(|r| r["program"] == "denormal_fixed").unwrap()["status"], "clean");
+    let python = sfz::findings::verify::default_python();
+    let repro = Command::new(&python).arg(out.join(r["reproducer"].as_str().unwrap())).output().expect("python runs");
+    let said = String::from_utf8_lossy(&repro.stdout);
+    assert_eq!(repro.status.code(), Some(1), "{said}");
+    assert!(said.contains("sfz-rewrite: l differs from torch.log_softmax"), "{said}");
+}
