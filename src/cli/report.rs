@@ -87,7 +87,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let mix: Vec<String> = report::by_oracle(&unique).iter().map(|(o, n)| format!("{o} {n}")).collect();
-    println!("{} unique finding{}{}", unique.len(), if unique.len() == 1 { "" } else { "s" }, if mix.is_empty() { String::new() } else { format!(" ({})", mix.join(", ")) });
+    println!("{} unique finding{}{}{}", unique.len(), if unique.len() == 1 { "" } else { "s" }, if mix.is_empty() { String::new() } else { format!(" ({})", mix.join(", ")) }, report::causes_suffix(&unique));
     if !unique.is_empty() {
         print!("{}", report::table(&unique, &verified));
         print!("{}", report::shared_causes_text(&unique));

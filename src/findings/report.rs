@@ -179,17 +179,39 @@ pub fn table(findings: &[&Finding], verified: &HashMap<String, Verification>) ->
     out
 }
 
-/// Findings on different APIs with the same specific signature (an assert's location, an escaped
-/// exception, a LAPACK routine's complaint): one libtorch defect reached through several APIs,
-/// to be reported once. Generic signatures (a timeout, a corrupted heap, differing values) say
-/// nothing about the cause and group nothing.
+/// Findings on different APIs with the same cause, to be reported once: the same specific
+/// signature (an assert's location, an escaped exception, a LAPACK routine's complaint) through
+/// any APIs, or any signature through APIs that are aliases of one another (`torch.divide` and
+/// `torch.div`, as torch's docs say: `ops::docs::canonical`). Generic signatures (a timeout, a
+/// corrupted heap, differing values) on unrelated APIs say nothing about the cause and group
+/// nothing.
 pub fn shared_causes<'a>(findings: &[&'a Finding]) -> Vec<(String, Vec<&'a Finding>)> {
     let specific = |s: &str| [".cpp:", ".h:", "StdException", "OutOfRange", "InvalidArgument", "on entry to"].iter().any(|k| s.contains(k));
     let mut groups: BTreeMap<String, Vec<&Finding>> = BTreeMap::new();
-    for f in findings.iter().filter(|f| f.oracle != "oom" && specific(&f.signature)) {
-        groups.entry(format!("{}: {}", f.oracle, f.signature)).or_default().push(f);
+    for f in findings.iter().filter(|f| f.oracle != "oom") {
+        let key = if specific(&f.signature) {
+            format!("{}: {}", f.oracle, f.signature)
+        } else {
+            format!("{}: {} ({} and its aliases)", f.oracle, f.signature, crate::ops::docs::canonical(&f.api))
+        };
+        groups.entry(key).or_default().push(f);
     }
     groups.into_iter().filter(|(_, fs)| fs.iter().map(|f| &f.api).collect::<HashSet<_>>().len() > 1).collect()
+}
+
+/// How many causes `findings` are: each group of `shared_causes` counts once.
+pub fn causes(findings: &[&Finding]) -> usize {
+    findings.len() - shared_causes(findings).iter().map(|(_, fs)| fs.len() - 1).sum::<usize>()
+}
+
+/// ", N causes" when some findings share one, for the count line.
+pub fn causes_suffix(findings: &[&Finding]) -> String {
+    let n = causes(findings);
+    if n < findings.len() {
+        format!(", {n} cause{}", if n == 1 { "" } else { "s" })
+    } else {
+        String::new()
+    }
 }
 
 /// `shared_causes` as lines for the table and the markdown report.
@@ -221,7 +243,7 @@ pub fn markdown(dir: &Path, loaded: &Loaded, verified: &HashMap<String, Verifica
     let findings = unique(loaded);
     let mut out = format!("# sfz findings in `{}`\n\n", dir.display());
     let mix: Vec<String> = by_oracle(&findings).iter().map(|(o, n)| format!("{o} {n}")).collect();
-    let _ = writeln!(out, "{} unique finding{}{}.", findings.len(), if findings.len() == 1 { "" } else { "s" }, if mix.is_empty() { String::new() } else { format!(" ({})", mix.join(", ")) });
+    let _ = writeln!(out, "{} unique finding{}{}{}.", findings.len(), if findings.len() == 1 { "" } else { "s" }, if mix.is_empty() { String::new() } else { format!(" ({})", mix.join(", ")) }, causes_suffix(&findings));
     if !verified.is_empty() {
         let yes = findings.iter().filter(|f| verified.get(&f.id).is_some_and(|v| v.reproduced)).count();
         let _ = writeln!(out, "Reproducers run under pip torch: {yes} of {} reproduce.{}", verified.len(), differently_note(verified));
@@ -372,4 +394,32 @@ pub fn to_json(loaded: &Loaded, verified: &HashMap<String, Verification>) -> ser
             .map(|(cause, fs)| json!({ "cause": cause, "findings": fs.iter().map(|f| f.id.clone()).collect::<Vec<_>>() }))
             .collect::<Vec<_>>(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{causes, shared_causes};
+    use crate::findings::Finding;
+
+    fn finding(id: &str, api: &str, oracle: &str, signature: &str) -> Finding {
+        serde_json::from_value(serde_json::json!({
+            "id": id, "api": api, "aten": "aten::x", "oracle": oracle, "signature": signature, "message": "",
+            "signal": null, "seed": 0, "case_index": 0, "case": {"op": 0, "args": []}, "inputs": [], "repro": "",
+            "elapsed_s": 0.0, "sfz_version": "", "torch_version": ""
+        }))
+        .expect("a finding")
+    }
+
+    #[test]
+    fn aliases_share_a_cause_and_unrelated_apis_with_a_generic_signature_do_not() {
+        let div = finding("a", "torch.div", "precision", "values differ in output 0");
+        let divide = finding("b", "torch.divide", "precision", "values differ in output 0");
+        let mul = finding("c", "torch.mul", "precision", "values differ in output 0");
+        let asserted = [finding("d", "torch.linalg.ldl_factor", "internal_error", "INTERNAL ASSERT a.cpp:1"), finding("e", "torch.linalg.ldl_factor_ex", "internal_error", "INTERNAL ASSERT a.cpp:1")];
+        let all = vec![&div, &divide, &mul, &asserted[0], &asserted[1]];
+        let groups = shared_causes(&all);
+        let ids: Vec<Vec<&str>> = groups.iter().map(|(_, fs)| fs.iter().map(|f| f.id.as_str()).collect()).collect();
+        assert_eq!(ids, vec![vec!["d", "e"], vec!["a", "b"]], "{groups:?}");
+        assert_eq!(causes(&all), 3);
+    }
 }

@@ -476,7 +476,7 @@ fn target(api: &ApiSpec, schema: &OpSchema, wrap: Option<&Wrapper>, name: &str) 
     // The documented Python spelling (`torch.linalg.vector_norm(x, ...)`, where the schema says
     // `self`) reaches the schema argument at the same position, when the docs renamed that
     // argument (its own name is not Python's) and the spec does not declare it by that name too.
-    let python = crate::rules::docs::python_params(&api.name)?;
+    let python = super::docs::python_params(&api.name)?;
     let i = python.positional.iter().position(|p| p == name)?;
     let k = schema.args.iter().enumerate().filter(|(_, a)| !a.kw_only).nth(i)?.0;
     let arg = &schema.args[k].name;

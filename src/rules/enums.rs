@@ -8,7 +8,8 @@
 use std::time::Instant;
 
 use super::infer::{sample, InferConfig, Runner};
-use super::{docs, Candidate};
+use super::Candidate;
+use crate::ops::docs;
 use crate::case::Arg;
 use crate::gen::mix;
 use crate::oracle::Status;

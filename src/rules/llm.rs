@@ -280,7 +280,7 @@ pub struct Suggestion {
 /// Asks for rules, re-asking with the diagnostics up to `rounds` times in all. Rules that
 /// checked in any round are kept (later rounds' rules replace earlier ones of the same name).
 pub fn suggest(ep: &Endpoint, path: &Path, file_text: &str, api: &str, api_text: &str, schema: Option<&str>, rounds: usize) -> Result<Suggestion, LlmError> {
-    let mut messages = prompt(api_text, schema, super::docs::lookup(api), api);
+    let mut messages = prompt(api_text, schema, crate::ops::docs::lookup(api), api);
     let mut out = Suggestion::default();
     let mut last = String::new();
     for _ in 0..rounds.max(1) {

@@ -4,7 +4,6 @@
 //! parameters from libtorch's errors (`enums`), keeps the candidates executions
 //! support (`infer`) and drops those others imply (`reduce`). Results go back into the spec file
 //! as `rule` items with their status and evidence, through the formatter (`write_rules`).
-pub mod docs;
 pub mod enumerate;
 pub mod enums;
 pub mod infer;

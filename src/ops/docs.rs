@@ -28,6 +28,33 @@ pub fn lookup(api: &str) -> Option<&'static str> {
     ["torch.", "torch.nn.functional."].iter().find_map(|p| docs.get(&format!("{p}{base}"))).map(String::as_str)
 }
 
+/// The API an alias stands for, as its docstring says ("Alias for :func:`torch.div`"), followed
+/// to the end (`torch.igamma` → `torch.special.gammainc`); a `torch.Tensor.X` method stands for
+/// `torch.X`. The API itself when it is no alias.
+pub fn canonical(api: &str) -> String {
+    let mut name = match api.strip_prefix("torch.Tensor.") {
+        Some(m) if file().docs.contains_key(&format!("torch.{m}")) => format!("torch.{m}"),
+        _ => api.to_string(),
+    };
+    // Bounded: a cycle in the docs must not hang the report.
+    for _ in 0..4 {
+        match file().docs.get(&name).and_then(|d| alias_target(d)) {
+            Some(target) if target != name => name = target,
+            _ => break,
+        }
+    }
+    name
+}
+
+/// The target of "Alias for :func:`torch.X`" (or "Alias of ...") in a docstring.
+fn alias_target(doc: &str) -> Option<String> {
+    let at = doc.find("Alias for ").or_else(|| doc.find("Alias of "))?;
+    let rest = &doc[at..];
+    let start = rest.find("torch.")?;
+    let name: String = rest[start..].chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '.').collect();
+    Some(name.trim_end_matches('.').to_string())
+}
+
 /// The parameters of an API as its documentation's signature line names them:
 /// `linalg.vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None)` gives
 /// positional `[x, ord, dim, keepdim]` and keyword-only `[dtype, out]`. Only the API's own entry
@@ -116,6 +143,21 @@ pub fn torch_version() -> &'static str {
 /// How many APIs have docs.
 pub fn len() -> usize {
     file().docs.len()
+}
+
+#[cfg(test)]
+mod alias_tests {
+    use super::canonical;
+
+    #[test]
+    fn aliases_stand_for_what_the_docs_say() {
+        assert_eq!(canonical("torch.divide"), "torch.div");
+        assert_eq!(canonical("torch.igamma"), "torch.special.gammainc");
+        assert_eq!(canonical("torch.i0"), "torch.special.i0");
+        assert_eq!(canonical("torch.Tensor.absolute"), "torch.abs");
+        assert_eq!(canonical("torch.div"), "torch.div");
+        assert_eq!(canonical("torch.no_such_thing"), "torch.no_such_thing");
+    }
 }
 
 #[cfg(test)]
