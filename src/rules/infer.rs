@@ -138,20 +138,27 @@ impl Batch {
     }
 }
 
-/// `t.numel > 0` and `t.ndim >= 1` for every tensor parameter (vacuous for an absent optional
-/// one): empty and 0-d tensors slip past many of libtorch's checks.
+/// `t.numel > 0` and `t.ndim >= 1` for every tensor parameter and every element of a tensor
+/// list (vacuous for an absent optional one): empty and 0-d tensors slip past many of
+/// libtorch's checks.
 fn nonempty_constraints(api: &ApiSpec) -> Vec<Constraint> {
     use crate::spec::{BinOp, Category, Origin, ParamType, Prop, TExpr, Value};
     api.params
         .iter()
         .enumerate()
-        .filter(|(_, p)| p.ty == ParamType::Tensor)
+        .filter(|(_, p)| matches!(p.ty, ParamType::Tensor | ParamType::TensorList))
         .flat_map(|(i, p)| {
-            let prop = |prop| Box::new(TExpr::Prop(Box::new(TExpr::Param(i)), prop));
+            let list = p.ty == ParamType::TensorList;
+            // A list's elements are bound to one quantified variable (the constraint's only one).
+            let of = if list { TExpr::Bound(0) } else { TExpr::Param(i) };
+            let prop = |prop| Box::new(TExpr::Prop(Box::new(of.clone()), prop));
+            let each = |body: TExpr| if list { TExpr::Forall { var: 0, range: Box::new(TExpr::Param(i)), body: Box::new(body) } } else { body };
+            let name = if list { "t" } else { p.name.as_str() };
+            let text = |prop: &str| if list { format!("forall t in {}: t.{prop}", p.name) } else { format!("{name}.{prop}") };
             let c = |expr, text: String| Constraint { expr, span: api.span, text, origin: Origin::Inline, category: Category::Shape, params: vec![i] };
             [
-                c(TExpr::Binary(BinOp::Gt, prop(Prop::Numel), Box::new(TExpr::Lit(Value::Int(0)))), format!("{}.numel > 0", p.name)),
-                c(TExpr::Binary(BinOp::Ge, prop(Prop::Ndim), Box::new(TExpr::Lit(Value::Int(1)))), format!("{}.ndim >= 1", p.name)),
+                c(each(TExpr::Binary(BinOp::Gt, prop(Prop::Numel), Box::new(TExpr::Lit(Value::Int(0))))), text("numel > 0")),
+                c(each(TExpr::Binary(BinOp::Ge, prop(Prop::Ndim), Box::new(TExpr::Lit(Value::Int(1))))), text("ndim >= 1")),
             ]
         })
         .collect()
@@ -550,4 +557,28 @@ fn search(base: &ApiSpec, index: usize, candidates: Vec<Checked>, learned_before
     }
     result.seconds = start.elapsed().as_secs_f64();
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::solve::SymValue;
+    use std::path::Path;
+
+    /// The search's first pass keeps the elements of a tensor list non-empty and of rank 1 or
+    /// more, as it does tensors (cat refuses 0-d elements and would refute true rules).
+    #[test]
+    fn nonempty_reaches_the_elements_of_tensor_lists() {
+        let checked = crate::check::check_text(Path::new("t.sfz"), "api torch.cat(tensors: Tensor[], dim: int = 0) -> Tensor {}\n");
+        let base = &checked.spec.apis[0];
+        let nonempty = nonempty_constraints(base);
+        assert_eq!(nonempty.len(), 2, "{:?}", nonempty.iter().map(|c| &c.text).collect::<Vec<_>>());
+        let api = reduce::with(base, &[&nonempty], None);
+        let models = crate::solve::sample(&api, &Limits::default(), 32, 1).unwrap();
+        assert!(models.len() > 4);
+        for m in &models {
+            let SymValue::TensorList(items) = &m[0] else { panic!("{m:?}") };
+            assert!(items.iter().all(|(_, shape)| !shape.is_empty() && shape.iter().all(|&d| d > 0)), "{items:?}");
+        }
+    }
 }
