@@ -384,7 +384,16 @@ fn search(base: &ApiSpec, index: usize, candidates: Vec<Checked>, learned_before
         }
         let assume = passes[pass];
         pass += 1;
-        for _ in 0..config.max_rounds {
+        // A pass whose inputs libtorch never accepted chose its rules blind (each merely
+        // excluded the most): they are dropped, not carried into the next pass. That happens
+        // when the pass's assumption is itself wrong (`_foreach_mul` wants a 0-d `other`).
+        let accepted_before = accepted.len();
+        let mut any_valid = false;
+        for pass_round in 0..config.max_rounds {
+            // Three blind choices in a row are enough to tell.
+            if pass_round == 3 && !any_valid {
+                break;
+            }
             if Instant::now() >= search_end {
                 break;
             }
@@ -401,6 +410,7 @@ fn search(base: &ApiSpec, index: usize, candidates: Vec<Checked>, learned_before
                 break;
             }
             let rate = batch.valid_rate().unwrap_or(0.0);
+            any_valid |= rate > 0.0;
             if rate >= config.target_valid {
                 break;
             }
@@ -465,6 +475,9 @@ fn search(base: &ApiSpec, index: usize, candidates: Vec<Checked>, learned_before
             // Candidates the new set implies break no conforming input from now on, so they are
             // never chosen; no need to ask z3 about them here.
             accepted.push(chosen);
+        }
+        if !any_valid && accepted.len() > accepted_before {
+            remaining.extend(accepted.drain(accepted_before..));
         }
     }
 
