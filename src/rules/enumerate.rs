@@ -87,6 +87,11 @@ pub fn candidates(api: &ApiSpec) -> Vec<Candidate> {
         for n in &ints {
             add(format!("len_{l}_is_{n}"), format!("len({l}) == {n};"));
         }
+        // An RNN's weights: w_ih and w_hh (and two biases) per layer and direction.
+        let has = |name: &str| api.params.iter().any(|p| p.name == name && p.ty == ParamType::Bool);
+        if ints.contains(&"num_layers") && has("bidirectional") && has("has_biases") {
+            add(format!("len_{l}_per_layer_and_direction"), format!("len({l}) == num_layers * (if bidirectional then 2 else 1) * (if has_biases then 4 else 2);"));
+        }
         for t in &tensors {
             add(format!("{l}_broadcast_with_{t}"), format!("forall a in {l}: broadcastable(a, {t});"));
             add(format!("{l}_shaped_like_{t}"), format!("forall a in {l}: a.shape == {t}.shape;"));
@@ -331,6 +336,10 @@ mod tests {
             (
                 "api torch.layer_norm(input: Tensor, normalized_shape: int[], weight: Tensor? = None) -> Tensor {}\n",
                 "len(normalized_shape) <= input.ndim;\n    forall i in 0..len(normalized_shape): normalized_shape[i] == input.shape[input.ndim - len(normalized_shape) + i];",
+            ),
+            (
+                "api torch.gru(input: Tensor, hx: Tensor, params: Tensor[], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool, batch_first: bool) -> (Tensor, Tensor) {}\n",
+                "len(params) == num_layers * (if bidirectional then 2 else 1) * (if has_biases then 4 else 2);",
             ),
             ("api torch.group_norm(input: Tensor, num_groups: int) -> Tensor {}\n", "num_groups >= 1;\n    input.shape[1] % num_groups == 0;"),
             ("api torch.max_pool2d_with_indices_backward(grad_output: Tensor, input: Tensor, indices: Tensor) -> Tensor {}\n", "input.ndim >= 2;\n    indices.values in 0..input.shape[-1] * input.shape[-2];"),
