@@ -384,16 +384,7 @@ fn search(base: &ApiSpec, index: usize, candidates: Vec<Checked>, learned_before
         }
         let assume = passes[pass];
         pass += 1;
-        // A pass whose inputs libtorch never accepted chose its rules blind (each merely
-        // excluded the most): they are dropped, not carried into the next pass. That happens
-        // when the pass's assumption is itself wrong (`_foreach_mul` wants a 0-d `other`).
-        let accepted_before = accepted.len();
-        let mut any_valid = false;
         for pass_round in 0..config.max_rounds {
-            // Three blind choices in a row are enough to tell.
-            if pass_round == 3 && !any_valid {
-                break;
-            }
             if Instant::now() >= search_end {
                 break;
             }
@@ -410,7 +401,12 @@ fn search(base: &ApiSpec, index: usize, candidates: Vec<Checked>, learned_before
                 break;
             }
             let rate = batch.valid_rate().unwrap_or(0.0);
-            any_valid |= rate > 0.0;
+            // Non-empty inputs of rank 1 or more that libtorch never accepts, where the API as
+            // it stands had some accepted: the assumption is wrong for this operator
+            // (`_foreach_mul` wants a 0-d `other`), and rules chosen under it would be blind.
+            if pass_round == 0 && !assume.is_empty() && rate == 0.0 && result.valid_before.unwrap_or(0.0) > 0.0 {
+                break;
+            }
             if rate >= config.target_valid {
                 break;
             }
@@ -475,9 +471,6 @@ fn search(base: &ApiSpec, index: usize, candidates: Vec<Checked>, learned_before
             // Candidates the new set implies break no conforming input from now on, so they are
             // never chosen; no need to ask z3 about them here.
             accepted.push(chosen);
-        }
-        if !any_valid && accepted.len() > accepted_before {
-            remaining.extend(accepted.drain(accepted_before..));
         }
     }
 
