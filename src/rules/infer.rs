@@ -571,6 +571,53 @@ mod tests {
     use crate::solve::SymValue;
     use std::path::Path;
 
+    /// Accepts a call when `other` (the second argument) is 0-d, as `_foreach_mul.Tensor` does.
+    struct WantsScalarOther;
+    impl Runner for WantsScalarOther {
+        fn run_with_errors(&self, _: usize, cases: &[Vec<Arg>], _: Instant) -> Vec<(Status, Option<String>)> {
+            cases
+                .iter()
+                .map(|args| match &args[1] {
+                    Arg::Tensor(t) if t.shape.is_empty() => (Status::Ok, None),
+                    _ => (Status::Invalid, Some("scalar tensor expected to be 0 dim".into())),
+                })
+                .collect()
+        }
+    }
+
+    /// When libtorch accepts none of the non-empty, rank >= 1 inputs the first pass assumes but
+    /// some unrestricted ones, the search starts from all inputs: choosing under the assumption
+    /// would be blind and would carry its choices (`other.ndim == 1`) into the next pass.
+    #[test]
+    fn a_wrong_nonempty_assumption_is_dropped() {
+        let src = "api torch._foreach_mul(input: Tensor[], other: Tensor) -> Tensor[] {}\n\
+            #[status(candidate)] rule other_ndim_1 for torch._foreach_mul { other.ndim == 1; }\n\
+            #[status(candidate)] rule other_nonempty for torch._foreach_mul { other.numel > 0; }\n\
+            #[status(candidate)] rule other_ndim_0 for torch._foreach_mul { other.ndim == 0; }\n\
+            #[status(candidate)] rule other_ndim_at_least_2 for torch._foreach_mul { other.ndim >= 2; }\n";
+        let checked = crate::check::check_text(Path::new("t.sfz"), src);
+        assert!(!checked.has_errors(), "{:?}", checked.diags.iter().map(|d| &d.message).collect::<Vec<_>>());
+        let base = checked.spec.apis[0].clone();
+        let candidates: Vec<Checked> = checked
+            .spec
+            .rules
+            .iter()
+            .map(|r| Checked {
+                candidate: Candidate { name: r.meta.name.clone(), text: r.constraints[0].text.clone(), source: crate::spec::RuleSource::Inferred },
+                constraints: r.constraints.clone(),
+                evidence: None,
+            })
+            .collect();
+        let mut base = base;
+        base.requires.clear();
+        let config = InferConfig { budget: Duration::from_secs(20), learn_values: false, ..InferConfig::default() };
+        let result = infer_api(&base, 0, candidates, &WantsScalarOther, &config, false);
+        assert!(result.valid_before.is_some_and(|v| v > 0.0 && v < 0.9), "{result:?}");
+        assert!(result.valid_after.is_some_and(|v| v >= 0.9), "{result:?}");
+        let names: Vec<&str> = result.rules.iter().map(|r| r.candidate.name.as_str()).collect();
+        assert_eq!(names, ["other_ndim_0"], "{result:?}");
+    }
+
     /// The search's first pass keeps the elements of a tensor list non-empty and of rank 1 or
     /// more, as it does tensors (cat refuses 0-d elements and would refute true rules).
     #[test]
