@@ -260,7 +260,7 @@ fn same_except(l: &str, dim: &str) -> String {
 /// check: a tensor shaped like the trailing sizes of another (`weight` of `layer_norm`), a
 /// 1-D tensor as long as the channels, a size an int or int list gives, indices within a plane.
 fn relations(api: &ApiSpec, tensors: &[&str], ints: &[&str], add: &mut impl FnMut(String, String)) {
-    let size_lists: Vec<&str> = api.params.iter().filter(|p| p.ty == ParamType::IntList(None) && !p.optional).map(|p| p.name.as_str()).collect();
+    let size_lists: Vec<&str> = api.params.iter().filter(|p| matches!(p.ty, ParamType::IntList(_)) && !p.optional).map(|p| p.name.as_str()).collect();
     for t in tensors {
         for l in &size_lists {
             add(format!("{l}_trailing_sizes_of_{t}"), format!("len({l}) <= {t}.ndim;\n    forall i in 0..len({l}): {l}[i] == {t}.shape[{t}.ndim - len({l}) + i];"));
@@ -282,6 +282,12 @@ fn relations(api: &ApiSpec, tensors: &[&str], ints: &[&str], add: &mut impl FnMu
                     format!("{x}.ndim <= {y}.ndim;\n    forall i in 0..{x}.ndim: {x}.shape[i] == {y}.shape[{y}.ndim - {x}.ndim + i];"),
                 );
                 add(format!("{x}_per_channel_of_{y}"), format!("{x}.ndim == 1;\n    {x}.shape[0] == {y}.shape[1];"));
+                // Broadcasting into `y` without changing its shape: what an in-place `y.op_(x)`
+                // needs, and a gradient shaped like the input it flows to.
+                add(
+                    format!("{x}_broadcasts_to_{y}"),
+                    format!("{x}.ndim <= {y}.ndim;\n    forall i in 0..{x}.ndim: {x}.shape[i] == 1 or {x}.shape[i] == {y}.shape[{y}.ndim - {x}.ndim + i];"),
+                );
             }
         }
     }
@@ -340,6 +346,14 @@ mod tests {
             (
                 "api torch.gru(input: Tensor, hx: Tensor, params: Tensor[], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool, batch_first: bool) -> (Tensor, Tensor) {}\n",
                 "len(params) == num_layers * (if bidirectional then 2 else 1) * (if has_biases then 4 else 2);",
+            ),
+            (
+                "api torch.mul_(input: Tensor, other: Tensor) -> Tensor {}\n",
+                "other.ndim <= input.ndim;\n    forall i in 0..other.ndim: other.shape[i] == 1 or other.shape[i] == input.shape[input.ndim - other.ndim + i];",
+            ),
+            (
+                "api torch._upsample_nearest_exact2d_backward(grad_output: Tensor, output_size: int[2], input_size: int[4], scales_h: float? = None, scales_w: float? = None) -> Tensor {}\n",
+                "len(output_size) <= grad_output.ndim;\n    forall i in 0..len(output_size): output_size[i] == grad_output.shape[grad_output.ndim - len(output_size) + i];",
             ),
             ("api torch.group_norm(input: Tensor, num_groups: int) -> Tensor {}\n", "num_groups >= 1;\n    input.shape[1] % num_groups == 0;"),
             ("api torch.max_pool2d_with_indices_backward(grad_output: Tensor, input: Tensor, indices: Tensor) -> Tensor {}\n", "input.ndim >= 2;\n    indices.values in 0..input.shape[-1] * input.shape[-2];"),
