@@ -130,9 +130,25 @@ struct Tally {
 struct Batch {
     args: Vec<Vec<Arg>>,
     ok: Vec<bool>,
+    /// Per case: libtorch's argument error, normalized (`oracle::errors::normalize`), when it
+    /// rejected the case.
+    errors: Vec<Option<String>>,
 }
 
 impl Batch {
+    /// libtorch's most frequent complaint, with how many cases raised it.
+    fn dominant_error(&self) -> Option<(String, usize)> {
+        let mut counts: Vec<(&str, usize)> = Vec::new();
+        for e in self.errors.iter().flatten() {
+            match counts.iter_mut().find(|(k, _)| *k == e.as_str()) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((e, 1)),
+            }
+        }
+        // The first seen wins a tie, so the choice does not depend on hashing.
+        counts.iter().fold(None::<(&str, usize)>, |best, &(k, n)| if best.is_none_or(|(_, b)| n > b) { Some((k, n)) } else { best }).map(|(k, n)| (k.to_string(), n))
+    }
+
     fn valid_rate(&self) -> Option<f64> {
         (!self.ok.is_empty()).then(|| self.ok.iter().filter(|&&o| o).count() as f64 / self.ok.len() as f64)
     }
@@ -187,10 +203,17 @@ pub(super) fn sample(api: &ApiSpec, count: usize, seed: u64, limits: &Limits, ex
 /// Runs a batch, as much of it as starts before `deadline`; a case is `ok` when no argument or
 /// schema check rejected it.
 fn execute(runner: &dyn Runner, index: usize, mut args: Vec<Vec<Arg>>, deadline: Instant) -> Batch {
-    let statuses = runner.run(index, &args, deadline);
-    args.truncate(statuses.len());
-    let ok = statuses.iter().map(|s| matches!(s, Status::Ok | Status::Failed)).collect();
-    Batch { args, ok }
+    let ran = runner.run_with_errors(index, &args, deadline);
+    args.truncate(ran.len());
+    let ok = ran.iter().map(|(s, _)| matches!(s, Status::Ok | Status::Failed)).collect();
+    let errors = ran
+        .iter()
+        .map(|(s, e)| match (s, e) {
+            (Status::Invalid, Some(e)) => Some(crate::oracle::errors::normalize(e.lines().find(|l| !l.trim().is_empty()).unwrap_or(""))),
+            _ => None,
+        })
+        .collect();
+    Batch { args, ok, errors }
 }
 
 /// Whether the candidate holds on arguments: Some(false) when some constraint is broken.
@@ -437,7 +460,13 @@ fn search(base: &ApiSpec, index: usize, candidates: Vec<Checked>, learned_before
             let accepted_inputs = batch.ok.iter().filter(|&&o| o).count();
             if accepted_inputs < config.few_valid && eligible.len() > 1 {
                 eligible.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
-                let mut scored: Option<(usize, usize, usize)> = None;
+                // When one rule alone cannot make an input valid (stack needs `dim` in range
+                // and equal shapes), the candidate that silences libtorch's most frequent
+                // complaint is progress: the next round sees the next complaint.
+                let dominant = batch.dominant_error();
+                let dominant_share = dominant.as_ref().map_or(0, |(_, c)| c * 1000 / batch.ok.len().max(1));
+                // (candidate, accepted per mille, per mille free of the dominant complaint, generality)
+                let mut scored: Option<(usize, usize, usize, usize)> = None;
                 let n = batch.ok.len().max(1);
                 for &(i, _) in eligible.iter().take(config.try_candidates) {
                     // Ties go to the more general candidate: the one more current inputs obey.
@@ -450,12 +479,18 @@ fn search(base: &ApiSpec, index: usize, candidates: Vec<Checked>, learned_before
                     let args = sample(&probe, config.try_cases, mix(seed ^ mix(i as u64 + 1)), limits, None);
                     let tried = execute(runner, index, args, search_end);
                     result.cases += tried.ok.len();
-                    let ok = tried.ok.iter().filter(|&&o| o).count();
-                    if scored.is_none_or(|(_, o, g)| (ok, general) > (o, g)) {
-                        scored = Some((i, ok, general));
+                    if tried.ok.is_empty() {
+                        continue;
+                    }
+                    let len = tried.ok.len();
+                    let ok = tried.ok.iter().filter(|&&o| o).count() * 1000 / len;
+                    let hits = dominant.as_ref().map_or(0, |(key, _)| tried.errors.iter().filter(|e| e.as_deref() == Some(key.as_str())).count());
+                    let relieved = 1000 - hits * 1000 / len;
+                    if scored.is_none_or(|(_, o, r, g)| (ok, relieved, general) > (o, r, g)) {
+                        scored = Some((i, ok, relieved, general));
                     }
                 }
-                if let Some((i, _, _)) = scored.filter(|(_, ok, _)| *ok > 0) {
+                if let Some((i, _, _, _)) = scored.filter(|(_, ok, relieved, _)| *ok > 0 || 1000 - relieved < dominant_share / 2) {
                     best = Some((i, 0));
                 }
             }
@@ -582,6 +617,63 @@ mod tests {
                     _ => (Status::Invalid, Some("scalar tensor expected to be 0 dim".into())),
                 })
                 .collect()
+        }
+    }
+
+    /// Rejects as `stack` does: first a `dim` out of range for the new dimension, then tensors
+    /// of different shapes.
+    struct StackLike;
+    impl Runner for StackLike {
+        fn run_with_errors(&self, _: usize, cases: &[Vec<Arg>], _: Instant) -> Vec<(Status, Option<String>)> {
+            cases
+                .iter()
+                .map(|args| {
+                    let (Arg::TensorList(ts), dim) = (&args[0], &args[1]) else { return (Status::Invalid, None) };
+                    let dim = match dim {
+                        Arg::Int(d) => *d,
+                        _ => 0,
+                    };
+                    let n = ts[0].shape.len() as i64 + 1;
+                    if dim < -n || dim >= n {
+                        return (Status::Invalid, Some(format!("Dimension out of range (expected to be in range of [{}, {}], but got {dim})", -n, n - 1)));
+                    }
+                    if ts.iter().any(|t| t.shape != ts[0].shape) {
+                        return (Status::Invalid, Some(format!("stack expects each tensor to be equal size, but got {:?} at entry 0", ts[0].shape)));
+                    }
+                    (Status::Ok, None)
+                })
+                .collect()
+        }
+    }
+
+    /// Two rules are needed before any input is valid; the search takes first the one that
+    /// silences libtorch's most frequent complaint rather than the one excluding the most (a
+    /// blind choice, such as `len(tensors) == dim`, that leaves no valid input).
+    #[test]
+    fn without_valid_inputs_the_dominant_error_guides_the_search() {
+        let checked = crate::check::check_text(Path::new("t.sfz"), "api torch.stack(tensors: Tensor[], dim: int = 0) -> Tensor {}\n");
+        let base = checked.spec.apis[0].clone();
+        let src = format!(
+            "api torch.stack(tensors: Tensor[], dim: int = 0) -> Tensor {{}}\n{}",
+            super::super::rules_text(&base.name, &super::super::enumerate::candidates(&base), None)
+        );
+        let checked = crate::check::check_text(Path::new("t.sfz"), &src);
+        assert!(!checked.has_errors());
+        let candidates: Vec<Checked> = checked
+            .spec
+            .rules
+            .iter()
+            .map(|r| Checked {
+                candidate: Candidate { name: r.meta.name.clone(), text: r.constraints[0].text.clone(), source: crate::spec::RuleSource::Inferred },
+                constraints: r.constraints.clone(),
+                evidence: None,
+            })
+            .collect();
+        let config = InferConfig { budget: Duration::from_secs(40), learn_values: false, ..InferConfig::default() };
+        // Several API indices: each seeds the search differently.
+        for index in 0..3 {
+            let result = infer_api(&base, index, candidates.clone(), &StackLike, &config, false);
+            assert!(result.valid_after.is_some_and(|v| v >= 0.9), "index {index}: {result:?}");
         }
     }
 
