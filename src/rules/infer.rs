@@ -357,16 +357,26 @@ fn search(base: &ApiSpec, index: usize, candidates: Vec<Checked>, learned_before
     };
     let mut counterexamples: Vec<(String, usize)> = Vec::new();
     // The figure to beat: the API as it stands.
-    {
+    let before = {
         let args = sample(base, config.round_cases, mix(config.seed ^ 0xbefe ^ mix(index as u64)), limits, None);
         let batch = execute(runner, index, args, search_end);
         result.cases += batch.ok.len();
         result.valid_before = batch.valid_rate();
-    }
+        batch
+    };
     // Empty and 0-d tensors skip many of libtorch's checks (an empty matmul of two dtypes
     // passes), so they would refute true rules: the search first assumes non-empty tensors of
     // rank 1 or more, then looks at all inputs (which finds rules about those themselves).
     let nonempty = nonempty_constraints(base);
+    // Unless every input libtorch accepted breaks that assumption (`_foreach_mul` wants a 0-d
+    // `other`): rules chosen under it would be blind, and carried into the next pass.
+    let nonempty_refuted = {
+        let mut probe = base.clone();
+        probe.requires = nonempty.clone();
+        let accepted: Vec<&Vec<Arg>> = before.args.iter().zip(&before.ok).filter(|(_, ok)| **ok).map(|(a, _)| a).collect();
+        !accepted.is_empty() && accepted.iter().all(|a| holds(&probe, a) == Some(false))
+    };
+    let nonempty = if nonempty_refuted { Vec::new() } else { nonempty };
     let mut round = 0u64;
     let mut rejected: Vec<(Checked, Vec<(String, i64)>)> = Vec::new();
     // Once the inputs are mostly valid, string parameters learn their value sets (`enums`), and
@@ -407,7 +417,7 @@ fn search(base: &ApiSpec, index: usize, candidates: Vec<Checked>, learned_before
         }
         let assume = passes[pass];
         pass += 1;
-        for pass_round in 0..config.max_rounds {
+        for _ in 0..config.max_rounds {
             if Instant::now() >= search_end {
                 break;
             }
@@ -424,12 +434,6 @@ fn search(base: &ApiSpec, index: usize, candidates: Vec<Checked>, learned_before
                 break;
             }
             let rate = batch.valid_rate().unwrap_or(0.0);
-            // Non-empty inputs of rank 1 or more that libtorch never accepts, where the API as
-            // it stands had some accepted: the assumption is wrong for this operator
-            // (`_foreach_mul` wants a 0-d `other`), and rules chosen under it would be blind.
-            if pass_round == 0 && !assume.is_empty() && rate == 0.0 && result.valid_before.unwrap_or(0.0) > 0.0 {
-                break;
-            }
             if rate >= config.target_valid {
                 break;
             }
