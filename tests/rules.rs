@@ -97,6 +97,28 @@ fn suggest_reasks_with_diagnostics_and_keeps_what_checks() {
     assert_eq!(seen[0]["model"], "recorded");
 }
 
+/// Where enumeration cannot name a relation, the model sees what libtorch said about the
+/// conforming inputs it rejected: each error once, with how often and one input.
+#[test]
+fn suggest_shows_the_model_libtorchs_errors_on_rejected_inputs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("cat.sfz");
+    std::fs::write(&file, "/// aten::cat(Tensor[] tensors, int dim=0) -> Tensor\napi torch.cat(tensors: Tensor[], dim: int = 0) -> Tensor {}\n").expect("write");
+    let (url, seen) = serve(vec![Reply::Answer(fixture("good.txt"))]);
+    let (code, _, stderr) = run(sfz().args(["suggest", "--color=never", "--endpoint", &url]).arg(&file));
+    assert_eq!(code, 0, "{stderr}");
+    let seen = seen.lock().unwrap();
+    let first = seen[0]["messages"][1]["content"].as_str().unwrap_or("");
+    assert!(first.contains("libtorch rejected inputs that satisfy the constraints above"), "{first}");
+    assert!(first.contains("Dimension out of range") && first.contains("e.g. for tensors = ["), "cat's errors with an input: {first}");
+    // Without probe cases the prompt has no errors.
+    let (url, seen) = serve(vec![Reply::Answer(fixture("good.txt"))]);
+    let (code, _, stderr) = run(sfz().args(["suggest", "--color=never", "--probe-cases", "0", "--endpoint", &url]).arg(&file));
+    assert_eq!(code, 0, "{stderr}");
+    let first = seen.lock().unwrap()[0]["messages"][1]["content"].as_str().unwrap_or("").to_string();
+    assert!(!first.contains("libtorch rejected"), "{first}");
+}
+
 #[test]
 fn endpoint_failures_fall_back_to_enumerated_candidates() {
     for (replies, expect) in [

@@ -77,9 +77,9 @@ pub struct Args {
 }
 
 /// Cases through a worker pool, one API at a time.
-struct PoolRunner<'a> {
-    pool: &'a Pool,
-    apis: &'a [ApiSpec],
+pub(super) struct PoolRunner<'a> {
+    pub(super) pool: &'a Pool,
+    pub(super) apis: &'a [ApiSpec],
 }
 
 impl Runner for PoolRunner<'_> {

@@ -49,6 +49,43 @@ pub struct Args {
     /// The `sfz-worker` binary that reads libtorch's schemas (default: next to `sfz`).
     #[arg(long)]
     pub worker: Option<PathBuf>,
+    /// Conforming inputs run per API before asking the model, whose argument errors go into the
+    /// prompt (0: none).
+    #[arg(long, default_value_t = 64)]
+    pub probe_cases: u64,
+}
+
+/// Workers running the APIs of one file, for the errors of their rejected inputs.
+struct Probe {
+    pool: crate::worker::supervisor::Pool,
+    apis: Vec<crate::spec::ApiSpec>,
+}
+
+impl Probe {
+    /// None when no API plans or no worker starts: the prompt then goes without errors.
+    fn start(spec: &crate::spec::Spec, catalog: &crate::ops::catalog::Catalog, worker: &std::path::Path) -> Option<Probe> {
+        let (plans, _) = crate::plan::plan(spec, catalog);
+        if plans.is_empty() {
+            return None;
+        }
+        let config = crate::worker::supervisor::PoolConfig {
+            worker_exe: worker.to_path_buf(),
+            workers: 1,
+            ops: plans.iter().map(|p| p.binding.clone()).collect(),
+            ..Default::default()
+        };
+        let pool = crate::worker::supervisor::Pool::start(config).ok()?;
+        Some(Probe { pool, apis: plans.into_iter().map(|p| p.api).collect() })
+    }
+
+    /// `rejections::prompt_text` for one API (empty when it did not plan).
+    fn rejections(&self, api: &str, cases: usize) -> String {
+        let Some(index) = self.apis.iter().position(|a| a.name == api) else { return String::new() };
+        let runner = super::infer::PoolRunner { pool: &self.pool, apis: &self.apis };
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let (ran, found) = rules::rejections::collect(&self.apis[index], index, &runner, cases, 0, &crate::solve::Limits::default(), deadline);
+        rules::rejections::prompt_text(ran, &found, 8)
+    }
 }
 
 #[derive(serde::Serialize)]
@@ -85,6 +122,9 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
             failed = true;
             continue;
         }
+        // The model is shown what libtorch said about conforming inputs it rejected: workers
+        // run a sample of each API first (not when the answer would come from enumeration).
+        let probe = if endpoint.is_some() && args.probe_cases > 0 { Probe::start(&checked.spec, &catalog, &worker) } else { None };
         for api in checked.spec.apis.iter().filter(|a| args.api.is_empty() || args.api.iter().any(|f| a.name.contains(f.as_str()))) {
             let start = std::time::Instant::now();
             let api_text = item_text(&text, &api.name);
@@ -94,7 +134,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
             if let Some(ep) = &endpoint {
                 let outcome = match &endpoint_down {
                     Some(why) => Err(why.clone()),
-                    None => llm::suggest(ep, path, &text, &api.name, &api_text, schema.as_deref(), args.rounds as usize).map_err(|e| {
+                    None => llm::suggest(ep, path, &text, &api.name, &api_text, schema.as_deref(), &probe.as_ref().map_or(String::new(), |p| p.rejections(&api.name, args.probe_cases as usize)), args.rounds as usize).map_err(|e| {
                         if matches!(e, llm::LlmError::Unreachable(_)) {
                             endpoint_down = Some(e.to_string());
                         }

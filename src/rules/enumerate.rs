@@ -68,6 +68,44 @@ pub fn candidates(api: &ApiSpec) -> Vec<Candidate> {
         add(format!("{l}_same_dtype"), format!("forall i in 0..len({l}): {l}[i].dtype == {l}[0].dtype;"));
         add(format!("{l}_same_ndim"), format!("forall i in 0..len({l}): {l}[i].ndim == {l}[0].ndim;"));
         add(format!("{l}_same_shape"), format!("forall i in 0..len({l}): {l}[i].shape == {l}[0].shape;"));
+        add(format!("{l}_elements_ndim_at_least_1"), format!("forall t in {l}: t.ndim >= 1;"));
+        add(format!("{l}_elements_nonempty"), format!("forall t in {l}: t.numel > 0;"));
+        // Concatenation: the elements agree in every dimension but one (a constant one here,
+        // a `dim` parameter below); hstack and vstack concatenate along 1 and 0.
+        for k in 0..=1 {
+            add(format!("{l}_same_except_dim_{k}"), same_except(l, &k.to_string()));
+        }
+        // Pairwise broadcastable means broadcastable together (per dimension, every size other
+        // than 1 equals every other).
+        add(format!("{l}_broadcast"), format!("forall a in {l}: forall b in {l}: broadcastable(a, b);"));
+        for d in &dims {
+            add(format!("{d}_dim_of_{l}"), format!("{d} in -max({l}[0].ndim, 1)..max({l}[0].ndim, 1);"));
+            add(format!("{d}_new_dim_of_{l}"), format!("{d} in -({l}[0].ndim + 1)..{l}[0].ndim + 1;"));
+            add(format!("{l}_same_except_{d}"), same_except(l, d));
+        }
+        // A list whose length an int gives (`num_layers` weights, one tensor per split).
+        for n in &ints {
+            add(format!("len_{l}_is_{n}"), format!("len({l}) == {n};"));
+        }
+        // An RNN's weights: w_ih and w_hh (and two biases) per layer and direction.
+        let has = |name: &str| api.params.iter().any(|p| p.name == name && p.ty == ParamType::Bool);
+        if ints.contains(&"num_layers") && has("bidirectional") && has("has_biases") {
+            add(format!("len_{l}_per_layer_and_direction"), format!("len({l}) == num_layers * (if bidirectional then 2 else 1) * (if has_biases then 4 else 2);"));
+        }
+        for t in &tensors {
+            add(format!("{l}_broadcast_with_{t}"), format!("forall a in {l}: broadcastable(a, {t});"));
+            add(format!("{l}_shaped_like_{t}"), format!("forall a in {l}: a.shape == {t}.shape;"));
+            add(format!("{l}_dtype_of_{t}"), format!("forall a in {l}: a.dtype == {t}.dtype;"));
+        }
+    }
+    // Two lists walked in step (`_foreach_add(self, other)`): one element of each per index.
+    for (i, a) in lists.iter().enumerate() {
+        for b in lists.iter().skip(i + 1) {
+            add(format!("{a}_{b}_same_len"), format!("len({a}) == len({b});"));
+            add(format!("{a}_{b}_same_shapes"), format!("len({a}) == len({b});\n    forall i in 0..len({a}): {a}[i].shape == {b}[i].shape;"));
+            add(format!("{a}_{b}_broadcast"), format!("len({a}) == len({b});\n    forall i in 0..len({a}): broadcastable({a}[i], {b}[i]);"));
+            add(format!("{a}_{b}_same_dtypes"), format!("len({a}) == len({b});\n    forall i in 0..len({a}): {a}[i].dtype == {b}[i].dtype;"));
+        }
     }
     for (i, a) in tensors.iter().enumerate() {
         for b in tensors.iter().skip(i + 1) {
@@ -92,6 +130,7 @@ pub fn candidates(api: &ApiSpec) -> Vec<Candidate> {
             );
         }
     }
+    relations(api, &tensors, &ints, &mut add);
     for d in &ints {
         for t in &tensors {
             add(format!("{d}_dim_of_{t}"), format!("{d} in -max({t}.ndim, 1)..max({t}.ndim, 1);"));
@@ -211,6 +250,55 @@ pub fn candidates(api: &ApiSpec) -> Vec<Candidate> {
     out
 }
 
+/// `forall t in l`: the elements have one rank and agree in every dimension but `dim` (an int
+/// parameter, possibly negative, or a constant).
+fn same_except(l: &str, dim: &str) -> String {
+    format!("forall t in {l}: t.ndim == {l}[0].ndim and (forall k in 0..t.ndim: k == {dim} or k == {dim} + t.ndim or t.shape[k] == {l}[0].shape[k]);")
+}
+
+/// Relations between tensors and sizes that normalization, pooling-backward and loss operators
+/// check: a tensor shaped like the trailing sizes of another (`weight` of `layer_norm`), a
+/// 1-D tensor as long as the channels, a size an int or int list gives, indices within a plane.
+fn relations(api: &ApiSpec, tensors: &[&str], ints: &[&str], add: &mut impl FnMut(String, String)) {
+    let size_lists: Vec<&str> = api.params.iter().filter(|p| matches!(p.ty, ParamType::IntList(_)) && !p.optional).map(|p| p.name.as_str()).collect();
+    for t in tensors {
+        for l in &size_lists {
+            add(format!("{l}_trailing_sizes_of_{t}"), format!("len({l}) <= {t}.ndim;\n    forall i in 0..len({l}): {l}[i] == {t}.shape[{t}.ndim - len({l}) + i];"));
+            add(format!("{l}_sizes_of_{t}"), format!("{t}.shape == {l};"));
+        }
+        for n in ints.iter().filter(|n| !n.contains("dim") && !n.contains("axis")) {
+            for k in ["0", "1", "-1"] {
+                let at = k.replace('-', "last");
+                add(format!("{t}_shape_{at}_is_{n}"), format!("{t}.shape[{k}] == {n};"));
+            }
+            add(format!("{t}_channels_divisible_by_{n}"), format!("{n} >= 1;\n    {t}.shape[1] % {n} == 0;"));
+        }
+    }
+    for (i, a) in tensors.iter().enumerate() {
+        for b in tensors.iter().skip(i + 1) {
+            for (x, y) in [(a, b), (b, a)] {
+                add(
+                    format!("{x}_trailing_shape_of_{y}"),
+                    format!("{x}.ndim <= {y}.ndim;\n    forall i in 0..{x}.ndim: {x}.shape[i] == {y}.shape[{y}.ndim - {x}.ndim + i];"),
+                );
+                add(format!("{x}_per_channel_of_{y}"), format!("{x}.ndim == 1;\n    {x}.shape[0] == {y}.shape[1];"));
+                // Broadcasting into `y` without changing its shape: what an in-place `y.op_(x)`
+                // needs, and a gradient shaped like the input it flows to.
+                add(
+                    format!("{x}_broadcasts_to_{y}"),
+                    format!("{x}.ndim <= {y}.ndim;\n    forall i in 0..{x}.ndim: {x}.shape[i] == 1 or {x}.shape[i] == {y}.shape[{y}.ndim - {x}.ndim + i];"),
+                );
+            }
+        }
+    }
+    // Indices into the last two dimensions of the input, flattened (max_pool's `indices`).
+    for idx in tensors.iter().filter(|t| t.contains("index") || t.contains("indices")) {
+        for t in tensors.iter().filter(|t| *t != idx) {
+            add(format!("{idx}_indexes_{t}_plane"), format!("{t}.ndim >= 2;\n    {idx}.values in 0..{t}.shape[-1] * {t}.shape[-2];"));
+        }
+    }
+}
+
 fn names(api: &ApiSpec, pred: impl Fn(&ParamType) -> bool) -> Vec<&str> {
     api.params.iter().filter(|p| pred(&p.ty)).map(|p| p.name.as_str()).collect()
 }
@@ -235,6 +323,50 @@ mod tests {
         let checked = crate::check::check_text(Path::new("t.sfz"), &format!("{src}\n{text}"));
         assert!(!checked.has_errors(), "{:?}", checked.diags.iter().map(|d| &d.message).collect::<Vec<_>>());
         assert_eq!(checked.spec.rules.len(), cands.len());
+    }
+
+    /// Tensor lists get candidates for their lengths, their elements and the relations between
+    /// them (cat's "all agree but in `dim`", pairwise broadcasting, two lists walked in step),
+    /// and tensors relations with sizes (layer_norm's trailing sizes); all check.
+    #[test]
+    fn list_and_relation_candidates_check() {
+        for (src, expected) in [
+            (
+                "api torch.cat(tensors: Tensor[], dim: int = 0) -> Tensor {}\n",
+                "forall t in tensors: t.ndim == tensors[0].ndim and (forall k in 0..t.ndim: k == dim or k == dim + t.ndim or t.shape[k] == tensors[0].shape[k]);",
+            ),
+            ("api torch.stack(tensors: Tensor[], dim: int = 0) -> Tensor {}\n", "dim in -(tensors[0].ndim + 1)..tensors[0].ndim + 1;"),
+            ("api torch.broadcast_tensors(tensors: Tensor[]) -> Tensor[] {}\n", "forall a in tensors: forall b in tensors: broadcastable(a, b);"),
+            ("api torch._foreach_add(input: Tensor[], other: Tensor[], *, alpha: Scalar = 1) -> Tensor[] {}\n", "len(input) == len(other);\n    forall i in 0..len(input): input[i].shape == other[i].shape;"),
+            ("api torch._foreach_mul(input: Tensor[], other: Tensor) -> Tensor[] {}\n", "forall a in input: broadcastable(a, other);"),
+            (
+                "api torch.layer_norm(input: Tensor, normalized_shape: int[], weight: Tensor? = None) -> Tensor {}\n",
+                "len(normalized_shape) <= input.ndim;\n    forall i in 0..len(normalized_shape): normalized_shape[i] == input.shape[input.ndim - len(normalized_shape) + i];",
+            ),
+            (
+                "api torch.gru(input: Tensor, hx: Tensor, params: Tensor[], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool, batch_first: bool) -> (Tensor, Tensor) {}\n",
+                "len(params) == num_layers * (if bidirectional then 2 else 1) * (if has_biases then 4 else 2);",
+            ),
+            (
+                "api torch.mul_(input: Tensor, other: Tensor) -> Tensor {}\n",
+                "other.ndim <= input.ndim;\n    forall i in 0..other.ndim: other.shape[i] == 1 or other.shape[i] == input.shape[input.ndim - other.ndim + i];",
+            ),
+            (
+                "api torch._upsample_nearest_exact2d_backward(grad_output: Tensor, output_size: int[2], input_size: int[4], scales_h: float? = None, scales_w: float? = None) -> Tensor {}\n",
+                "len(output_size) <= grad_output.ndim;\n    forall i in 0..len(output_size): output_size[i] == grad_output.shape[grad_output.ndim - len(output_size) + i];",
+            ),
+            ("api torch.group_norm(input: Tensor, num_groups: int) -> Tensor {}\n", "num_groups >= 1;\n    input.shape[1] % num_groups == 0;"),
+            ("api torch.max_pool2d_with_indices_backward(grad_output: Tensor, input: Tensor, indices: Tensor) -> Tensor {}\n", "input.ndim >= 2;\n    indices.values in 0..input.shape[-1] * input.shape[-2];"),
+        ] {
+            let checked = crate::check::check_text(Path::new("t.sfz"), src);
+            let api = &checked.spec.apis[0];
+            let cands = candidates(api);
+            assert!(cands.iter().any(|c| c.text == expected), "{expected} not among {:?}", cands.iter().map(|c| &c.text).collect::<Vec<_>>());
+            let text = super::super::rules_text(&api.name, &cands, None);
+            let checked = crate::check::check_text(Path::new("t.sfz"), &format!("{src}\n{text}"));
+            assert!(!checked.has_errors(), "{src}: {:?}", checked.diags.iter().filter(|d| d.is_error()).map(|d| &d.message).collect::<Vec<_>>());
+            assert_eq!(checked.spec.rules.len(), cands.len());
+        }
     }
 
     /// The conditional families (emptiness unless a size is given, dtypes unless one is given,

@@ -130,28 +130,51 @@ struct Tally {
 struct Batch {
     args: Vec<Vec<Arg>>,
     ok: Vec<bool>,
+    /// Per case: libtorch's argument error, normalized (`oracle::errors::normalize`), when it
+    /// rejected the case.
+    errors: Vec<Option<String>>,
 }
 
 impl Batch {
+    /// libtorch's most frequent complaint, with how many cases raised it.
+    fn dominant_error(&self) -> Option<(String, usize)> {
+        let mut counts: Vec<(&str, usize)> = Vec::new();
+        for e in self.errors.iter().flatten() {
+            match counts.iter_mut().find(|(k, _)| *k == e.as_str()) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((e, 1)),
+            }
+        }
+        // The first seen wins a tie, so the choice does not depend on hashing.
+        counts.iter().fold(None::<(&str, usize)>, |best, &(k, n)| if best.is_none_or(|(_, b)| n > b) { Some((k, n)) } else { best }).map(|(k, n)| (k.to_string(), n))
+    }
+
     fn valid_rate(&self) -> Option<f64> {
         (!self.ok.is_empty()).then(|| self.ok.iter().filter(|&&o| o).count() as f64 / self.ok.len() as f64)
     }
 }
 
-/// `t.numel > 0` and `t.ndim >= 1` for every tensor parameter (vacuous for an absent optional
-/// one): empty and 0-d tensors slip past many of libtorch's checks.
+/// `t.numel > 0` and `t.ndim >= 1` for every tensor parameter and every element of a tensor
+/// list (vacuous for an absent optional one): empty and 0-d tensors slip past many of
+/// libtorch's checks.
 fn nonempty_constraints(api: &ApiSpec) -> Vec<Constraint> {
     use crate::spec::{BinOp, Category, Origin, ParamType, Prop, TExpr, Value};
     api.params
         .iter()
         .enumerate()
-        .filter(|(_, p)| p.ty == ParamType::Tensor)
+        .filter(|(_, p)| matches!(p.ty, ParamType::Tensor | ParamType::TensorList))
         .flat_map(|(i, p)| {
-            let prop = |prop| Box::new(TExpr::Prop(Box::new(TExpr::Param(i)), prop));
+            let list = p.ty == ParamType::TensorList;
+            // A list's elements are bound to one quantified variable (the constraint's only one).
+            let of = if list { TExpr::Bound(0) } else { TExpr::Param(i) };
+            let prop = |prop| Box::new(TExpr::Prop(Box::new(of.clone()), prop));
+            let each = |body: TExpr| if list { TExpr::Forall { var: 0, range: Box::new(TExpr::Param(i)), body: Box::new(body) } } else { body };
+            let name = if list { "t" } else { p.name.as_str() };
+            let text = |prop: &str| if list { format!("forall t in {}: t.{prop}", p.name) } else { format!("{name}.{prop}") };
             let c = |expr, text: String| Constraint { expr, span: api.span, text, origin: Origin::Inline, category: Category::Shape, params: vec![i] };
             [
-                c(TExpr::Binary(BinOp::Gt, prop(Prop::Numel), Box::new(TExpr::Lit(Value::Int(0)))), format!("{}.numel > 0", p.name)),
-                c(TExpr::Binary(BinOp::Ge, prop(Prop::Ndim), Box::new(TExpr::Lit(Value::Int(1)))), format!("{}.ndim >= 1", p.name)),
+                c(each(TExpr::Binary(BinOp::Gt, prop(Prop::Numel), Box::new(TExpr::Lit(Value::Int(0))))), text("numel > 0")),
+                c(each(TExpr::Binary(BinOp::Ge, prop(Prop::Ndim), Box::new(TExpr::Lit(Value::Int(1))))), text("ndim >= 1")),
             ]
         })
         .collect()
@@ -180,10 +203,17 @@ pub(super) fn sample(api: &ApiSpec, count: usize, seed: u64, limits: &Limits, ex
 /// Runs a batch, as much of it as starts before `deadline`; a case is `ok` when no argument or
 /// schema check rejected it.
 fn execute(runner: &dyn Runner, index: usize, mut args: Vec<Vec<Arg>>, deadline: Instant) -> Batch {
-    let statuses = runner.run(index, &args, deadline);
-    args.truncate(statuses.len());
-    let ok = statuses.iter().map(|s| matches!(s, Status::Ok | Status::Failed)).collect();
-    Batch { args, ok }
+    let ran = runner.run_with_errors(index, &args, deadline);
+    args.truncate(ran.len());
+    let ok = ran.iter().map(|(s, _)| matches!(s, Status::Ok | Status::Failed)).collect();
+    let errors = ran
+        .iter()
+        .map(|(s, e)| match (s, e) {
+            (Status::Invalid, Some(e)) => Some(crate::oracle::errors::normalize(e.lines().find(|l| !l.trim().is_empty()).unwrap_or(""))),
+            _ => None,
+        })
+        .collect();
+    Batch { args, ok, errors }
 }
 
 /// Whether the candidate holds on arguments: Some(false) when some constraint is broken.
@@ -327,16 +357,26 @@ fn search(base: &ApiSpec, index: usize, candidates: Vec<Checked>, learned_before
     };
     let mut counterexamples: Vec<(String, usize)> = Vec::new();
     // The figure to beat: the API as it stands.
-    {
+    let before = {
         let args = sample(base, config.round_cases, mix(config.seed ^ 0xbefe ^ mix(index as u64)), limits, None);
         let batch = execute(runner, index, args, search_end);
         result.cases += batch.ok.len();
         result.valid_before = batch.valid_rate();
-    }
+        batch
+    };
     // Empty and 0-d tensors skip many of libtorch's checks (an empty matmul of two dtypes
     // passes), so they would refute true rules: the search first assumes non-empty tensors of
     // rank 1 or more, then looks at all inputs (which finds rules about those themselves).
     let nonempty = nonempty_constraints(base);
+    // Unless every input libtorch accepted breaks that assumption (`_foreach_mul` wants a 0-d
+    // `other`): rules chosen under it would be blind, and carried into the next pass.
+    let nonempty_refuted = {
+        let mut probe = base.clone();
+        probe.requires = nonempty.clone();
+        let accepted: Vec<&Vec<Arg>> = before.args.iter().zip(&before.ok).filter(|(_, ok)| **ok).map(|(a, _)| a).collect();
+        !accepted.is_empty() && accepted.iter().all(|a| holds(&probe, a) == Some(false))
+    };
+    let nonempty = if nonempty_refuted { Vec::new() } else { nonempty };
     let mut round = 0u64;
     let mut rejected: Vec<(Checked, Vec<(String, i64)>)> = Vec::new();
     // Once the inputs are mostly valid, string parameters learn their value sets (`enums`), and
@@ -424,7 +464,13 @@ fn search(base: &ApiSpec, index: usize, candidates: Vec<Checked>, learned_before
             let accepted_inputs = batch.ok.iter().filter(|&&o| o).count();
             if accepted_inputs < config.few_valid && eligible.len() > 1 {
                 eligible.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
-                let mut scored: Option<(usize, usize, usize)> = None;
+                // When one rule alone cannot make an input valid (stack needs `dim` in range
+                // and equal shapes), the candidate that silences libtorch's most frequent
+                // complaint is progress: the next round sees the next complaint.
+                let dominant = batch.dominant_error();
+                let dominant_share = dominant.as_ref().map_or(0, |(_, c)| c * 1000 / batch.ok.len().max(1));
+                // (candidate, accepted per mille, per mille free of the dominant complaint, generality)
+                let mut scored: Option<(usize, usize, usize, usize)> = None;
                 let n = batch.ok.len().max(1);
                 for &(i, _) in eligible.iter().take(config.try_candidates) {
                     // Ties go to the more general candidate: the one more current inputs obey.
@@ -437,12 +483,18 @@ fn search(base: &ApiSpec, index: usize, candidates: Vec<Checked>, learned_before
                     let args = sample(&probe, config.try_cases, mix(seed ^ mix(i as u64 + 1)), limits, None);
                     let tried = execute(runner, index, args, search_end);
                     result.cases += tried.ok.len();
-                    let ok = tried.ok.iter().filter(|&&o| o).count();
-                    if scored.is_none_or(|(_, o, g)| (ok, general) > (o, g)) {
-                        scored = Some((i, ok, general));
+                    if tried.ok.is_empty() {
+                        continue;
+                    }
+                    let len = tried.ok.len();
+                    let ok = tried.ok.iter().filter(|&&o| o).count() * 1000 / len;
+                    let hits = dominant.as_ref().map_or(0, |(key, _)| tried.errors.iter().filter(|e| e.as_deref() == Some(key.as_str())).count());
+                    let relieved = 1000 - hits * 1000 / len;
+                    if scored.is_none_or(|(_, o, r, g)| (ok, relieved, general) > (o, r, g)) {
+                        scored = Some((i, ok, relieved, general));
                     }
                 }
-                if let Some((i, _, _)) = scored.filter(|(_, ok, _)| *ok > 0) {
+                if let Some((i, _, _, _)) = scored.filter(|(_, ok, relieved, _)| *ok > 0 || 1000 - relieved < dominant_share / 2) {
                     best = Some((i, 0));
                 }
             }
@@ -550,4 +602,132 @@ fn search(base: &ApiSpec, index: usize, candidates: Vec<Checked>, learned_before
     }
     result.seconds = start.elapsed().as_secs_f64();
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::solve::SymValue;
+    use std::path::Path;
+
+    /// Accepts a call when `other` (the second argument) is 0-d, as `_foreach_mul.Tensor` does.
+    struct WantsScalarOther;
+    impl Runner for WantsScalarOther {
+        fn run_with_errors(&self, _: usize, cases: &[Vec<Arg>], _: Instant) -> Vec<(Status, Option<String>)> {
+            cases
+                .iter()
+                .map(|args| match &args[1] {
+                    Arg::Tensor(t) if t.shape.is_empty() => (Status::Ok, None),
+                    _ => (Status::Invalid, Some("scalar tensor expected to be 0 dim".into())),
+                })
+                .collect()
+        }
+    }
+
+    /// Rejects as `stack` does: first a `dim` out of range for the new dimension, then tensors
+    /// of different shapes.
+    struct StackLike;
+    impl Runner for StackLike {
+        fn run_with_errors(&self, _: usize, cases: &[Vec<Arg>], _: Instant) -> Vec<(Status, Option<String>)> {
+            cases
+                .iter()
+                .map(|args| {
+                    let (Arg::TensorList(ts), dim) = (&args[0], &args[1]) else { return (Status::Invalid, None) };
+                    let dim = match dim {
+                        Arg::Int(d) => *d,
+                        _ => 0,
+                    };
+                    let n = ts[0].shape.len() as i64 + 1;
+                    if dim < -n || dim >= n {
+                        return (Status::Invalid, Some(format!("Dimension out of range (expected to be in range of [{}, {}], but got {dim})", -n, n - 1)));
+                    }
+                    if ts.iter().any(|t| t.shape != ts[0].shape) {
+                        return (Status::Invalid, Some(format!("stack expects each tensor to be equal size, but got {:?} at entry 0", ts[0].shape)));
+                    }
+                    (Status::Ok, None)
+                })
+                .collect()
+        }
+    }
+
+    /// Two rules are needed before any input is valid; the search takes first the one that
+    /// silences libtorch's most frequent complaint rather than the one excluding the most (a
+    /// blind choice, such as `len(tensors) == dim`, that leaves no valid input).
+    #[test]
+    fn without_valid_inputs_the_dominant_error_guides_the_search() {
+        let checked = crate::check::check_text(Path::new("t.sfz"), "api torch.stack(tensors: Tensor[], dim: int = 0) -> Tensor {}\n");
+        let base = checked.spec.apis[0].clone();
+        let src = format!(
+            "api torch.stack(tensors: Tensor[], dim: int = 0) -> Tensor {{}}\n{}",
+            super::super::rules_text(&base.name, &super::super::enumerate::candidates(&base), None)
+        );
+        let checked = crate::check::check_text(Path::new("t.sfz"), &src);
+        assert!(!checked.has_errors());
+        let candidates: Vec<Checked> = checked
+            .spec
+            .rules
+            .iter()
+            .map(|r| Checked {
+                candidate: Candidate { name: r.meta.name.clone(), text: r.constraints[0].text.clone(), source: crate::spec::RuleSource::Inferred },
+                constraints: r.constraints.clone(),
+                evidence: None,
+            })
+            .collect();
+        let config = InferConfig { budget: Duration::from_secs(40), learn_values: false, ..InferConfig::default() };
+        // Several API indices: each seeds the search differently.
+        for index in 0..3 {
+            let result = infer_api(&base, index, candidates.clone(), &StackLike, &config, false);
+            assert!(result.valid_after.is_some_and(|v| v >= 0.9), "index {index}: {result:?}");
+        }
+    }
+
+    /// When libtorch accepts none of the non-empty, rank >= 1 inputs the first pass assumes but
+    /// some unrestricted ones, the search starts from all inputs: choosing under the assumption
+    /// would be blind and would carry its choices (`other.ndim == 1`) into the next pass.
+    #[test]
+    fn a_wrong_nonempty_assumption_is_dropped() {
+        let src = "api torch._foreach_mul(input: Tensor[], other: Tensor) -> Tensor[] {}\n\
+            #[status(candidate)] rule other_ndim_1 for torch._foreach_mul { other.ndim == 1; }\n\
+            #[status(candidate)] rule other_nonempty for torch._foreach_mul { other.numel > 0; }\n\
+            #[status(candidate)] rule other_ndim_0 for torch._foreach_mul { other.ndim == 0; }\n\
+            #[status(candidate)] rule other_ndim_at_least_2 for torch._foreach_mul { other.ndim >= 2; }\n";
+        let checked = crate::check::check_text(Path::new("t.sfz"), src);
+        assert!(!checked.has_errors(), "{:?}", checked.diags.iter().map(|d| &d.message).collect::<Vec<_>>());
+        let base = checked.spec.apis[0].clone();
+        let candidates: Vec<Checked> = checked
+            .spec
+            .rules
+            .iter()
+            .map(|r| Checked {
+                candidate: Candidate { name: r.meta.name.clone(), text: r.constraints[0].text.clone(), source: crate::spec::RuleSource::Inferred },
+                constraints: r.constraints.clone(),
+                evidence: None,
+            })
+            .collect();
+        let mut base = base;
+        base.requires.clear();
+        let config = InferConfig { budget: Duration::from_secs(20), learn_values: false, ..InferConfig::default() };
+        let result = infer_api(&base, 0, candidates, &WantsScalarOther, &config, false);
+        assert!(result.valid_before.is_some_and(|v| v > 0.0 && v < 0.9), "{result:?}");
+        assert!(result.valid_after.is_some_and(|v| v >= 0.9), "{result:?}");
+        let names: Vec<&str> = result.rules.iter().map(|r| r.candidate.name.as_str()).collect();
+        assert_eq!(names, ["other_ndim_0"], "{result:?}");
+    }
+
+    /// The search's first pass keeps the elements of a tensor list non-empty and of rank 1 or
+    /// more, as it does tensors (cat refuses 0-d elements and would refute true rules).
+    #[test]
+    fn nonempty_reaches_the_elements_of_tensor_lists() {
+        let checked = crate::check::check_text(Path::new("t.sfz"), "api torch.cat(tensors: Tensor[], dim: int = 0) -> Tensor {}\n");
+        let base = &checked.spec.apis[0];
+        let nonempty = nonempty_constraints(base);
+        assert_eq!(nonempty.len(), 2, "{:?}", nonempty.iter().map(|c| &c.text).collect::<Vec<_>>());
+        let api = reduce::with(base, &[&nonempty], None);
+        let models = crate::solve::sample(&api, &Limits::default(), 32, 1).unwrap();
+        assert!(models.len() > 4);
+        for m in &models {
+            let SymValue::TensorList(items) = &m[0] else { panic!("{m:?}") };
+            assert!(items.iter().all(|(_, shape)| !shape.is_empty() && shape.iter().all(|&d| d > 0)), "{items:?}");
+        }
+    }
 }

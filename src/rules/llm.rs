@@ -154,8 +154,9 @@ Constraint expressions use the API's parameter names. Tensors have `.dtype`, `.n
 
 Write the constraints libtorch checks: those whose violation makes the call fail with an argument error (wrong dtype, rank, shape mismatch, out-of-range dimension or index, invalid value). One idea per rule; names are lower_snake_case."#;
 
-/// The first request of a conversation about one API.
-pub fn prompt(api_text: &str, schema: Option<&str>, docs: Option<&str>, api: &str) -> Vec<Message> {
+/// The first request of a conversation about one API. `rejections` is libtorch's word on
+/// conforming inputs it rejected (`rejections::prompt_text`), empty when there is none.
+pub fn prompt(api_text: &str, schema: Option<&str>, docs: Option<&str>, rejections: &str, api: &str) -> Vec<Message> {
     let mut user = format!("The API, in sfz:\n\n```sfz\n{}\n```\n", api_text.trim());
     if let Some(s) = schema {
         user.push_str(&format!("\nIts ATen operator schema: `{s}`\n"));
@@ -163,6 +164,7 @@ pub fn prompt(api_text: &str, schema: Option<&str>, docs: Option<&str>, api: &st
     if let Some(d) = docs {
         user.push_str(&format!("\nPyTorch's documentation of it:\n\n{d}\n"));
     }
+    user.push_str(rejections);
     user.push_str(&format!("\nPropose rules for `{api}`: the constraints valid inputs satisfy."));
     vec![Message { role: "system", content: SYSTEM.into() }, Message { role: "user", content: user }]
 }
@@ -279,8 +281,8 @@ pub struct Suggestion {
 
 /// Asks for rules, re-asking with the diagnostics up to `rounds` times in all. Rules that
 /// checked in any round are kept (later rounds' rules replace earlier ones of the same name).
-pub fn suggest(ep: &Endpoint, path: &Path, file_text: &str, api: &str, api_text: &str, schema: Option<&str>, rounds: usize) -> Result<Suggestion, LlmError> {
-    let mut messages = prompt(api_text, schema, crate::ops::docs::lookup(api), api);
+pub fn suggest(ep: &Endpoint, path: &Path, file_text: &str, api: &str, api_text: &str, schema: Option<&str>, rejections: &str, rounds: usize) -> Result<Suggestion, LlmError> {
+    let mut messages = prompt(api_text, schema, crate::ops::docs::lookup(api), rejections, api);
     let mut out = Suggestion::default();
     let mut last = String::new();
     for _ in 0..rounds.max(1) {

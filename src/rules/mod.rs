@@ -2,7 +2,8 @@
 //! its operator schema (`skeleton`), `sfz suggest` proposes candidate rules (`llm`, with the
 //! offline `enumerate` generator as fallback), `sfz infer` learns the value sets of string
 //! parameters from libtorch's errors (`enums`), keeps the candidates executions
-//! support (`infer`) and drops those others imply (`reduce`). Results go back into the spec file
+//! support (`infer`) and drops those others imply (`reduce`); `sfz suggest` shows a model the
+//! errors libtorch raised on conforming inputs (`rejections`). Results go back into the spec file
 //! as `rule` items with their status and evidence, through the formatter (`write_rules`).
 pub mod enumerate;
 pub mod enums;
@@ -10,6 +11,7 @@ pub mod infer;
 pub mod llm;
 pub mod oracles;
 pub mod reduce;
+pub mod rejections;
 pub mod skeleton;
 
 use crate::ast::ItemKind;
