@@ -98,6 +98,18 @@ impl DType {
         DType::ALL.into_iter().find(|d| d.aten_id() == id)
     }
 
+    /// The largest finite value, the smallest positive normal and the smallest denormal of a
+    /// floating dtype (complex ones: their components').
+    pub fn limits(self) -> Option<(f64, f64, f64)> {
+        Some(match self {
+            DType::Float16 => (65504.0, 2f64.powi(-14), 2f64.powi(-24)),
+            DType::BFloat16 => (f32::from_bits(0x7F7F_0000) as f64, f32::MIN_POSITIVE as f64, f32::from_bits(0x0001_0000) as f64),
+            DType::Float32 | DType::Complex64 => (f32::MAX as f64, f32::MIN_POSITIVE as f64, f32::from_bits(1) as f64),
+            DType::Float64 | DType::Complex128 => (f64::MAX, f64::MIN_POSITIVE, f64::from_bits(1)),
+            _ => return None,
+        })
+    }
+
     pub fn is_floating(self) -> bool {
         matches!(self, DType::Float16 | DType::BFloat16 | DType::Float32 | DType::Float64)
     }

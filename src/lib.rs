@@ -18,6 +18,7 @@ pub mod oracle;
 pub mod outcome;
 pub mod plan;
 pub mod rules;
+pub mod seed;
 pub mod solve;
 pub mod spec;
 pub mod stdlib;

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use crate::findings::merge::SUMMARIES;
+use super::merge::SUMMARIES;
 
 /// Microseconds per case, by API, over every run of folder `dir` that measured it.
 pub fn measured(dir: &Path) -> std::io::Result<HashMap<String, f64>> {

@@ -3,6 +3,7 @@
 //! it got.
 pub mod costs;
 pub mod manifest;
+pub mod merge;
 pub mod shard;
 
 pub use manifest::{Manifest, Progress};

@@ -3,7 +3,8 @@
 //! silently so that one mistake yields one message.
 use std::collections::HashMap;
 
-use super::scope::{closest, ItemRef};
+use super::scope::ItemRef;
+use crate::diag::suggest::closest;
 use super::symbols::{hover_text, BUILTINS, PROPERTIES};
 use super::types::{comparable, Ty};
 use super::Checker;

@@ -2,7 +2,8 @@
 //! oracle clauses.
 use super::expr::{param_text, Env};
 use super::symbols::{hover_text, TYPES};
-use super::scope::{closest, ItemRef};
+use super::scope::ItemRef;
+use crate::diag::suggest::closest;
 use super::types::{const_value, param_type, value_fits, value_text, Ty};
 use super::{classify, Checker};
 use crate::ast::{self, ItemKind, ParamKind, StmtKind};

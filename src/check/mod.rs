@@ -17,7 +17,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 pub use items::DEFAULT_ORACLES;
-pub use scope::{closest, edit_distance};
+
 pub use types::value_text;
 
 use crate::ast::ItemKind;

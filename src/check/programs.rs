@@ -7,7 +7,7 @@
 //! for names only.
 use std::collections::HashMap;
 
-use super::scope::closest;
+use crate::diag::suggest::closest;
 use super::symbols::{hover_text, BUILTINS};
 use super::Checker;
 use crate::ast::{self, ExprKind, StmtKind};

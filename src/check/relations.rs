@@ -11,7 +11,8 @@ use std::collections::HashMap;
 
 use super::expr::param_text;
 use super::items::api_signature;
-use super::scope::{closest, ItemRef};
+use super::scope::ItemRef;
+use crate::diag::suggest::closest;
 use super::symbols::hover_text;
 use super::Checker;
 use crate::ast::{self, BinOp, ExprKind, ItemKind, StmtKind, UnOp};

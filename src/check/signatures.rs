@@ -1,6 +1,6 @@
 //! Declared signatures against libtorch's operator schemas: E0004 when no operator answers to an
 //! API, E0017 when the parameters fit none of its overloads. The judgement is the planner's
-//! (`ops::registry::resolve`, worded by `plan::resolve_diagnostic`), so `sfz check` and `sfz fuzz`
+//! (`ops::registry::resolve`, worded by `ops::diagnostic::resolve_diagnostic`), so `sfz check` and `sfz fuzz`
 //! cannot disagree about whether an API can be called.
 //!
 //! The schemas come from libtorch itself, through a worker; that costs a second or two, so the
@@ -55,7 +55,7 @@ pub fn compare(checked: &Checked, catalog: &Catalog) -> Vec<Diagnostic> {
         .spec
         .apis
         .iter()
-        .filter_map(|api| registry::resolve(api, catalog).err().map(|e| crate::plan::resolve_diagnostic(api, &e)))
+        .filter_map(|api| registry::resolve(api, catalog).err().map(|e| crate::ops::diagnostic::resolve_diagnostic(api, &e)))
         .collect()
 }
 

@@ -410,7 +410,7 @@ fn shard_apis(shard: Shard, apis: &[crate::spec::ApiSpec], plans: &[plan::ApiPla
 fn append_summary(dir: &Path, summary: &Summary) -> std::io::Result<()> {
     use std::io::Write;
     let line = serde_json::to_string(summary).map_err(std::io::Error::other)?;
-    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(dir.join(crate::findings::merge::SUMMARIES))?;
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(dir.join(crate::campaign::merge::SUMMARIES))?;
     f.write_all(format!("{line}\n").as_bytes())
 }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::Color;
 use crate::diag::{self, codes, Diagnostic, RenderConfig, SourceMap, Span};
-use crate::findings::merge::{self, Disagreement};
+use crate::campaign::merge::{self, Disagreement};
 use crate::findings::{self, report, verify, SkippedLine};
 
 #[derive(clap::Args, Debug)]

@@ -3,6 +3,7 @@
 pub mod codes;
 mod render;
 mod source;
+pub mod suggest;
 
 pub use codes::{lookup, Code, CodeInfo, CODES};
 pub use render::{render, render_all, to_json, RenderConfig};

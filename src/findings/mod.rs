@@ -1,6 +1,5 @@
 //! Findings: stored the moment they are found, deduplicated by cause, each with a standalone
 //! Python reproducer.
-pub mod merge;
 pub mod minimize;
 pub mod pinned;
 pub mod repro;

@@ -25,7 +25,8 @@ use crate::oracle::{self, Status};
 use crate::outcome::Execution;
 use crate::plan::ApiPlan;
 use crate::worker::supervisor::{Pool, PoolConfig, PoolError};
-pub use stats::{Skipped, Summary};
+pub use crate::plan::Skipped;
+pub use stats::Summary;
 
 /// How long and how a campaign runs.
 #[derive(Clone, Debug)]

@@ -1,4 +1,5 @@
 //! Counters of a run, shared by the worker threads, and the summary they add up to.
+use crate::plan::Skipped;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -272,11 +273,6 @@ pub struct Summary {
     pub next_case: u64,
 }
 
-#[derive(Clone, Debug, Serialize)]
-pub struct Skipped {
-    pub api: String,
-    pub reason: String,
-}
 
 impl Counters {
     pub fn summary(&self, names: &[String], seconds: f64, workers: usize, seed: u64, skipped: Vec<Skipped>, out: String) -> Summary {

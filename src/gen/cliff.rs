@@ -16,19 +16,7 @@
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::case::{Arg, DType, Fill, Layout, TensorRecipe};
-
-/// The largest finite value, the smallest positive normal and the smallest denormal of a
-/// floating dtype (complex ones: their components').
-pub fn limits(dtype: DType) -> Option<(f64, f64, f64)> {
-    Some(match dtype {
-        DType::Float16 => (65504.0, 2f64.powi(-14), 2f64.powi(-24)),
-        DType::BFloat16 => (f32::from_bits(0x7F7F_0000) as f64, f32::MIN_POSITIVE as f64, f32::from_bits(0x0001_0000) as f64),
-        DType::Float32 | DType::Complex64 => (f32::MAX as f64, f32::MIN_POSITIVE as f64, f32::from_bits(1) as f64),
-        DType::Float64 | DType::Complex128 => (f64::MAX, f64::MIN_POSITIVE, f64::from_bits(1)),
-        _ => return None,
-    })
-}
+use crate::case::{Arg, Fill, Layout, TensorRecipe};
 
 /// The cliffs, in the order `pick` draws them from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,7 +34,7 @@ pub const CLIFFS: [Cliff; 7] = [Cliff::SqrtMax, Cliff::MaxOverN, Cliff::LogMax, 
 
 /// The fill for one tensor at `cliff`, or None when it does not apply (an integer tensor).
 pub fn fill(recipe: &TensorRecipe, cliff: Cliff, rng: &mut ChaCha8Rng) -> Option<Fill> {
-    let (max, normal, denormal) = limits(recipe.dtype)?;
+    let (max, normal, denormal) = recipe.dtype.limits()?;
     let n = recipe.numel().max(1) as f64;
     // A band around a magnitude, one sign or both: [m/2, 2m), [-2m, -m/2) or [-2m, 2m).
     let band = |m: f64, rng: &mut ChaCha8Rng| -> Fill {
@@ -105,7 +93,7 @@ pub fn cliff(args: &mut [Arg], rng: &mut ChaCha8Rng) -> Option<usize> {
             _ => {}
         }
     }
-    ts.retain(|(_, t)| t.numel() > 0 && limits(t.dtype).is_some() && t.layout != Layout::Expanded);
+    ts.retain(|(_, t)| t.numel() > 0 && t.dtype.limits().is_some() && t.layout != Layout::Expanded);
     if ts.is_empty() {
         return None;
     }
@@ -122,6 +110,7 @@ mod tests {
     use rand::SeedableRng;
 
     use super::*;
+    use crate::case::DType;
 
     fn recipe(dtype: DType, n: i64) -> TensorRecipe {
         TensorRecipe { dtype, shape: vec![n], fill: Fill::Uniform { lo: -3.0, hi: 3.0 }, seed: 1, layout: Layout::Contiguous, specials: Vec::new() }
@@ -139,7 +128,7 @@ mod tests {
     fn every_cliff_stays_representable_in_its_dtype() {
         let mut rng = ChaCha8Rng::seed_from_u64(3);
         for dtype in [DType::Float16, DType::BFloat16, DType::Float32, DType::Float64] {
-            let (max, _, _) = limits(dtype).unwrap();
+            let (max, _, _) = dtype.limits().unwrap();
             for cliff in CLIFFS {
                 for _ in 0..50 {
                     let f = fill(&recipe(dtype, 64), cliff, &mut rng).expect("floating tensors take every cliff");

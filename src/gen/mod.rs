@@ -122,13 +122,7 @@ pub fn huge_limits(limits: &Limits) -> Limits {
     Limits { max_dim: 1 << 14, max_numel: 1 << 20, ..limits.clone() }
 }
 
-/// SplitMix64: a well-mixed 64-bit hash, to derive independent seeds from (seed, index).
-pub fn mix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^ (x >> 31)
-}
+pub use crate::seed::mix;
 
 /// The seed of one solving job: the run's seed, the API, and which pool.
 fn job_seed(config: &GenConfig, api_index: usize, job: u64) -> u64 {

@@ -275,7 +275,7 @@ impl<'a> Lowerer<'a> {
                     Some(s) => (s, None),
                     None => {
                         let names: Vec<&str> = ops::OPS.iter().flat_map(|s| s.functions.iter().copied()).collect();
-                        let help = match crate::check::closest(&path, names) {
+                        let help = match crate::diag::suggest::closest(&path, names) {
                             Some(s) => format!("did you mean `{s}`?"),
                             None => "see `docs/NUMERIC.md` for the operations programs may call".to_string(),
                         };
@@ -288,7 +288,7 @@ impl<'a> Lowerer<'a> {
                 Some(s) => (s, Some(&**base)),
                 None => {
                     let names: Vec<&str> = ops::OPS.iter().filter_map(|s| s.method).collect();
-                    let help = match crate::check::closest(&method.name, names) {
+                    let help = match crate::diag::suggest::closest(&method.name, names) {
                         Some(s) => format!("did you mean `.{s}()`?"),
                         None => "see `docs/NUMERIC.md` for the operations programs may call".to_string(),
                     };

@@ -90,7 +90,7 @@ impl Catalog {
             .filter_map(|candidate| {
                 let (cns, cbase) = candidate.split_once("::")?;
                 // Names from another namespace are only suggested when the base is identical.
-                let d = crate::check::edit_distance(base, cbase) + if cns == ns { 0 } else { 3 };
+                let d = crate::diag::suggest::edit_distance(base, cbase) + if cns == ns { 0 } else { 3 };
                 (d <= threshold && candidate != name).then_some((d, candidate.as_str()))
             })
             .collect();

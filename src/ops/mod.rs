@@ -2,6 +2,7 @@
 //! and how a Python API name maps to an ATen operator and its arguments.
 pub mod binding;
 pub mod catalog;
+pub mod diagnostic;
 pub mod docs;
 pub mod registry;
 pub mod schema;

@@ -155,7 +155,7 @@ pub const DEFAULT_TOLERANCES: Tolerances = Tolerances {
 pub fn case_seed(case: &crate::case::Case) -> u64 {
     let mut h = 0x9e37_79b9_7f4a_7c15u64;
     for r in case.args.iter().flat_map(crate::case::Arg::tensors) {
-        h = crate::gen::mix(h ^ r.seed);
+        h = crate::seed::mix(h ^ r.seed);
     }
     h
 }

@@ -6,7 +6,6 @@
 use tch::{Kind, Tensor};
 
 use sfz::case::DType;
-use sfz::gen::cliff;
 use sfz::variant::{Premature, PrematureKind, Tolerance, ValueMismatch};
 
 /// What a comparison found.
@@ -93,7 +92,7 @@ pub fn compare_with(actual: &Tensor, expected: &Tensor, tol: Tolerance, extra: E
         Some(t) => Some(Vec::<f64>::try_from(&flat(&t.f_broadcast_to(expected.size())?, Kind::Double)?)?),
         None => None,
     };
-    let range = extra.premature_in.and_then(cliff::limits);
+    let range = extra.premature_in.and_then(DType::limits);
     let more = |i: usize| allow.as_ref().and_then(|v| v.get(i)).copied().filter(|m| m.is_finite()).unwrap_or(0.0);
     if kind == Kind::Double && (extra.allowance.is_some() || extra.premature_in.is_some() || extra.rounded_reference) {
         let a = Vec::<f64>::try_from(&a)?;

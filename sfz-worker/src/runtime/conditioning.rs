@@ -21,8 +21,8 @@ use tch::{Kind, Tensor};
 use super::checks::Failure;
 use super::executor::{Called, Executor, Inputs};
 use sfz::case::{Case, DType};
-use sfz::gen::cliff;
 use sfz::outcome::Outcome;
+use sfz::seed::mix;
 
 /// Moved copies of the inputs the reference is recomputed on.
 const PROBES: u64 = 2;
@@ -122,7 +122,7 @@ impl Conditioning {
 pub(super) fn beyond_safe_range(original: &Inputs) -> Result<Option<String>, tch::TchError> {
     for t in &original.tensors {
         let Some(dtype) = low_precision(t.f_kind()?) else { continue };
-        let Some((max, normal, _)) = cliff::limits(dtype) else { continue };
+        let Some((max, normal, _)) = dtype.limits() else { continue };
         // In double precision: a complex64 modulus may overflow float32 where its parts do not.
         let wide = if dtype.is_complex() { Kind::ComplexDouble } else { Kind::Double };
         let magnitude = t.f_to_kind(wide)?.f_abs()?.f_to_kind(Kind::Double)?;
@@ -150,7 +150,7 @@ pub(super) fn result_beyond_range(main: &Called, reference: &Called) -> Result<O
     for (k, output) in outputs.iter().enumerate() {
         let sfz::outcome::Output::Tensor(info) = output else { continue };
         let (Some(dtype), Some(Some(r))) = (info.dtype, reference.tensors.get(k)) else { continue };
-        let Some((max, ..)) = (dtype.is_floating() || dtype.is_complex()).then(|| cliff::limits(dtype)).flatten() else { continue };
+        let Some((max, ..)) = (dtype.is_floating() || dtype.is_complex()).then(|| dtype.limits()).flatten() else { continue };
         let magnitude = r.f_abs()?.f_to_kind(Kind::Double)?;
         let beyond = magnitude.f_isfinite()?.f_logical_and(&magnitude.f_gt(max)?)?;
         if beyond.f_any()?.int64_value(&[]) != 0 {
@@ -186,18 +186,9 @@ fn roundoff(k: Kind) -> Option<f64> {
     })
 }
 
-/// `n` signs (±1.0) from splitmix64, the same for the same `seed`.
+/// `n` signs (±1.0), the same for the same `seed`.
 fn signs(n: usize, seed: u64) -> Vec<f64> {
-    let mut state = seed;
-    (0..n)
-        .map(|_| {
-            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            if (z ^ (z >> 31)) & 1 == 0 { 1.0 } else { -1.0 }
-        })
-        .collect()
+    (0..n as u64).map(|i| if mix(seed ^ mix(i)) & 1 == 0 { 1.0 } else { -1.0 }).collect()
 }
 
 #[cfg(test)]

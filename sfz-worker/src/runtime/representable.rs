@@ -5,7 +5,6 @@ use tch::Kind;
 
 use super::executor::{Called, Inputs};
 use sfz::case::{Arg, Case, DType};
-use sfz::gen::cliff;
 use sfz::outcome::{Outcome, Output};
 
 /// The narrowest floating dtype among the original's outputs.
@@ -17,13 +16,13 @@ fn narrowest(main: &Called) -> Option<DType> {
             Output::Tensor(t) => t.dtype.filter(|d| matches!(d, DType::Float16 | DType::BFloat16 | DType::Float32 | DType::Complex64)),
             _ => None,
         })
-        .min_by(|a, b| cliff::limits(*a).map(|l| l.0).partial_cmp(&cliff::limits(*b).map(|l| l.0)).unwrap_or(std::cmp::Ordering::Equal))
+        .min_by(|a, b| a.limits().map(|l| l.0).partial_cmp(&b.limits().map(|l| l.0)).unwrap_or(std::cmp::Ordering::Equal))
 }
 
 /// Why the case holds an argument the original's output dtype cannot represent, if it does.
 pub(super) fn unrepresentable(case: &Case, inputs: &Inputs, main: &Called) -> Result<Option<String>, tch::TchError> {
     let Some(dtype) = narrowest(main) else { return Ok(None) };
-    let Some((max, normal, _)) = cliff::limits(dtype) else { return Ok(None) };
+    let Some((max, normal, _)) = dtype.limits() else { return Ok(None) };
     for arg in &case.args {
         let value = match arg {
             Arg::Float(f) => *f,

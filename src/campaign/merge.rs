@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::{load, Finding, Key, StoreError};
-use crate::campaign::Manifest;
+use super::Manifest;
+use crate::findings::{load, Finding, Key, StoreError};
 
 /// One line per run (and resumption) of `sfz fuzz` in a folder: its `--json` summary.
 pub const SUMMARIES: &str = "summaries.jsonl";
@@ -133,7 +133,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
 
 /// The versions each folder's findings and manifest name, and its specs' digest, where more
 /// than one occurs over the folders.
-fn disagreements(loaded: &[(PathBuf, super::Loaded)]) -> Vec<Disagreement> {
+fn disagreements(loaded: &[(PathBuf, crate::findings::Loaded)]) -> Vec<Disagreement> {
     let mut out = Vec::new();
     let versions: Vec<(PathBuf, BTreeSet<String>)> = loaded
         .iter()
