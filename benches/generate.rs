@@ -169,7 +169,7 @@ fn drive(plans: &[ApiPlan], seconds: u64, make: &(dyn Fn(u64) -> Option<Case> + 
     let coverage: Vec<Coverage> = plans.iter().map(|p| Coverage::new(&p.api)).collect();
     // The per-execution work of `fuzz::run`'s sink that does not depend on how the case was
     // made: judging and coverage.
-    let sink = |_: u64, case: &Case, exec: sfz::outcome::Execution| {
+    let sink = |_: u64, case: &Case, exec: sfz::worker::Execution| {
         let api = &plans[case.op as usize].api;
         let verdict = oracle::judge(api, &[], case, &exec);
         coverage[case.op as usize].record(api, &case.args, verdict.status == Status::Ok);

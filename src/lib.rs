@@ -17,6 +17,7 @@ pub mod ops;
 pub mod oracle;
 pub mod outcome;
 pub mod plan;
+pub mod program;
 pub mod rules;
 pub mod seed;
 pub mod solve;

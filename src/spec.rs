@@ -15,8 +15,8 @@ pub struct Spec {
     /// Every `rule` item, whatever its status. Validated rules are also folded into their
     /// API's `requires`.
     pub rules: Vec<RuleSpec>,
-    /// Every `program` item, lowered to its IR (`numeric::program`).
-    pub programs: Vec<crate::numeric::program::ProgramSpec>,
+    /// Every `program` item, lowered to its IR (`program::ir`).
+    pub programs: Vec<ProgramSpec>,
 }
 
 /// A `rule` item: constraints on one API, with their provenance.
@@ -365,4 +365,18 @@ pub struct OracleUse {
     pub name: String,
     pub span: Span,
     pub args: Vec<(String, Value)>,
+}
+
+/// A checked program: its inputs as an API-like spec (parameters and the `requires` that only
+/// mention parameters, which the solver and generator serve as for an API) and its IR.
+#[derive(Clone, Debug)]
+pub struct ProgramSpec {
+    pub name: String,
+    pub span: Span,
+    pub inputs: ApiSpec,
+    pub ir: crate::program::ir::ProgramIr,
+    /// The source text of each step's expression, for reports.
+    pub step_text: Vec<String>,
+    /// False when lowering reported an error: such a program is never run.
+    pub runnable: bool,
 }

@@ -194,13 +194,14 @@ fn infer_from_operator_names_enumerates_offline() {
 }
 
 /// String parameters learn their value sets: qr's from libtorch's error for an unknown mode,
-/// fft's from the docs (its error lists none); each value was tried against libtorch.
+/// fft's from the docs (its error lists none); each value was tried against libtorch. The budget
+/// is a ceiling: a loaded machine needs more than the 6 s an idle one takes.
 #[test]
 fn infer_learns_string_value_sets_from_errors_and_docs() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("ops.sfz");
     let (code, stdout, stderr) =
-        run(sfz().args(["infer", "--color=never", "--budget", "6s", "--workers", "1", "--json", "torch.linalg.qr", "torch.fft.fft", "-o"]).arg(&file));
+        run(sfz().args(["infer", "--color=never", "--budget", "20s", "--workers", "1", "--json", "torch.linalg.qr", "torch.fft.fft", "-o"]).arg(&file));
     assert_eq!(code, 0, "{stderr}");
     let text = std::fs::read_to_string(&file).expect("written");
     let flat: String = text.split_whitespace().collect();

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use sfz::case::{Arg, Case, DType, Fill, Layout, TensorRecipe};
 use sfz::ops::binding::{ArgSource, OpBinding, Transform};
-use sfz::outcome::{Execution, Outcome};
+use sfz::outcome::Outcome;
+use sfz::worker::Execution;
 use sfz::worker::supervisor::{fetch_catalog, Pool, PoolConfig, PoolError, RunStats};
 
 const RAISE: u32 = 0;

@@ -4,6 +4,7 @@
 mod classify;
 mod expr;
 mod items;
+mod lowering;
 mod programs;
 mod relations;
 pub mod loader;

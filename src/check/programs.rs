@@ -13,7 +13,9 @@ use super::Checker;
 use crate::ast::{self, ExprKind, StmtKind};
 use crate::case::DType;
 use crate::diag::{codes, Diagnostic, Span};
-use crate::numeric::program::{Lowerer, ProgramIr, ProgramSpec};
+use super::lowering::Lowerer;
+use crate::program::ir::ProgramIr;
+use crate::spec::ProgramSpec;
 use crate::spec::{ApiSpec, Origin};
 
 /// Every plain name an expression mentions.

@@ -16,10 +16,10 @@ use crate::numeric::driver::{hunt_program, HuntConfig, Outcome, Status};
 use crate::numeric::script::lower::{self, Lowered};
 use crate::numeric::script::site::{self, ScriptFinding};
 use crate::numeric::script::trace::{self, TraceConfig};
-use crate::numeric::hunt::Strategy;
-use crate::numeric::program::ProgramSpec;
+use crate::program::hunt::Strategy;
+use crate::spec::ProgramSpec;
 use crate::numeric::report::{python_reproducer, report, Report};
-use crate::numeric::soft::{self, SoftModels};
+use crate::program::soft::{self, SoftModels};
 use crate::worker::supervisor::{self, HuntWorker};
 use crate::check;
 

@@ -93,7 +93,7 @@ impl Runner for PoolRunner<'_> {
             let i = next_index.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             cases.get(i).map(|args| (i as u64, Case { op: api as u32, args: args.clone() }))
         };
-        let sink = |i: u64, case: &Case, exec: crate::outcome::Execution| {
+        let sink = |i: u64, case: &Case, exec: crate::worker::Execution| {
             let verdict = oracle::judge(&self.apis[api], &[], case, &exec);
             if let Some(s) = statuses.lock().unwrap_or_else(|e| e.into_inner()).get_mut(i as usize) {
                 *s = (verdict.status, verdict.error);

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use super::Color;
 use crate::numeric::driver::{hunt_program, HuntConfig};
-use crate::numeric::forest::{Forest, ForestConfig};
-use crate::numeric::hunt::{Record, Strategy};
-use crate::numeric::soft::{self, OpModel, SoftModels};
+use crate::program::forest::{Forest, ForestConfig};
+use crate::program::hunt::{Record, Strategy};
+use crate::program::soft::{self, OpModel, SoftModels};
 use crate::worker::supervisor::{self, HuntWorker};
 
 #[derive(clap::Args, Debug)]

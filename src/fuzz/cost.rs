@@ -9,7 +9,8 @@
 use std::time::Duration;
 
 use crate::case::{Arg, Case, Special};
-use crate::outcome::{Execution, Outcome};
+use crate::outcome::Outcome;
+use crate::worker::Execution;
 use crate::worker::supervisor::Pool;
 
 /// Integers at least this large (in magnitude) are scaled down by the probe.

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use crate::case::Case;
 use crate::oracle::{self, Detection};
-use crate::outcome::Execution;
+use crate::worker::Execution;
 use crate::plan::ApiPlan;
 use crate::variant::Check;
 use crate::worker::supervisor::{Pool, PoolConfig};

@@ -22,7 +22,7 @@ use crate::gen::coverage::Coverage;
 use crate::gen::{ApiPools, GenConfig, Generated, Generator, Strategy};
 use spec_findings::{SpecFinding, SpecStore};
 use crate::oracle::{self, Status};
-use crate::outcome::Execution;
+use crate::worker::Execution;
 use crate::plan::ApiPlan;
 use crate::worker::supervisor::{Pool, PoolConfig, PoolError};
 pub use crate::plan::Skipped;

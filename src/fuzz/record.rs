@@ -9,7 +9,7 @@ use crate::findings::pinned::pinned_spec;
 use crate::findings::repro::Reproducer;
 use crate::findings::{Finding, Minimization, Original, Store};
 use crate::oracle::{self, Evidence};
-use crate::outcome::Execution;
+use crate::worker::Execution;
 use crate::plan::ApiPlan;
 use crate::variant::Check;
 use crate::worker::supervisor::{Pool, PoolConfig};

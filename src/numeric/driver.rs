@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::hunt::{Found, HuntRequest, HuntResult, SoftSignal, Strategy};
-use super::program::ProgramSpec;
-use super::soft::SoftModels;
+use crate::program::hunt::{Found, HuntRequest, HuntResult, SoftSignal, Strategy};
+use crate::spec::ProgramSpec;
+use crate::program::soft::SoftModels;
 use crate::case::{Arg, Fill};
 use crate::gen::{mix, values::concretize};
 use crate::solve::Limits;
@@ -71,7 +71,7 @@ pub struct Outcome {
     pub soft: Option<SoftSignal>,
     pub imprecise: Option<SoftSignal>,
     /// Training records of every episode (when collecting).
-    pub records: Vec<super::hunt::Record>,
+    pub records: Vec<crate::program::hunt::Record>,
 }
 
 /// The box a tensor input is searched in (lo, hi), None for other parameters.

@@ -6,9 +6,10 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::driver::{Outcome, Status};
-use super::hunt::{InputValues, PathPoint, Strategy};
-use super::ops::{Kind, NumOp};
-use super::program::{Operand, ProgramIr, ProgramSpec};
+use crate::program::hunt::{InputValues, PathPoint, Strategy};
+use crate::program::ops::{Kind, NumOp};
+use crate::program::ir::{Operand, ProgramIr};
+use crate::spec::ProgramSpec;
 use crate::case::Arg;
 use crate::findings::repro::py_float;
 
@@ -59,7 +60,7 @@ pub struct SoftReport {
     pub eval: u32,
 }
 
-fn soft_report(ir: &ProgramIr, s: &super::hunt::SoftSignal) -> Option<SoftReport> {
+fn soft_report(ir: &ProgramIr, s: &crate::program::hunt::SoftSignal) -> Option<SoftReport> {
     let st = ir.steps.get(s.step as usize)?;
     Some(SoftReport { step: st.name.clone(), op: st.op.short().to_string(), probability: s.probability, eval: s.eval })
 }
@@ -170,10 +171,10 @@ pub fn py_step(ir: &ProgramIr, k: usize) -> String {
             let mut args = Vec::new();
             for (i, ((name, kind, default), text)) in sig.params.iter().zip(&a).enumerate() {
                 let is_default = match default {
-                    Some(super::ops::Default::None) => step.args[i] == Operand::None,
-                    Some(super::ops::Default::Int(v)) => step.args[i] == Operand::Int(*v),
-                    Some(super::ops::Default::Float(v)) => step.args[i] == Operand::Float(*v),
-                    Some(super::ops::Default::Bool(v)) => step.args[i] == Operand::Bool(*v),
+                    Some(crate::program::ops::Default::None) => step.args[i] == Operand::None,
+                    Some(crate::program::ops::Default::Int(v)) => step.args[i] == Operand::Int(*v),
+                    Some(crate::program::ops::Default::Float(v)) => step.args[i] == Operand::Float(*v),
+                    Some(crate::program::ops::Default::Bool(v)) => step.args[i] == Operand::Bool(*v),
                     None => false,
                 };
                 if is_default {
@@ -247,7 +248,7 @@ for name, value, inputs in steps:
         let _ = writeln!(out, "stable = {}", py_step(&with_stable, ir.steps.len()));
         let _ = writeln!(out, "a, b = {naive}.double(), stable.double()");
         let _ = writeln!(out, "ok = torch.isfinite(a) & torch.isfinite(b)");
-        let _ = writeln!(out, "bad = ok & ((a - b).abs() > {} + {} * b.abs())", py_float(crate::numeric::rewrite::ATOL), py_float(crate::numeric::rewrite::RTOL));
+        let _ = writeln!(out, "bad = ok & ((a - b).abs() > {} + {} * b.abs())", py_float(crate::program::rewrite::ATOL), py_float(crate::program::rewrite::RTOL));
         let _ = writeln!(out, "if bool(bad.any()):");
         let _ = writeln!(out, "    print(\"sfz-rewrite:\", {:?}, \"differs from {}\")", ir.steps[rw.stable.step as usize].name, rw.stable.stable.name);
         let _ = writeln!(out, "    print(a[bad], b[bad])");

@@ -13,7 +13,8 @@ use crate::ops::binding::OpBinding;
 use crate::ops::catalog::Catalog;
 use crate::ops::tags::{self, OpClass};
 use crate::ops::twins;
-use crate::outcome::{signal_name, Execution, Outcome};
+use crate::outcome::{signal_name, Outcome};
+use crate::worker::Execution;
 use crate::spec::{ApiSpec, OracleUse, Value};
 use crate::variant::{Accuracy, Check, CheckOutcome, CheckReport, Tolerance, Tolerances, Variant};
 

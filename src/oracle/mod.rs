@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::case::{Arg, Case, DType};
 use crate::eval::{self, Bindings, Val};
-use crate::outcome::{signal_name, Execution, Outcome, Output};
+use crate::outcome::{signal_name, Outcome, Output};
+use crate::worker::Execution;
 use crate::spec::ApiSpec;
 use crate::variant::{Check, Tolerance};
 use errors::ErrorKind;

@@ -27,7 +27,7 @@ use super::progress::{monotonic_ns, Progress};
 use super::protocol::{read_frame, write_frame, Request, Response};
 use crate::case::Case;
 use crate::ops::binding::OpBinding;
-use crate::outcome::{Execution, EARLIER_CASES};
+use super::{Execution, EARLIER_CASES};
 use crate::variant::Check;
 
 /// Bytes of a worker's stderr kept for crash reports.
@@ -540,7 +540,7 @@ impl HuntWorker {
     }
 
     /// Runs one episode.
-    pub fn hunt(&mut self, request: crate::numeric::hunt::HuntRequest) -> Result<crate::numeric::hunt::HuntResult, HuntError> {
+    pub fn hunt(&mut self, request: crate::program::hunt::HuntRequest) -> Result<crate::program::hunt::HuntResult, HuntError> {
         let mut worker = match self.worker.take() {
             Some(w) => w,
             None => Worker::start(&self.config, None)?.0,

@@ -9,10 +9,10 @@ use tch::{Kind, Tensor};
 
 use super::materialize::{kind, materialize};
 use sfz::case::{Arg, DType};
-use sfz::numeric::hunt::{self, Found, HuntRequest, HuntResult, InputValues, PathPoint, Record, RewriteFound, SoftSignal, Stats, StepObs, Strategy, MAX_PATH};
-use sfz::numeric::rewrite;
-use sfz::numeric::ops::NumOp;
-use sfz::numeric::program::{Operand, ProgramIr, Step};
+use sfz::program::hunt::{self, Found, HuntRequest, HuntResult, InputValues, PathPoint, Record, RewriteFound, SoftSignal, Stats, StepObs, Strategy, MAX_PATH};
+use sfz::program::rewrite;
+use sfz::program::ops::NumOp;
+use sfz::program::ir::{Operand, ProgramIr, Step};
 
 /// A value of a running program.
 enum V {
@@ -282,7 +282,7 @@ fn rewrite_oracle(ir: &ProgramIr, vals: &[V]) -> Option<(u32, RewriteFound)> {
         let worst = a
             .iter()
             .zip(&b)
-            .filter(|(x, y)| x.is_finite() && y.is_finite() && sfz::numeric::rewrite::differs(**x, **y))
+            .filter(|(x, y)| x.is_finite() && y.is_finite() && sfz::program::rewrite::differs(**x, **y))
             .max_by(|(x1, y1), (x2, y2)| (*x1 - *y1).abs().total_cmp(&(*x2 - *y2).abs()));
         if let Some((x, y)) = worst {
             return Some((r.step, RewriteFound { stable: r, naive: *x, stable_value: *y }));

@@ -4,9 +4,10 @@
 use serde::Serialize;
 
 use super::lower::{Lowered, Site};
-use crate::numeric::hunt::Found;
-use crate::numeric::ops::NumOp;
-use crate::numeric::program::{Operand, ProgramSpec};
+use crate::program::hunt::Found;
+use crate::program::ops::NumOp;
+use crate::program::ir::Operand;
+use crate::spec::ProgramSpec;
 
 /// The script side of a finding.
 #[derive(Clone, Debug, Serialize)]

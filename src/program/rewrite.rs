@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::ops::NumOp;
-use super::program::{Operand, ProgramIr, Step};
+use super::ir::{Operand, ProgramIr, Step};
 
 /// A chain ending at `step` and the stable form that computes the same value.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -3,7 +3,7 @@
 //! finite inputs (the NaN/INF oracle), the inputs that did it and the path that led there.
 use serde::{Deserialize, Serialize};
 
-use super::program::ProgramIr;
+use super::ir::ProgramIr;
 use super::soft::SoftModels;
 use crate::case::{Arg, DType};
 

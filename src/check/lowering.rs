@@ -1,78 +1,11 @@
-//! `program` items lowered to a straight-line IR: each step is one operation of the table in
-//! `ops` applied to operands (parameters, earlier steps, constants). The checker lowers every
-//! program (wrong calls are E0020); workers interpret the IR with tch, keeping every
-//! intermediate so that oracles and soft assertions can look at each.
-use serde::{Deserialize, Serialize};
-
-use super::ops::{self, Kind, NumOp, OpSig};
+//! Lowering of a `program` body's `let` statements to the IR of `program::ir`, checking each
+//! call against the table of `program::ops` (E0020).
 use crate::ast::{self, ExprKind};
 use crate::case::DType;
 use crate::diag::{codes, Diagnostic, Span};
-use crate::spec::{ApiSpec, BinOp, ParamSpec, ParamType, UnOp};
-
-/// One operand of a step. Values are numbered parameters first, then steps.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub enum Operand {
-    Value(u32),
-    Float(f64),
-    Int(i64),
-    Bool(bool),
-    Dtype(DType),
-    None,
-    Ints(Vec<i64>),
-}
-
-/// One operation applied to its operands, in the table's parameter order (defaults filled in).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Step {
-    /// The `let` name for the step that computes a `let`'s value, else `let.k` for an
-    /// intermediate inside it.
-    pub name: String,
-    pub op: NumOp,
-    pub args: Vec<Operand>,
-}
-
-/// What a worker needs to run a program: the parameter count and the steps.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ProgramIr {
-    /// Parameter names, in order (value `i` is parameter `i`).
-    pub params: Vec<String>,
-    pub steps: Vec<Step>,
-}
-
-impl ProgramIr {
-    /// The name of value `v` (a parameter or a step).
-    pub fn value_name(&self, v: u32) -> &str {
-        let v = v as usize;
-        if v < self.params.len() {
-            &self.params[v]
-        } else {
-            &self.steps[v - self.params.len()].name
-        }
-    }
-
-    /// The value indices a step reads.
-    pub fn reads(step: &Step) -> impl Iterator<Item = u32> + '_ {
-        step.args.iter().filter_map(|a| match a {
-            Operand::Value(v) => Some(*v),
-            _ => None,
-        })
-    }
-}
-
-/// A checked program: its inputs as an API-like spec (parameters and the `requires` that only
-/// mention parameters, which the solver and generator serve as for an API) and its IR.
-#[derive(Clone, Debug)]
-pub struct ProgramSpec {
-    pub name: String,
-    pub span: Span,
-    pub inputs: ApiSpec,
-    pub ir: ProgramIr,
-    /// The source text of each step's expression, for reports.
-    pub step_text: Vec<String>,
-    /// False when lowering reported an error: such a program is never run.
-    pub runnable: bool,
-}
+use crate::program::ir::{Operand, Step};
+use crate::program::ops::{self, Kind, NumOp, OpSig};
+use crate::spec::{BinOp, ParamSpec, ParamType, UnOp};
 
 /// Lowers a program body's `let` statements; errors go to `diags`. `text` returns the source of
 /// a span.
