@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::gen::coverage::CoverageReport;
 use crate::gen::Mutation;
+use crate::oracle::device::DeviceError;
 use crate::oracle::Status;
 use crate::variant::{CheckOutcome, CheckReport};
 
@@ -79,10 +80,24 @@ pub struct CheckSummary {
     /// original: a finding only when the oracle's rules say so (a float64 or CUDA variant
     /// returning where the original raised is not one; docs/ORACLES.md).
     pub one_raised: u64,
+    /// Of the `cuda` oracle, errors only the CUDA side raised that are no bug, counted apart
+    /// from `one_raised` (`oracle::device`): no CUDA kernel for the operator or dtype, the
+    /// device's own way with invalid values, an argument check only CUDA makes (each also a
+    /// spec finding).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub missing_kernel: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub invalid_values: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub cuda_argument: u64,
     /// Time the worker spent in this check.
     pub seconds: f64,
     /// The largest relative difference among agreeing cases (how close to the tolerance they ran).
     pub max_rel_agreeing: f64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Counters {
@@ -135,6 +150,12 @@ impl Counters {
                         *c.skip_reasons.entry(key).or_insert(0) += 1;
                     }
                 }
+                CheckOutcome::Raised { class, message } if *oracle == "cuda" => match crate::oracle::device::classify_cuda_only(*class, message) {
+                    Some(DeviceError::MissingKernel) => c.missing_kernel += 1,
+                    Some(DeviceError::InvalidValues) => c.invalid_values += 1,
+                    Some(DeviceError::Argument) => c.cuda_argument += 1,
+                    None => c.one_raised += 1,
+                },
                 CheckOutcome::Raised { .. } | CheckOutcome::Returned => c.one_raised += 1,
                 _ => c.disagreed += 1,
             }
