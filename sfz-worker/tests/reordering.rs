@@ -1,9 +1,9 @@
 //! The false-alarm rate of the `cuda` check's allowance for reordered reductions, measured on the
 //! CPU: a reduction against the same reduction split in two (what a GPU's other order does), in
-//! float32 and float16, judged by `REORDERINGS · n · u · m` as `rounding_allowance` computes it
-//! (`m`: the call on the inputs' absolute values in float64; `n`: input elements per output
-//! element, or the longest input dimension). Every pair is an honest computation, so every pair
-//! beyond the bound is a false alarm.
+//! float32 and float16 (sum, matmul, cumsum, 2-norm, conv1d), judged by `REORDERINGS · n · u · m`
+//! as `rounding_allowance` computes it (`m`: the call on the inputs' absolute values in float64;
+//! `n`: input elements per output element, or the longest input dimension). Every pair is an
+//! honest computation, so every pair beyond the bound is a false alarm.
 use sfz_worker::runtime::checks::REORDERINGS;
 use tch::{Device, Kind, Tensor};
 
@@ -55,6 +55,7 @@ fn reordered_reductions_stay_within_the_allowance() {
     let mut report = Vec::new();
     for kind in [Kind::Float, Kind::Half] {
         let (mut sum, mut matmul, mut cumsum) = (Tally::default(), Tally::default(), Tally::default());
+        let (mut norm, mut conv) = (Tally::default(), Tally::default());
         for _ in 0..TRIALS {
             // sum against the sum of its two parts.
             let n = size(2, 8192);
@@ -79,8 +80,21 @@ fn reordered_reductions_stay_within_the_allowance() {
             let second = x.narrow(0, k, n - k).cumsum(0, kind) + carry;
             let split = Tensor::cat(&[first, second], 0);
             cumsum.see(&x.cumsum(0, kind), &split, &x.to_kind(Kind::Double).abs().cumsum(0, Kind::Double), &[&x], kind);
+
+            // The 2-norm against the norm of the two parts' norms.
+            let parts = Tensor::stack(&[x.narrow(0, 0, k).norm(), x.narrow(0, k, n - k).norm()], 0);
+            norm.see(&x.norm(), &parts.norm(), &x.to_kind(Kind::Double).abs().norm(), &[&x], kind);
+
+            // conv1d against the sum of two convolutions over halves of the input channels.
+            let (channels, length, width) = (size(2, 32), size(8, 256), size(1, 8));
+            let input = uniform(&[2, channels, length], kind);
+            let weight = uniform(&[4, channels, width], kind);
+            let h = size(1, channels);
+            let half = |from: i64, len: i64| input.narrow(1, from, len).conv1d::<Tensor>(&weight.narrow(1, from, len), None, 1, 0, 1, 1);
+            let m = input.to_kind(Kind::Double).abs().conv1d::<Tensor>(&weight.to_kind(Kind::Double).abs(), None, 1, 0, 1, 1);
+            conv.see(&input.conv1d::<Tensor>(&weight, None, 1, 0, 1, 1), &(half(0, h) + half(h, channels - h)), &m, &[&input, &weight], kind);
         }
-        for (name, t) in [("sum", &sum), ("matmul", &matmul), ("cumsum", &cumsum)] {
+        for (name, t) in [("sum", &sum), ("matmul", &matmul), ("cumsum", &cumsum), ("norm", &norm), ("conv1d", &conv)] {
             report.push(format!(
                 "{kind:?} {name}: {} of {} elements beyond the allowance, {} beyond the plain tolerance",
                 t.beyond_bound, t.elements, t.beyond_plain
