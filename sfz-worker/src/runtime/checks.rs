@@ -725,6 +725,14 @@ pub fn pick_elements(sizes: &[u64], samples: usize, seed: u64) -> Vec<(usize, u6
         .collect()
 }
 
+/// Creates this worker's CUDA context now, where CUDA can be used (see `cuda_available`); a
+/// failure here shows again, with its reason, in the first `cuda` check.
+pub fn warm_cuda() {
+    if cuda_available().is_ok() {
+        let _ = Tensor::f_zeros([1i64], (Kind::Float, Device::Cuda(0)));
+    }
+}
+
 /// Whether CUDA can be used here, or why not. Asked once per worker: libtorch's CUDA library
 /// (loaded at start by `runtime::init`, see `cuda`), then `torch::cuda::is_available()`.
 pub fn cuda_available() -> &'static Result<(), String> {
