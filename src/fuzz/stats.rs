@@ -378,3 +378,30 @@ fn rate(part: u64, whole: u64) -> f64 {
         part as f64 / whole as f64
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outcome::ErrorClass;
+
+    #[test]
+    fn cuda_only_errors_that_are_no_bug_are_counted_apart() {
+        let raised = |class, message: &str| CheckReport { outcome: CheckOutcome::Raised { class, message: message.into() }, micros: 1 };
+        let counters = Counters::new(1);
+        let reports = [
+            raised(ErrorClass::NotImplemented, "Could not run 'aten::_foo' with arguments from the 'CUDA' backend."),
+            raised(ErrorClass::LinAlg, "linalg.inv: The diagonal element 2 is zero, the inversion could not be completed because the input matrix is singular."),
+            raised(ErrorClass::Value, "Expected all tensors to be on the same device"),
+            raised(ErrorClass::OutOfRange, "St12out_of_range: vector::_M_range_check"),
+        ];
+        for r in &reports {
+            counters.checks(&["cuda"], std::slice::from_ref(r));
+            // The same message from another oracle is one side raising, as before.
+            counters.checks(&["out"], std::slice::from_ref(r));
+        }
+        let all = counters.checks.lock().expect("counters lock");
+        let cuda = &all["cuda"];
+        assert_eq!((cuda.missing_kernel, cuda.invalid_values, cuda.cuda_argument, cuda.one_raised), (1, 1, 1, 1));
+        assert_eq!((all["out"].missing_kernel, all["out"].one_raised), (0, 4));
+    }
+}
