@@ -47,6 +47,24 @@ fn bad_shards_and_resume_of_a_folder_that_is_no_campaign_are_coded_errors() {
 }
 
 #[test]
+fn bad_memory_limits_are_coded_errors_and_none_or_zero_means_no_limit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = spec(dir.path());
+    let mut shown = String::new();
+    for bad in ["12", "lots", "-1"] {
+        let (code, _, stderr) = run(sfz().args(["fuzz", "--color=never", &format!("--memory-mb={bad}")]).arg(&spec));
+        assert_eq!(code, 2, "{stderr}");
+        shown.push_str(&stderr);
+    }
+    insta::assert_snapshot!(shown);
+    for none in ["none", "0"] {
+        let out = dir.path().join(format!("out-{none}"));
+        let (code, _, stderr) = run(sfz().args(FIXED).args(["--iterations", "50", "--memory-mb", none]).arg(&spec).arg("--out").arg(&out));
+        assert_eq!(code, 0, "{stderr}");
+    }
+}
+
+#[test]
 fn shards_cover_the_campaign_once_and_merge_to_the_keys_of_one_process() {
     let dir = tempfile::tempdir().expect("tempdir");
     let spec = spec(dir.path());

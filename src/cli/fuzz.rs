@@ -44,9 +44,11 @@ pub struct Args {
     /// A case running longer than this is a hang.
     #[arg(long, value_parser = parse_duration, default_value = "2s")]
     pub timeout: Duration,
-    /// Memory limit of each worker, in MiB.
-    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(64..))]
-    pub memory_mb: u64,
+    /// Memory limit of each worker, in MiB (at least 64), or `none` (also `0`) for no limit: a
+    /// campaign with the `cuda` oracle on a GPU needs `none`, as CUDA reserves far more address
+    /// space than it uses.
+    #[arg(long, default_value = "4096")]
+    pub memory_mb: String,
     /// Models solved per API before fuzzing starts.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub pool_size: u64,
@@ -122,6 +124,29 @@ fn parse_share(s: &str) -> Result<CheckShare, String> {
     }
 }
 
+/// `--memory-mb`: MiB per worker, or None for no limit.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MemoryLimit(pub Option<u64>);
+
+impl MemoryLimit {
+    /// The smallest limit a worker starts under (libtorch alone takes tens of MiB).
+    pub const MIN_MB: u64 = 64;
+
+    /// `none` or `0`: no limit; a whole number of MiB of at least `MIN_MB`: that limit.
+    pub fn parse(s: &str) -> Result<MemoryLimit, String> {
+        let s = s.trim();
+        if s.eq_ignore_ascii_case("none") {
+            return Ok(MemoryLimit(None));
+        }
+        match s.parse::<u64>() {
+            Ok(0) => Ok(MemoryLimit(None)),
+            Ok(mb) if mb >= Self::MIN_MB => Ok(MemoryLimit(Some(mb))),
+            Ok(mb) => Err(format!("{mb} MiB is below the {} MiB a worker needs to start", Self::MIN_MB)),
+            Err(_) => Err("the limit is a whole number of MiB or `none`".into()),
+        }
+    }
+}
+
 /// `500ms`, `30s`, `10m`, `2h`, or a plain number of seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
@@ -187,6 +212,16 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
             let d = Diagnostic::new(codes::E0103, format!("`{text}` is not a shard"))
                 .with_note(e.to_string())
                 .with_help("write --shard K/N with 1 <= K <= N, e.g. --shard 1/4 for the first of four (Slurm: --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT with --array=1-N)");
+            eprint!("{}", diag::render(&diag::SourceMap::default(), &d, render));
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let memory_mb = match MemoryLimit::parse(&args.memory_mb) {
+        Ok(m) => m.0,
+        Err(why) => {
+            let d = Diagnostic::new(codes::E0106, format!("`{}` is not a memory limit", args.memory_mb))
+                .with_note(why)
+                .with_help("write --memory-mb with a number of MiB of at least 64 (e.g. 4096), or `none` (or 0) for no limit, as a GPU run needs");
             eprint!("{}", diag::render(&diag::SourceMap::default(), &d, render));
             return Ok(ExitCode::from(2));
         }
@@ -310,7 +345,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
             workers,
             in_flight: args.in_flight as usize,
             timeout: args.timeout,
-            memory_mb: Some(args.memory_mb),
+            memory_mb,
             ops: Vec::new(),
             check_share: args.check_share.0,
             ..PoolConfig::default()

@@ -22,6 +22,7 @@ use crate::gen::coverage::Coverage;
 use crate::gen::{ApiPools, GenConfig, Generated, Generator, Strategy};
 use spec_findings::{SpecFinding, SpecStore};
 use crate::oracle::{self, Status};
+use crate::variant::CheckOutcome;
 use crate::worker::Execution;
 use crate::plan::ApiPlan;
 use crate::worker::supervisor::{Pool, PoolConfig, PoolError};
@@ -277,6 +278,16 @@ pub fn run(
                     if let Some(e) = &verdict.error {
                         counters.rejection(&plan.api.name, e);
                         record_spec_finding(&spec_store, &counters, plan, case, index, config.seed, e);
+                    }
+                }
+                // An argument check only the CUDA side makes, for an input the spec allows.
+                if let Execution::Checked { checks: reports, .. } = &exec {
+                    for (oracle, r) in oracles[api_index].iter().zip(reports) {
+                        if let (&"cuda", CheckOutcome::Raised { class, message }) = (oracle, &r.outcome) {
+                            if crate::oracle::device::classify_cuda_only(*class, message) == Some(crate::oracle::device::DeviceError::Argument) {
+                                record_spec_finding(&spec_store, &counters, plan, case, index, config.seed, &format!("on CUDA only: {message}"));
+                            }
+                        }
                     }
                 }
             }

@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::gen::coverage::CoverageReport;
 use crate::gen::Mutation;
+use crate::oracle::device::DeviceError;
 use crate::oracle::Status;
 use crate::variant::{CheckOutcome, CheckReport};
 
@@ -80,10 +81,24 @@ pub struct CheckSummary {
     /// original: a finding only when the oracle's rules say so (a float64 or CUDA variant
     /// returning where the original raised is not one; docs/ORACLES.md).
     pub one_raised: u64,
+    /// Of the `cuda` oracle, errors only the CUDA side raised that are no bug, counted apart
+    /// from `one_raised` (`oracle::device`): no CUDA kernel for the operator or dtype, the
+    /// device's own way with invalid values, an argument check only CUDA makes (each also a
+    /// spec finding).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub missing_kernel: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub invalid_values: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub cuda_argument: u64,
     /// Time the worker spent in this check.
     pub seconds: f64,
     /// The largest relative difference among agreeing cases (how close to the tolerance they ran).
     pub max_rel_agreeing: f64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Counters {
@@ -136,6 +151,12 @@ impl Counters {
                         *c.skip_reasons.entry(key).or_insert(0) += 1;
                     }
                 }
+                CheckOutcome::Raised { class, message } if *oracle == "cuda" => match crate::oracle::device::classify_cuda_only(*class, message) {
+                    Some(DeviceError::MissingKernel) => c.missing_kernel += 1,
+                    Some(DeviceError::InvalidValues) => c.invalid_values += 1,
+                    Some(DeviceError::Argument) => c.cuda_argument += 1,
+                    None => c.one_raised += 1,
+                },
                 CheckOutcome::Raised { .. } | CheckOutcome::Returned => c.one_raised += 1,
                 _ => c.disagreed += 1,
             }
@@ -351,5 +372,32 @@ fn rate(part: u64, whole: u64) -> f64 {
         0.0
     } else {
         part as f64 / whole as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outcome::ErrorClass;
+
+    #[test]
+    fn cuda_only_errors_that_are_no_bug_are_counted_apart() {
+        let raised = |class, message: &str| CheckReport { outcome: CheckOutcome::Raised { class, message: message.into() }, micros: 1 };
+        let counters = Counters::new(1);
+        let reports = [
+            raised(ErrorClass::NotImplemented, "Could not run 'aten::_foo' with arguments from the 'CUDA' backend."),
+            raised(ErrorClass::LinAlg, "linalg.inv: The diagonal element 2 is zero, the inversion could not be completed because the input matrix is singular."),
+            raised(ErrorClass::Value, "Expected all tensors to be on the same device"),
+            raised(ErrorClass::OutOfRange, "St12out_of_range: vector::_M_range_check"),
+        ];
+        for r in &reports {
+            counters.checks(&["cuda"], std::slice::from_ref(r));
+            // The same message from another oracle is one side raising, as before.
+            counters.checks(&["out"], std::slice::from_ref(r));
+        }
+        let all = counters.checks.lock().expect("counters lock");
+        let cuda = &all["cuda"];
+        assert_eq!((cuda.missing_kernel, cuda.invalid_values, cuda.cuda_argument, cuda.one_raised), (1, 1, 1, 1));
+        assert_eq!((all["out"].missing_kernel, all["out"].one_raised), (0, 4));
     }
 }

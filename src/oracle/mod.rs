@@ -1,6 +1,7 @@
 //! Verdicts on executions: which oracles fire for a case and with what signature. A signature
 //! names the cause (an assert's location, a signal, a normalised message), so findings group by
 //! cause rather than by input.
+pub mod device;
 pub mod differential;
 pub mod errors;
 

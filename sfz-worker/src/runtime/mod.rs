@@ -4,6 +4,7 @@
 pub mod checks;
 pub mod compare;
 mod conditioning;
+pub mod cuda;
 pub mod executor;
 pub mod ffi;
 pub mod materialize;
@@ -17,9 +18,11 @@ use std::ffi::CStr;
 pub use executor::Executor;
 pub use materialize::{kind, materialize};
 
-/// Once per process, before anything else: no C++ backtraces in errors (formatting one costs
-/// ~7 ms per failing call), `threads` intra-op threads, autograd off.
+/// Once per process, before anything else: libtorch's CUDA library where there is one (before
+/// any op, see `cuda`), no C++ backtraces in errors (formatting one costs ~7 ms per failing
+/// call), `threads` intra-op threads, autograd off.
 pub fn init(threads: i32) {
+    let _ = cuda::load();
     // SAFETY: plain configuration calls; safe to repeat.
     unsafe { ffi::sfz_init(threads) }
 }
