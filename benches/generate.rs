@@ -44,7 +44,14 @@ fn plans() -> Vec<ApiPlan> {
 }
 
 fn pool_config(plans: &[ApiPlan]) -> PoolConfig {
-    PoolConfig { worker_exe: worker_exe(), workers: 2, in_flight: 16, timeout: Duration::from_secs(2), ops: plans.iter().map(|p| p.binding.clone()).collect(), ..PoolConfig::default() }
+    PoolConfig {
+        worker_exe: worker_exe(),
+        workers: 2,
+        in_flight: 16,
+        timeout: Duration::from_secs(2),
+        ops: plans.iter().map(|p| p.binding.clone()).collect(),
+        ..PoolConfig::default()
+    }
 }
 
 struct Quiet;
@@ -61,7 +68,18 @@ fn campaign(plans: &[ApiPlan], gen: GenConfig, seconds: u64) -> (Summary, f64) {
     let solve = t.elapsed().as_secs_f64();
     let out = tempfile::tempdir().expect("tempdir");
     let store = Store::open(out.path()).expect("store");
-    let config = FuzzConfig { seed: gen.seed, iterations: None, time: Some(Duration::from_secs(seconds)), pool: pool_config(plans), minimize: None, locations: Vec::new(), quarantine: Some(fuzz::QUARANTINE_AFTER), gen, first_case: 0, elapsed_before: 0.0 };
+    let config = FuzzConfig {
+        seed: gen.seed,
+        iterations: None,
+        time: Some(Duration::from_secs(seconds)),
+        pool: pool_config(plans),
+        minimize: None,
+        locations: Vec::new(),
+        quarantine: Some(fuzz::QUARANTINE_AFTER),
+        gen,
+        first_case: 0,
+        elapsed_before: 0.0,
+    };
     let summary = fuzz::run(plans, pools, skipped, &store, &config, &Quiet).expect("campaign runs");
     (summary, solve)
 }
@@ -125,7 +143,12 @@ fn cases(plans: &[ApiPlan]) {
 fn valid(plans: &[ApiPlan]) {
     println!("\n## valid: conform mode, default mutation mix, 20 s\n");
     let (s, solve) = campaign(plans, GenConfig { seed: 11, ..GenConfig::default() }, secs(20));
-    println!("{} executions, {:.0} execs/s, pools solved in {solve:.1} s; valid rate over conforming executions: {:.2}%\n", s.executions, s.execs_per_second, 100.0 * s.conform_valid_rate);
+    println!(
+        "{} executions, {:.0} execs/s, pools solved in {solve:.1} s; valid rate over conforming executions: {:.2}%\n",
+        s.executions,
+        s.execs_per_second,
+        100.0 * s.conform_valid_rate
+    );
     println!("| API | conforming execs | valid | spec findings (first) |");
     println!("|---|---|---|---|");
     for a in &s.apis {
@@ -235,7 +258,14 @@ fn mix(plans: &[ApiPlan]) {
     println!("\n## mix: candidate mutation mixes, conform mode, 10 s each\n");
     println!("| mix | valid (conforming) | combos | accepted combos | boundary classes (sum over APIs) |");
     println!("|---|---|---|---|---|");
-    for text in ["none", "boundary=0.1,huge=0.001,special=0.1,layout=0.1,scalar=0.05,dtype=0.1", "dtype=0", "default", "dtype=0.6", "boundary=0.35,huge=0.005,special=0.35,layout=0.3,scalar=0.2,dtype=0.5"] {
+    for text in [
+        "none",
+        "boundary=0.1,huge=0.001,special=0.1,layout=0.1,scalar=0.05,dtype=0.1",
+        "dtype=0",
+        "default",
+        "dtype=0.6",
+        "boundary=0.35,huge=0.005,special=0.35,layout=0.3,scalar=0.2,dtype=0.5",
+    ] {
         let mutation = Mutation::parse(text).expect("mix parses");
         let (s, _) = campaign(plans, GenConfig { seed: 15, mutation, ..GenConfig::default() }, secs(10));
         let (mut combos, mut accepted, mut classes) = (0, 0, 0);

@@ -6,4 +6,10 @@ cd "$(dirname "$0")/.."
 ./scripts/setup.sh --quiet
 # A one-shot run gains nothing from incremental artefacts (GiBs on disk).
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
-cargo test --all-targets "$@"
+# Style and lints first: they fail in seconds where the suite takes minutes.
+if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
+    rustup component add rustfmt clippy
+fi
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+cargo test --workspace --all-targets --no-fail-fast "$@"

@@ -14,10 +14,7 @@ fn main() {
         println!("cargo:rustc-link-arg=-Wl,-rpath,{z3}");
     }
     // torch-sys declares `links = "tch"`, so its `libtorch_lib` metadata reaches us as this.
-    let lib = PathBuf::from(
-        env::var("DEP_TCH_LIBTORCH_LIB")
-            .expect("torch-sys did not report DEP_TCH_LIBTORCH_LIB; run scripts/setup.sh first"),
-    );
+    let lib = PathBuf::from(env::var("DEP_TCH_LIBTORCH_LIB").expect("torch-sys did not report DEP_TCH_LIBTORCH_LIB; run scripts/setup.sh first"));
     println!("cargo:rustc-link-arg=-Wl,-rpath,{}", lib.display());
     let root = lib.parent().expect("libtorch lib dir has a parent");
     cc::Build::new()

@@ -145,7 +145,11 @@ pub struct Param {
 pub enum ParamKind {
     /// A bare `*`: the parameters after it are keyword-only.
     KwOnlyMarker,
-    Named { name: Ident, ty: Type, default: Option<Expr> },
+    Named {
+        name: Ident,
+        ty: Type,
+        default: Option<Expr>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -227,13 +231,20 @@ pub struct Stmt {
 #[derive(Clone, Debug, PartialEq)]
 pub enum StmtKind {
     /// A precondition; `explicit` when written with the `requires` keyword.
-    Require { expr: Expr, explicit: bool },
+    Require {
+        expr: Expr,
+        explicit: bool,
+    },
     Ensure(Expr),
     Let(Ident, Expr),
     Oracles(Vec<OracleRef>),
     /// `relation name(tolerances): expr;` (a metamorphic relation; `tolerances` are
     /// `float32 = [rtol, atol]` arguments, empty when the parentheses are left out).
-    Relation { name: Ident, tolerances: Vec<CallArg>, expr: Expr },
+    Relation {
+        name: Ident,
+        tolerances: Vec<CallArg>,
+        expr: Expr,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -253,7 +264,10 @@ pub struct Expr {
 pub enum ExprKind {
     Int(i64),
     /// The literal's text is kept so the formatter prints it as written.
-    Float { value: f64, text: String },
+    Float {
+        value: f64,
+        text: String,
+    },
     Str(String),
     Bool(bool),
     None,
@@ -267,10 +281,26 @@ pub enum ExprKind {
     Paren(Box<Expr>),
     Unary(UnOp, Box<Expr>),
     Binary(BinOp, Box<Expr>, Box<Expr>),
-    Range { lo: Box<Expr>, hi: Box<Expr>, inclusive: bool },
-    If { cond: Box<Expr>, then: Box<Expr>, els: Option<Box<Expr>> },
-    Forall { var: Ident, range: Box<Expr>, body: Box<Expr> },
-    Exists { var: Ident, range: Box<Expr>, body: Box<Expr> },
+    Range {
+        lo: Box<Expr>,
+        hi: Box<Expr>,
+        inclusive: bool,
+    },
+    If {
+        cond: Box<Expr>,
+        then: Box<Expr>,
+        els: Option<Box<Expr>>,
+    },
+    Forall {
+        var: Ident,
+        range: Box<Expr>,
+        body: Box<Expr>,
+    },
+    Exists {
+        var: Ident,
+        range: Box<Expr>,
+        body: Box<Expr>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]

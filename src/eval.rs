@@ -60,15 +60,7 @@ impl TensorVal {
                 nonfinite = true;
             }
         }
-        TensorVal {
-            dtype: Some(r.dtype),
-            shape: r.shape.clone(),
-            min,
-            max,
-            max_closed: closed,
-            nonfinite,
-            contiguous: Some(r.layout == crate::case::Layout::Contiguous),
-        }
+        TensorVal { dtype: Some(r.dtype), shape: r.shape.clone(), min, max, max_closed: closed, nonfinite, contiguous: Some(r.layout == crate::case::Layout::Contiguous) }
     }
 
     /// What the worker observed of an output.
@@ -99,7 +91,11 @@ pub enum Val {
     Tensor(TensorVal),
     /// The elements of a tensor.
     Values(TensorVal),
-    Range { lo: f64, hi: f64, inclusive: bool },
+    Range {
+        lo: f64,
+        hi: f64,
+        inclusive: bool,
+    },
     /// Nothing is known (an output that is not a tensor, a failed lookup).
     Unknown,
 }
@@ -671,9 +667,7 @@ fn substitute_each(e: &TExpr, list: &TExpr, k: usize) -> TExpr {
 fn beyond_none_test(e: &TExpr, i: usize) -> bool {
     match e {
         TExpr::Param(j) => *j == i,
-        TExpr::Binary(BinOp::Eq | BinOp::Ne, a, b)
-            if matches!((&**a, &**b), (TExpr::Param(j), TExpr::Lit(Value::None)) | (TExpr::Lit(Value::None), TExpr::Param(j)) if *j == i) =>
-        {
+        TExpr::Binary(BinOp::Eq | BinOp::Ne, a, b) if matches!((&**a, &**b), (TExpr::Param(j), TExpr::Lit(Value::None)) | (TExpr::Lit(Value::None), TExpr::Param(j)) if *j == i) => {
             false
         }
         TExpr::Binary(_, a, b) | TExpr::Index(a, b) => beyond_none_test(a, i) || beyond_none_test(b, i),

@@ -2,8 +2,8 @@
 //! that flow between them.
 pub mod ast;
 pub mod campaign;
-pub mod check;
 pub mod case;
+pub mod check;
 pub mod cli;
 pub mod diag;
 pub mod eval;
@@ -26,4 +26,3 @@ pub mod stdlib;
 pub mod syntax;
 pub mod variant;
 pub mod worker;
-

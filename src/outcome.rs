@@ -87,7 +87,6 @@ pub enum Outcome {
     Raised { class: ErrorClass, message: String, micros: u32 },
 }
 
-
 /// Human name of a signal number ("SIGSEGV").
 pub fn signal_name(signal: i32) -> String {
     match signal {

@@ -225,11 +225,23 @@ pub enum TExpr {
     Each(Box<TExpr>),
     Unary(UnOp, Box<TExpr>),
     Binary(BinOp, Box<TExpr>, Box<TExpr>),
-    Range { lo: Box<TExpr>, hi: Box<TExpr>, inclusive: bool },
+    Range {
+        lo: Box<TExpr>,
+        hi: Box<TExpr>,
+        inclusive: bool,
+    },
     List(Vec<TExpr>),
     If(Box<TExpr>, Box<TExpr>, Box<TExpr>),
-    Forall { var: u32, range: Box<TExpr>, body: Box<TExpr> },
-    Exists { var: u32, range: Box<TExpr>, body: Box<TExpr> },
+    Forall {
+        var: u32,
+        range: Box<TExpr>,
+        body: Box<TExpr>,
+    },
+    Exists {
+        var: u32,
+        range: Box<TExpr>,
+        body: Box<TExpr>,
+    },
     Call(Builtin, Vec<TExpr>),
 }
 

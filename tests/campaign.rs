@@ -129,7 +129,11 @@ fn merging_folders_of_different_versions_warns_and_merges_where_keys_agree() {
     let digest = m["specs"].as_str().unwrap_or_default().to_string();
     let ours: serde_json::Value = serde_json::from_str(&manifest).expect("JSON");
     let warnings: String = stderr.lines().filter(|l| !l.starts_with("merged ")).collect::<Vec<_>>().join("\n");
-    insta::assert_snapshot!(warnings.replace(&dir.path().display().to_string(), "<tmp>").replace(ours["specs"].as_str().unwrap_or("?"), "<digest>").replace(&digest, "<other digest>").replace(env!("CARGO_PKG_VERSION"), "<version>"));
+    insta::assert_snapshot!(warnings
+        .replace(&dir.path().display().to_string(), "<tmp>")
+        .replace(ours["specs"].as_str().unwrap_or("?"), "<digest>")
+        .replace(&digest, "<other digest>")
+        .replace(env!("CARGO_PKG_VERSION"), "<version>"));
     assert_eq!(keys(&dir.path().join("m")), keys(&a), "equal keys are one finding");
 
     let (code, _, stderr) = run(sfz().arg("report").arg(&a).arg(&b));
@@ -215,7 +219,8 @@ fn a_full_output_disk_stops_the_campaign_with_e0104_and_resume_goes_on_once_ther
     assert!(first.contains(&format!("{unwritten} finding")), "{first}");
     let error: String = stderr.lines().skip_while(|l| !l.contains("error[E0104]")).collect::<Vec<_>>().join("\n");
     let error = error.replace(&dir.path().display().to_string(), "<tmp>");
-    let error: String = error.lines().map(|l| if l.contains("the first:") { " = note: the first: <finding>: No space left on device (os error 28)" } else { l }).collect::<Vec<_>>().join("\n");
+    let error: String =
+        error.lines().map(|l| if l.contains("the first:") { " = note: the first: <finding>: No space left on device (os error 28)" } else { l }).collect::<Vec<_>>().join("\n");
     let error = regex_lite_digits(&error);
     insta::assert_snapshot!(error);
     // Everything written is whole: every line parses, every reproducer is there.
@@ -311,7 +316,17 @@ fn sigterm_to_the_whole_job_stops_the_campaign_without_a_finding_and_leaves_it_r
     let spec = spec(dir.path());
     let out = dir.path().join("out");
     // A scheduler signals every process of the job: sfz and its workers alike.
-    let child = sfz().args(FIXED).args(["--iterations", "100000000"]).arg(&spec).arg("--out").arg(&out).process_group(0).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("sfz starts");
+    let child = sfz()
+        .args(FIXED)
+        .args(["--iterations", "100000000"])
+        .arg(&spec)
+        .arg("--out")
+        .arg(&out)
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("sfz starts");
     let deadline = Instant::now() + Duration::from_secs(180);
     while std::fs::read_to_string(out.join("progress.json")).is_err() {
         assert!(Instant::now() < deadline, "no progress within three minutes");
@@ -342,7 +357,13 @@ fn shards_balanced_by_an_earlier_campaigns_measured_costs_still_cover_every_api_
     assert!(summary["apis"].as_array().expect("apis").iter().all(|a| a["micros"].as_u64().unwrap_or(0) > 0), "each API's time is measured: {summary}");
     let mut apis = Vec::new();
     for k in 1..=2 {
-        let (code, stdout, stderr) = run(sfz().args(FIXED).args(["--iterations", "100", "--shard", &format!("{k}/2"), "--costs"]).arg(&earlier).arg(&spec).arg("--out").arg(dir.path().join(format!("s{k}"))));
+        let (code, stdout, stderr) = run(sfz()
+            .args(FIXED)
+            .args(["--iterations", "100", "--shard", &format!("{k}/2"), "--costs"])
+            .arg(&earlier)
+            .arg(&spec)
+            .arg("--out")
+            .arg(dir.path().join(format!("s{k}"))));
         assert_eq!(code, 0, "{stderr}");
         let took: Vec<String> = json(&stdout)["apis"].as_array().expect("apis").iter().map(|a| a["api"].as_str().unwrap_or("").to_string()).collect();
         // The manifest keeps what the shard took: a resumed shard takes it again, costs or not.

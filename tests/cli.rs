@@ -54,7 +54,8 @@ fn fuzz_reports_apis_it_cannot_call_and_runs_the_rest() {
         "api torch.expp(input: Tensor) {\n}\n\napi torch.exp(input: Tensor, dim: int) {\n}\n\napi torch.relu(input: Tensor) {\n    input.dtype in [float32];\n}\n",
     );
     let out = dir.path().join("out");
-    let (code, stdout, stderr) = run(sfz().args(["fuzz", "--color=never", "--json", "--iterations", "300", "--seed", "1"]).arg(&spec).arg("--out").arg(&out).current_dir(dir.path()));
+    let (code, stdout, stderr) =
+        run(sfz().args(["fuzz", "--color=never", "--json", "--iterations", "300", "--seed", "1"]).arg(&spec).arg("--out").arg(&out).current_dir(dir.path()));
     assert_eq!(code, 0, "{stderr}");
     let summary = json(&stdout);
     assert_eq!(summary["executions"], 300);
@@ -91,48 +92,21 @@ fn an_api_that_keeps_killing_workers_is_quarantined_and_the_others_run_on() {
     let dir = tempfile::tempdir().expect("tempdir");
     let spec = write(dir.path(), "crashy.sfz", CRASHY);
     let out = dir.path().join("out");
-    let args = [
-        "fuzz",
-        "--json",
-        "--iterations",
-        "600",
-        "--workers",
-        "1",
-        "--in-flight",
-        "4",
-        "--seed",
-        "3",
-        "--minimize",
-        "0",
-        "--quarantine",
-        "5",
-    ];
+    let args = ["fuzz", "--json", "--iterations", "600", "--workers", "1", "--in-flight", "4", "--seed", "3", "--minimize", "0", "--quarantine", "5"];
     let (code, stdout, stderr) = run(sfz().args(args).arg(&spec).arg("--out").arg(&out));
     assert_eq!(code, 0, "{stderr}");
     let summary = json(&stdout);
     let apis = summary["apis"].as_array().expect("apis");
-    let api = |name: &str| {
-        apis.iter()
-            .find(|a| a["api"] == name)
-            .unwrap_or_else(|| panic!("{name} in {summary}"))
-    };
+    let api = |name: &str| apis.iter().find(|a| a["api"] == name).unwrap_or_else(|| panic!("{name} in {summary}"));
     let crashy = api("sfz_test.raise_signal");
     assert_eq!(crashy["quarantined"], true, "{crashy}");
     // Cases already in flight when it was quarantined still ran.
     let deaths = crashy["worker_deaths"].as_u64().unwrap_or(0);
     assert!((5..=5 + 4).contains(&deaths), "{crashy}");
-    assert!(
-        crashy["quarantined_cases"].as_u64().unwrap_or(0) > 100,
-        "{crashy}"
-    );
+    assert!(crashy["quarantined_cases"].as_u64().unwrap_or(0) > 100, "{crashy}");
     assert_eq!(api("torch.exp")["quarantined"], false);
     // Every case index either ran or was set aside.
-    let ran: u64 = apis
-        .iter()
-        .map(|a| {
-            a["executions"].as_u64().unwrap_or(0) + a["quarantined_cases"].as_u64().unwrap_or(0)
-        })
-        .sum();
+    let ran: u64 = apis.iter().map(|a| a["executions"].as_u64().unwrap_or(0) + a["quarantined_cases"].as_u64().unwrap_or(0)).sum();
     assert_eq!(ran, 600, "{summary}");
     assert_eq!(summary["findings_by_oracle"]["crash"], 1);
 }
@@ -182,15 +156,7 @@ fn kill_dash_nine_loses_no_finding() {
     let dir = tempfile::tempdir().expect("tempdir");
     let spec = write(dir.path(), "crashy.sfz", CRASHY);
     let out = dir.path().join("out");
-    let mut child = sfz()
-        .args(["fuzz", "--json", "--workers", "1"])
-        .arg(&spec)
-        .arg("--out")
-        .arg(&out)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("sfz starts");
+    let mut child = sfz().args(["fuzz", "--json", "--workers", "1"]).arg(&spec).arg("--out").arg(&out).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("sfz starts");
     let findings = out.join("findings.jsonl");
     let deadline = Instant::now() + Duration::from_secs(120);
     while std::fs::read_to_string(&findings).map_or(true, |t| t.lines().next().is_none()) {
@@ -209,7 +175,11 @@ fn kill_dash_nine_loses_no_finding() {
 #[test]
 fn violate_mode_breaks_one_constraint_per_case_and_libtorch_names_it() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let spec = write(dir.path(), "cumsum.sfz", "api torch.cumsum(input: Tensor, dim: int) -> Tensor {\n    input.dtype in [float32, float64];\n    dim in -max(input.ndim, 1)..max(input.ndim, 1);\n}\n");
+    let spec = write(
+        dir.path(),
+        "cumsum.sfz",
+        "api torch.cumsum(input: Tensor, dim: int) -> Tensor {\n    input.dtype in [float32, float64];\n    dim in -max(input.ndim, 1)..max(input.ndim, 1);\n}\n",
+    );
     let out = dir.path().join("out");
     let (code, stdout, stderr) = run(sfz().args(["fuzz", "--json", "--iterations", "400", "--seed", "2", "--mode", "violate"]).arg(&spec).arg("--out").arg(&out));
     assert_eq!(code, 0, "{stderr}");
@@ -259,7 +229,8 @@ fn a_solver_timeout_skips_that_api_and_the_run_goes_on() {
     );
     let out = dir.path().join("out");
     // z3's resource limit, not the wall clock, so that a loaded machine gives up at the same point.
-    let (code, stdout, stderr) = run(sfz().args(["fuzz", "--color=never", "--json", "--iterations", "200", "--solver-rlimit", "10000"]).arg(&spec).arg("--out").arg(&out).current_dir(dir.path()));
+    let (code, stdout, stderr) =
+        run(sfz().args(["fuzz", "--color=never", "--json", "--iterations", "200", "--solver-rlimit", "10000"]).arg(&spec).arg("--out").arg(&out).current_dir(dir.path()));
     assert_eq!(code, 0, "{stderr}");
     let s = json(&stdout);
     assert_eq!(s["executions"], 200);
@@ -289,11 +260,8 @@ fn hunt_finds_the_numerical_bug_and_not_its_fix_and_writes_a_reproducer_that_fir
     let dir = tempfile::tempdir().expect("tempdir");
     let programs = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/numerical/softmax.sfz");
     let out = dir.path().join("hunt");
-    let (code, stdout, stderr) = run(sfz()
-        .args(["hunt", "--json", "--seed", "1", "--program", "softmax_log", "--program", "softmax_log_fixed"])
-        .arg(&programs)
-        .arg("--out")
-        .arg(&out));
+    let (code, stdout, stderr) =
+        run(sfz().args(["hunt", "--json", "--seed", "1", "--program", "softmax_log", "--program", "softmax_log_fixed"]).arg(&programs).arg("--out").arg(&out));
     assert_eq!(code, 1, "a hunt that finds a bug exits 1: {stderr}");
     let reports = json(&stdout);
     let reports = reports.as_array().expect("one report per program");
@@ -392,7 +360,11 @@ fn an_unconfirmed_death_names_the_earlier_case_that_kills_a_worker_by_itself() {
 #[test]
 fn a_finding_whose_input_also_kills_a_fresh_worker_is_listed_under_that_death() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let spec = write(dir.path(), "wobbly.sfz", "#[aten(\"sfz_test::wobbly\")]\napi sfz_test.wobbly(input: Tensor) -> Tensor {\n    input.dtype in [float32];\n    oracles crash, hang, internal_error, oom;\n}\n");
+    let spec = write(
+        dir.path(),
+        "wobbly.sfz",
+        "#[aten(\"sfz_test::wobbly\")]\napi sfz_test.wobbly(input: Tensor) -> Tensor {\n    input.dtype in [float32];\n    oracles crash, hang, internal_error, oom;\n}\n",
+    );
     let out = dir.path().join("out");
     let (code, stdout, stderr) = run(sfz().args(["fuzz", "--json", "--iterations", "20", "--workers", "1", "--seed", "1", "--mutate", "none"]).arg(&spec).arg("--out").arg(&out));
     assert_eq!(code, 0, "{stderr}");
@@ -414,7 +386,8 @@ fn a_finding_whose_input_also_kills_a_fresh_worker_is_listed_under_that_death() 
     // Replay counts the other outcome: with the assert's signature changed so that the first
     // call no longer shows it, the death on the second call reproduces the finding.
     let id = assert["id"].as_str().expect("id");
-    let edited: Vec<String> = text.lines().map(|l| if l.contains(&format!("\"id\":\"{id}\"")) { l.replace("csrc/shim.cpp:", "csrc/elsewhere.cpp:") } else { l.to_string() }).collect();
+    let edited: Vec<String> =
+        text.lines().map(|l| if l.contains(&format!("\"id\":\"{id}\"")) { l.replace("csrc/shim.cpp:", "csrc/elsewhere.cpp:") } else { l.to_string() }).collect();
     std::fs::write(out.join("findings.jsonl"), edited.join("\n") + "\n").expect("rewrite findings");
     let (code, stdout, stderr) = run(sfz().args(["replay", "--dir"]).arg(&out).arg(id));
     assert_eq!(code, 0, "{stdout}{stderr}");

@@ -102,7 +102,9 @@ fn violating_cases_break_exactly_the_constraint_they_name() {
 
 #[test]
 fn enum_violations_use_values_outside_the_set() {
-    let api = api_text("api torch.nn.functional.l1_loss(input: Tensor, target: Tensor, reduction: \"none\" | \"mean\" | \"sum\" = \"mean\") -> Tensor {\n input.shape == target.shape;\n}");
+    let api = api_text(
+        "api torch.nn.functional.l1_loss(input: Tensor, target: Tensor, reduction: \"none\" | \"mean\" | \"sum\" = \"mean\") -> Tensor {\n input.shape == target.shape;\n}",
+    );
     let config = GenConfig { seed: 1, pool_size: 8, mode: Mode::Violate, ..Default::default() };
     let generator = Generator::new(vec![api.clone()], vec![gen::solve_api(&api, &config, 0).expect("solvable")], config);
     let mut enum_cases = 0;

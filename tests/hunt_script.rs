@@ -165,11 +165,8 @@ fn scripts_that_cannot_be_hunted_say_why() {
 fn programs_are_spread_over_workers() {
     let dir = tempfile::tempdir().expect("tempdir");
     let programs = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/numerical/softmax.sfz");
-    let (code, stdout, stderr) = run(sfz()
-        .args(["hunt", "--seed", "1", "-j", "2", "--program", "softmax_log", "--program", "naive_softmax"])
-        .arg(&programs)
-        .arg("--out")
-        .arg(dir.path()));
+    let (code, stdout, stderr) =
+        run(sfz().args(["hunt", "--seed", "1", "-j", "2", "--program", "softmax_log", "--program", "naive_softmax"]).arg(&programs).arg("--out").arg(dir.path()));
     assert_eq!(code, 1, "{stderr}");
     assert!(stdout.contains("(2 workers)"), "{stdout}");
     for name in ["softmax_log ", "softmax_log_fixed", "naive_softmax ", "naive_softmax_fixed"] {

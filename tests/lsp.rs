@@ -103,10 +103,7 @@ fn codes(diags: &[Value]) -> Vec<String> {
 }
 
 fn change(client: &mut Client, uri: &str, version: i32, text: &str) {
-    client.notify(
-        "textDocument/didChange",
-        json!({"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text}]}),
-    );
+    client.notify("textDocument/didChange", json!({"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text}]}));
 }
 
 const BROKEN: &str = "use std::dtypes::floating;\n\napi torch.exp(input: Tensor {\n    input.dtype in floating;\n}\n";

@@ -19,11 +19,7 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
 }
 
 fn findings(out: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(out.join("findings.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a finding per line"))
-        .collect()
+    std::fs::read_to_string(out.join("findings.jsonl")).unwrap_or_default().lines().map(|l| serde_json::from_str(l).expect("a finding per line")).collect()
 }
 
 /// Runs a finding's reproducer under pip torch: its exit code and what it printed.
@@ -128,7 +124,8 @@ fn a_premature_overflow_is_an_overflow_finding_and_honest_rounding_is_not() {
 #[test]
 fn infer_validates_the_implied_oracles_as_rules() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let spec = write(dir.path(), "bernoulli.sfz", "api torch.bernoulli(input: Tensor) -> Tensor {\n    input.dtype == float32;\n    input.ndim >= 1;\n    input.values in 0.2..0.8;\n}\n");
+    let spec =
+        write(dir.path(), "bernoulli.sfz", "api torch.bernoulli(input: Tensor) -> Tensor {\n    input.dtype == float32;\n    input.ndim >= 1;\n    input.values in 0.2..0.8;\n}\n");
     let (code, _, stderr) = run(sfz().arg("infer").arg(&spec).args(["--no-enumerate", "--oracles", "--oracle-cases", "300", "--budget", "20s", "-j", "1"]));
     assert_eq!(code, 0, "{stderr}");
     let text = std::fs::read_to_string(&spec).unwrap();

@@ -50,10 +50,7 @@ fn expressions_at_the_limits_do_not_overflow() {
 
 #[test]
 fn expressions_past_the_limits_are_refused() {
-    for case in [
-        format!("api f(x: int) {{ {}x > 0; }}", "not ".repeat(100_000)),
-        format!("api f(x: int) {{ {}x; }}", "(".repeat(100_000)),
-    ] {
+    for case in [format!("api f(x: int) {{ {}x > 0; }}", "not ".repeat(100_000)), format!("api f(x: int) {{ {}x; }}", "(".repeat(100_000))] {
         let (m, d) = sfz::syntax::parse(FileId(0), &case);
         assert!(m.items.is_empty());
         assert_eq!(d.len(), 1, "{d:?}");
@@ -128,54 +125,137 @@ fn ten_megabyte_files() {
 
 /// Tokens of the language, and some that are not.
 const TOKENS: &[&str] = &[
-    "api", "rule", "for", "use", "dtypes", "constraints", "type", "oracle", "program", "requires", "ensures", "oracles",
-    "let", "if", "then", "else", "forall", "exists", "in", "not", "and", "or", "true", "false", "None", "inf", "nan",
-    "torch.exp", "input", "x", "dim", "std", "::", "{", "}", "(", ")", "[", "]", "[*]", ";", ",", ":", ".", "..", "..=",
-    "->", "=>", "=", "==", "!=", "<", "<=", ">", ">=", "+", "-", "*", "/", "%", "!", "&&", "||", "?", "|", "#[", "///",
-    "// c\n", "/* c */", "/*", "\"s\"", "\"", "0", "1", "-1", "0x1F", "1.5", "1e9", "1.", "99999999999999999999",
-    "Tensor", "int", "float", "int[2]", "float32", "floating", "shape", "ndim", "dtype", "values", "result", "\n", "\t", "é", "\u{feff}",
+    "api",
+    "rule",
+    "for",
+    "use",
+    "dtypes",
+    "constraints",
+    "type",
+    "oracle",
+    "program",
+    "requires",
+    "ensures",
+    "oracles",
+    "let",
+    "if",
+    "then",
+    "else",
+    "forall",
+    "exists",
+    "in",
+    "not",
+    "and",
+    "or",
+    "true",
+    "false",
+    "None",
+    "inf",
+    "nan",
+    "torch.exp",
+    "input",
+    "x",
+    "dim",
+    "std",
+    "::",
+    "{",
+    "}",
+    "(",
+    ")",
+    "[",
+    "]",
+    "[*]",
+    ";",
+    ",",
+    ":",
+    ".",
+    "..",
+    "..=",
+    "->",
+    "=>",
+    "=",
+    "==",
+    "!=",
+    "<",
+    "<=",
+    ">",
+    ">=",
+    "+",
+    "-",
+    "*",
+    "/",
+    "%",
+    "!",
+    "&&",
+    "||",
+    "?",
+    "|",
+    "#[",
+    "///",
+    "// c\n",
+    "/* c */",
+    "/*",
+    "\"s\"",
+    "\"",
+    "0",
+    "1",
+    "-1",
+    "0x1F",
+    "1.5",
+    "1e9",
+    "1.",
+    "99999999999999999999",
+    "Tensor",
+    "int",
+    "float",
+    "int[2]",
+    "float32",
+    "floating",
+    "shape",
+    "ndim",
+    "dtype",
+    "values",
+    "result",
+    "\n",
+    "\t",
+    "é",
+    "\u{feff}",
 ];
 
 fn token_soup() -> impl Strategy<Value = String> {
-    proptest::collection::vec((0..TOKENS.len(), 0..3usize), 0..120)
-        .prop_map(|toks| toks.into_iter().map(|(t, sep)| format!("{}{}", TOKENS[t], [" ", "", "\n"][sep])).collect())
+    proptest::collection::vec((0..TOKENS.len(), 0..3usize), 0..120).prop_map(|toks| toks.into_iter().map(|(t, sep)| format!("{}{}", TOKENS[t], [" ", "", "\n"][sep])).collect())
 }
 
 /// A real spec with a few random edits: deletions, duplications and insertions of tokens.
 fn mutated_spec() -> impl Strategy<Value = String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let specs: Vec<String> = sfz::check::expand_paths(&[root.join("specs"), root.join("stdlib"), root.join("tests/fmt")])
-        .iter()
-        .map(|p| std::fs::read_to_string(p).expect("readable"))
-        .collect();
-    (0..specs.len(), proptest::collection::vec((0..3u8, any::<prop::sample::Index>(), 0..40usize, 0..TOKENS.len()), 1..6)).prop_map(
-        move |(which, edits)| {
-            let mut text = specs[which].clone();
-            for (kind, at, len, tok) in edits {
-                let mut lo = at.index(text.len() + 1);
-                while !text.is_char_boundary(lo) {
-                    lo -= 1;
-                }
-                let mut hi = (lo + len).min(text.len());
-                while !text.is_char_boundary(hi) {
-                    hi -= 1;
-                }
-                match kind {
-                    0 => text.replace_range(lo..hi, ""),
-                    1 => {
-                        let copy = text[lo..hi].to_string();
-                        text.insert_str(lo, &copy);
-                    }
-                    _ => text.insert_str(lo, TOKENS[tok]),
-                }
+    let specs: Vec<String> =
+        sfz::check::expand_paths(&[root.join("specs"), root.join("stdlib"), root.join("tests/fmt")]).iter().map(|p| std::fs::read_to_string(p).expect("readable")).collect();
+    (0..specs.len(), proptest::collection::vec((0..3u8, any::<prop::sample::Index>(), 0..40usize, 0..TOKENS.len()), 1..6)).prop_map(move |(which, edits)| {
+        let mut text = specs[which].clone();
+        for (kind, at, len, tok) in edits {
+            let mut lo = at.index(text.len() + 1);
+            while !text.is_char_boundary(lo) {
+                lo -= 1;
             }
-            text
-        },
-    )
+            let mut hi = (lo + len).min(text.len());
+            while !text.is_char_boundary(hi) {
+                hi -= 1;
+            }
+            match kind {
+                0 => text.replace_range(lo..hi, ""),
+                1 => {
+                    let copy = text[lo..hi].to_string();
+                    text.insert_str(lo, &copy);
+                }
+                _ => text.insert_str(lo, TOKENS[tok]),
+            }
+        }
+        text
+    })
 }
 
-const KEYWORDS: &[&str] =
-    &["let", "requires", "ensures", "oracles", "if", "then", "else", "forall", "exists", "in", "not", "and", "or", "true", "false", "None", "inf", "nan"];
+const KEYWORDS: &[&str] = &["let", "requires", "ensures", "oracles", "if", "then", "else", "forall", "exists", "in", "not", "and", "or", "true", "false", "None", "inf", "nan"];
 
 fn name() -> impl Strategy<Value = String> {
     "[a-z_][a-z0-9_]{0,5}".prop_filter("not a keyword", |s| !KEYWORDS.contains(&s.as_str()))
@@ -195,9 +275,7 @@ fn expr() -> impl Strategy<Value = String> {
         prop::sample::select(vec!["float32", "int64", "bool", "complex64"]).prop_map(str::to_string),
     ];
     leaf.prop_recursive(5, 48, 4, |inner| {
-        let op = prop::sample::select(vec![
-            "and", "or", "=>", "&&", "||", "==", "!=", "<", "<=", ">", ">=", "in", "not in", "+", "-", "*", "/", "%",
-        ]);
+        let op = prop::sample::select(vec!["and", "or", "=>", "&&", "||", "==", "!=", "<", "<=", ">", ">=", "in", "not in", "+", "-", "*", "/", "%"]);
         // Postfix operators apply to names and parenthesised expressions, so `1.x` never appears.
         let base = prop_oneof![name(), inner.clone().prop_map(|e| format!("({e})"))];
         prop_oneof![
@@ -213,10 +291,8 @@ fn expr() -> impl Strategy<Value = String> {
             }),
             proptest::collection::vec(inner.clone(), 0..4).prop_map(|xs| format!("[{}]", xs.join(", "))),
             inner.clone().prop_map(|e| format!("({e})")),
-            (inner.clone(), inner.clone(), proptest::option::of(inner.clone()))
-                .prop_map(|(c, t, e)| e.map_or(format!("if {c} then {t}"), |e| format!("if {c} then {t} else {e}"))),
-            (prop::sample::select(vec!["forall", "exists"]), name(), inner.clone(), inner.clone())
-                .prop_map(|(q, v, r, b)| format!("{q} {v} in {r}: {b}")),
+            (inner.clone(), inner.clone(), proptest::option::of(inner.clone())).prop_map(|(c, t, e)| e.map_or(format!("if {c} then {t}"), |e| format!("if {c} then {t} else {e}"))),
+            (prop::sample::select(vec!["forall", "exists"]), name(), inner.clone(), inner.clone()).prop_map(|(q, v, r, b)| format!("{q} {v} in {r}: {b}")),
             (base, inner, any::<bool>()).prop_map(|(a, b, incl)| format!("{a}{}{b}", if incl { "..=" } else { ".." })),
         ]
     })
@@ -265,8 +341,7 @@ fn body() -> impl Strategy<Value = String> {
 
 fn item() -> impl Strategy<Value = String> {
     prop_oneof![
-        (name(), params(), proptest::option::of(ty()), body())
-            .prop_map(|(n, p, r, b)| format!("api torch.{n}({p}){} {b}", r.map(|r| format!(" -> {r}")).unwrap_or_default())),
+        (name(), params(), proptest::option::of(ty()), body()).prop_map(|(n, p, r, b)| format!("api torch.{n}({p}){} {b}", r.map(|r| format!(" -> {r}")).unwrap_or_default())),
         (name(), name(), body()).prop_map(|(n, t, b)| format!("#[status(candidate), source(llm), confidence(0.5), evidence(pass = 3)]\nrule {n} for torch.{t} {b}")),
         (name(), params(), body()).prop_map(|(n, p, b)| format!("constraints {n}({p}) {b}")),
         (name(), params(), body()).prop_map(|(n, p, b)| format!("program {n}({p}) {b}")),

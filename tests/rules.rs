@@ -151,8 +151,7 @@ fn infer_validates_and_rejects_llm_candidates_against_libtorch_and_is_incrementa
     let (url, _) = serve(vec![Reply::Answer(fixture("good.txt"))]);
     let (code, _, stderr) = run(sfz().args(["suggest", "--color=never", "--endpoint", &url]).arg(&file));
     assert_eq!(code, 0, "{stderr}");
-    let (code, stdout, stderr) =
-        run(sfz().args(["infer", "--color=never", "--no-enumerate", "--budget", "10s", "--workers", "1", "--json"]).arg(&file));
+    let (code, stdout, stderr) = run(sfz().args(["infer", "--color=never", "--no-enumerate", "--budget", "10s", "--workers", "1", "--json"]).arg(&file));
     assert_eq!(code, 0, "{stderr}");
     let text = std::fs::read_to_string(&file).expect("read back");
     // Bool inputs are rejected by relu: a true rule. Ranks other than 2 run fine: a false one.
@@ -200,8 +199,7 @@ fn infer_from_operator_names_enumerates_offline() {
 fn infer_learns_string_value_sets_from_errors_and_docs() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("ops.sfz");
-    let (code, stdout, stderr) =
-        run(sfz().args(["infer", "--color=never", "--budget", "20s", "--workers", "1", "--json", "torch.linalg.qr", "torch.fft.fft", "-o"]).arg(&file));
+    let (code, stdout, stderr) = run(sfz().args(["infer", "--color=never", "--budget", "20s", "--workers", "1", "--json", "torch.linalg.qr", "torch.fft.fft", "-o"]).arg(&file));
     assert_eq!(code, 0, "{stderr}");
     let text = std::fs::read_to_string(&file).expect("written");
     let flat: String = text.split_whitespace().collect();

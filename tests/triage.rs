@@ -336,7 +336,8 @@ fn verify_runs_each_reproducer_under_pip_torch_and_marks_those_that_reproduce() 
     let spec = dir.path().join("real.sfz");
     std::fs::write(&spec, REAL).expect("write");
     let out = dir.path().join("out");
-    let (code, _, stderr) = run(sfz().args(["fuzz", "--json", "--iterations", "60", "--seed", "1", "--workers", "1", "--mutate", "none", "--check-share", "all"]).arg(&spec).arg("--out").arg(&out));
+    let (code, _, stderr) =
+        run(sfz().args(["fuzz", "--json", "--iterations", "60", "--seed", "1", "--workers", "1", "--mutate", "none", "--check-share", "all"]).arg(&spec).arg("--out").arg(&out));
     assert_eq!(code, 0, "{stderr}");
     let (code, stdout, stderr) = run(sfz().args(["report", "--verify", "--json"]).arg(&out));
     assert_eq!(code, 0, "{stderr}");
@@ -396,7 +397,11 @@ fn a_worker_death_that_does_not_recur_alone_is_listed_apart() {
     let (code, stdout, _) = run(sfz().arg("report").arg(copy.path()));
     assert_eq!(code, 0);
     assert!(stdout.starts_with(&format!("{} unique findings", found.len() - 1)), "{stdout}");
-    assert!(stdout.contains(&format!("1 more finding not listed: the worker died, but not again when the case ran alone in a fresh worker (memory corrupted by an earlier case?): {id}")), "{stdout}");
+    assert!(
+        stdout
+            .contains(&format!("1 more finding not listed: the worker died, but not again when the case ran alone in a fresh worker (memory corrupted by an earlier case?): {id}")),
+        "{stdout}"
+    );
     let (_, stdout, _) = run(sfz().args(["report", "--json"]).arg(copy.path()));
     assert_eq!(json(&stdout)["unconfirmed"][0], id);
 }
@@ -441,7 +446,8 @@ fn a_death_in_a_check_is_confirmed_with_that_check_alone() {
     let text = "#[aten(\"sfz_test::buggy\")]\napi sfz_test.buggy(input: Tensor, bug: int) -> Tensor {\n    input.dtype in [float32];\n    input.ndim in 1..2;\n    input.shape[*] in 2..4;\n    bug in [8];\n    oracles crash, inplace, out;\n}\n";
     std::fs::write(&spec, text).expect("write spec");
     let out = dir.path().join("out");
-    let (code, _, stderr) = run(sfz().args(["fuzz", "--json", "--iterations", "4", "--seed", "1", "--workers", "1", "--mutate", "none", "--check-share", "all"]).arg(&spec).arg("--out").arg(&out));
+    let (code, _, stderr) =
+        run(sfz().args(["fuzz", "--json", "--iterations", "4", "--seed", "1", "--workers", "1", "--mutate", "none", "--check-share", "all"]).arg(&spec).arg("--out").arg(&out));
     assert_eq!(code, 0, "{stderr}");
     let found = findings(&out);
     let died: Vec<&serde_json::Value> = found.iter().filter(|f| f["oracle"] == "out").collect();
@@ -450,7 +456,6 @@ fn a_death_in_a_check_is_confirmed_with_that_check_alone() {
         assert_eq!(f["confirmed"].as_bool(), Some(false), "the out= overload alone never dies: {f}");
     }
 }
-
 
 /// `culprit::locate` finds where a culprit's damage kills a fresh worker: the call alone, then
 /// each check alone. Here the second check (bug 9: the in-place form taints the process and dies

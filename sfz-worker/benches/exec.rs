@@ -16,9 +16,9 @@ use sfz::ops::binding::{ArgSource, OpBinding, Transform};
 use sfz::ops::catalog::Catalog;
 use sfz::ops::registry;
 use sfz::outcome::Outcome;
+use sfz::worker::supervisor::{Pool, PoolConfig};
 use sfz::worker::Execution;
 use sfz_worker::runtime::{self, materialize, Executor};
-use sfz::worker::supervisor::{Pool, PoolConfig};
 use tch::{Kind, Tensor};
 
 fn f32s(shape: &[i64], seed: u64) -> TensorRecipe {
@@ -40,7 +40,10 @@ fn workload(seed: u64) -> Vec<(&'static str, Vec<Arg>)> {
         ("torch.logsumexp", vec![x(), Arg::IntList(vec![1]), Arg::Bool(false)]),
         ("torch.matmul", vec![x(), Arg::Tensor(f32s(&[16, 8], seed + 1))]),
         ("torch.linalg.inv", vec![Arg::Tensor(f32s(&[2, 8, 8], seed))]),
-        ("torch.nn.functional.conv2d", vec![Arg::Tensor(f32s(&[1, 2, 10, 10], seed)), Arg::Tensor(f32s(&[2, 2, 3, 3], seed + 1)), Arg::None, Arg::Omitted, Arg::Omitted, Arg::Omitted, Arg::Omitted]),
+        (
+            "torch.nn.functional.conv2d",
+            vec![Arg::Tensor(f32s(&[1, 2, 10, 10], seed)), Arg::Tensor(f32s(&[2, 2, 3, 3], seed + 1)), Arg::None, Arg::Omitted, Arg::Omitted, Arg::Omitted, Arg::Omitted],
+        ),
         ("torch.nn.functional.softmax", vec![x(), Arg::Int(1), Arg::Omitted]),
         ("torch.nn.functional.max_pool2d", vec![Arg::Tensor(f32s(&[1, 2, 10, 10], seed)), Arg::IntList(vec![2, 2]), Arg::None, Arg::Omitted, Arg::Omitted, Arg::Omitted]),
         ("torch.nn.functional.embedding", vec![Arg::Tensor(ints(&[16], 10, seed)), Arg::Tensor(f32s(&[10, 16], seed + 1)), Arg::None]),
@@ -202,10 +205,19 @@ fn main() {
         schema: String::new(),
     };
     for fork_server in [true, false] {
-        let pool = Pool::start(PoolConfig { worker_exe: worker_exe.clone(), workers: 1, in_flight: 1, fork_server, ops: vec![crash.clone()], ..PoolConfig::default() }).expect("pool starts");
+        let pool = Pool::start(PoolConfig { worker_exe: worker_exe.clone(), workers: 1, in_flight: 1, fork_server, ops: vec![crash.clone()], ..PoolConfig::default() })
+            .expect("pool starts");
         assert_eq!(pool.uses_fork_server(), fork_server);
         let next_id = AtomicU64::new(0);
-        let crashes = if full { if fork_server { 200 } else { 20 } } else { 3 };
+        let crashes = if full {
+            if fork_server {
+                200
+            } else {
+                20
+            }
+        } else {
+            3
+        };
         let next = || {
             let id = next_id.fetch_add(1, Ordering::Relaxed);
             (id < crashes).then(|| (id, Case { op: 0, args: vec![Arg::Int(libc::SIGSEGV as i64)] }))

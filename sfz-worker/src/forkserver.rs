@@ -36,10 +36,7 @@ pub fn run(control: RawFd) -> io::Result<()> {
     send_msg(control, Msg { kind: REP_READY, pid: 0, value: 0 }, &[])?;
     let mut live: Vec<i32> = Vec::new();
     loop {
-        let mut fds = [
-            libc::pollfd { fd: control, events: libc::POLLIN, revents: 0 },
-            libc::pollfd { fd: sigfd, events: libc::POLLIN, revents: 0 },
-        ];
+        let mut fds = [libc::pollfd { fd: control, events: libc::POLLIN, revents: 0 }, libc::pollfd { fd: sigfd, events: libc::POLLIN, revents: 0 }];
         // SAFETY: two valid pollfds.
         if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
             let e = io::Error::last_os_error();

@@ -9,10 +9,10 @@ use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::os::fd::{FromRawFd, RawFd};
 use std::time::Instant;
 
-use sfz::worker::progress::Progress;
-use sfz::worker::protocol::{read_frame, write_frame, Request, Response};
 use crate::budget::CheckBudget;
 use crate::runtime::{self, Executor};
+use sfz::worker::progress::Progress;
+use sfz::worker::protocol::{read_frame, write_frame, Request, Response};
 
 /// Answers held back at most before a flush. Flushing only when the input runs dry would make
 /// the supervisor wait for a whole window before it can refill it; flushing part-way lets it

@@ -6,9 +6,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use sfz::numeric::driver::{hunt_program, starting_inputs, HuntConfig, Status};
+use sfz::numeric::report::{python_reproducer, report};
 use sfz::program::hunt::Strategy;
 use sfz::spec::ProgramSpec;
-use sfz::numeric::report::{python_reproducer, report};
 use sfz::worker::supervisor::HuntWorker;
 
 fn worker() -> HuntWorker {

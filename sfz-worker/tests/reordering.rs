@@ -95,10 +95,7 @@ fn reordered_reductions_stay_within_the_allowance() {
             conv.see(&input.conv1d::<Tensor>(&weight, None, 1, 0, 1, 1), &(half(0, h) + half(h, channels - h)), &m, &[&input, &weight], kind);
         }
         for (name, t) in [("sum", &sum), ("matmul", &matmul), ("cumsum", &cumsum), ("norm", &norm), ("conv1d", &conv)] {
-            report.push(format!(
-                "{kind:?} {name}: {} of {} elements beyond the allowance, {} beyond the plain tolerance",
-                t.beyond_bound, t.elements, t.beyond_plain
-            ));
+            report.push(format!("{kind:?} {name}: {} of {} elements beyond the allowance, {} beyond the plain tolerance", t.beyond_bound, t.elements, t.beyond_plain));
             assert_eq!(t.beyond_bound, 0, "{kind:?} {name}: {t:?}");
         }
     }

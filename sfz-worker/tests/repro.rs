@@ -12,8 +12,8 @@ use sfz::findings::repro::{call, call_script, inputs, tensor_lines, vars};
 use sfz::ops::catalog::Catalog;
 use sfz::ops::registry;
 use sfz::outcome::{Outcome, Output};
-use sfz_worker::runtime::{self, materialize, Executor};
 use sfz::spec::ApiSpec;
+use sfz_worker::runtime::{self, materialize, Executor};
 use tch::Kind;
 
 /// Summarises a call's outputs as the worker's `Outcome` does (dtype, shape, NaN/inf counts,
@@ -193,7 +193,8 @@ fn reproducers_compute_what_the_worker_computed() {
         Arg::Tensor(r) => Arg::Tensor(TensorRecipe { specials, ..r }),
         other => other,
     };
-    let pinned_sum = api_text("#[aten(\"aten::sum.dim_IntList\")]\napi torch.special.total(input: Tensor, dim: int[]?, keepdim: bool = false, *, dtype: dtype? = None) -> Tensor {}");
+    let pinned_sum =
+        api_text("#[aten(\"aten::sum.dim_IntList\")]\napi torch.special.total(input: Tensor, dim: int[]?, keepdim: bool = false, *, dtype: dtype? = None) -> Tensor {}");
     let pinned_softmax = api_text("#[aten(\"aten::_softmax\")]\napi torch.nn.functional.softmax(input: Tensor, dim: int, half_to_float: bool = false) -> Tensor {}");
     let method = api_text("api torch.Tensor.add(self: Tensor, other: Tensor, *, alpha: Scalar = 1) -> Tensor {}");
     let cases: Vec<(&ApiSpec, Vec<Arg>)> = vec![
@@ -219,7 +220,13 @@ fn reproducers_compute_what_the_worker_computed() {
         (&specs["torch.gather"], vec![t(DType::Float32, &[3, 4], 20), Arg::Int(0), idx(&[2, 4], 3, 21)]),
         (&specs["torch.index_select"], vec![t(DType::Float32, &[3, 4], 22), Arg::Int(1), idx(&[3], 4, 23)]),
         (&specs["torch.transpose"], vec![t(DType::Float32, &[3, 4], 24), Arg::Int(0), Arg::Int(1)]),
-        (&specs["torch.cat"], vec![Arg::TensorList(vec![recipe(DType::Float32, &[2, 2], Fill::Constant(1.0), 0), recipe(DType::Float32, &[1, 2], Fill::Uniform { lo: 0.0, hi: 1.0 }, 25)]), Arg::Int(0)]),
+        (
+            &specs["torch.cat"],
+            vec![
+                Arg::TensorList(vec![recipe(DType::Float32, &[2, 2], Fill::Constant(1.0), 0), recipe(DType::Float32, &[1, 2], Fill::Uniform { lo: 0.0, hi: 1.0 }, 25)]),
+                Arg::Int(0),
+            ],
+        ),
         (&pinned_sum, vec![t(DType::Float32, &[3, 4], 26), Arg::Int(1), Arg::Omitted, Arg::Dtype(DType::Float64)]),
         (&pinned_softmax, vec![t(DType::Float32, &[3, 4], 27), Arg::Int(0), Arg::Omitted]),
         (&method, vec![t(DType::Float32, &[3], 28), t(DType::Float32, &[3], 29), Arg::Float(0.5)]),

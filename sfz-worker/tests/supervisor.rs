@@ -7,8 +7,8 @@ use std::time::Duration;
 use sfz::case::{Arg, Case, DType, Fill, Layout, TensorRecipe};
 use sfz::ops::binding::{ArgSource, OpBinding, Transform};
 use sfz::outcome::Outcome;
-use sfz::worker::Execution;
 use sfz::worker::supervisor::{fetch_catalog, Pool, PoolConfig, PoolError, RunStats};
+use sfz::worker::Execution;
 
 const RAISE: u32 = 0;
 const SPIN: u32 = 1;
@@ -34,7 +34,15 @@ fn config(workers: usize, in_flight: usize) -> PoolConfig {
         in_flight,
         timeout: Duration::from_secs(20),
         memory_mb: Some(512),
-        ops: vec![op("sfz_test::raise_signal", 1), op("sfz_test::spin", 1), op("sfz_test::alloc", 1), op("sfz_test::exit", 1), op("aten::exp", 1), op("sfz_test::segfault", 0), op("sfz_test::late_abort", 1)],
+        ops: vec![
+            op("sfz_test::raise_signal", 1),
+            op("sfz_test::spin", 1),
+            op("sfz_test::alloc", 1),
+            op("sfz_test::exit", 1),
+            op("aten::exp", 1),
+            op("sfz_test::segfault", 0),
+            op("sfz_test::late_abort", 1),
+        ],
         ..PoolConfig::default()
     }
 }
@@ -150,7 +158,17 @@ fn losing_the_fork_server_falls_back_to_spawning_without_misreporting() {
 #[test]
 fn hangs_time_out_and_only_the_hanging_case_is_blamed() {
     let pool = Pool::start(PoolConfig { timeout: Duration::from_millis(400), ..config(1, 16) }).unwrap();
-    let cases: Vec<Case> = (0..40).map(|i| if i == 10 { special(SPIN, 60_000) } else if i == 20 { special(SPIN, 50) } else { exp_case(i) }).collect();
+    let cases: Vec<Case> = (0..40)
+        .map(|i| {
+            if i == 10 {
+                special(SPIN, 60_000)
+            } else if i == 20 {
+                special(SPIN, 50)
+            } else {
+                exp_case(i)
+            }
+        })
+        .collect();
     let (results, stats) = run(&pool, cases);
     let Execution::TimedOut { millis } = &results[&10] else { panic!("{:?}", results[&10]) };
     assert!((400..5000).contains(millis), "{millis}");
@@ -223,7 +241,11 @@ fn a_missing_worker_binary_is_a_clear_error() {
 fn a_worker_that_cannot_load_libtorch_says_how_to_fix_it() {
     let dir = tempfile::tempdir().unwrap();
     let fake = dir.path().join("sfz-worker");
-    std::fs::write(&fake, "#!/bin/sh\necho 'sfz-worker: error while loading shared libraries: libtorch_cpu.so: cannot open shared object file: No such file or directory' >&2\nexit 127\n").unwrap();
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho 'sfz-worker: error while loading shared libraries: libtorch_cpu.so: cannot open shared object file: No such file or directory' >&2\nexit 127\n",
+    )
+    .unwrap();
     std::os::unix::fs::PermissionsExt::set_mode(&mut std::fs::metadata(&fake).unwrap().permissions(), 0o755);
     std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     // The fork server fails the same way; the pool falls back to spawning, which reports it.

@@ -4,12 +4,12 @@
 use std::collections::HashMap;
 
 use super::scope::ItemRef;
-use crate::diag::suggest::closest;
 use super::symbols::{hover_text, BUILTINS, PROPERTIES};
 use super::types::{comparable, Ty};
 use super::Checker;
 use crate::ast::{self, ExprKind, ItemKind};
 use crate::case::DType;
+use crate::diag::suggest::closest;
 use crate::diag::{codes, Diagnostic, Span};
 use crate::spec::{BinOp, Builtin, ParamSpec, Prop, ReturnSpec, TExpr, UnOp, Value};
 
@@ -32,8 +32,7 @@ impl<'a> Env<'a> {
 }
 
 /// Tensor properties and their types.
-const TENSOR_PROPS: &[(&str, Prop)] =
-    &[("dtype", Prop::Dtype), ("ndim", Prop::Ndim), ("shape", Prop::Shape), ("numel", Prop::Numel), ("values", Prop::Values)];
+const TENSOR_PROPS: &[(&str, Prop)] = &[("dtype", Prop::Dtype), ("ndim", Prop::Ndim), ("shape", Prop::Shape), ("numel", Prop::Numel), ("values", Prop::Values)];
 
 fn prop_ty(p: Prop) -> Ty {
     match p {
@@ -76,10 +75,7 @@ impl Checker<'_> {
                 let (b, bty) = self.expr(env, base);
                 let (i, ity) = self.expr(env, index);
                 if !matches!(ity, Ty::Int | Ty::Error) {
-                    self.error(
-                        Diagnostic::new(codes::E0006, "index is not an int")
-                            .with_label(index.span, format!("this is {}", ity.a())),
-                    );
+                    self.error(Diagnostic::new(codes::E0006, "index is not an int").with_label(index.span, format!("this is {}", ity.a())));
                 }
                 let elem = self.element_type(&bty, base.span);
                 (TExpr::Index(Box::new(b), Box::new(i)), elem)
@@ -213,15 +209,14 @@ impl Checker<'_> {
                 self.reference(span, def_span, hover_text(&format!("dtypes {name} = [{names}]"), &docs));
                 return (TExpr::Lit(Value::DtypeSet(set)), Ty::DtypeSet);
             }
-            let what = match ast_item.kind.keyword() { k @ ("api" | "oracle") => format!("an {k}"), k => format!("a `{k}` item") };
-            self.error(
-                Diagnostic::new(codes::E0006, format!("`{name}` is a {what}, not a value"))
-                    .with_label(span, "used as a value here")
-                    .with_help(match ast_item.kind {
-                        ItemKind::Constraints(_) => format!("apply a constraint set as a statement: `{name}(...);`"),
-                        _ => "constraints compare parameters, their properties and constants".to_string(),
-                    }),
-            );
+            let what = match ast_item.kind.keyword() {
+                k @ ("api" | "oracle") => format!("an {k}"),
+                k => format!("a `{k}` item"),
+            };
+            self.error(Diagnostic::new(codes::E0006, format!("`{name}` is a {what}, not a value")).with_label(span, "used as a value here").with_help(match ast_item.kind {
+                ItemKind::Constraints(_) => format!("apply a constraint set as a statement: `{name}(...);`"),
+                _ => "constraints compare parameters, their properties and constants".to_string(),
+            }));
             return (TExpr::Lit(Value::None), Ty::Error);
         }
         self.unknown_name(env, name, span);
@@ -239,10 +234,8 @@ impl Checker<'_> {
             return;
         }
         let dtype_names: Vec<&str> = DType::ALL.iter().map(|d| d.name()).collect();
-        let looks_like_dtype = ["float", "int", "uint", "complex", "bfloat", "bool", "half", "double"]
-            .iter()
-            .any(|p| name.starts_with(p))
-            || closest(name, dtype_names.iter().copied()).is_some();
+        let looks_like_dtype =
+            ["float", "int", "uint", "complex", "bfloat", "bool", "half", "double"].iter().any(|p| name.starts_with(p)) || closest(name, dtype_names.iter().copied()).is_some();
         if looks_like_dtype {
             let mut d = Diagnostic::new(codes::E0003, format!("unknown dtype `{name}`")).with_label(span, "not a dtype");
             d = match closest(name, dtype_names.iter().copied()) {
@@ -316,8 +309,7 @@ impl Checker<'_> {
     }
 
     fn no_property(&mut self, field: &ast::Ident, ty: &Ty, available: &[&str]) -> (TExpr, Ty) {
-        let mut d = Diagnostic::new(codes::E0007, format!("no property `{}` on {}", field.name, ty.a()))
-            .with_label(field.span, "unknown property");
+        let mut d = Diagnostic::new(codes::E0007, format!("no property `{}` on {}", field.name, ty.a())).with_label(field.span, "unknown property");
         d = match (closest(&field.name, available.iter().copied()), available.is_empty()) {
             (Some(s), _) => d.with_help(format!("did you mean `{s}`?")),
             (None, false) => d.with_help(format!("{} has: {}", ty.a(), available.join(", "))),
@@ -348,8 +340,7 @@ impl Checker<'_> {
                 None => elem = Some(ty),
                 Some(prev) if !comparable(prev, &ty) => {
                     self.error(
-                        Diagnostic::new(codes::E0006, "list elements have different types")
-                            .with_label(item.span, format!("this is {}, the first element {}", ty.a(), prev.a())),
+                        Diagnostic::new(codes::E0006, "list elements have different types").with_label(item.span, format!("this is {}, the first element {}", ty.a(), prev.a())),
                     );
                 }
                 Some(_) => {}
@@ -512,10 +503,7 @@ impl Checker<'_> {
                 Builtin::Broadcastable => "at least two arguments",
                 _ => "one argument",
             };
-            self.error(
-                Diagnostic::new(codes::E0014, format!("`{}` takes {want}", b.name()))
-                    .with_label(span, format!("called with {}", checked.len())),
-            );
+            self.error(Diagnostic::new(codes::E0014, format!("`{}` takes {want}", b.name())).with_label(span, format!("called with {}", checked.len())));
             return (TExpr::Lit(Value::None), Ty::Error);
         }
         let ty = match b {
@@ -568,10 +556,8 @@ impl Checker<'_> {
     /// parameters replaced by the argument expressions. Returns each constraint and its text.
     pub fn expand_set(&mut self, env: &mut Env, item: ItemRef, name: &str, args: &[ast::CallArg], span: Span) -> Vec<(TExpr, String)> {
         if let Some(at) = self.expanding.iter().position(|&i| i == item) {
-            let through: Vec<String> = self.expanding[at + 1..]
-                .iter()
-                .filter_map(|i| self.loader.modules[i.module].ast.items[i.index].kind.name().map(|n| format!("`{}`", n.name)))
-                .collect();
+            let through: Vec<String> =
+                self.expanding[at + 1..].iter().filter_map(|i| self.loader.modules[i.module].ast.items[i.index].kind.name().map(|n| format!("`{}`", n.name))).collect();
             let via = if through.is_empty() { String::new() } else { format!(" (through {})", through.join(", ")) };
             // Reported even while expanding quietly: the cycle is only found inside an expansion.
             self.diags.push(
@@ -635,10 +621,7 @@ impl Checker<'_> {
         if found.is_error() {
             return;
         }
-        self.error(
-            Diagnostic::new(codes::E0006, "mismatched types")
-                .with_label(span, format!("expected {expected}, found {}", found.describe())),
-        );
+        self.error(Diagnostic::new(codes::E0006, "mismatched types").with_label(span, format!("expected {expected}, found {}", found.describe())));
     }
 }
 
@@ -684,9 +667,7 @@ fn unsupported_dtype(name: &str) -> Option<&'static str> {
         "qint8" | "quint8" | "qint32" | "quint4x2" | "quint2x4" => {
             "a quantized tensor carries a scale and a zero point besides its values; sfz's generator does not make quantized tensors, so a spec cannot ask for them"
         }
-        "float8_e4m3fn" | "float8_e5m2" | "float8_e4m3fnuz" | "float8_e5m2fnuz" => {
-            "the float8 dtypes have few CPU kernels; sfz's generator does not make them"
-        }
+        "float8_e4m3fn" | "float8_e5m2" | "float8_e4m3fnuz" | "float8_e5m2fnuz" => "the float8 dtypes have few CPU kernels; sfz's generator does not make them",
         "uint16" | "uint32" | "uint64" | "complex32" | "chalf" => "sfz's generator does not make tensors of this dtype (most CPU kernels lack it)",
         _ => return None,
     })

@@ -1,18 +1,15 @@
 //! Items: APIs (parameters, defaults, returns, body), rules, constraint sets, dtype groups and
 //! oracle clauses.
 use super::expr::{param_text, Env};
-use super::symbols::{hover_text, TYPES};
 use super::scope::ItemRef;
-use crate::diag::suggest::closest;
+use super::symbols::{hover_text, TYPES};
 use super::types::{const_value, param_type, value_fits, value_text, Ty};
 use super::{classify, Checker};
 use crate::ast::{self, ItemKind, ParamKind, StmtKind};
 use crate::case::DType;
+use crate::diag::suggest::closest;
 use crate::diag::{codes, Diagnostic, Span};
-use crate::spec::{
-    ApiSpec, Constraint, OracleUse, Origin, ParamSpec, ParamType, RelationSpec, ReturnSpec, RuleMeta, RuleSource, RuleSpec, RuleStatus,
-    TExpr, Value,
-};
+use crate::spec::{ApiSpec, Constraint, OracleUse, Origin, ParamSpec, ParamType, RelationSpec, ReturnSpec, RuleMeta, RuleSource, RuleSpec, RuleStatus, TExpr, Value};
 
 /// Oracles an API gets when it has no `oracles` clause.
 pub const DEFAULT_ORACLES: &[&str] = &["crash", "hang", "internal_error", "oom"];
@@ -81,15 +78,7 @@ impl Checker<'_> {
         }
     }
 
-    fn default_value(
-        &mut self,
-        d: &ast::Expr,
-        param: &str,
-        ty: &ParamType,
-        optional: bool,
-        earlier: &[ParamSpec],
-        all: &[&str],
-    ) -> Option<Value> {
+    fn default_value(&mut self, d: &ast::Expr, param: &str, ty: &ParamType, optional: bool, earlier: &[ParamSpec], all: &[&str]) -> Option<Value> {
         if let Some(v) = const_value(d) {
             if v == Value::None && !optional {
                 self.error(
@@ -128,8 +117,7 @@ impl Checker<'_> {
             }
         } else {
             self.error(
-                Diagnostic::new(codes::E0010, format!("default of `{param}` is not a constant"))
-                    .with_label(d.span, "expected a literal, a list of literals, a dtype or None"),
+                Diagnostic::new(codes::E0010, format!("default of `{param}` is not a constant")).with_label(d.span, "expected a literal, a list of literals, a dtype or None"),
             );
         }
         None
@@ -154,8 +142,7 @@ impl Checker<'_> {
         if !self.in_progress.insert(item) {
             let ItemKind::Dtypes(def) = &self.loader.modules[item.module].ast.items[item.index].kind else { return None };
             self.error(
-                Diagnostic::new(codes::E0006, format!("dtype group `{}` is defined in terms of itself", def.name.name))
-                    .with_label(def.name.span, "cycle through this definition"),
+                Diagnostic::new(codes::E0006, format!("dtype group `{}` is defined in terms of itself", def.name.name)).with_label(def.name.span, "cycle through this definition"),
             );
             return None;
         }
@@ -275,10 +262,7 @@ impl Checker<'_> {
         }
         spec.oracles_written = saw_oracles;
         if !saw_oracles {
-            spec.oracles = DEFAULT_ORACLES
-                .iter()
-                .map(|n| OracleUse { name: n.to_string(), span: api.path.span, args: Vec::new() })
-                .collect();
+            spec.oracles = DEFAULT_ORACLES.iter().map(|n| OracleUse { name: n.to_string(), span: api.path.span, args: Vec::new() }).collect();
             let implied = self.implied_oracles(module, api.path.span);
             spec.oracles.extend(implied);
         }
@@ -322,11 +306,7 @@ impl Checker<'_> {
             Some(ast::Returns::Single(ty)) => {
                 if let ast::TypeKind::Tuple(elems) = &ty.kind {
                     if elems.iter().any(|e| matches!(&e.kind, ast::TypeKind::Named(n) if n.name == "Tensor")) {
-                        return elems
-                            .iter()
-                            .enumerate()
-                            .filter_map(|(i, e)| read(self, e).map(|t| ReturnSpec { name: format!("result.{i}"), ty: t }))
-                            .collect();
+                        return elems.iter().enumerate().filter_map(|(i, e)| read(self, e).map(|t| ReturnSpec { name: format!("result.{i}"), ty: t })).collect();
                     }
                 }
                 read(self, ty).map(|t| vec![ReturnSpec { name: "result".into(), ty: t }]).unwrap_or_default()
@@ -348,9 +328,7 @@ impl Checker<'_> {
     }
 
     pub(super) fn oracle_use(&mut self, module: usize, r: &ast::OracleRef) -> Option<OracleUse> {
-        let item = self.scopes.lookup(module, &r.name.name).filter(|i| {
-            matches!(self.loader.modules[i.module].ast.items[i.index].kind, ItemKind::Oracle(_))
-        });
+        let item = self.scopes.lookup(module, &r.name.name).filter(|i| matches!(self.loader.modules[i.module].ast.items[i.index].kind, ItemKind::Oracle(_)));
         let Some(item) = item else {
             let known = self.known_oracles();
             let mut d = Diagnostic::new(codes::E0011, format!("unknown oracle `{}`", r.name.name)).with_label(r.name.span, "no such oracle");
@@ -541,7 +519,14 @@ impl Checker<'_> {
     /// Checks a rule against its target API's parameters. Returns its constraints (in the
     /// `RuleSpec`), its relations and its `oracles`, whatever its status; the caller folds them
     /// into the API as the status says.
-    pub fn check_rule(&mut self, module: usize, item: &ast::Item, rule: &ast::Rule, target: Option<&ApiSpec>, apis: &[ApiSpec]) -> Option<(RuleSpec, Vec<RelationSpec>, Vec<OracleUse>)> {
+    pub fn check_rule(
+        &mut self,
+        module: usize,
+        item: &ast::Item,
+        rule: &ast::Rule,
+        target: Option<&ApiSpec>,
+        apis: &[ApiSpec],
+    ) -> Option<(RuleSpec, Vec<RelationSpec>, Vec<OracleUse>)> {
         let meta = self.rule_meta(item, &rule.name.name);
         let Some(api) = target else {
             let mut d = Diagnostic::new(codes::E0002, format!("cannot find API `{}`", rule.target.name)).with_label(rule.target.span, "no api item with this name is loaded");

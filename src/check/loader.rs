@@ -63,11 +63,8 @@ impl Loader {
         let text = match self.read(path) {
             Ok(t) => t,
             Err(msg) => {
-                self.diags.push(
-                    Diagnostic::new(codes::E0018, format!("cannot read `{}`", path.display()))
-                        .with_note(msg)
-                        .with_help("check the path and that the file is UTF-8 text"),
-                );
+                self.diags
+                    .push(Diagnostic::new(codes::E0018, format!("cannot read `{}`", path.display())).with_note(msg).with_help("check the path and that the file is UTF-8 text"));
                 return None;
             }
         };
@@ -201,11 +198,7 @@ impl Loader {
 
 /// An absolute, `.`/`..`-free form of a path, so one file loads once however it is named.
 pub fn normalize(path: &Path) -> PathBuf {
-    let abs = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        std::env::current_dir().unwrap_or_default().join(path)
-    };
+    let abs = if path.is_absolute() { path.to_path_buf() } else { std::env::current_dir().unwrap_or_default().join(path) };
     let mut out = PathBuf::new();
     for c in abs.components() {
         match c {

@@ -49,9 +49,7 @@ impl<'a> Lowerer<'a> {
         let index = match op {
             Operand::Value(v) if v >= first_new => v,
             // `let q = p;`: an identity step keeps one step per `let`.
-            Operand::Value(v) if self.shape_of(&Operand::Value(v)) == Shape::Tensor => {
-                self.push(NumOp::Mul, vec![Operand::Value(v), Operand::Float(1.0)], value.span)
-            }
+            Operand::Value(v) if self.shape_of(&Operand::Value(v)) == Shape::Tensor => self.push(NumOp::Mul, vec![Operand::Value(v), Operand::Float(1.0)], value.span),
             _ => {
                 self.error(value.span, "a `let` must hold a tensor", "compute it from a tensor parameter");
                 return;
@@ -141,9 +139,7 @@ impl<'a> Lowerer<'a> {
                 }
                 None
             }
-            ExprKind::Field(base, f) if is_torch_path(base) && DType::from_name(&f.name).is_some() => {
-                DType::from_name(&f.name).map(Operand::Dtype)
-            }
+            ExprKind::Field(base, f) if is_torch_path(base) && DType::from_name(&f.name).is_some() => DType::from_name(&f.name).map(Operand::Dtype),
             ExprKind::List(items) => {
                 let mut out = Vec::new();
                 for i in items {
@@ -193,8 +189,7 @@ impl<'a> Lowerer<'a> {
         if Self::fits(kind, self.shape_of(v)) {
             Some(())
         } else {
-            let d = Diagnostic::new(codes::E0020, format!("wrong kind of argument to `{op}`"))
-                .with_label(span, format!("expected {}", kind.describe()));
+            let d = Diagnostic::new(codes::E0020, format!("wrong kind of argument to `{op}`")).with_label(span, format!("expected {}", kind.describe()));
             self.diags.push(d);
             None
         }
@@ -315,15 +310,7 @@ mod tests {
         let p = &c.spec.programs[0];
         assert!(p.runnable);
         let steps: Vec<String> = p.ir.steps.iter().map(|s| format!("{} = {:?}{:?}", s.name, s.op, s.args)).collect();
-        assert_eq!(
-            steps,
-            [
-                "p = Softmax[Value(0), Int(-1)]",
-                "l.1 = Log[Value(1)]",
-                "l.2 = Mean[Value(2), None, Bool(false)]",
-                "l = Neg[Value(3)]",
-            ]
-        );
+        assert_eq!(steps, ["p = Softmax[Value(0), Int(-1)]", "l.1 = Log[Value(1)]", "l.2 = Mean[Value(2), None, Bool(false)]", "l = Neg[Value(3)]",]);
         assert_eq!(p.step_text[1], "torch.log(p)");
         // The parameter-only requirement became an input constraint.
         assert_eq!(p.inputs.requires.len(), 1);

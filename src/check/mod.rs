@@ -4,13 +4,13 @@
 mod classify;
 mod expr;
 mod items;
+pub mod loader;
 mod lowering;
 mod programs;
 mod relations;
-pub mod loader;
 pub mod sat;
-pub mod signatures;
 mod scope;
+pub mod signatures;
 pub mod symbols;
 mod types;
 
@@ -58,9 +58,7 @@ pub struct Inputs {
 /// `$XDG_CACHE_HOME/sfz`, else `~/.cache/sfz`.
 pub fn cache_dir() -> Option<PathBuf> {
     let var = |name| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-    var("SFZ_CACHE_DIR")
-        .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("sfz")))
-        .or_else(|| var("HOME").map(|d| d.join(".cache").join("sfz")))
+    var("SFZ_CACHE_DIR").or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("sfz"))).or_else(|| var("HOME").map(|d| d.join(".cache").join("sfz")))
 }
 
 /// Checks files and directories.
@@ -374,10 +372,7 @@ impl Checker<'_> {
             if !module.root {
                 continue;
             }
-            let imports: Vec<(crate::diag::Span, ItemRef, bool)> = self.scopes.imports[m]
-                .values()
-                .map(|i| (i.span, i.item, loader.map.slice(i.span) == "*"))
-                .collect();
+            let imports: Vec<(crate::diag::Span, ItemRef, bool)> = self.scopes.imports[m].values().map(|i| (i.span, i.item, loader.map.slice(i.span) == "*")).collect();
             for (span, item, glob) in imports {
                 if !glob {
                     self.reference_item(span, item);
@@ -400,11 +395,7 @@ impl Checker<'_> {
     }
 
     fn has_errors_in(&self, span: crate::diag::Span) -> bool {
-        self.diags
-            .iter()
-            .filter(|d| d.is_error())
-            .filter_map(Diagnostic::primary_span)
-            .any(|s| s.file == span.file && s.lo >= span.lo && s.hi <= span.hi)
+        self.diags.iter().filter(|d| d.is_error()).filter_map(Diagnostic::primary_span).any(|s| s.file == span.file && s.lo >= span.lo && s.hi <= span.hi)
     }
 
     /// E0009 when no call can meet an API's constraints, with the conflicting ones labelled.
@@ -449,8 +440,8 @@ impl Checker<'_> {
         for ((r, api), (probe, core)) in which.into_iter().zip(probes.iter().zip(sat::unsat_cores(&chosen))) {
             let negation = probe.requires.len() - 1;
             let Some(core) = core.filter(|c| c.contains(&negation)) else { continue };
-            let mut d = Diagnostic::new(codes::W0005, format!("rule `{}` adds nothing to `{}`", r.meta.name, api.name))
-                .with_label(r.span, "implied by the API's other constraints");
+            let mut d =
+                Diagnostic::new(codes::W0005, format!("rule `{}` adds nothing to `{}`", r.meta.name, api.name)).with_label(r.span, "implied by the API's other constraints");
             for &k in core.iter().filter(|&&k| k != negation) {
                 if let Some(c) = probe.requires.get(k) {
                     d = d.with_secondary(c.span, "this implies it");
@@ -462,8 +453,7 @@ impl Checker<'_> {
     }
 
     fn unsatisfiable(&mut self, api: &ApiSpec, core: &[usize]) {
-        let mut d = Diagnostic::new(codes::E0009, format!("the constraints of `{}` cannot all hold", api.name))
-            .with_label(api.span, "no input satisfies this API's constraints");
+        let mut d = Diagnostic::new(codes::E0009, format!("the constraints of `{}` cannot all hold", api.name)).with_label(api.span, "no input satisfies this API's constraints");
         for &i in core {
             if let Some(c) = api.requires.get(i) {
                 d = d.with_secondary(c.span, "conflicts");
@@ -494,7 +484,7 @@ impl Checker<'_> {
             let mut by_use: HashMap<crate::diag::Span, bool> = HashMap::new();
             for import in self.scopes.imports[m].values() {
                 // Used through this import, not merely used somewhere (stdlib groups use each other).
-            let used = import.used.get();
+                let used = import.used.get();
                 let entry = by_use.entry(import.span).or_insert(false);
                 *entry |= used;
             }
@@ -503,11 +493,7 @@ impl Checker<'_> {
             for span in unused {
                 let name = loader.map.slice(span).to_string();
                 let what = if name == "*" { "nothing from this glob import is used".to_string() } else { format!("`{name}` is never used") };
-                self.error(
-                    Diagnostic::new(codes::W0001, format!("unused import `{name}`"))
-                        .with_label(span, what)
-                        .with_help("remove it from the `use` item"),
-                );
+                self.error(Diagnostic::new(codes::W0001, format!("unused import `{name}`")).with_label(span, what).with_help("remove it from the `use` item"));
             }
             let specifies = module.ast.items.iter().any(|i| matches!(i.kind, ItemKind::Api(_) | ItemKind::Rule(_)));
             if !specifies || !module.root {

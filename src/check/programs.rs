@@ -7,13 +7,13 @@
 //! for names only.
 use std::collections::HashMap;
 
-use crate::diag::suggest::closest;
+use super::lowering::Lowerer;
 use super::symbols::{hover_text, BUILTINS};
 use super::Checker;
 use crate::ast::{self, ExprKind, StmtKind};
 use crate::case::DType;
+use crate::diag::suggest::closest;
 use crate::diag::{codes, Diagnostic, Span};
-use super::lowering::Lowerer;
 use crate::program::ir::ProgramIr;
 use crate::spec::ProgramSpec;
 use crate::spec::{ApiSpec, Origin};
@@ -134,9 +134,7 @@ impl Checker<'_> {
                 }
             }
             // `torch.nn.functional.softmax(...)`: only the root of a dotted path is a name.
-            ExprKind::Field(base, _) | ExprKind::Each(base) | ExprKind::Paren(base) | ExprKind::Unary(_, base) => {
-                self.program_names(module, base, names, bound)
-            }
+            ExprKind::Field(base, _) | ExprKind::Each(base) | ExprKind::Paren(base) | ExprKind::Unary(_, base) => self.program_names(module, base, names, bound),
             ExprKind::Call(callee, args) => {
                 match &callee.kind {
                     ExprKind::Name(f) if BUILTINS.iter().any(|(b, ..)| b == f) => {}

@@ -12,10 +12,10 @@ use std::collections::HashMap;
 use super::expr::param_text;
 use super::items::api_signature;
 use super::scope::ItemRef;
-use crate::diag::suggest::closest;
 use super::symbols::hover_text;
 use super::Checker;
 use crate::ast::{self, BinOp, ExprKind, ItemKind, StmtKind, UnOp};
+use crate::diag::suggest::closest;
 use crate::diag::{codes, Diagnostic, Span};
 use crate::spec::{ApiSpec, Origin, ParamSpec, ParamType, RelationSpec, ReturnSpec};
 use crate::variant::relation::{Callee, RelExpr, RelFn, RelOp, Relation, DEFAULT_TOLERANCES};
@@ -174,8 +174,7 @@ impl Checker<'_> {
                 }
                 StmtKind::Require { expr, .. } => {
                     if let Some((inner, inner_args)) = self.set_application(item.module, expr) {
-                        let inner_args: Vec<ast::CallArg> =
-                            inner_args.iter().map(|a| ast::CallArg { name: a.name.clone(), value: subst(&a.value, &map) }).collect();
+                        let inner_args: Vec<ast::CallArg> = inner_args.iter().map(|a| ast::CallArg { name: a.name.clone(), value: subst(&a.value, &map) }).collect();
                         self.instantiate(ctx, inner, &inner_args, at, whole, origin, out);
                     }
                 }
@@ -240,11 +239,7 @@ impl Checker<'_> {
         for a in args {
             let Some(key) = &a.name else {
                 ok = false;
-                self.error(
-                    Diagnostic::new(codes::E0022, "a relation's tolerance must name its dtype")
-                        .with_label(a.value.span, "which dtype is this for?")
-                        .with_help(help),
-                );
+                self.error(Diagnostic::new(codes::E0022, "a relation's tolerance must name its dtype").with_label(a.value.span, "which dtype is this for?").with_help(help));
                 continue;
             };
             let slot = match key.name.as_str() {
@@ -323,10 +318,18 @@ impl Checker<'_> {
                     BinOp::Ge => (RelOp::Ge, Num, Bool),
                     BinOp::And => (RelOp::And, Bool, Bool),
                     BinOp::Or => (RelOp::Or, Bool, Bool),
-                    BinOp::Eq | BinOp::Ne => return self.not_elementwise(e.span, "a second comparison with `==` or `!=`", "`==` compares the relation's two sides, once, after the guard"),
+                    BinOp::Eq | BinOp::Ne => {
+                        return self.not_elementwise(e.span, "a second comparison with `==` or `!=`", "`==` compares the relation's two sides, once, after the guard")
+                    }
                     BinOp::Implies => return self.not_elementwise(e.span, "a nested `=>`", "the guard comes once, before `lhs == rhs`: `guard => lhs == rhs`"),
                     BinOp::In | BinOp::NotIn => return self.not_elementwise(e.span, "a membership test", "a guard compares with `<`, `<=`, `>`, `>=`: `x > 0.0 and x < 1.0`"),
-                    BinOp::Rem => return self.not_elementwise(e.span, "`%`", "relations compute with `+ - * /`, unary `-` and the functions abs, log, exp, sqrt, log1p, expm1, finite and pow"),
+                    BinOp::Rem => {
+                        return self.not_elementwise(
+                            e.span,
+                            "`%`",
+                            "relations compute with `+ - * /`, unary `-` and the functions abs, log, exp, sqrt, log1p, expm1, finite and pow",
+                        )
+                    }
                 };
                 let a = self.rel_expect(ctx, l, arg);
                 let b = self.rel_expect(ctx, r, arg);
@@ -345,11 +348,7 @@ impl Checker<'_> {
     }
 
     fn not_elementwise(&mut self, span: Span, what: &str, help: &str) -> Option<(RelExpr, Kind)> {
-        self.error(
-            Diagnostic::new(codes::E0021, "not an elementwise expression")
-                .with_label(span, format!("{what} is not allowed in a relation"))
-                .with_help(help.to_string()),
-        );
+        self.error(Diagnostic::new(codes::E0021, "not an elementwise expression").with_label(span, format!("{what} is not allowed in a relation")).with_help(help.to_string()));
         None
     }
 
@@ -409,7 +408,10 @@ impl Checker<'_> {
         let mut d = Diagnostic::new(codes::E0002, format!("cannot find `{name}` in this relation")).with_label(span, "not a parameter, an output or the `forall` variable");
         d = match closest(name, candidates.iter().map(String::as_str)) {
             Some(s) => d.with_help(format!("did you mean `{s}`?")),
-            None => d.with_help(format!("a relation names parameters ({}), `result` and its `forall` variable", ctx.params.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", "))),
+            None => d.with_help(format!(
+                "a relation names parameters ({}), `result` and its `forall` variable",
+                ctx.params.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", ")
+            )),
         };
         self.error(d);
         None
@@ -496,7 +498,11 @@ impl Checker<'_> {
             });
         }
         let (callee_id, who, params, outputs): (Callee, String, &[ParamSpec], Option<&[ReturnSpec]>) = if path == "self" {
-            self.reference(callee.span, None, hover_text("self(...)", "The API the relation belongs to, called again with the arguments given replaced and the others as in the case."));
+            self.reference(
+                callee.span,
+                None,
+                hover_text("self(...)", "The API the relation belongs to, called again with the arguments given replaced and the others as in the case."),
+            );
             (Callee::Itself, "`self`".to_string(), ctx.params, ctx.outputs)
         } else if let Some(api) = ctx.apis.iter().find(|a| a.name == path) {
             self.reference(callee.span, Some(api.span), hover_text(&api_signature(api), ""));
@@ -510,7 +516,9 @@ impl Checker<'_> {
             let names: Vec<&str> = ctx.apis.iter().map(|a| a.name.as_str()).chain(["self", "abs", "log", "exp", "sqrt", "log1p", "expm1", "finite", "pow"]).collect();
             d = match closest(&path, names) {
                 Some(s) => d.with_help(format!("did you mean `{s}`?")),
-                None => d.with_help("a relation calls `self(...)`, an API specified in a checked file or one it imports, or one of the functions abs, log, exp, sqrt, log1p, expm1, finite and pow"),
+                None => d.with_help(
+                    "a relation calls `self(...)`, an API specified in a checked file or one it imports, or one of the functions abs, log, exp, sqrt, log1p, expm1, finite and pow",
+                ),
             };
             self.error(d);
             return None;

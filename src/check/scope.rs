@@ -81,13 +81,8 @@ impl Scopes {
                             imports.insert(name.name.clone(), Import { item, span: name.span, used: Cell::new(false) });
                         }
                         _ => {
-                            let available: Vec<&str> = scopes.defs[target]
-                                .iter()
-                                .filter(|(_, &i)| is_importable(loader, i))
-                                .map(|(n, _)| n.as_str())
-                                .collect();
-                            let mut d = Diagnostic::new(codes::E0013, format!("unresolved import `{}`", name.name))
-                                .with_label(name.span, "no such item in this module");
+                            let available: Vec<&str> = scopes.defs[target].iter().filter(|(_, &i)| is_importable(loader, i)).map(|(n, _)| n.as_str()).collect();
+                            let mut d = Diagnostic::new(codes::E0013, format!("unresolved import `{}`", name.name)).with_label(name.span, "no such item in this module");
                             d = match closest(&name.name, available.iter().copied()) {
                                 Some(s) => d.with_help(format!("did you mean `{s}`?")),
                                 None => {

@@ -51,12 +51,7 @@ pub fn save_catalog(worker_exe: &Path, schemas: &[String]) -> std::io::Result<()
 /// E0004 and E0017 for the checked APIs that libtorch cannot be called with as declared. Only
 /// meaningful for specs without errors: the caller asks when `checked` has none.
 pub fn compare(checked: &Checked, catalog: &Catalog) -> Vec<Diagnostic> {
-    checked
-        .spec
-        .apis
-        .iter()
-        .filter_map(|api| registry::resolve(api, catalog).err().map(|e| crate::ops::diagnostic::resolve_diagnostic(api, &e)))
-        .collect()
+    checked.spec.apis.iter().filter_map(|api| registry::resolve(api, catalog).err().map(|e| crate::ops::diagnostic::resolve_diagnostic(api, &e))).collect()
 }
 
 /// Python names of the operators in a catalog, for completing `api` items: `aten::add` is

@@ -113,37 +113,32 @@ pub fn comparable(a: &Ty, b: &Ty) -> bool {
 
 /// Reads a parameter type: the kind and whether it is optional. Type aliases are expanded by
 /// `alias` (name → the aliased syntax type).
-pub fn param_type(
-    ty: &ast::Type,
-    alias: &mut dyn FnMut(&str) -> Option<ast::Type>,
-    diags: &mut Vec<Diagnostic>,
-) -> Option<(ParamType, bool)> {
+pub fn param_type(ty: &ast::Type, alias: &mut dyn FnMut(&str) -> Option<ast::Type>, diags: &mut Vec<Diagnostic>) -> Option<(ParamType, bool)> {
     match &ty.kind {
         TypeKind::Optional(inner) => {
             let (t, _) = param_type(inner, alias, diags)?;
             Some((t, true))
         }
         TypeKind::Named(id) => {
-            let t = match id.name.as_str() {
-                "Tensor" => ParamType::Tensor,
-                "int" | "SymInt" => ParamType::Int,
-                "float" => ParamType::Float,
-                "bool" => ParamType::Bool,
-                "str" => ParamType::Str,
-                "dtype" | "ScalarType" => ParamType::Dtype,
-                "Scalar" | "number" => ParamType::Scalar,
-                name => {
-                    if let Some(aliased) = alias(name) {
-                        return param_type(&aliased, alias, diags);
+            let t =
+                match id.name.as_str() {
+                    "Tensor" => ParamType::Tensor,
+                    "int" | "SymInt" => ParamType::Int,
+                    "float" => ParamType::Float,
+                    "bool" => ParamType::Bool,
+                    "str" => ParamType::Str,
+                    "dtype" | "ScalarType" => ParamType::Dtype,
+                    "Scalar" | "number" => ParamType::Scalar,
+                    name => {
+                        if let Some(aliased) = alias(name) {
+                            return param_type(&aliased, alias, diags);
+                        }
+                        diags.push(Diagnostic::new(codes::E0002, format!("cannot find type `{name}`")).with_label(id.span, "not a type").with_help(
+                            "the types are Tensor, int, float, bool, str, dtype, Scalar, lists like int[] or int[2], string enums like \"a\" | \"b\", and T? for optional",
+                        ));
+                        return None;
                     }
-                    diags.push(
-                        Diagnostic::new(codes::E0002, format!("cannot find type `{name}`"))
-                            .with_label(id.span, "not a type")
-                            .with_help("the types are Tensor, int, float, bool, str, dtype, Scalar, lists like int[] or int[2], string enums like \"a\" | \"b\", and T? for optional"),
-                    );
-                    return None;
-                }
-            };
+                };
             Some((t, false))
         }
         TypeKind::List(elem, len) => {
@@ -185,10 +180,7 @@ pub fn param_type(
                 ParamType::Bool => ParamType::BoolList(n),
                 ParamType::Tensor => ParamType::TensorList,
                 other => {
-                    diags.push(
-                        Diagnostic::new(codes::E0006, "unsupported tuple element type")
-                            .with_label(ty.span, format!("tuples of `{}` are not supported", other.describe())),
-                    );
+                    diags.push(Diagnostic::new(codes::E0006, "unsupported tuple element type").with_label(ty.span, format!("tuples of `{}` are not supported", other.describe())));
                     return None;
                 }
             };
@@ -247,15 +239,9 @@ pub fn value_fits(v: &Value, ty: &ParamType) -> bool {
         (Value::Dtype(_), ParamType::Dtype) => true,
         // ATen accepts a single int for an int[N] (it is repeated), as Python does.
         (Value::Int(_), ParamType::IntList(_)) => true,
-        (Value::List(items), ParamType::IntList(n)) => {
-            n.is_none_or(|n| items.len() == n as usize) && items.iter().all(|i| matches!(i, Value::Int(_)))
-        }
-        (Value::List(items), ParamType::FloatList(n)) => {
-            n.is_none_or(|n| items.len() == n as usize) && items.iter().all(|i| matches!(i, Value::Int(_) | Value::Float(_)))
-        }
-        (Value::List(items), ParamType::BoolList(n)) => {
-            n.is_none_or(|n| items.len() == n as usize) && items.iter().all(|i| matches!(i, Value::Bool(_)))
-        }
+        (Value::List(items), ParamType::IntList(n)) => n.is_none_or(|n| items.len() == n as usize) && items.iter().all(|i| matches!(i, Value::Int(_))),
+        (Value::List(items), ParamType::FloatList(n)) => n.is_none_or(|n| items.len() == n as usize) && items.iter().all(|i| matches!(i, Value::Int(_) | Value::Float(_))),
+        (Value::List(items), ParamType::BoolList(n)) => n.is_none_or(|n| items.len() == n as usize) && items.iter().all(|i| matches!(i, Value::Bool(_))),
         _ => false,
     }
 }

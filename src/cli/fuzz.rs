@@ -16,8 +16,8 @@ use crate::diag::{self, codes, Diagnostic, RenderConfig};
 use crate::findings::{Finding, Store};
 use crate::fuzz::{self, FuzzConfig, Observer, Skipped, Summary};
 use crate::gen::{GenConfig, Mode, Mutation, Strategy};
-use crate::solve::Limits;
 use crate::ops::catalog::Catalog;
+use crate::solve::Limits;
 use crate::worker::supervisor::{self, PoolConfig};
 use crate::{check, plan};
 
@@ -209,9 +209,9 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         Ok(s) => s,
         Err(e) => {
             let text = args.shard.as_deref().unwrap_or("");
-            let d = Diagnostic::new(codes::E0103, format!("`{text}` is not a shard"))
-                .with_note(e.to_string())
-                .with_help("write --shard K/N with 1 <= K <= N, e.g. --shard 1/4 for the first of four (Slurm: --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT with --array=1-N)");
+            let d = Diagnostic::new(codes::E0103, format!("`{text}` is not a shard")).with_note(e.to_string()).with_help(
+                "write --shard K/N with 1 <= K <= N, e.g. --shard 1/4 for the first of four (Slurm: --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT with --array=1-N)",
+            );
             eprint!("{}", diag::render(&diag::SourceMap::default(), &d, render));
             return Ok(ExitCode::from(2));
         }
@@ -264,7 +264,8 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         (Some(_), Some(apis)) => Some(apis.into_iter().collect::<std::collections::HashSet<String>>()),
         (Some(shard), None) => {
             let measured = match &args.costs {
-                Some(dir) => crate::campaign::costs::measured(dir).map_err(|e| anyhow::anyhow!("cannot read the costs in `{}`: {e} (give the --out folder of an earlier campaign)", dir.display()))?,
+                Some(dir) => crate::campaign::costs::measured(dir)
+                    .map_err(|e| anyhow::anyhow!("cannot read the costs in `{}`: {e} (give the --out folder of an earlier campaign)", dir.display()))?,
                 None => Default::default(),
             };
             Some(shard_apis(shard, &spec.apis, &plans, &measured))
@@ -359,9 +360,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     };
     install_interrupt_handler();
     let bar = if args.json { ProgressBar::hidden() } else { ProgressBar::new_spinner() };
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} {elapsed_precise} {pos:>10} execs {msg}").unwrap_or_else(|_| ProgressStyle::default_spinner()),
-    );
+    bar.set_style(ProgressStyle::with_template("{spinner} {elapsed_precise} {pos:>10} execs {msg}").unwrap_or_else(|_| ProgressStyle::default_spinner()));
     bar.enable_steady_tick(Duration::from_millis(200));
     let observer = Bar { bar: bar.clone(), quiet: args.json };
     let summary = match fuzz::run(&plans, pools, skipped, &store, &config, &observer) {
@@ -387,10 +386,13 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         eprint!("{}", table(&summary));
     }
     if summary.unwritten > 0 {
-        let d = Diagnostic::new(codes::E0104, format!("{} finding{} could not be written to `{}`", summary.unwritten, if summary.unwritten == 1 { "" } else { "s" }, args.out.display()))
-            .with_note(format!("the first: {}", summary.write_error.as_deref().unwrap_or("unknown error")))
-            .with_note(format!("the campaign stopped; the findings already in the folder are intact, and every case below {} was judged", summary.next_case))
-            .with_help(format!("free space in (or give write access to) the folder, then continue with `sfz fuzz --resume {}`", args.out.display()));
+        let d = Diagnostic::new(
+            codes::E0104,
+            format!("{} finding{} could not be written to `{}`", summary.unwritten, if summary.unwritten == 1 { "" } else { "s" }, args.out.display()),
+        )
+        .with_note(format!("the first: {}", summary.write_error.as_deref().unwrap_or("unknown error")))
+        .with_note(format!("the campaign stopped; the findings already in the folder are intact, and every case below {} was judged", summary.next_case))
+        .with_help(format!("free space in (or give write access to) the folder, then continue with `sfz fuzz --resume {}`", args.out.display()));
         eprint!("{}", diag::render(&diag::SourceMap::default(), &d, render));
         return Ok(ExitCode::from(2));
     }
@@ -527,10 +529,7 @@ pub fn table(s: &Summary) -> String {
     }
     out.push_str(&format!("  seed        {}   findings in {}\n\n", s.seed, s.out));
     let width = s.apis.iter().map(|a| a.api.len()).max().unwrap_or(3).max(3);
-    out.push_str(&format!(
-        "  {:width$}  {:>10}  {:>7}  {:>8}  {:>7}  {:>9}  {:>8}  {:>6}\n",
-        "API", "execs", "valid", "failures", "dtypes", "branches", "boundary", "combos"
-    ));
+    out.push_str(&format!("  {:width$}  {:>10}  {:>7}  {:>8}  {:>7}  {:>9}  {:>8}  {:>6}\n", "API", "execs", "valid", "failures", "dtypes", "branches", "boundary", "combos"));
     for a in &s.apis {
         let (dtypes, branches, boundary, combos) = match &a.coverage {
             Some(c) => {
@@ -579,12 +578,7 @@ pub fn table(s: &Summary) -> String {
         out.push_str(&format!("  skipped {}: {}\n", sk.api, sk.reason));
     }
     for a in s.apis.iter().filter(|a| a.quarantined) {
-        out.push_str(&format!(
-            "  quarantined {}: it killed the worker {} times; {} later cases not run (--quarantine)\n",
-            a.api,
-            a.worker_deaths,
-            thousands(a.quarantined_cases)
-        ));
+        out.push_str(&format!("  quarantined {}: it killed the worker {} times; {} later cases not run (--quarantine)\n", a.api, a.worker_deaths, thousands(a.quarantined_cases)));
     }
     out
 }

@@ -10,18 +10,18 @@ use serde::Serialize;
 
 use super::fuzz::parse_duration;
 use super::Color;
+use crate::check;
 use crate::diag::{self, RenderConfig};
 use crate::findings::verify;
 use crate::numeric::driver::{hunt_program, HuntConfig, Outcome, Status};
+use crate::numeric::report::{python_reproducer, report, Report};
 use crate::numeric::script::lower::{self, Lowered};
 use crate::numeric::script::site::{self, ScriptFinding};
 use crate::numeric::script::trace::{self, TraceConfig};
 use crate::program::hunt::Strategy;
-use crate::spec::ProgramSpec;
-use crate::numeric::report::{python_reproducer, report, Report};
 use crate::program::soft::{self, SoftModels};
+use crate::spec::ProgramSpec;
 use crate::worker::supervisor::{self, HuntWorker};
-use crate::check;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum StrategyArg {
@@ -125,11 +125,7 @@ pub struct Tally {
 }
 
 pub fn tally(outcomes: &[(&ProgramSpec, Outcome)]) -> Tally {
-    let times: Vec<f64> = outcomes
-        .iter()
-        .filter(|(_, o)| matches!(o.status, crate::numeric::driver::Status::Found(_)))
-        .map(|(_, o)| o.elapsed.as_secs_f64() * 1e3)
-        .collect();
+    let times: Vec<f64> = outcomes.iter().filter(|(_, o)| matches!(o.status, crate::numeric::driver::Status::Found(_))).map(|(_, o)| o.elapsed.as_secs_f64() * 1e3).collect();
     Tally {
         programs: outcomes.len(),
         found: times.len(),
@@ -271,22 +267,14 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
                 reports.push(r);
                 outcomes.push((i, outcome));
             }
-            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a hunt thread panicked; this is a bug in sfz")))).collect()
+            handles.into_iter().try_for_each(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a hunt thread panicked; this is a bug in sfz"))))
         });
         started?;
         outcomes.sort_by_key(|(i, _)| *i);
         let pairs: Vec<(&ProgramSpec, Outcome)> = outcomes.into_iter().map(|(i, o)| (&targets[i].program, o)).collect();
         let t = tally(&pairs);
         if !args.json {
-            println!(
-                "{}: {} of {} programs with a NaN/INF, mean {:.1} ms, max {:.1} ms to find ({} workers)\n",
-                strategy.name(),
-                t.found,
-                t.programs,
-                t.mean_ms,
-                t.max_ms,
-                jobs
-            );
+            println!("{}: {} of {} programs with a NaN/INF, mean {:.1} ms, max {:.1} ms to find ({} workers)\n", strategy.name(), t.found, t.programs, t.mean_ms, t.max_ms, jobs);
         }
     }
     let bad = reports.iter().any(|r| matches!(r.status, "bug" | "crashed" | "hang"));
@@ -311,7 +299,14 @@ fn record(t: &Target, outcome: &Outcome, strategy: Strategy, args: &Args) -> any
     if let (Some(s), Status::Found(f)) = (&t.script, &outcome.status) {
         r.script = site::explain(p, &s.lowered, f);
     }
-    let mut header = format!("sfz hunt: program `{}`, {} search, seed {}\nNaN/INF at step `{}`: {}", p.name, strategy.name(), args.seed, r.step.clone().unwrap_or_default(), r.expr.clone().unwrap_or_default());
+    let mut header = format!(
+        "sfz hunt: program `{}`, {} search, seed {}\nNaN/INF at step `{}`: {}",
+        p.name,
+        strategy.name(),
+        args.seed,
+        r.step.clone().unwrap_or_default(),
+        r.expr.clone().unwrap_or_default()
+    );
     if let Some(s) = &t.script {
         header.push_str(&format!("\ntraced from {} (program: {})", s.script.display(), s.sfz.display()));
     }

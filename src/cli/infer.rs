@@ -5,8 +5,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::Color;
-use crate::case::{Arg, Case};
 use crate::campaign::Shard;
+use crate::case::{Arg, Case};
 use crate::diag::{self, codes, Diagnostic, RenderConfig, SourceMap};
 use crate::ops::catalog::Catalog;
 use crate::oracle::{self, Status};
@@ -139,13 +139,8 @@ fn candidates_for(path: &Path, text: &str, spec: &Spec, api: &ApiSpec, enumerate
         ranges.push(lo..synthetic.len());
     }
     let checked = crate::check::check_text(path, &synthetic);
-    let bad: Vec<usize> = checked
-        .diags
-        .iter()
-        .filter(|d| d.is_error())
-        .filter_map(|d| d.primary_span())
-        .filter_map(|s| ranges.iter().position(|r| r.contains(&(s.lo as usize))))
-        .collect();
+    let bad: Vec<usize> =
+        checked.diags.iter().filter(|d| d.is_error()).filter_map(|d| d.primary_span()).filter_map(|s| ranges.iter().position(|r| r.contains(&(s.lo as usize)))).collect();
     for r in checked.spec.rules.iter().filter(|r| r.api == api.name) {
         let Some(i) = r.meta.name.strip_prefix("sfz_candidate_").and_then(|n| n.parse::<usize>().ok()) else { continue };
         if bad.contains(&i) || r.constraints.is_empty() {
@@ -207,9 +202,9 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     let shard = match args.shard.as_deref().map(Shard::parse).transpose() {
         Ok(s) => s,
         Err(e) => {
-            let d = Diagnostic::new(codes::E0103, format!("`{}` is not a shard", args.shard.as_deref().unwrap_or("")))
-                .with_note(e.to_string())
-                .with_help("write --shard K/N with 1 <= K <= N, e.g. --shard 1/4 for the first of four (Slurm: --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT with --array=1-N)");
+            let d = Diagnostic::new(codes::E0103, format!("`{}` is not a shard", args.shard.as_deref().unwrap_or(""))).with_note(e.to_string()).with_help(
+                "write --shard K/N with 1 <= K <= N, e.g. --shard 1/4 for the first of four (Slurm: --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT with --array=1-N)",
+            );
             eprint!("{}", diag::render(&SourceMap::default(), &d, render));
             return Ok(ExitCode::from(2));
         }
@@ -316,10 +311,7 @@ fn shard_targets(shard: Shard, targets: &[String]) -> Vec<String> {
     let (paths, names): (Vec<&String>, Vec<&String>) = targets.iter().partition(|t| Path::new(t.as_str()).exists());
     let files = crate::check::expand_paths(&paths.iter().map(PathBuf::from).collect::<Vec<_>>());
     let mut items: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
-    let mut costs: Vec<f64> = files
-        .iter()
-        .map(|f| std::fs::read_to_string(f).map_or(1.0, |t| crate::check::check_text(f, &t).spec.apis.len().max(1) as f64))
-        .collect();
+    let mut costs: Vec<f64> = files.iter().map(|f| std::fs::read_to_string(f).map_or(1.0, |t| crate::check::check_text(f, &t).spec.apis.len().max(1) as f64)).collect();
     items.extend(names.iter().map(|n| n.to_string()));
     costs.extend(names.iter().map(|_| 1.0));
     let refs: Vec<&str> = items.iter().map(String::as_str).collect();
@@ -347,7 +339,13 @@ fn validate_oracles(path: &Path, text: &str, args: &Args, catalog: &Catalog, wor
     if !args.json {
         for v in &verdicts {
             let refuted: Vec<String> = v.refuted.iter().map(|(o, why)| format!("{o} ({why})")).collect();
-            eprintln!("{}: oracles kept {}; refuted {} ({} cases)", v.api, if v.kept.is_empty() { "none".into() } else { v.kept.join(", ") }, if refuted.is_empty() { "none".into() } else { refuted.join("; ") }, v.cases);
+            eprintln!(
+                "{}: oracles kept {}; refuted {} ({} cases)",
+                v.api,
+                if v.kept.is_empty() { "none".into() } else { v.kept.join(", ") },
+                if refuted.is_empty() { "none".into() } else { refuted.join("; ") },
+                v.cases
+            );
         }
     }
     Ok(text)

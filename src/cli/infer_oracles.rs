@@ -37,7 +37,17 @@ pub fn validate(spec: &Spec, text: &str, catalog: &Catalog, v: &Validation) -> a
     let apis = spec.apis.iter().filter(|a| !a.oracles_written).cloned().collect();
     let implied = Spec { apis, rules: Vec::new(), programs: Vec::new() };
     // Refutations from earlier runs are judged again.
-    let implied = Spec { apis: implied.apis.into_iter().map(|mut a| { a.refuted_oracles.clear(); a }).collect(), ..implied };
+    let implied = Spec {
+        apis: implied
+            .apis
+            .into_iter()
+            .map(|mut a| {
+                a.refuted_oracles.clear();
+                a
+            })
+            .collect(),
+        ..implied
+    };
     let (plans, _) = crate::plan::plan(&implied, catalog);
     let plans: Vec<_> = plans.into_iter().filter(|p| !p.checks.is_empty()).collect();
     if plans.is_empty() {
@@ -98,7 +108,8 @@ pub fn validate(spec: &Spec, text: &str, catalog: &Catalog, v: &Validation) -> a
 }
 
 fn tempfile_dir() -> anyhow::Result<std::path::PathBuf> {
-    let dir = std::env::temp_dir().join(format!("sfz-oracles-{}-{}", std::process::id(), std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())));
+    let dir =
+        std::env::temp_dir().join(format!("sfz-oracles-{}-{}", std::process::id(), std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())));
     std::fs::create_dir_all(&dir).map_err(|e| anyhow::anyhow!("cannot create the scratch folder `{}`: {e}", dir.display()))?;
     Ok(dir)
 }

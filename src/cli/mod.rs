@@ -4,13 +4,13 @@ mod explain;
 mod fmt;
 mod fuzz;
 pub mod hunt;
-pub mod train;
-mod replay;
-mod report;
 mod infer;
 mod infer_oracles;
 mod init;
+mod replay;
+mod report;
 mod suggest;
+pub mod train;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use super::Color;
-use crate::diag::{self, codes, Diagnostic, RenderConfig, SourceMap, Span};
 use crate::campaign::merge::{self, Disagreement};
+use crate::diag::{self, codes, Diagnostic, RenderConfig, SourceMap, Span};
 use crate::findings::{self, report, verify, SkippedLine};
 
 #[derive(clap::Args, Debug)]
@@ -87,7 +87,13 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let mix: Vec<String> = report::by_oracle(&unique).iter().map(|(o, n)| format!("{o} {n}")).collect();
-    println!("{} unique finding{}{}{}", unique.len(), if unique.len() == 1 { "" } else { "s" }, if mix.is_empty() { String::new() } else { format!(" ({})", mix.join(", ")) }, report::causes_suffix(&unique));
+    println!(
+        "{} unique finding{}{}{}",
+        unique.len(),
+        if unique.len() == 1 { "" } else { "s" },
+        if mix.is_empty() { String::new() } else { format!(" ({})", mix.join(", ")) },
+        report::causes_suffix(&unique)
+    );
     if !unique.is_empty() {
         print!("{}", report::table(&unique, &verified));
         print!("{}", report::shared_causes_text(&unique));
@@ -103,7 +109,12 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     }
     if args.verify {
         let yes = verified.values().filter(|v| v.reproduced).count();
-        println!("reproducers: {yes} of {} reproduce under {}{}", verified.len(), args.python.clone().unwrap_or_else(verify::default_python).display(), report::differently_note(&verified));
+        println!(
+            "reproducers: {yes} of {} reproduce under {}{}",
+            verified.len(),
+            args.python.clone().unwrap_or_else(verify::default_python).display(),
+            report::differently_note(&verified)
+        );
     }
     println!("wrote {} and {}", md.display(), sarif.display());
     Ok(ExitCode::SUCCESS)

@@ -68,12 +68,8 @@ impl Probe {
         if plans.is_empty() {
             return None;
         }
-        let config = crate::worker::supervisor::PoolConfig {
-            worker_exe: worker.to_path_buf(),
-            workers: 1,
-            ops: plans.iter().map(|p| p.binding.clone()).collect(),
-            ..Default::default()
-        };
+        let config =
+            crate::worker::supervisor::PoolConfig { worker_exe: worker.to_path_buf(), workers: 1, ops: plans.iter().map(|p| p.binding.clone()).collect(), ..Default::default() };
         let pool = crate::worker::supervisor::Pool::start(config).ok()?;
         Some(Probe { pool, apis: plans.into_iter().map(|p| p.api).collect() })
     }
@@ -134,7 +130,17 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
             if let Some(ep) = &endpoint {
                 let outcome = match &endpoint_down {
                     Some(why) => Err(why.clone()),
-                    None => llm::suggest(ep, path, &text, &api.name, &api_text, schema.as_deref(), &probe.as_ref().map_or(String::new(), |p| p.rejections(&api.name, args.probe_cases as usize)), args.rounds as usize).map_err(|e| {
+                    None => llm::suggest(
+                        ep,
+                        path,
+                        &text,
+                        &api.name,
+                        &api_text,
+                        schema.as_deref(),
+                        &probe.as_ref().map_or(String::new(), |p| p.rejections(&api.name, args.probe_cases as usize)),
+                        args.rounds as usize,
+                    )
+                    .map_err(|e| {
                         if matches!(e, llm::LlmError::Unreachable(_)) {
                             endpoint_down = Some(e.to_string());
                         }
@@ -163,13 +169,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
             });
             fig.proposed = candidates.len();
             // Rules of the same names that are still candidates are replaced; judged ones stay.
-            let replace: Vec<String> = checked
-                .spec
-                .rules
-                .iter()
-                .filter(|r| r.api == api.name && r.meta.status == RuleStatus::Candidate)
-                .map(|r| r.meta.name.clone())
-                .collect();
+            let replace: Vec<String> = checked.spec.rules.iter().filter(|r| r.api == api.name && r.meta.status == RuleStatus::Candidate).map(|r| r.meta.name.clone()).collect();
             let judged: Vec<Judged> = candidates.into_iter().filter(|c| !judged_already(&checked.spec, &api.name, c)).map(Judged::candidate).collect();
             match rules::write_rules(&text, &api.name, &judged, &replace) {
                 Some(t) => text = t,
@@ -210,11 +210,5 @@ fn judged_already(spec: &crate::spec::Spec, api: &str, c: &Candidate) -> bool {
 /// The source of an `api` item (docs and attributes included), for the prompt.
 fn item_text(text: &str, api: &str) -> String {
     let (module, _) = crate::syntax::parse(diag::FileId(0), text);
-    module
-        .items
-        .iter()
-        .find(|i| matches!(&i.kind, crate::ast::ItemKind::Api(a) if a.path.name == api))
-        .and_then(|i| text.get(i.span.range()))
-        .unwrap_or(api)
-        .to_string()
+    module.items.iter().find(|i| matches!(&i.kind, crate::ast::ItemKind::Api(a) if a.path.name == api)).and_then(|i| text.get(i.span.range())).unwrap_or(api).to_string()
 }

@@ -83,13 +83,6 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     let text = serde_json::to_string(&models)?;
     std::fs::write(&args.out, text + "\n")?;
     let positives: u64 = models.models.values().map(|m| m.positives).sum();
-    println!(
-        "trained {} op models from {} records ({} non-finite) of {} programs; wrote {}",
-        models.models.len(),
-        records.len(),
-        positives,
-        programs.len(),
-        args.out.display()
-    );
+    println!("trained {} op models from {} records ({} non-finite) of {} programs; wrote {}", models.models.len(), records.len(), positives, programs.len(), args.out.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -43,14 +43,7 @@ pub struct Diagnostic {
 impl Diagnostic {
     /// An error or warning (as its code's registry entry says) with a message and no labels yet.
     pub fn new(code: Code, message: impl Into<String>) -> Self {
-        Diagnostic {
-            code,
-            severity: code.info().severity,
-            message: message.into(),
-            labels: Vec::new(),
-            notes: Vec::new(),
-            help: None,
-        }
+        Diagnostic { code, severity: code.info().severity, message: message.into(), labels: Vec::new(), notes: Vec::new(), help: None }
     }
 
     pub fn with_label(mut self, span: Span, message: impl Into<String>) -> Self {

@@ -41,11 +41,7 @@ fn to_codespan(diag: &Diagnostic) -> cs::Diagnostic<FileId> {
         .labels
         .iter()
         .map(|l| {
-            let label = if l.primary {
-                cs::Label::primary(l.span.file, l.span.range())
-            } else {
-                cs::Label::secondary(l.span.file, l.span.range())
-            };
+            let label = if l.primary { cs::Label::primary(l.span.file, l.span.range()) } else { cs::Label::secondary(l.span.file, l.span.range()) };
             label.with_message(l.message.clone())
         })
         .collect();

@@ -3,12 +3,7 @@
 /// The candidate closest to `name` by edit distance, if close enough to be a likely typo.
 pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let limit = (name.chars().count() / 3).max(1);
-    candidates
-        .into_iter()
-        .map(|c| (edit_distance(name, c), c))
-        .filter(|&(d, c)| d <= limit && c != name)
-        .min_by_key(|&(d, c)| (d, c.len(), c))
-        .map(|(_, c)| c)
+    candidates.into_iter().map(|c| (edit_distance(name, c), c)).filter(|&(d, c)| d <= limit && c != name).min_by_key(|&(d, c)| (d, c.len(), c)).map(|(_, c)| c)
 }
 
 /// Edit distance over chars where swapping two adjacent characters costs one edit

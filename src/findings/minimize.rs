@@ -48,11 +48,8 @@ pub fn minimize(api: &ApiSpec, case: &Case, budget: Budget, fires: &mut dyn FnMu
     let mut tried: BTreeSet<String> = BTreeSet::new();
     'outer: loop {
         let key = size(&current);
-        let candidates: Vec<Case> = candidates(api, &current)
-            .into_iter()
-            .filter(|c| size(c) < key)
-            .filter(|c| tried.insert(serde_json::to_string(c).unwrap_or_default()))
-            .collect();
+        let candidates: Vec<Case> =
+            candidates(api, &current).into_iter().filter(|c| size(c) < key).filter(|c| tried.insert(serde_json::to_string(c).unwrap_or_default())).collect();
         if candidates.is_empty() {
             break;
         }
@@ -296,8 +293,8 @@ fn map_tensors(case: &Case, mut f: impl FnMut(&mut TensorRecipe)) -> Case {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::first_api as api;
     use crate::case::DType;
+    use crate::check::first_api as api;
 
     fn t(shape: &[i64]) -> Arg {
         Arg::Tensor(TensorRecipe { dtype: DType::Float32, shape: shape.to_vec(), fill: Fill::Uniform { lo: -1.0, hi: 1.0 }, seed: 3, layout: Layout::Strided, specials: vec![] })

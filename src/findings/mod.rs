@@ -2,8 +2,8 @@
 //! Python reproducer.
 pub mod minimize;
 pub mod pinned;
-pub mod repro;
 pub mod report;
+pub mod repro;
 pub mod store;
 pub mod verify;
 

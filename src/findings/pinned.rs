@@ -38,7 +38,11 @@ pub fn pinned_spec(api: &ApiSpec, case: &Case, header: &str, oracle: &str, check
         [r] if r.name == "result" => format!(" -> {}", type_text(&r.ty)),
         rs => format!(
             " -> ({})",
-            rs.iter().enumerate().map(|(i, r)| format!("{}: {}", if r.name.contains('.') { format!("r{i}") } else { r.name.clone() }, type_text(&r.ty))).collect::<Vec<_>>().join(", ")
+            rs.iter()
+                .enumerate()
+                .map(|(i, r)| format!("{}: {}", if r.name.contains('.') { format!("r{i}") } else { r.name.clone() }, type_text(&r.ty)))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     };
     let _ = writeln!(out, "api {}({}){returns} {{", api.name, params.join(", "));
@@ -143,13 +147,7 @@ fn oracle_text(oracle: &str, check: Option<&Check>) -> String {
         _ => {
             let t = &c.tolerances;
             let pair = |x: crate::variant::Tolerance| format!("[{:?}, {:?}]", x.rtol, x.atol);
-            format!(
-                "{oracle}(float16 = {}, bfloat16 = {}, float32 = {}, float64 = {})",
-                pair(t.float16),
-                pair(t.bfloat16),
-                pair(t.float32),
-                pair(t.float64)
-            )
+            format!("{oracle}(float16 = {}, bfloat16 = {}, float32 = {}, float64 = {})", pair(t.float16), pair(t.bfloat16), pair(t.float32), pair(t.float64))
         }
     }
 }
@@ -169,7 +167,14 @@ mod tests {
     #[test]
     fn special_values_are_listed_by_flat_index() {
         let a = api("api torch.linalg.eigvals(input: Tensor) -> Tensor {}");
-        let t = TensorRecipe { dtype: DType::Complex128, shape: vec![2, 2], fill: Fill::Constant(1.0), seed: 1, layout: Layout::Contiguous, specials: vec![(0, Special::Nan), (6, Special::NegZero), (3, Special::Value(f64::MAX))] };
+        let t = TensorRecipe {
+            dtype: DType::Complex128,
+            shape: vec![2, 2],
+            fill: Fill::Constant(1.0),
+            seed: 1,
+            layout: Layout::Contiguous,
+            specials: vec![(0, Special::Nan), (6, Special::NegZero), (3, Special::Value(f64::MAX))],
+        };
         let text = pinned_spec(&a, &Case { op: 0, args: vec![Arg::Tensor(t)] }, "sfz finding t", "crash", None, &[]);
         insta::assert_snapshot!(text);
     }

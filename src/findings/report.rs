@@ -243,7 +243,14 @@ pub fn markdown(dir: &Path, loaded: &Loaded, verified: &HashMap<String, Verifica
     let findings = unique(loaded);
     let mut out = format!("# sfz findings in `{}`\n\n", dir.display());
     let mix: Vec<String> = by_oracle(&findings).iter().map(|(o, n)| format!("{o} {n}")).collect();
-    let _ = writeln!(out, "{} unique finding{}{}{}.", findings.len(), if findings.len() == 1 { "" } else { "s" }, if mix.is_empty() { String::new() } else { format!(" ({})", mix.join(", ")) }, causes_suffix(&findings));
+    let _ = writeln!(
+        out,
+        "{} unique finding{}{}{}.",
+        findings.len(),
+        if findings.len() == 1 { "" } else { "s" },
+        if mix.is_empty() { String::new() } else { format!(" ({})", mix.join(", ")) },
+        causes_suffix(&findings)
+    );
     if !verified.is_empty() {
         let yes = findings.iter().filter(|f| verified.get(&f.id).is_some_and(|v| v.reproduced)).count();
         let _ = writeln!(out, "Reproducers run under pip torch: {yes} of {} reproduce.{}", verified.len(), differently_note(verified));
@@ -286,7 +293,11 @@ pub fn markdown(dir: &Path, loaded: &Loaded, verified: &HashMap<String, Verifica
             let _ = writeln!(out, "- `{i}`");
         }
         if let (Some(m), Some(o)) = (&f.minimization, &f.original) {
-            let _ = writeln!(out, "\nMinimized from {} to {} input elements in {} steps ({} cases run); the original reproducer is [`{}`]({}).", m.elements_before, m.elements_after, m.steps, m.executions, o.repro, o.repro);
+            let _ = writeln!(
+                out,
+                "\nMinimized from {} to {} input elements in {} steps ({} cases run); the original reproducer is [`{}`]({}).",
+                m.elements_before, m.elements_after, m.steps, m.executions, o.repro, o.repro
+            );
         }
         if let Some(v) = verified.get(&f.id) {
             let verdict = if v.reproduced {
@@ -314,10 +325,8 @@ pub fn sarif(loaded: &Loaded, verified: &HashMap<String, Verification>) -> serde
     let base = format!("file://{}/", folder.display().to_string().trim_end_matches('/'));
     let findings = unique(loaded);
     let oracles: Vec<String> = by_oracle(&findings).into_keys().collect();
-    let rules: Vec<serde_json::Value> = oracles
-        .iter()
-        .map(|o| json!({ "id": o, "name": o, "shortDescription": { "text": oracle_description(o) }, "defaultConfiguration": { "level": "error" } }))
-        .collect();
+    let rules: Vec<serde_json::Value> =
+        oracles.iter().map(|o| json!({ "id": o, "name": o, "shortDescription": { "text": oracle_description(o) }, "defaultConfiguration": { "level": "error" } })).collect();
     let results: Vec<serde_json::Value> = findings
         .iter()
         .map(|f| {
@@ -415,7 +424,10 @@ mod tests {
         let div = finding("a", "torch.div", "precision", "values differ in output 0");
         let divide = finding("b", "torch.divide", "precision", "values differ in output 0");
         let mul = finding("c", "torch.mul", "precision", "values differ in output 0");
-        let asserted = [finding("d", "torch.linalg.ldl_factor", "internal_error", "INTERNAL ASSERT a.cpp:1"), finding("e", "torch.linalg.ldl_factor_ex", "internal_error", "INTERNAL ASSERT a.cpp:1")];
+        let asserted = [
+            finding("d", "torch.linalg.ldl_factor", "internal_error", "INTERNAL ASSERT a.cpp:1"),
+            finding("e", "torch.linalg.ldl_factor_ex", "internal_error", "INTERNAL ASSERT a.cpp:1"),
+        ];
         let all = vec![&div, &divide, &mul, &asserted[0], &asserted[1]];
         let groups = shared_causes(&all);
         let ids: Vec<Vec<&str>> = groups.iter().map(|(_, fs)| fs.iter().map(|f| f.id.as_str()).collect()).collect();

@@ -193,9 +193,7 @@ pub fn parse_lines(text: &str) -> (Vec<Finding>, Vec<SkippedLine>) {
             continue;
         }
         match serde_json::from_str::<Finding>(line) {
-            Ok(f) if f.format > FORMAT => {
-                skipped.push(SkippedLine { line: n + 1, reason: format!("written by a newer sfz (format {}, this one reads up to {FORMAT})", f.format) })
-            }
+            Ok(f) if f.format > FORMAT => skipped.push(SkippedLine { line: n + 1, reason: format!("written by a newer sfz (format {}, this one reads up to {FORMAT})", f.format) }),
             Ok(f) => findings.push(f),
             Err(e) => skipped.push(SkippedLine { line: n + 1, reason: e.to_string() }),
         }

@@ -15,7 +15,10 @@ pub enum Doc {
     /// Raises the indentation of the lines inside by this many columns.
     Nest(usize, Box<Doc>),
     /// Laid out flat if it fits, else broken. `forced` when it holds a `HardLine`.
-    Group { doc: Box<Doc>, forced: bool },
+    Group {
+        doc: Box<Doc>,
+        forced: bool,
+    },
     /// The first when the enclosing group is broken, the second when flat.
     IfBreak(Box<Doc>, Box<Doc>),
     Concat(Vec<Doc>),

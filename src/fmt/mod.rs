@@ -236,21 +236,9 @@ impl<'a> Printer<'a> {
                 head.push(self.body(&api.body));
                 concat(head)
             }
-            ItemKind::Rule(r) => {
-                concat([text(format!("rule {} for {} ", r.name.name, r.target.name)), self.body(&r.body)])
-            }
-            ItemKind::Program(prog) => concat([
-                text(format!("program {}", prog.name.name)),
-                self.params(&prog.params),
-                text(" "),
-                self.body(&prog.body),
-            ]),
-            ItemKind::Constraints(set) => concat([
-                text(format!("constraints {}", set.name.name)),
-                self.params(&set.params),
-                text(" "),
-                self.body(&set.body),
-            ]),
+            ItemKind::Rule(r) => concat([text(format!("rule {} for {} ", r.name.name, r.target.name)), self.body(&r.body)]),
+            ItemKind::Program(prog) => concat([text(format!("program {}", prog.name.name)), self.params(&prog.params), text(" "), self.body(&prog.body)]),
+            ItemKind::Constraints(set) => concat([text(format!("constraints {}", set.name.name)), self.params(&set.params), text(" "), self.body(&set.body)]),
             ItemKind::Dtypes(d) => concat([text(format!("dtypes {} = ", d.name.name)), self.expr(&d.value), text(";")]),
             ItemKind::TypeAlias(t) => concat([text(format!("type {} = ", t.name.name)), ty(&t.ty), text(";")]),
             ItemKind::Oracle(o) => {
@@ -448,9 +436,7 @@ impl<'a> Printer<'a> {
             ExprKind::Unary(UnOp::Neg, inner) => concat([text("-"), self.expr(inner)]),
             ExprKind::Binary(op @ (BinOp::And | BinOp::Or | BinOp::Implies), _, _) => self.chain(*op, e),
             // A long comparison may break before its operator; arithmetic stays on one line.
-            ExprKind::Binary(op, l, r) if op.is_comparison() => {
-                group(concat([self.expr(l), nest(INDENT, concat([Doc::Line, text(format!("{} ", op.symbol())), self.expr(r)]))]))
-            }
+            ExprKind::Binary(op, l, r) if op.is_comparison() => group(concat([self.expr(l), nest(INDENT, concat([Doc::Line, text(format!("{} ", op.symbol())), self.expr(r)]))])),
             ExprKind::Binary(op, l, r) => concat([self.expr(l), text(format!(" {} ", op.symbol())), self.expr(r)]),
             ExprKind::Range { lo, hi, inclusive } => {
                 // `1. ..2`: a float written with a bare dot keeps a space before the range.

@@ -6,9 +6,9 @@
 //! death (or finds it recorded) and the finding names it (`Finding::same_as`).
 use crate::findings::Finding;
 use crate::oracle::{self, Detection, Evidence};
-use crate::worker::Execution;
 use crate::plan::ApiPlan;
 use crate::worker::supervisor::{Pool, PoolConfig};
+use crate::worker::Execution;
 
 use super::record;
 

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use crate::case::{Arg, Case, Special};
 use crate::outcome::Outcome;
-use crate::worker::Execution;
 use crate::worker::supervisor::Pool;
+use crate::worker::Execution;
 
 /// Integers at least this large (in magnitude) are scaled down by the probe.
 pub const LARGE: f64 = (1u64 << 24) as f64;
@@ -121,7 +121,14 @@ mod tests {
 
     #[test]
     fn large_integers_are_scaled_with_their_sign_and_small_ones_kept() {
-        let t = TensorRecipe { dtype: DType::Int64, shape: vec![3], fill: Fill::Int { lo: -10, hi: 11 }, seed: 1, layout: Layout::Contiguous, specials: vec![(0, Special::Value(4.6e18)), (1, Special::Value(-3.0))] };
+        let t = TensorRecipe {
+            dtype: DType::Int64,
+            shape: vec![3],
+            fill: Fill::Int { lo: -10, hi: 11 },
+            seed: 1,
+            layout: Layout::Contiguous,
+            specials: vec![(0, Special::Value(4.6e18)), (1, Special::Value(-3.0))],
+        };
         let case = Case { op: 0, args: vec![Arg::Tensor(t), Arg::Int(i64::MIN), Arg::IntList(vec![2, 1 << 30])] };
         let (probe, largest) = scaled(&case, 1024.0).expect("large integers");
         assert_eq!(largest, 2f64.powi(63));

@@ -10,10 +10,10 @@ use std::time::Instant;
 
 use crate::case::Case;
 use crate::oracle::{self, Detection};
-use crate::worker::Execution;
 use crate::plan::ApiPlan;
 use crate::variant::Check;
 use crate::worker::supervisor::{Pool, PoolConfig};
+use crate::worker::Execution;
 
 use super::record;
 
@@ -88,4 +88,3 @@ pub fn locate(config: &PoolConfig, plan: &ApiPlan, checks: &[Check], case: &Case
 fn kills(plan: &ApiPlan, checks: &[Check], case: &Case, exec: &Execution) -> Option<Detection> {
     oracle::judge(&plan.api, checks, case, exec).detections.into_iter().find(|d| d.signal.is_some_and(|s| s != libc::SIGKILL))
 }
-

@@ -5,11 +5,11 @@ pub mod also_dies;
 pub mod blame;
 pub mod cost;
 pub mod culprit;
-pub mod spec_findings;
-mod triage;
 pub mod record;
 pub mod replay;
+pub mod spec_findings;
 pub mod stats;
+mod triage;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -20,13 +20,13 @@ use crate::case::Case;
 use crate::findings::{self, finding_id, Finding, Key, SpecLocation, Store};
 use crate::gen::coverage::Coverage;
 use crate::gen::{ApiPools, GenConfig, Generated, Generator, Strategy};
-use spec_findings::{SpecFinding, SpecStore};
 use crate::oracle::{self, Status};
-use crate::variant::CheckOutcome;
-use crate::worker::Execution;
 use crate::plan::ApiPlan;
-use crate::worker::supervisor::{Pool, PoolConfig, PoolError};
 pub use crate::plan::Skipped;
+use crate::variant::CheckOutcome;
+use crate::worker::supervisor::{Pool, PoolConfig, PoolError};
+use crate::worker::Execution;
+use spec_findings::{SpecFinding, SpecStore};
 pub use stats::Summary;
 
 /// How long and how a campaign runs.
@@ -122,14 +122,7 @@ impl Pending {
 }
 
 /// Runs the campaign. `plans` and `pools` are parallel.
-pub fn run(
-    plans: &[ApiPlan],
-    pools: Vec<ApiPools>,
-    skipped: Vec<Skipped>,
-    store: &Store,
-    config: &FuzzConfig,
-    observer: &dyn Observer,
-) -> Result<Summary, FuzzError> {
+pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store: &Store, config: &FuzzConfig, observer: &dyn Observer) -> Result<Summary, FuzzError> {
     if pools.iter().all(|p| p.models.is_empty()) {
         return Err(FuzzError::NothingToFuzz);
     }
@@ -181,9 +174,7 @@ pub fn run(
     };
     let live = skipped_apis.iter().filter(|s| !**s).count() as u64;
     let quarantined = AtomicU64::new(0);
-    let generate = |index: u64| -> Option<Generated> {
-        generator.case(index).filter(|g| !skipped_apis[g.api])
-    };
+    let generate = |index: u64| -> Option<Generated> { generator.case(index).filter(|g| !skipped_apis[g.api]) };
     let next = || -> Option<(u64, Case)> {
         // A finding that could not be written stops the campaign: the next ones would be lost too.
         let unwritable = counters.unwritten.load(Ordering::Relaxed) > 0;
@@ -455,7 +446,13 @@ pub fn describe_inputs(plan: &ApiPlan, case: &Case) -> Vec<String> {
                 Arg::Str(s) => format!("{s:?}"),
                 Arg::Dtype(d) => format!("torch.{d}"),
                 Arg::Int(i) => i.to_string(),
-                Arg::Bool(b) => if *b { "True".into() } else { "False".into() },
+                Arg::Bool(b) => {
+                    if *b {
+                        "True".into()
+                    } else {
+                        "False".into()
+                    }
+                }
                 Arg::IntList(v) => format!("{v:?}"),
                 Arg::FloatList(v) => format!("{v:?}"),
                 Arg::BoolList(v) => format!("{v:?}"),

@@ -9,10 +9,10 @@ use crate::findings::pinned::pinned_spec;
 use crate::findings::repro::Reproducer;
 use crate::findings::{Finding, Minimization, Original, Store};
 use crate::oracle::{self, Evidence};
-use crate::worker::Execution;
 use crate::plan::ApiPlan;
 use crate::variant::Check;
 use crate::worker::supervisor::{Pool, PoolConfig};
+use crate::worker::Execution;
 
 /// The reproducer of a finding's current case.
 pub fn reproducer(plan: &ApiPlan, finding: &Finding) -> String {
@@ -32,8 +32,18 @@ pub fn reproducer(plan: &ApiPlan, finding: &Finding) -> String {
         ("oom", _) => "runs out of memory".to_string(),
         _ => String::new(),
     };
-    Reproducer { api: &plan.api, binding: &plan.binding, case: &finding.case, evidence: &finding.evidence, check: check.as_ref(), twin, header: &header, expect: &expect, calls: finding.calls.unwrap_or(1) }
-        .render()
+    Reproducer {
+        api: &plan.api,
+        binding: &plan.binding,
+        case: &finding.case,
+        evidence: &finding.evidence,
+        check: check.as_ref(),
+        twin,
+        header: &header,
+        expect: &expect,
+        calls: finding.calls.unwrap_or(1),
+    }
+    .render()
 }
 
 /// The pinned spec of a finding's current case.
@@ -197,7 +207,11 @@ pub fn judged_alone(finding: &Finding, checks: &[Check]) -> Vec<Check> {
 /// How many calls in a row a finding gets to show again: `CONFIRM_CALLS` for a worker's death
 /// (heap damage shows at a later free, and one call that returns proves nothing), one otherwise.
 pub fn calls_for(finding: &Finding) -> usize {
-    if died(finding) && finding.oracle != "hang" { CONFIRM_CALLS } else { 1 }
+    if died(finding) && finding.oracle != "hang" {
+        CONFIRM_CALLS
+    } else {
+        1
+    }
 }
 
 /// Calls `case` up to `calls` times in a row in `pool`, a few at a time, until a verdict shows

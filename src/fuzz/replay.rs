@@ -11,10 +11,10 @@ use crate::fuzz::{also_dies, record};
 use crate::ops::catalog::Catalog;
 use crate::oracle;
 use crate::outcome::Outcome;
-use crate::worker::Execution;
 use crate::plan::{self, ApiPlan};
 use crate::spec::{OracleUse, Spec};
 use crate::worker::supervisor::{self, Pool, PoolConfig};
+use crate::worker::Execution;
 
 /// What a replay saw.
 #[derive(Clone, Debug, Serialize)]
@@ -150,7 +150,9 @@ pub fn replay(finding: &Finding, specs: &[PathBuf], pool: PoolConfig) -> Result<
     };
     Ok(match described {
         None => replayed(false, vec![], "the worker could not run it".into(), None),
-        Some((exec, verdict, on_call)) => replayed(on_call.is_some(), verdict.detections.iter().map(|d| format!("{}: {}", d.oracle, d.signature)).collect(), describe(exec), on_call),
+        Some((exec, verdict, on_call)) => {
+            replayed(on_call.is_some(), verdict.detections.iter().map(|d| format!("{}: {}", d.oracle, d.signature)).collect(), describe(exec), on_call)
+        }
     })
 }
 

@@ -294,7 +294,6 @@ pub struct Summary {
     pub next_case: u64,
 }
 
-
 impl Counters {
     pub fn summary(&self, names: &[String], seconds: f64, workers: usize, seed: u64, skipped: Vec<Skipped>, out: String) -> Summary {
         let rejections = self.rejections.lock().expect("counters lock").clone();

@@ -267,9 +267,7 @@ pub fn case_classes(args: &[Arg]) -> u32 {
     if ts.windows(2).any(|w| w[0].dtype != w[1].dtype) {
         bits |= Class::MixedDtypes.bit();
     }
-    let broadcasts = |a: &[i64], b: &[i64]| {
-        a.len() != b.len() || a.iter().zip(b).any(|(&x, &y)| x != y && (x == 1 || y == 1))
-    };
+    let broadcasts = |a: &[i64], b: &[i64]| a.len() != b.len() || a.iter().zip(b).any(|(&x, &y)| x != y && (x == 1 || y == 1));
     if ts.iter().enumerate().any(|(i, a)| ts.iter().skip(i + 1).any(|b| broadcasts(&a.shape, &b.shape))) {
         bits |= Class::Broadcast.bit();
     }
@@ -384,7 +382,13 @@ pub fn show(e: &TExpr, api: &ApiSpec) -> String {
     match e {
         TExpr::Lit(v) => crate::check::value_text(v),
         TExpr::Param(i) => api.params.get(*i).map_or_else(|| format!("param{i}"), |p| p.name.clone()),
-        TExpr::Result(i) => if *i == 0 { "result".into() } else { format!("result.{i}") },
+        TExpr::Result(i) => {
+            if *i == 0 {
+                "result".into()
+            } else {
+                format!("result.{i}")
+            }
+        }
         TExpr::Bound(id) => format!("v{id}"),
         TExpr::Prop(b, p) => format!("{}.{}", go(b), p.name()),
         TExpr::Index(b, i) => format!("{}[{}]", go(b), go(i)),
@@ -440,11 +444,7 @@ pub struct Coverage {
 impl Coverage {
     pub fn new(api: &ApiSpec) -> Coverage {
         let branches = Branches::new(api);
-        let inner = Inner {
-            outcomes: vec![[0; 4]; api.requires.len()],
-            points: branches.points.iter().map(|ps| vec![[0; 2]; ps.len()]).collect(),
-            ..Inner::default()
-        };
+        let inner = Inner { outcomes: vec![[0; 4]; api.requires.len()], points: branches.points.iter().map(|ps| vec![[0; 2]; ps.len()]).collect(), ..Inner::default() };
         Coverage { branches, inner: Mutex::new(inner) }
     }
 

@@ -105,15 +105,7 @@ pub struct GenConfig {
 
 impl Default for GenConfig {
     fn default() -> Self {
-        GenConfig {
-            seed: 0,
-            pool_size: 64,
-            violation_pool_size: 8,
-            limits: Limits::default(),
-            mode: Mode::Conform,
-            strategy: Strategy::Solver,
-            mutation: Mutation::default(),
-        }
+        GenConfig { seed: 0, pool_size: 64, violation_pool_size: 8, limits: Limits::default(), mode: Mode::Conform, strategy: Strategy::Solver, mutation: Mutation::default() }
     }
 }
 
@@ -254,14 +246,16 @@ impl Violation {
         match target {
             Target::Requires(k) => {
                 let c = &api.requires[*k];
-                Violation { target: target.clone(), category: c.category, text: c.text.clone(), params: c.params.iter().filter_map(|&p| api.params.get(p).map(|x| x.name.clone())).collect() }
+                Violation {
+                    target: target.clone(),
+                    category: c.category,
+                    text: c.text.clone(),
+                    params: c.params.iter().filter_map(|&p| api.params.get(p).map(|x| x.name.clone())).collect(),
+                }
             }
-            Target::Declared(d) => Violation {
-                target: target.clone(),
-                category: d.category(),
-                text: d.text(api),
-                params: api.params.get(d.param()).map(|x| vec![x.name.clone()]).unwrap_or_default(),
-            },
+            Target::Declared(d) => {
+                Violation { target: target.clone(), category: d.category(), text: d.text(api), params: api.params.get(d.param()).map(|x| vec![x.name.clone()]).unwrap_or_default() }
+            }
         }
     }
 }
@@ -458,11 +452,7 @@ impl Generator {
         let plan = &self.prepared[api].plan;
         let m = &self.config.mutation;
         type Mutator = fn(&ApiSpec, &mut [Arg], &mut ChaCha8Rng) -> bool;
-        let mutators: [(f64, Mutator); 3] = [
-            (m.special, mutate::special),
-            (m.layout, |_, args, rng| mutate::layout(args, rng)),
-            (m.scalar, mutate::scalar),
-        ];
+        let mutators: [(f64, Mutator); 3] = [(m.special, mutate::special), (m.layout, |_, args, rng| mutate::layout(args, rng)), (m.scalar, mutate::scalar)];
         for (p, f) in mutators {
             if p > 0.0 && rng.random_bool(p) {
                 let before = args.to_vec();
@@ -493,8 +483,7 @@ impl Generator {
 fn only_value_bounds_break(api: &ApiSpec, plan: &GenPlan, args: &[Arg], p: usize) -> bool {
     let verdicts = values::conforms(api, args);
     let declared = violate::declared_hold(api, &plan.declared, args);
-    declared.iter().all(|&d| d)
-        && verdicts.iter().zip(&api.requires).all(|(v, c)| *v != Some(false) || (solve::value_target(&c.expr) == Some(p) && bounds_values(&c.expr)))
+    declared.iter().all(|&d| d) && verdicts.iter().zip(&api.requires).all(|(v, c)| *v != Some(false) || (solve::value_target(&c.expr) == Some(p) && bounds_values(&c.expr)))
 }
 
 /// A comparison of a tensor's values (`t.values in lo..hi`, `t.values >= 0`) or `finite(t)`.

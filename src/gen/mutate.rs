@@ -249,22 +249,12 @@ pub fn scalar(api: &ApiSpec, args: &mut [Arg], rng: &mut ChaCha8Rng) -> bool {
 /// dtypes, and so does every tensor that shared its old dtype (equalities between parameters'
 /// dtypes survive). None when no parameter has a choice. The caller re-checks the case: a
 /// relation other than equality may still break.
-pub fn redraw_dtype(
-    model: &SymModel,
-    feasible: &[Vec<DType>],
-    rng: &mut ChaCha8Rng,
-) -> Option<SymModel> {
+pub fn redraw_dtype(model: &SymModel, feasible: &[Vec<DType>], rng: &mut ChaCha8Rng) -> Option<SymModel> {
     let choices: Vec<(usize, DType)> = model
         .iter()
         .enumerate()
         .filter_map(|(p, v)| match v {
-            SymValue::Tensor { dtype, .. }
-                if feasible
-                    .get(p)
-                    .is_some_and(|f| f.iter().any(|d| d != dtype)) =>
-            {
-                Some((p, *dtype))
-            }
+            SymValue::Tensor { dtype, .. } if feasible.get(p).is_some_and(|f| f.iter().any(|d| d != dtype)) => Some((p, *dtype)),
             _ => None,
         })
         .collect();
@@ -298,56 +288,22 @@ mod tests {
     #[test]
     fn a_dtype_redraw_moves_every_tensor_that_shared_the_dtype() {
         let model = vec![
-            SymValue::Tensor {
-                dtype: DType::Float32,
-                shape: vec![2],
-            },
-            SymValue::Tensor {
-                dtype: DType::Float32,
-                shape: vec![3],
-            },
-            SymValue::Tensor {
-                dtype: DType::Int64,
-                shape: vec![1],
-            },
+            SymValue::Tensor { dtype: DType::Float32, shape: vec![2] },
+            SymValue::Tensor { dtype: DType::Float32, shape: vec![3] },
+            SymValue::Tensor { dtype: DType::Int64, shape: vec![1] },
             SymValue::Int(4),
         ];
-        let feasible = vec![
-            vec![DType::Float32, DType::Float64],
-            vec![DType::Float32, DType::Float64],
-            vec![DType::Int64],
-            vec![],
-        ];
+        let feasible = vec![vec![DType::Float32, DType::Float64], vec![DType::Float32, DType::Float64], vec![DType::Int64], vec![]];
         let mut rng = ChaCha8Rng::seed_from_u64(7);
         let out = redraw_dtype(&model, &feasible, &mut rng).expect("two parameters have a choice");
-        let dtypes: Vec<Option<DType>> = out
-            .iter()
-            .map(|v| {
-                if let SymValue::Tensor { dtype, .. } = v {
-                    Some(*dtype)
-                } else {
-                    None
-                }
-            })
-            .collect();
-        assert_eq!(
-            dtypes,
-            vec![
-                Some(DType::Float64),
-                Some(DType::Float64),
-                Some(DType::Int64),
-                None
-            ]
-        );
+        let dtypes: Vec<Option<DType>> = out.iter().map(|v| if let SymValue::Tensor { dtype, .. } = v { Some(*dtype) } else { None }).collect();
+        assert_eq!(dtypes, vec![Some(DType::Float64), Some(DType::Float64), Some(DType::Int64), None]);
         assert_eq!(out[3], SymValue::Int(4));
     }
 
     #[test]
     fn no_choice_no_redraw() {
-        let model = vec![SymValue::Tensor {
-            dtype: DType::Int64,
-            shape: vec![1],
-        }];
+        let model = vec![SymValue::Tensor { dtype: DType::Int64, shape: vec![1] }];
         let mut rng = ChaCha8Rng::seed_from_u64(1);
         assert_eq!(redraw_dtype(&model, &[vec![DType::Int64]], &mut rng), None);
     }

@@ -4,10 +4,10 @@
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
+use super::plan::GenPlan;
 use crate::case::{Arg, DType, Fill, TensorRecipe};
 use crate::eval::{self, Bindings, TensorVal, Val};
 use crate::solve::{SymModel, SymValue};
-use super::plan::GenPlan;
 use crate::spec::{ApiSpec, BinOp, ParamType, Prop, TExpr, Value};
 
 /// Default element range when the spec gives none.
@@ -63,15 +63,7 @@ pub fn symbolic_vals(model: &SymModel) -> Vec<Val> {
 }
 
 fn unknown_values(dtype: DType, shape: &[i64]) -> TensorVal {
-    TensorVal {
-        dtype: Some(dtype),
-        shape: shape.to_vec(),
-        min: f64::NEG_INFINITY,
-        max: f64::INFINITY,
-        max_closed: true,
-        nonfinite: true,
-        contiguous: None,
-    }
+    TensorVal { dtype: Some(dtype), shape: shape.to_vec(), min: f64::NEG_INFINITY, max: f64::INFINITY, max_closed: true, nonfinite: true, contiguous: None }
 }
 
 /// Bounds that the `requires` constraints (but `skip`) put on parameter `p` (its values for a
@@ -253,14 +245,7 @@ fn fill_for(dtype: DType, b: Bounds) -> Fill {
 }
 
 fn recipe(dtype: DType, shape: &[i64], bounds: Bounds, rng: &mut ChaCha8Rng) -> TensorRecipe {
-    TensorRecipe {
-        dtype,
-        shape: shape.to_vec(),
-        fill: fill_for(dtype, bounds),
-        seed: rng.random_range(0..1u64 << 53),
-        layout: Default::default(),
-        specials: Vec::new(),
-    }
+    TensorRecipe { dtype, shape: shape.to_vec(), fill: fill_for(dtype, bounds), seed: rng.random_range(0..1u64 << 53), layout: Default::default(), specials: Vec::new() }
 }
 
 fn draw_float(b: Bounds, rng: &mut ChaCha8Rng) -> f64 {

@@ -113,7 +113,13 @@ pub fn break_concrete(api: &ApiSpec, k: usize, args: &mut [Arg], rng: &mut ChaCh
                     // The far end of what the dtype holds, on the same side.
                     let far = match t.dtype.int_bounds() {
                         Some(_) => int_extreme(t.dtype, !below),
-                        None => if below { -1e30 } else { 1e30 },
+                        None => {
+                            if below {
+                                -1e30
+                            } else {
+                                1e30
+                            }
+                        }
                     };
                     if t.dtype != DType::Bool && (if below { far < v } else { far > v }) && holds_exactly(t.dtype, far) {
                         v = far;

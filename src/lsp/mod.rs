@@ -19,9 +19,8 @@ use lsp_server::{Connection, ErrorCode, Message, Notification, Request, Response
 use lsp_types::notification::{self as notif, Notification as _};
 use lsp_types::request::{self as req, Request as _};
 use lsp_types::{
-    CompletionOptions, GotoDefinitionResponse, Hover, HoverContents, HoverProviderCapability, InitializeParams, Location,
-    MarkupContent, MarkupKind, OneOf, PublishDiagnosticsParams, ServerCapabilities, TextDocumentContentChangeEvent,
-    TextDocumentSyncCapability, TextDocumentSyncKind, TextEdit, Uri,
+    CompletionOptions, GotoDefinitionResponse, Hover, HoverContents, HoverProviderCapability, InitializeParams, Location, MarkupContent, MarkupKind, OneOf,
+    PublishDiagnosticsParams, ServerCapabilities, TextDocumentContentChangeEvent, TextDocumentSyncCapability, TextDocumentSyncKind, TextEdit, Uri,
 };
 
 use crate::check::{self, Checked, Inputs};
@@ -49,10 +48,7 @@ pub fn serve(conn: Connection, config: Config) -> anyhow::Result<()> {
         text_document_sync: Some(TextDocumentSyncCapability::Kind(TextDocumentSyncKind::INCREMENTAL)),
         hover_provider: Some(HoverProviderCapability::Simple(true)),
         definition_provider: Some(OneOf::Left(true)),
-        completion_provider: Some(CompletionOptions {
-            trigger_characters: Some(vec![".".into(), ":".into(), " ".into()]),
-            ..Default::default()
-        }),
+        completion_provider: Some(CompletionOptions { trigger_characters: Some(vec![".".into(), ":".into(), " ".into()]), ..Default::default() }),
         document_formatting_provider: Some(OneOf::Left(true)),
         ..Default::default()
     };
@@ -226,12 +222,7 @@ impl Server {
             checked.diags.extend(check::signatures::compare(&checked, catalog));
         }
         let locate = |f: FileId| self.file_uri(&checked.map, f);
-        let diags = checked
-            .diags
-            .iter()
-            .filter(|d| d.primary_span().is_some_and(|s| s.file == file))
-            .map(|d| convert::diagnostic(&checked.map, d, &locate))
-            .collect();
+        let diags = checked.diags.iter().filter(|d| d.primary_span().is_some_and(|s| s.file == file)).map(|d| convert::diagnostic(&checked.map, d, &locate)).collect();
         let _ = self.publish(uri, diags, Some(version));
         if let Some(doc) = self.docs.get_mut(path) {
             doc.good = Some(Analysis { checked, file, text });

@@ -6,12 +6,12 @@ use std::time::{Duration, Instant};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::program::hunt::{Found, HuntRequest, HuntResult, SoftSignal, Strategy};
-use crate::spec::ProgramSpec;
-use crate::program::soft::SoftModels;
 use crate::case::{Arg, Fill};
 use crate::gen::{mix, values::concretize};
+use crate::program::hunt::{Found, HuntRequest, HuntResult, SoftSignal, Strategy};
+use crate::program::soft::SoftModels;
 use crate::solve::Limits;
+use crate::spec::ProgramSpec;
 use crate::spec::Value;
 use crate::worker::supervisor::{HuntError, HuntWorker};
 
@@ -84,7 +84,7 @@ pub fn starting_inputs(program: &ProgramSpec, seed: u64, episode: u32, (max_nume
     let limits = Limits { max_numel, max_dim, ..Limits::default() };
     let s = mix(seed ^ mix(episode as u64 + 1));
     let first = crate::solve::fresh(|| crate::solve::sample(api, &limits, 8, s));
-    let mut models = first.as_ref().map(Vec::clone).unwrap_or_default();
+    let mut models = first.clone().unwrap_or_default();
     if models.is_empty() {
         // Fixed shapes beyond the default bounds (a program traced from a script): bounds as
         // large as a program's shapes may reasonably be.
@@ -96,9 +96,7 @@ pub fn starting_inputs(program: &ProgramSpec, seed: u64, episode: u32, (max_nume
         };
     }
     // Prefer a model without empty tensors: a program on zero elements computes nothing.
-    let nonempty = |m: &&crate::solve::SymModel| {
-        m.iter().all(|v| !matches!(v, crate::solve::SymValue::Tensor { shape, .. } if shape.contains(&0)))
-    };
+    let nonempty = |m: &&crate::solve::SymModel| m.iter().all(|v| !matches!(v, crate::solve::SymValue::Tensor { shape, .. } if shape.contains(&0)));
     // Episodes walk through the pool, so that shapes vary from one episode to the next.
     let usable: Vec<&crate::solve::SymModel> = models.iter().filter(nonempty).collect();
     let model = match usable.len() {
@@ -145,17 +143,8 @@ fn value_arg(v: &Value) -> Arg {
 /// the episodes run out.
 pub fn hunt_program(worker: &mut HuntWorker, program: &ProgramSpec, config: &HuntConfig) -> Outcome {
     let start = Instant::now();
-    let mut out = Outcome {
-        status: Status::Clean,
-        inputs: Vec::new(),
-        last: None,
-        episodes: 0,
-        evals: 0,
-        elapsed: Duration::ZERO,
-        soft: None,
-        imprecise: None,
-        records: Vec::new(),
-    };
+    let mut out =
+        Outcome { status: Status::Clean, inputs: Vec::new(), last: None, episodes: 0, evals: 0, elapsed: Duration::ZERO, soft: None, imprecise: None, records: Vec::new() };
     let models = config.models.as_ref().map(|m| m.subset(program.ir.steps.iter().map(|s| s.op)));
     for episode in 0..config.episodes {
         let (inputs, bounds) = match starting_inputs(program, config.seed, episode, (config.max_numel, config.max_dim)) {

@@ -6,12 +6,12 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::driver::{Outcome, Status};
-use crate::program::hunt::{InputValues, PathPoint, Strategy};
-use crate::program::ops::{Kind, NumOp};
-use crate::program::ir::{Operand, ProgramIr};
-use crate::spec::ProgramSpec;
 use crate::case::Arg;
 use crate::findings::repro::py_float;
+use crate::program::hunt::{InputValues, PathPoint, Strategy};
+use crate::program::ir::{Operand, ProgramIr};
+use crate::program::ops::{Kind, NumOp};
+use crate::spec::ProgramSpec;
 
 /// One program's report, as `sfz hunt` writes it (JSON) and prints it.
 #[derive(Clone, Debug, Serialize)]
@@ -148,7 +148,13 @@ fn py_operand(ir: &ProgramIr, o: &Operand) -> String {
         Operand::Value(v) => py_name(ir, *v),
         Operand::Float(f) => py_float(*f),
         Operand::Int(i) => i.to_string(),
-        Operand::Bool(b) => if *b { "True".into() } else { "False".into() },
+        Operand::Bool(b) => {
+            if *b {
+                "True".into()
+            } else {
+                "False".into()
+            }
+        }
         Operand::Dtype(d) => format!("torch.{}", d.name()),
         Operand::None => "None".into(),
         Operand::Ints(xs) => format!("[{}]", xs.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")),
@@ -212,7 +218,13 @@ pub fn python_reproducer(program: &ProgramSpec, outcome: &Outcome, header: &str)
             ),
             (None, Some(Arg::Float(f))) => py_float(*f),
             (None, Some(Arg::Int(x))) => x.to_string(),
-            (None, Some(Arg::Bool(b))) => if *b { "True".into() } else { "False".into() },
+            (None, Some(Arg::Bool(b))) => {
+                if *b {
+                    "True".into()
+                } else {
+                    "False".into()
+                }
+            }
             (None, Some(Arg::Dtype(d))) => format!("torch.{}", d.name()),
             _ => "None".into(),
         };

@@ -27,12 +27,9 @@ pub fn resolve_diagnostic(api: &ApiSpec, e: &ResolveError) -> Diagnostic {
             "no overload of the operator takes these parameters",
             Some("make the parameter list match a schema below, or pick an overload with `#[aten(...)]`"),
         ),
-        ResolveError::Ambiguous { .. } => (
-            codes::E0017,
-            format!("`{}` matches several overloads", api.name),
-            "ambiguous",
-            Some("pick one with `#[aten(\"aten::name.overload\")]`"),
-        ),
+        ResolveError::Ambiguous { .. } => {
+            (codes::E0017, format!("`{}` matches several overloads", api.name), "ambiguous", Some("pick one with `#[aten(\"aten::name.overload\")]`"))
+        }
     };
     let mut d = Diagnostic::new(code, title).with_label(api.span, label).with_note(e.to_string());
     // Point at the parameter the closest overload could not take.

@@ -142,14 +142,8 @@ fn is_ident(s: &str) -> bool {
 }
 
 fn implied_parts(api: &str) -> Option<(&'static str, &str)> {
-    const NAMESPACES: &[(&str, &str)] = &[
-        ("torch.nn.functional.", ""),
-        ("torch.Tensor.", ""),
-        ("torch.linalg.", "linalg_"),
-        ("torch.special.", "special_"),
-        ("torch.fft.", "fft_"),
-        ("torch.", ""),
-    ];
+    const NAMESPACES: &[(&str, &str)] =
+        &[("torch.nn.functional.", ""), ("torch.Tensor.", ""), ("torch.linalg.", "linalg_"), ("torch.special.", "special_"), ("torch.fft.", "fft_"), ("torch.", "")];
     let (prefix, base) = NAMESPACES.iter().find_map(|(ns, prefix)| api.strip_prefix(ns).map(|base| (*prefix, base)))?;
     is_ident(base).then_some((prefix, base))
 }
@@ -291,10 +285,9 @@ pub fn resolve(api: &ApiSpec, catalog: &Catalog) -> Result<OpBinding, ResolveErr
     fits.sort_by_key(|(score, _)| Reverse(*score));
     match fits.as_slice() {
         [] => Err(ResolveError::NoMatch { api: api.name.clone(), op, rejections }),
-        [(best, _), (second, _), ..] if best == second => Err(ResolveError::Ambiguous {
-            api: api.name.clone(),
-            candidates: fits.iter().take_while(|(s, _)| s == best).map(|(_, b)| b.qualified()).collect(),
-        }),
+        [(best, _), (second, _), ..] if best == second => {
+            Err(ResolveError::Ambiguous { api: api.name.clone(), candidates: fits.iter().take_while(|(s, _)| s == best).map(|(_, b)| b.qualified()).collect() })
+        }
         _ => Ok(fits.swap_remove(0).1),
     }
 }
@@ -440,13 +433,8 @@ fn bind(api: &ApiSpec, schema: &OpSchema, wrap: Option<&Wrapper>) -> Result<(Sco
         }
     }
     let declared = api.returns.len();
-    let score = Score {
-        returns: declared == 0 || declared == schema.returns.len(),
-        functional: !schema.has_mutable_args(),
-        leftovers: Reverse(leftovers),
-        exactness,
-        rank: Reverse(0),
-    };
+    let score =
+        Score { returns: declared == 0 || declared == schema.returns.len(), functional: !schema.has_mutable_args(), leftovers: Reverse(leftovers), exactness, rank: Reverse(0) };
     let binding = OpBinding { name: schema.name.clone(), overload: schema.overload.clone(), args, schema: schema.text.clone() };
     Ok((score, binding))
 }
@@ -484,8 +472,7 @@ fn target(api: &ApiSpec, schema: &OpSchema, wrap: Option<&Wrapper>, name: &str) 
 }
 
 fn is_python_only(api: &str, wrap: Option<&Wrapper>, name: &str) -> bool {
-    wrap.is_some_and(|w| w.python_only.contains(&name))
-        || (api.starts_with("torch.nn.functional.") && NN_PYTHON_ONLY.contains(&name))
+    wrap.is_some_and(|w| w.python_only.contains(&name)) || (api.starts_with("torch.nn.functional.") && NN_PYTHON_ONLY.contains(&name))
 }
 
 /// How exactly a schema type holds a parameter's values: 2 the same kind, 1 by a conversion
@@ -592,7 +579,6 @@ mod tests {
         assert!(!is_python_callable("torch.mse_loss"), "aten::mse_loss has no torch.mse_loss");
     }
 
-
     fn resolved(src: &str) -> OpBinding {
         let a = api(src);
         resolve(&a, &catalog()).unwrap_or_else(|e| panic!("{e}"))
@@ -648,13 +634,7 @@ mod tests {
         assert_eq!(b.qualified(), "aten::embedding");
         assert_eq!(
             b.args,
-            vec![
-                param(1),
-                param(0),
-                ArgSource::Param { index: 2, transform: Transform::EmbeddingPaddingIdx { weight: 1 } },
-                ArgSource::Default,
-                ArgSource::Default
-            ]
+            vec![param(1), param(0), ArgSource::Param { index: 2, transform: Transform::EmbeddingPaddingIdx { weight: 1 } }, ArgSource::Default, ArgSource::Default]
         );
     }
 
@@ -804,7 +784,10 @@ mod tests {
         // Mutating operators bind: the worker owns its inputs.
         assert_eq!(resolved("api torch.ops.aten.abs_(self: Tensor) -> Tensor {}").qualified(), "aten::abs_");
         let e = resolve(&api("api torch.ops.aten.sum.nope(self: Tensor) -> Tensor {}"), &catalog()).unwrap_err();
-        assert!(matches!(&e, ResolveError::UnknownOverload { available, .. } if available.contains(&"dim_IntList".to_string()) && available.contains(&"default".to_string())), "{e}");
+        assert!(
+            matches!(&e, ResolveError::UnknownOverload { available, .. } if available.contains(&"dim_IntList".to_string()) && available.contains(&"default".to_string())),
+            "{e}"
+        );
         // A pinned overload is not silently replaced by a better fitting one.
         let e = resolve(&api("api torch.ops.aten.add.Scalar(self: Tensor, other: Tensor) -> Tensor {}"), &catalog()).unwrap_err();
         assert!(matches!(e, ResolveError::NoMatch { .. }), "{e}");
@@ -821,7 +804,8 @@ mod tests {
         assert!(e.to_string().contains("no argument for parameter `y`"), "{e}");
         // A wrapper maps names through its table only: F.embedding's `max_norm` (fourth in Python)
         // is not aten::embedding's fourth argument, `scale_grad_by_freq`.
-        let e = resolve(&api("api torch.nn.functional.embedding(input: Tensor, weight: Tensor, padding_idx: int? = None, max_norm: float? = None) -> Tensor {}"), &catalog()).unwrap_err();
+        let e = resolve(&api("api torch.nn.functional.embedding(input: Tensor, weight: Tensor, padding_idx: int? = None, max_norm: float? = None) -> Tensor {}"), &catalog())
+            .unwrap_err();
         assert!(e.to_string().contains("no argument for parameter `max_norm`"), "{e}");
     }
 

@@ -329,11 +329,7 @@ impl Parser<'_> {
                     while self.peek().is_some_and(|c| c.is_ascii_digit()) {
                         self.bump();
                     }
-                    let len = if self.pos > from {
-                        Some(self.text[from..self.pos].parse::<u32>().map_err(|e| (from, format!("bad list length: {e}")))?)
-                    } else {
-                        None
-                    };
+                    let len = if self.pos > from { Some(self.text[from..self.pos].parse::<u32>().map_err(|e| (from, format!("bad list length: {e}")))?) } else { None };
                     self.expect("]")?;
                     ty = SchemaType::List(Box::new(ty), len);
                 }
@@ -397,7 +393,10 @@ mod tests {
 
     #[test]
     fn conv2d() {
-        let s = parse("aten::conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], SymInt[2] padding=[0, 0], SymInt[2] dilation=[1, 1], SymInt groups=1) -> Tensor").unwrap();
+        let s = parse(
+            "aten::conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], SymInt[2] padding=[0, 0], SymInt[2] dilation=[1, 1], SymInt groups=1) -> Tensor",
+        )
+        .unwrap();
         assert_eq!(s.name, "aten::conv2d");
         assert_eq!(s.overload, "");
         let names: Vec<_> = s.args.iter().map(|a| a.name.as_str()).collect();
@@ -464,7 +463,10 @@ mod tests {
     fn exotic_types() {
         let s = parse("aten::index.Tensor(Tensor self, Tensor?[] indices) -> Tensor").unwrap();
         assert_eq!(s.args[1].ty, list(opt(SchemaType::Tensor), None));
-        let s = parse("aten::randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor").unwrap();
+        let s = parse(
+            "aten::randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+        )
+        .unwrap();
         assert_eq!(s.args[1].ty, opt(SchemaType::Generator));
         assert_eq!(s.args[3].ty, opt(SchemaType::Layout));
         assert_eq!(s.args[4].ty, opt(SchemaType::Device));

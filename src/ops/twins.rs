@@ -69,7 +69,10 @@ mod tests {
         OpBinding {
             name: name.into(),
             overload: overload.into(),
-            args: (0..params).map(|index| ArgSource::Param { index, transform: Transform::Identity }).chain(std::iter::repeat_n(ArgSource::Default, s.args.len() - params)).collect(),
+            args: (0..params)
+                .map(|index| ArgSource::Param { index, transform: Transform::Identity })
+                .chain(std::iter::repeat_n(ArgSource::Default, s.args.len() - params))
+                .collect(),
             schema: s.text.clone(),
         }
     }

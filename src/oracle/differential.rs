@@ -14,9 +14,9 @@ use crate::ops::catalog::Catalog;
 use crate::ops::tags::{self, OpClass};
 use crate::ops::twins;
 use crate::outcome::{signal_name, Outcome};
-use crate::worker::Execution;
 use crate::spec::{ApiSpec, OracleUse, Value};
 use crate::variant::{Accuracy, Check, CheckOutcome, CheckReport, Tolerance, Tolerances, Variant};
+use crate::worker::Execution;
 
 use super::errors::{self, ErrorKind};
 use super::{Detection, Disagreement, Evidence};
@@ -92,7 +92,10 @@ pub fn plan_checks(api: &ApiSpec, binding: &OpBinding, catalog: &Catalog) -> (Ve
                     _ => 8,
                 };
                 let t = Tolerance { rtol: float_arg(u, "rtol").unwrap_or(1e-3), atol: float_arg(u, "atol").unwrap_or(1e-5) };
-                checks.push(PlannedCheck { check: Check { oracle: "gradient".into(), variant: Variant::Gradient { eps, samples }, tolerances: Tolerances::uniform(t), accuracy }, twins: Vec::new() });
+                checks.push(PlannedCheck {
+                    check: Check { oracle: "gradient".into(), variant: Variant::Gradient { eps, samples }, tolerances: Tolerances::uniform(t), accuracy },
+                    twins: Vec::new(),
+                });
             }
             "out" => match twins::out_binding(binding, catalog) {
                 Some(b) => checks.push(planned(Variant::Out { op: 0 }, Some(b))),
@@ -210,9 +213,11 @@ fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outc
                 Disagreement::Values { output: m.output, dtype: m.dtype, tolerance: m.tolerance },
             )
         }
-        CheckOutcome::Structure { output, what: how } => {
-            detection(format!("output {output}: {}", errors::normalize(how)), format!("output {output} differs from the {what}: {how}"), Disagreement::Structure { output: *output })
-        }
+        CheckOutcome::Structure { output, what: how } => detection(
+            format!("output {output}: {}", errors::normalize(how)),
+            format!("output {output} differs from the {what}: {how}"),
+            Disagreement::Structure { output: *output },
+        ),
         CheckOutcome::Gradient(g) => {
             let param = api.params.get(g.arg).map_or_else(|| format!("argument {}", g.arg), |p| format!("`{}`", p.name));
             let dtype = case.args.get(g.arg).and_then(|a| a.tensors().nth(g.tensor)).map_or("?".to_string(), |r| r.dtype.to_string());

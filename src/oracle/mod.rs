@@ -10,9 +10,9 @@ use serde::{Deserialize, Serialize};
 use crate::case::{Arg, Case, DType};
 use crate::eval::{self, Bindings, Val};
 use crate::outcome::{signal_name, Outcome, Output};
-use crate::worker::Execution;
 use crate::spec::ApiSpec;
 use crate::variant::{Check, Tolerance};
+use crate::worker::Execution;
 use errors::ErrorKind;
 
 /// Inputs smaller than this that exhaust memory are reported: a small input asking for
@@ -153,7 +153,13 @@ fn judge_failure(api: &ApiSpec, case: &Case, exec: &Execution) -> Verdict {
             // out-of-memory killer.
             if *signal == libc::SIGKILL {
                 if enabled("oom") {
-                    detections.push(Detection { oracle: "oom", signature: "killed (out of memory)".into(), message: tail(stderr), signal: Some(*signal), evidence: Evidence::Call });
+                    detections.push(Detection {
+                        oracle: "oom",
+                        signature: "killed (out of memory)".into(),
+                        message: tail(stderr),
+                        signal: Some(*signal),
+                        evidence: Evidence::Call,
+                    });
                 }
             } else if enabled("crash") {
                 detections.push(Detection {
@@ -360,6 +366,9 @@ mod tests {
         // A warning over two lines: its second line is no cause either.
         let var = "[W1123 10:50:01.1 ReduceOps.cpp:1818] Warning: var(): degrees of freedom is <= 0. Correction should be strictly less\nthan the reduction factor (input numel divided by output numel). (function operator())\n";
         assert_eq!(super::crash_signature("SIGFPE", var), "SIGFPE");
-        assert_eq!(super::crash_signature("SIGSEGV", &format!("{var}Intel oneMKL ERROR: Parameter 3 was incorrect on entry to ZGEBAL.\n")), "SIGSEGV: Intel oneMKL ERROR: Parameter N was incorrect on entry to ?GEBAL.");
+        assert_eq!(
+            super::crash_signature("SIGSEGV", &format!("{var}Intel oneMKL ERROR: Parameter 3 was incorrect on entry to ZGEBAL.\n")),
+            "SIGSEGV: Intel oneMKL ERROR: Parameter N was incorrect on entry to ?GEBAL."
+        );
     }
 }

@@ -132,12 +132,7 @@ macro_rules! unary {
 
 macro_rules! binary {
     ($op:ident, $py:literal) => {
-        OpSig {
-            op: NumOp::$op,
-            functions: &[concat!("torch.", $py)],
-            method: Some($py),
-            params: &[("input", Kind::Number, None), ("other", Kind::Number, None)],
-        }
+        OpSig { op: NumOp::$op, functions: &[concat!("torch.", $py)], method: Some($py), params: &[("input", Kind::Number, None), ("other", Kind::Number, None)] }
     };
 }
 
@@ -170,62 +165,17 @@ pub static OPS: &[OpSig] = &[
     binary!(Sub, "sub"),
     binary!(Mul, "mul"),
     binary!(Div, "div"),
-    OpSig {
-        op: NumOp::Pow,
-        functions: &["torch.pow"],
-        method: Some("pow"),
-        params: &[("input", Kind::Tensor, None), ("exponent", Kind::Number, None)],
-    },
-    OpSig {
-        op: NumOp::Atan2,
-        functions: &["torch.atan2"],
-        method: Some("atan2"),
-        params: &[("input", Kind::Tensor, None), ("other", Kind::Tensor, None)],
-    },
-    OpSig {
-        op: NumOp::Maximum,
-        functions: &["torch.maximum"],
-        method: Some("maximum"),
-        params: &[("input", Kind::Tensor, None), ("other", Kind::Tensor, None)],
-    },
-    OpSig {
-        op: NumOp::Minimum,
-        functions: &["torch.minimum"],
-        method: Some("minimum"),
-        params: &[("input", Kind::Tensor, None), ("other", Kind::Tensor, None)],
-    },
-    OpSig {
-        op: NumOp::Softmax,
-        functions: &["torch.softmax", "torch.nn.functional.softmax"],
-        method: Some("softmax"),
-        params: &[X, ("dim", Kind::Int, None)],
-    },
-    OpSig {
-        op: NumOp::LogSoftmax,
-        functions: &["torch.log_softmax", "torch.nn.functional.log_softmax"],
-        method: Some("log_softmax"),
-        params: &[X, ("dim", Kind::Int, None)],
-    },
-    OpSig {
-        op: NumOp::Logsumexp,
-        functions: &["torch.logsumexp"],
-        method: Some("logsumexp"),
-        params: &[X, ("dim", Kind::Dims, None), KEEPDIM],
-    },
+    OpSig { op: NumOp::Pow, functions: &["torch.pow"], method: Some("pow"), params: &[("input", Kind::Tensor, None), ("exponent", Kind::Number, None)] },
+    OpSig { op: NumOp::Atan2, functions: &["torch.atan2"], method: Some("atan2"), params: &[("input", Kind::Tensor, None), ("other", Kind::Tensor, None)] },
+    OpSig { op: NumOp::Maximum, functions: &["torch.maximum"], method: Some("maximum"), params: &[("input", Kind::Tensor, None), ("other", Kind::Tensor, None)] },
+    OpSig { op: NumOp::Minimum, functions: &["torch.minimum"], method: Some("minimum"), params: &[("input", Kind::Tensor, None), ("other", Kind::Tensor, None)] },
+    OpSig { op: NumOp::Softmax, functions: &["torch.softmax", "torch.nn.functional.softmax"], method: Some("softmax"), params: &[X, ("dim", Kind::Int, None)] },
+    OpSig { op: NumOp::LogSoftmax, functions: &["torch.log_softmax", "torch.nn.functional.log_softmax"], method: Some("log_softmax"), params: &[X, ("dim", Kind::Int, None)] },
+    OpSig { op: NumOp::Logsumexp, functions: &["torch.logsumexp"], method: Some("logsumexp"), params: &[X, ("dim", Kind::Dims, None), KEEPDIM] },
     OpSig { op: NumOp::Sum, functions: &["torch.sum"], method: Some("sum"), params: &[X, DIM_NONE, KEEPDIM] },
     OpSig { op: NumOp::Mean, functions: &["torch.mean"], method: Some("mean"), params: &[X, DIM_NONE, KEEPDIM] },
-    OpSig {
-        op: NumOp::Var,
-        functions: &["torch.var"],
-        method: Some("var"),
-        params: &[X, DIM_NONE, ("correction", Kind::Int, Some(Default::Int(1))), KEEPDIM],
-    },
-    OpSig {
-        op: NumOp::Std,
-        functions: &["torch.std"],
-        method: Some("std"),
-        params: &[X, DIM_NONE, ("correction", Kind::Int, Some(Default::Int(1))), KEEPDIM],
-    },
+    OpSig { op: NumOp::Var, functions: &["torch.var"], method: Some("var"), params: &[X, DIM_NONE, ("correction", Kind::Int, Some(Default::Int(1))), KEEPDIM] },
+    OpSig { op: NumOp::Std, functions: &["torch.std"], method: Some("std"), params: &[X, DIM_NONE, ("correction", Kind::Int, Some(Default::Int(1))), KEEPDIM] },
     OpSig {
         op: NumOp::Norm,
         functions: &["torch.norm", "torch.linalg.vector_norm"],
@@ -242,12 +192,7 @@ pub static OPS: &[OpSig] = &[
     },
     OpSig { op: NumOp::ClampMin, functions: &["torch.clamp_min"], method: Some("clamp_min"), params: &[X, ("min", Kind::Float, None)] },
     OpSig { op: NumOp::To, functions: &[], method: Some("to"), params: &[X, ("dtype", Kind::Dtype, None)] },
-    OpSig {
-        op: NumOp::Matmul,
-        functions: &["torch.matmul"],
-        method: Some("matmul"),
-        params: &[("input", Kind::Tensor, None), ("other", Kind::Tensor, None)],
-    },
+    OpSig { op: NumOp::Matmul, functions: &["torch.matmul"], method: Some("matmul"), params: &[("input", Kind::Tensor, None), ("other", Kind::Tensor, None)] },
     OpSig {
         op: NumOp::Normalize,
         functions: &["torch.nn.functional.normalize"],
@@ -265,12 +210,7 @@ pub static OPS: &[OpSig] = &[
     OpSig { op: NumOp::Softplus, functions: &["torch.nn.functional.softplus"], method: None, params: &[X] },
     OpSig { op: NumOp::LogSigmoid, functions: &["torch.nn.functional.logsigmoid"], method: None, params: &[X] },
     OpSig { op: NumOp::Reshape, functions: &["torch.reshape"], method: Some("reshape"), params: &[X, ("shape", Kind::Dims, None)] },
-    OpSig {
-        op: NumOp::Transpose,
-        functions: &["torch.transpose"],
-        method: Some("transpose"),
-        params: &[X, ("dim0", Kind::Int, None), ("dim1", Kind::Int, None)],
-    },
+    OpSig { op: NumOp::Transpose, functions: &["torch.transpose"], method: Some("transpose"), params: &[X, ("dim0", Kind::Int, None), ("dim1", Kind::Int, None)] },
 ];
 
 impl NumOp {

@@ -5,8 +5,8 @@
 //! anything turns NaN or INF).
 use serde::{Deserialize, Serialize};
 
-use super::ops::NumOp;
 use super::ir::{Operand, ProgramIr, Step};
+use super::ops::NumOp;
 
 /// A chain ending at `step` and the stable form that computes the same value.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -40,9 +40,12 @@ pub fn find(ir: &ProgramIr) -> Vec<Rewrite> {
             NumOp::Softmax => Some((NumOp::LogSoftmax, inner.args.clone())),
             NumOp::Sigmoid => Some((NumOp::LogSigmoid, inner.args[..1].to_vec())),
             // logsumexp needs its dimensions: a sum over all of them is left alone.
-            NumOp::Sum if !matches!(inner.args.get(1), Some(Operand::None) | None) => {
-                inner.args.first().and_then(producer).filter(|e| e.op == NumOp::Exp).map(|e| (NumOp::Logsumexp, vec![e.args[0].clone(), inner.args[1].clone(), inner.args[2].clone()]))
-            }
+            NumOp::Sum if !matches!(inner.args.get(1), Some(Operand::None) | None) => inner
+                .args
+                .first()
+                .and_then(producer)
+                .filter(|e| e.op == NumOp::Exp)
+                .map(|e| (NumOp::Logsumexp, vec![e.args[0].clone(), inner.args[1].clone(), inner.args[2].clone()])),
             _ => None,
         };
         if let Some((op, args)) = stable {

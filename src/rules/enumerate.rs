@@ -41,8 +41,7 @@ pub fn candidates(api: &ApiSpec) -> Vec<Candidate> {
     // Ints and int lists that can index a shape (an optional one is `int?`, no index).
     let dims: Vec<&str> = api.params.iter().filter(|p| p.ty == ParamType::Int && !p.optional).map(|p| p.name.as_str()).collect();
     let dim_lists: Vec<&str> = api.params.iter().filter(|p| matches!(p.ty, ParamType::IntList(_)) && !p.optional).map(|p| p.name.as_str()).collect();
-    let int_lists: Vec<(&str, Option<u32>)> =
-        api.params.iter().filter_map(|p| if let ParamType::IntList(n) = p.ty { Some((p.name.as_str(), n)) } else { None }).collect();
+    let int_lists: Vec<(&str, Option<u32>)> = api.params.iter().filter_map(|p| if let ParamType::IntList(n) = p.ty { Some((p.name.as_str(), n)) } else { None }).collect();
     let numbers: Vec<&str> = names(api, |t| matches!(t, ParamType::Float | ParamType::Scalar));
 
     for t in &tensors {
@@ -124,10 +123,7 @@ pub fn candidates(api: &ApiSpec) -> Vec<Candidate> {
             for (group, list) in DTYPE_GROUPS.iter().filter(|(g, _)| matches!(*g, "floating" | "floating_or_complex")) {
                 add(format!("{a}_{b}_promote_{group}"), format!("{a}.dtype in {list} or {b}.dtype in {list};"));
             }
-            add(
-                format!("{a}_{b}_promote_not_half"),
-                format!("{a}.dtype in {FULL} or {b}.dtype in {FULL} or ({a}.dtype not in {HALF} and {b}.dtype not in {HALF});"),
-            );
+            add(format!("{a}_{b}_promote_not_half"), format!("{a}.dtype in {FULL} or {b}.dtype in {FULL} or ({a}.dtype not in {HALF} and {b}.dtype not in {HALF});"));
         }
     }
     relations(api, &tensors, &ints, &mut add);
@@ -277,10 +273,7 @@ fn relations(api: &ApiSpec, tensors: &[&str], ints: &[&str], add: &mut impl FnMu
     for (i, a) in tensors.iter().enumerate() {
         for b in tensors.iter().skip(i + 1) {
             for (x, y) in [(a, b), (b, a)] {
-                add(
-                    format!("{x}_trailing_shape_of_{y}"),
-                    format!("{x}.ndim <= {y}.ndim;\n    forall i in 0..{x}.ndim: {x}.shape[i] == {y}.shape[{y}.ndim - {x}.ndim + i];"),
-                );
+                add(format!("{x}_trailing_shape_of_{y}"), format!("{x}.ndim <= {y}.ndim;\n    forall i in 0..{x}.ndim: {x}.shape[i] == {y}.shape[{y}.ndim - {x}.ndim + i];"));
                 add(format!("{x}_per_channel_of_{y}"), format!("{x}.ndim == 1;\n    {x}.shape[0] == {y}.shape[1];"));
                 // Broadcasting into `y` without changing its shape: what an in-place `y.op_(x)`
                 // needs, and a gradient shaped like the input it flows to.
@@ -374,17 +367,17 @@ mod tests {
     #[test]
     fn conditional_candidates_check() {
         for (src, expected) in [
-            (
-                "api torch.fft.fft(input: Tensor, n: int? = None, dim: int = -1, norm: str? = None) -> Tensor {}\n",
-                "n != None or input.ndim == 0 or input.shape[dim] >= 1;",
-            ),
+            ("api torch.fft.fft(input: Tensor, n: int? = None, dim: int = -1, norm: str? = None) -> Tensor {}\n", "n != None or input.ndim == 0 or input.shape[dim] >= 1;"),
             ("api torch.log_softmax(input: Tensor, dim: int, dtype: dtype? = None) -> Tensor {}\n", "dtype != None or input.dtype in [float16, bfloat16, float32, float64];"),
             ("api torch.amin(input: Tensor, dim: int[] = [], keepdim: bool = false) -> Tensor {}\n", "forall i in 0..len(dim): input.ndim == 0 or input.shape[dim[i]] >= 1;"),
             ("api torch.sum(input: Tensor, dim: int[1]?, keepdim: bool = false, *, dtype: dtype? = None) -> Tensor {}\n", "dim != None or input.numel > 0;"),
             ("api torch.argmax(input: Tensor, dim: int? = None, keepdim: bool = false) -> Tensor {}\n", "dim != None or input.numel > 0;"),
             ("api torch.zeros_like(input: Tensor, *, dtype: dtype? = None, pin_memory: bool? = None) -> Tensor {}\n", "pin_memory == false;"),
             ("api torch.unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor {}\n", "size <= (if input.ndim == 0 then 1 else input.shape[dimension]);"),
-            ("api torch.nextafter(input: Tensor, other: Tensor) -> Tensor {}\n", "input.dtype in [float16, bfloat16, float32, float64] or other.dtype in [float16, bfloat16, float32, float64];"),
+            (
+                "api torch.nextafter(input: Tensor, other: Tensor) -> Tensor {}\n",
+                "input.dtype in [float16, bfloat16, float32, float64] or other.dtype in [float16, bfloat16, float32, float64];",
+            ),
         ] {
             let checked = crate::check::check_text(Path::new("t.sfz"), src);
             let api = &checked.spec.apis[0];

@@ -9,9 +9,9 @@ use std::time::Instant;
 
 use super::infer::{sample, InferConfig, Runner};
 use super::Candidate;
-use crate::ops::docs;
 use crate::case::Arg;
 use crate::gen::mix;
+use crate::ops::docs;
 use crate::oracle::Status;
 use crate::spec::{ApiSpec, BinOp, Category, Constraint, Origin, ParamType, RuleSource, TExpr, Value};
 

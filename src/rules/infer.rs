@@ -244,7 +244,11 @@ fn tally(probe: &ApiSpec, batch: &Batch) -> Tally {
 
 /// A learned value set counts under `errors`, the source of its values.
 fn source_of(c: &Checked) -> String {
-    if c.evidence.is_some() { "errors".into() } else { source_name(&c.candidate) }
+    if c.evidence.is_some() {
+        "errors".into()
+    } else {
+        source_name(&c.candidate)
+    }
 }
 
 fn source_name(c: &Candidate) -> String {
@@ -308,7 +312,8 @@ fn without_refuted(base: &ApiSpec, learned: &[enums::Learned]) -> (ApiSpec, Vec<
     let judged = refuted
         .into_iter()
         .map(|(meta, broken)| {
-            let text: Vec<String> = base.requires.iter().filter(|c| matches!(&c.origin, Origin::Rule(m) if m.name == meta.name)).map(|c| format!("{};", c.text.trim_end_matches(';'))).collect();
+            let text: Vec<String> =
+                base.requires.iter().filter(|c| matches!(&c.origin, Origin::Rule(m) if m.name == meta.name)).map(|c| format!("{};", c.text.trim_end_matches(';'))).collect();
             Judged {
                 candidate: Candidate { name: meta.name, text: text.join("\n    "), source: meta.source },
                 status: RuleStatus::Rejected,
@@ -322,7 +327,15 @@ fn without_refuted(base: &ApiSpec, learned: &[enums::Learned]) -> (ApiSpec, Vec<
 
 /// The search of `infer_api` on a base whose rules stand; `learned_before`: value sets learned
 /// on the base's inputs.
-fn search(base: &ApiSpec, index: usize, candidates: Vec<Checked>, learned_before: Vec<enums::Learned>, runner: &dyn Runner, config: &InferConfig, keep_rejected: bool) -> ApiResult {
+fn search(
+    base: &ApiSpec,
+    index: usize,
+    candidates: Vec<Checked>,
+    learned_before: Vec<enums::Learned>,
+    runner: &dyn Runner,
+    config: &InferConfig,
+    keep_rejected: bool,
+) -> ApiResult {
     let start = Instant::now();
     let search_end = start + config.budget * 3 / 4;
     let probes_end = start + config.budget * 7 / 8;
@@ -657,10 +670,8 @@ mod tests {
     fn without_valid_inputs_the_dominant_error_guides_the_search() {
         let checked = crate::check::check_text(Path::new("t.sfz"), "api torch.stack(tensors: Tensor[], dim: int = 0) -> Tensor {}\n");
         let base = checked.spec.apis[0].clone();
-        let src = format!(
-            "api torch.stack(tensors: Tensor[], dim: int = 0) -> Tensor {{}}\n{}",
-            super::super::rules_text(&base.name, &super::super::enumerate::candidates(&base), None)
-        );
+        let src =
+            format!("api torch.stack(tensors: Tensor[], dim: int = 0) -> Tensor {{}}\n{}", super::super::rules_text(&base.name, &super::super::enumerate::candidates(&base), None));
         let checked = crate::check::check_text(Path::new("t.sfz"), &src);
         assert!(!checked.has_errors());
         let candidates: Vec<Checked> = checked

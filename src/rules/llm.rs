@@ -41,9 +41,7 @@ impl Settings {
     pub fn resolve(&self) -> Option<Endpoint> {
         let file = config_file();
         let from = |flag: &Option<String>, env: &str, key: &str| {
-            flag.clone()
-                .or_else(|| std::env::var(env).ok().filter(|v| !v.is_empty()))
-                .or_else(|| file.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()))
+            flag.clone().or_else(|| std::env::var(env).ok().filter(|v| !v.is_empty())).or_else(|| file.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()))
         };
         let base_url = from(&self.endpoint, "SFZ_LLM_ENDPOINT", "endpoint")?;
         Some(Endpoint {
@@ -56,9 +54,7 @@ impl Settings {
 }
 
 fn config_file() -> Vec<(String, String)> {
-    let dir = std::env::var_os("SFZ_CONFIG_DIR")
-        .map(std::path::PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".config").join("sfz")));
+    let dir = std::env::var_os("SFZ_CONFIG_DIR").map(std::path::PathBuf::from).or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".config").join("sfz")));
     let Some(text) = dir.and_then(|d| std::fs::read_to_string(d.join("llm.conf")).ok()) else { return Vec::new() };
     text.lines()
         .filter_map(|l| {
@@ -281,6 +277,7 @@ pub struct Suggestion {
 
 /// Asks for rules, re-asking with the diagnostics up to `rounds` times in all. Rules that
 /// checked in any round are kept (later rounds' rules replace earlier ones of the same name).
+#[allow(clippy::too_many_arguments)] // the prompt's parts each come from elsewhere: schema, docs, errors
 pub fn suggest(ep: &Endpoint, path: &Path, file_text: &str, api: &str, api_text: &str, schema: Option<&str>, rejections: &str, rounds: usize) -> Result<Suggestion, LlmError> {
     let mut messages = prompt(api_text, schema, crate::ops::docs::lookup(api), rejections, api);
     let mut out = Suggestion::default();

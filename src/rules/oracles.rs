@@ -72,7 +72,12 @@ mod tests {
         let (rules, replace) = rules(&v, &["not_out".into(), "small".into()]);
         assert_eq!(replace, vec!["not_out".to_string()]);
         let texts: Vec<String> = rules.iter().map(|(r, why)| rule_with_reason("torch.round", r, why.as_deref())).collect();
-        assert!(texts[0].starts_with("#[status(validated), source(inferred), evidence(cases = 200, disagreed = 0)]\nrule oracles_hold for torch.round {\n    oracles precision, layout;"), "{}", texts[0]);
+        assert!(
+            texts[0]
+                .starts_with("#[status(validated), source(inferred), evidence(cases = 200, disagreed = 0)]\nrule oracles_hold for torch.round {\n    oracles precision, layout;"),
+            "{}",
+            texts[0]
+        );
         assert!(texts[1].contains("status(rejected)") && texts[1].contains(r#"reason("gradient of output 0 differs: \"x\" 0 vs 1")"#), "{}", texts[1]);
         assert!(texts[1].contains("rule not_gradient for torch.round {\n    oracles gradient;"), "{}", texts[1]);
     }

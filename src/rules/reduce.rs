@@ -62,7 +62,8 @@ mod tests {
 
     #[test]
     fn a_weaker_rule_is_implied_by_a_stronger_one() {
-        let src = "api torch.sum(input: Tensor, dim: int) {}\nrule a for torch.sum { input.ndim >= 2; }\nrule b for torch.sum { input.ndim >= 1; }\nrule c for torch.sum { dim >= 0; }\n";
+        let src =
+            "api torch.sum(input: Tensor, dim: int) {}\nrule a for torch.sum { input.ndim >= 2; }\nrule b for torch.sum { input.ndim >= 1; }\nrule c for torch.sum { dim >= 0; }\n";
         let checked = crate::check::check_text(Path::new("t.sfz"), src);
         let mut base = checked.spec.apis[0].clone();
         base.requires.clear();

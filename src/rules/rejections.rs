@@ -49,7 +49,10 @@ pub fn prompt_text(ran: usize, rejections: &[Rejection], max: usize) -> String {
     if rejections.is_empty() {
         return String::new();
     }
-    let mut s = format!("\nlibtorch rejected inputs that satisfy the constraints above ({} of {ran} tried); its errors, with one input each:\n", rejections.iter().map(|r| r.count).sum::<usize>());
+    let mut s = format!(
+        "\nlibtorch rejected inputs that satisfy the constraints above ({} of {ran} tried); its errors, with one input each:\n",
+        rejections.iter().map(|r| r.count).sum::<usize>()
+    );
     for r in rejections.iter().take(max) {
         s.push_str(&format!("- {} ({}x), e.g. for {}\n", r.error, r.count, r.inputs));
     }

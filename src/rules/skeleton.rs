@@ -74,12 +74,7 @@ fn operator_of(name: &str) -> Option<(String, Option<String>)> {
 /// Public operators of the catalog (what `sfz init --all` covers): `aten::` names that are not
 /// private (`_foo`) nor in-place (`foo_`), sorted.
 pub fn public_ops(catalog: &Catalog) -> Vec<String> {
-    catalog
-        .names()
-        .into_iter()
-        .filter(|n| n.strip_prefix("aten::").is_some_and(|b| !b.starts_with('_') && !b.ends_with('_')))
-        .map(str::to_string)
-        .collect()
+    catalog.names().into_iter().filter(|n| n.strip_prefix("aten::").is_some_and(|b| !b.starts_with('_') && !b.ends_with('_'))).map(str::to_string).collect()
 }
 
 /// The skeleton for one name.
@@ -139,7 +134,9 @@ pub fn skeleton(name: &str, catalog: &Catalog) -> Result<Skeleton, InitError> {
 /// `add.Scalar`; fewer strings: `conv2d` over `conv2d.padding`); catalog order breaks ties.
 /// Without one, why the first overload cannot be written.
 fn best_overload<'c>(catalog: &'c Catalog, op: &str) -> Result<&'c OpSchema, String> {
-    let mut best: Option<((u8, usize, usize, usize), &OpSchema)> = None;
+    // How well an overload fits, best first.
+    type Rank = (u8, usize, usize, usize);
+    let mut best: Option<(Rank, &OpSchema)> = None;
     let mut first_reason = None;
     for s in catalog.overloads(op) {
         if s.varargs_returns {

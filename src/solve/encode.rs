@@ -32,10 +32,20 @@ enum Term {
     DtypeSet(Vec<DType>),
     Str(String),
     Enum(Int, Vec<String>),
-    IntList { len: Int, items: Vec<Int> },
+    IntList {
+        len: Int,
+        items: Vec<Int>,
+    },
     Tensor(TensorVars),
-    TensorList { len: Int, items: Vec<TensorVars> },
-    Range { lo: Int, hi: Int, inclusive: bool },
+    TensorList {
+        len: Int,
+        items: Vec<TensorVars>,
+    },
+    Range {
+        lo: Int,
+        hi: Int,
+        inclusive: bool,
+    },
     List(Vec<Term>),
     None,
     /// An optional parameter (the None test reads `present`).
@@ -59,11 +69,8 @@ impl<'a> Encoder<'a> {
         let body = self.boolean(e)?;
         let mut none_tested = Vec::new();
         none_tests(e, &mut none_tested);
-        let guards: Vec<Bool> = mentioned
-            .iter()
-            .filter(|i| !none_tested.contains(i) || mentions_beyond_none_test(e, **i))
-            .filter_map(|&i| self.vars.get(i).and_then(|v| v.present.clone()))
-            .collect();
+        let guards: Vec<Bool> =
+            mentioned.iter().filter(|i| !none_tested.contains(i) || mentions_beyond_none_test(e, **i)).filter_map(|&i| self.vars.get(i).and_then(|v| v.present.clone())).collect();
         Ok(if guards.is_empty() { body } else { Bool::and(&guards).implies(&body) })
     }
 
@@ -127,11 +134,7 @@ impl<'a> Encoder<'a> {
             TExpr::Unary(UnOp::Not, inner) => Term::Bool(self.boolean(inner)?.not()),
             TExpr::Unary(UnOp::Neg, inner) => Term::Int(as_int(self.term(inner, guards)?)?.unary_minus()),
             TExpr::Binary(op, l, r) => self.binary(*op, l, r, guards)?,
-            TExpr::Range { lo, hi, inclusive } => Term::Range {
-                lo: as_int(self.term(lo, guards)?)?,
-                hi: as_int(self.term(hi, guards)?)?,
-                inclusive: *inclusive,
-            },
+            TExpr::Range { lo, hi, inclusive } => Term::Range { lo: as_int(self.term(lo, guards)?)?, hi: as_int(self.term(hi, guards)?)?, inclusive: *inclusive },
             TExpr::List(items) => Term::List(items.iter().map(|i| self.term(i, guards)).collect::<R<_>>()?),
             TExpr::If(c, t, f) => {
                 let c = self.boolean(c)?;
@@ -562,18 +565,14 @@ fn none_tests(e: &TExpr, out: &mut Vec<usize>) {
 fn mentions_beyond_none_test(e: &TExpr, i: usize) -> bool {
     match e {
         TExpr::Param(j) => *j == i,
-        TExpr::Binary(BinOp::Eq | BinOp::Ne, a, b)
-            if matches!((&**a, &**b), (TExpr::Param(j), TExpr::Lit(Value::None)) | (TExpr::Lit(Value::None), TExpr::Param(j)) if *j == i) =>
-        {
+        TExpr::Binary(BinOp::Eq | BinOp::Ne, a, b) if matches!((&**a, &**b), (TExpr::Param(j), TExpr::Lit(Value::None)) | (TExpr::Lit(Value::None), TExpr::Param(j)) if *j == i) => {
             false
         }
         TExpr::Binary(_, a, b) | TExpr::Index(a, b) => mentions_beyond_none_test(a, i) || mentions_beyond_none_test(b, i),
         TExpr::Unary(_, a) | TExpr::Prop(a, _) | TExpr::Each(a) => mentions_beyond_none_test(a, i),
         TExpr::Range { lo, hi, .. } => mentions_beyond_none_test(lo, i) || mentions_beyond_none_test(hi, i),
         TExpr::If(c, t, f) => mentions_beyond_none_test(c, i) || mentions_beyond_none_test(t, i) || mentions_beyond_none_test(f, i),
-        TExpr::Forall { range, body, .. } | TExpr::Exists { range, body, .. } => {
-            mentions_beyond_none_test(range, i) || mentions_beyond_none_test(body, i)
-        }
+        TExpr::Forall { range, body, .. } | TExpr::Exists { range, body, .. } => mentions_beyond_none_test(range, i) || mentions_beyond_none_test(body, i),
         TExpr::List(items) | TExpr::Call(_, items) => items.iter().any(|x| mentions_beyond_none_test(x, i)),
         TExpr::Lit(_) | TExpr::Result(_) | TExpr::Bound(_) => false,
     }

@@ -149,13 +149,7 @@ impl Problem {
             SatResult::Unsat => {
                 let core = self.solver.get_unsat_core();
                 let names: Vec<String> = core.iter().map(|b| b.to_string()).collect();
-                let idx = self
-                    .tracked
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, lit)| lit.as_ref().is_some_and(|l| names.contains(&l.to_string())))
-                    .map(|(i, _)| i)
-                    .collect();
+                let idx = self.tracked.iter().enumerate().filter(|(_, lit)| lit.as_ref().is_some_and(|l| names.contains(&l.to_string()))).map(|(i, _)| i).collect();
                 Err(SolveError::Unsat { core: idx })
             }
             SatResult::Unknown => Err(self.unknown()),

@@ -24,15 +24,24 @@ pub struct TensorVars {
 #[derive(Clone, Debug)]
 pub enum Var {
     Tensor(TensorVars),
-    TensorList { len: Int, items: Vec<TensorVars> },
+    TensorList {
+        len: Int,
+        items: Vec<TensorVars>,
+    },
     Int(Int),
     Bool(Bool),
     /// Index into the enum's values.
     Enum(Int, Vec<String>),
     /// Index into `DType::ALL`.
     Dtype(Int),
-    IntList { len: Int, items: Vec<Int> },
-    BoolList { len: Int, items: Vec<Bool> },
+    IntList {
+        len: Int,
+        items: Vec<Int>,
+    },
+    BoolList {
+        len: Int,
+        items: Vec<Bool>,
+    },
     /// Floats, strings and float lists are drawn concretely, outside the solver.
     Concrete,
 }
@@ -49,7 +58,10 @@ pub struct ParamVars {
 pub enum SymValue {
     /// An optional parameter passed as None.
     Absent,
-    Tensor { dtype: DType, shape: Vec<i64> },
+    Tensor {
+        dtype: DType,
+        shape: Vec<i64>,
+    },
     TensorList(Vec<(DType, Vec<i64>)>),
     Int(i64),
     Bool(bool),

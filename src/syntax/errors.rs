@@ -56,11 +56,7 @@ pub fn to_diagnostic(file: FileId, text: &str, base: usize, err: &Error<Rule>) -
         None => "end of file".to_string(),
         Some(tok) => format!("`{tok}`"),
     };
-    let message = if expected.is_empty() {
-        format!("unexpected {found_desc}")
-    } else {
-        format!("expected {}, found {found_desc}", join_or(&expected))
-    };
+    let message = if expected.is_empty() { format!("unexpected {found_desc}") } else { format!("expected {}, found {found_desc}", join_or(&expected)) };
     let len = found.as_ref().map_or(0, |t| t.len()).max(if at < text.len() { 1 } else { 0 });
     let mut diag = Diagnostic::new(E0001, message).with_label(Span::new(file, at, at + len), label_for(&found));
     // A missing `;` shows at the next token, often on a later line: point at the line it ends.

@@ -166,9 +166,7 @@ pub fn next_item_start(text: &str, comments: &[Comment], pos: usize) -> usize {
         let line = &text[line_start..];
         let starts_item = line.starts_with("#[")
             || (line.starts_with("///") && !line.starts_with("////"))
-            || ITEM_STARTS.iter().any(|kw| {
-                line.starts_with(kw) && !line[kw.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
-            });
+            || ITEM_STARTS.iter().any(|kw| line.starts_with(kw) && !line[kw.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_'));
         if starts_item {
             return line_start;
         }

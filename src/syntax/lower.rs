@@ -239,11 +239,7 @@ impl Ctx<'_> {
                 r => unreachable!("param child {r:?}"),
             }
         }
-        let kind = if kw_only {
-            ParamKind::KwOnlyMarker
-        } else {
-            ParamKind::Named { name: name.expect("param name"), ty: ty.expect("param type"), default }
-        };
+        let kind = if kw_only { ParamKind::KwOnlyMarker } else { ParamKind::Named { name: name.expect("param name"), ty: ty.expect("param type"), default } };
         Param { docs, kind, span }
     }
 
@@ -275,10 +271,7 @@ impl Ctx<'_> {
             let len = suffix.into_inner().next().map(|n| match self.int(&n) {
                 Some(v) if (0..=u32::MAX as i64).contains(&v) => v as u32,
                 _ => {
-                    self.diags.borrow_mut().push(
-                        Diagnostic::new(E0015, "list length out of range")
-                            .with_label(self.span(&n), "must fit in 0..=4294967295"),
-                    );
+                    self.diags.borrow_mut().push(Diagnostic::new(E0015, "list length out of range").with_label(self.span(&n), "must fit in 0..=4294967295"));
                     0
                 }
             });
@@ -503,11 +496,9 @@ impl Ctx<'_> {
                     Rule::mul_op => bin(BinOp::Mul),
                     Rule::div_op => bin(BinOp::Div),
                     Rule::rem_op => bin(BinOp::Rem),
-                    Rule::range_op | Rule::range_incl_op => ExprKind::Range {
-                        lo: Box::new(lhs.clone()),
-                        hi: Box::new(rhs.clone()),
-                        inclusive: op.as_rule() == Rule::range_incl_op,
-                    },
+                    Rule::range_op | Rule::range_incl_op => {
+                        ExprKind::Range { lo: Box::new(lhs.clone()), hi: Box::new(rhs.clone()), inclusive: op.as_rule() == Rule::range_incl_op }
+                    }
                     r => unreachable!("infix {r:?}"),
                 };
                 Expr { kind, span }

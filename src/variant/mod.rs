@@ -273,4 +273,3 @@ pub fn flip_layout(r: &mut TensorRecipe) -> bool {
     r.layout = to;
     true
 }
-

@@ -44,7 +44,11 @@ pub enum RelExpr {
     Binary(RelOp, Box<RelExpr>, Box<RelExpr>),
     /// A call, and which of its outputs: the API itself with some arguments replaced
     /// (`self(input = input * s)`; the others as in the case), or another API.
-    Call { callee: Callee, args: Vec<(usize, RelExpr)>, output: usize },
+    Call {
+        callee: Callee,
+        args: Vec<(usize, RelExpr)>,
+        output: usize,
+    },
 }
 
 /// Who a relation calls. `args` of a call are (parameter index of the callee, value).

@@ -29,13 +29,21 @@ pub enum Execution {
         earlier: Vec<(u64, crate::case::Case)>,
     },
     /// The case ran past the per-case timeout; the worker was killed.
-    TimedOut { millis: u64 },
+    TimedOut {
+        millis: u64,
+    },
     /// The case ran with differential checks (see `variant`): its outcome, and one report per
     /// check of its API, in order.
-    Checked { outcome: Outcome, checks: Vec<CheckReport> },
+    Checked {
+        outcome: Outcome,
+        checks: Vec<CheckReport>,
+    },
     /// The call itself completed, then the worker died or hung (`failure`: `Crashed`, `Exited`
     /// or `TimedOut`) while running differential check number `check` of the case.
-    InCheck { check: u32, failure: Box<Execution> },
+    InCheck {
+        check: u32,
+        failure: Box<Execution>,
+    },
 }
 
 impl Execution {

@@ -117,11 +117,7 @@ impl Progress {
     pub fn running(&self) -> Option<Running> {
         let read = || {
             let state = self.word(STATE).load(Ordering::Acquire);
-            let r = Running {
-                id: self.word(ID).load(Ordering::Relaxed),
-                since_ns: self.word(START).load(Ordering::Relaxed),
-                phase: self.word(PHASE).load(Ordering::Acquire),
-            };
+            let r = Running { id: self.word(ID).load(Ordering::Relaxed), since_ns: self.word(START).load(Ordering::Relaxed), phase: self.word(PHASE).load(Ordering::Acquire) };
             (state, r)
         };
         loop {

@@ -6,9 +6,9 @@ use std::io::{self, Read, Write};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 use crate::case::Case;
-use crate::program::hunt::{HuntRequest, HuntResult};
 use crate::ops::binding::OpBinding;
 use crate::outcome::Outcome;
+use crate::program::hunt::{HuntRequest, HuntResult};
 use crate::variant::{Check, CheckReport};
 
 /// Messages larger than this are refused: a corrupt length must not allocate gigabytes.
@@ -34,16 +34,35 @@ pub enum Request {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Response {
     /// Sent once at start-up, before any request is read.
-    Ready { torch_version: String, pid: u32 },
+    Ready {
+        torch_version: String,
+        pid: u32,
+    },
     /// Per op of the `Load` request: None when resolved, else why not.
-    Loaded { errors: Vec<Option<String>> },
-    Done { id: u64, outcome: Outcome },
-    Catalog { schemas: Vec<String> },
-    Hunted { id: u64, result: Box<HuntResult> },
+    Loaded {
+        errors: Vec<Option<String>>,
+    },
+    Done {
+        id: u64,
+        outcome: Outcome,
+    },
+    Catalog {
+        schemas: Vec<String>,
+    },
+    Hunted {
+        id: u64,
+        result: Box<HuntResult>,
+    },
     /// Per op of the `Checks` request: None when every check can run, else why not.
-    ChecksLoaded { errors: Vec<Option<String>> },
+    ChecksLoaded {
+        errors: Vec<Option<String>>,
+    },
     /// A case of an op with checks: its outcome and one report per check, in order.
-    Checked { id: u64, outcome: Outcome, checks: Vec<CheckReport> },
+    Checked {
+        id: u64,
+        outcome: Outcome,
+        checks: Vec<CheckReport>,
+    },
 }
 
 pub fn write_frame<W: Write, T: Serialize>(w: &mut W, msg: &T) -> io::Result<()> {

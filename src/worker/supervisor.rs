@@ -11,12 +11,12 @@
 //! fail with EPIPE (SIGPIPE is ignored), reads see EOF, and every failure ends in a restart.
 //! This module never links libtorch.
 use std::collections::VecDeque;
+use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::os::fd::AsRawFd;
+use std::os::fd::OwnedFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::fs::File;
-use std::os::fd::OwnedFd;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
@@ -25,9 +25,9 @@ use std::time::{Duration, Instant};
 use super::forkserver::{self, ForkServer};
 use super::progress::{monotonic_ns, Progress};
 use super::protocol::{read_frame, write_frame, Request, Response};
+use super::{Execution, EARLIER_CASES};
 use crate::case::Case;
 use crate::ops::binding::OpBinding;
-use super::{Execution, EARLIER_CASES};
 use crate::variant::Check;
 
 /// Bytes of a worker's stderr kept for crash reports.
@@ -253,10 +253,7 @@ impl Pool {
                     })
                 })
                 .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| RunStats { errors: vec!["a worker thread panicked (a bug in sfz)".into()], ..Default::default() }))
-                .collect()
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| RunStats { errors: vec!["a worker thread panicked (a bug in sfz)".into()], ..Default::default() })).collect()
         });
         for s in per_worker {
             total.merge(s);
@@ -357,11 +354,7 @@ impl Pool {
             if queue.is_empty() {
                 return stats;
             }
-            let event = if failed || worker.flush().is_err() {
-                Event::Died
-            } else {
-                worker.wait_answer(self.config.timeout)
-            };
+            let event = if failed || worker.flush().is_err() { Event::Died } else { worker.wait_answer(self.config.timeout) };
             match event {
                 Event::Answer(id, exec) => {
                     match queue.front() {
@@ -458,7 +451,6 @@ impl Pool {
             }
         }
     }
-
 }
 
 /// A death or hang during a differential check is the check's, not the call's.

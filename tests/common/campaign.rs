@@ -40,4 +40,3 @@ pub fn keys(dir: &Path) -> BTreeSet<(String, String, String)> {
         })
         .collect()
 }
-

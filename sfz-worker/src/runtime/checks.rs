@@ -11,9 +11,9 @@ use tch::{Device, Kind, Tensor};
 
 use super::compare::{compare_with, Extra};
 use super::conditioning;
-use super::representable;
 use super::executor::{Called, Executor, Inputs, Rejected};
 use super::materialize::{kind, materialize};
+use super::representable;
 use sfz::case::{Arg, Case, DType, Layout};
 use sfz::ops::binding::ArgSource;
 use sfz::oracle::errors::{classify, ErrorKind};
@@ -79,8 +79,8 @@ impl Executor {
             let start = Instant::now();
             // A check must never take the worker down through a Rust panic (a tch wrapper that
             // unwraps); that would be reported as a crash of libtorch.
-            let outcome = catch_unwind(AssertUnwindSafe(|| self.check(check, case, &main, &inputs)))
-                .unwrap_or_else(|_| CheckOutcome::Skipped("the check panicked (a bug in sfz)".into()));
+            let outcome =
+                catch_unwind(AssertUnwindSafe(|| self.check(check, case, &main, &inputs))).unwrap_or_else(|_| CheckOutcome::Skipped("the check panicked (a bug in sfz)".into()));
             reports.push(report(outcome, start.elapsed().as_micros()));
         }
         (main.outcome, reports)
@@ -264,9 +264,7 @@ impl Executor {
         }
         // Fresh copies; an expanded input (many elements sharing memory) is copied contiguous, as
         // `clone()` does in Python: libtorch refuses to write in place into overlapping memory.
-        let inputs = self
-            .materialize(case.op, case, &mut |r| if r.layout == Layout::Expanded { materialize(r)?.f_contiguous() } else { materialize(r) })
-            .map_err(Failure::from)?;
+        let inputs = self.materialize(case.op, case, &mut |r| if r.layout == Layout::Expanded { materialize(r)?.f_contiguous() } else { materialize(r) }).map_err(Failure::from)?;
         let variant = self.invoke_variant(op, case, &inputs, &[])?;
         if let Some(c) = consistency(main, &variant) {
             return Ok(c);
@@ -696,7 +694,6 @@ fn objective_of(outputs: &[Option<Tensor>], weights: &[Option<Tensor>]) -> Resul
     }
     Ok(total)
 }
-
 
 /// Up to `samples` (leaf, element) pairs: every element when there are few, else a seeded
 /// spread over all of them, in increasing order.

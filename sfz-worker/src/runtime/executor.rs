@@ -153,12 +153,7 @@ impl Executor {
     }
 
     /// Builds every tensor the op's binding reads from the case, with `build`.
-    pub(super) fn materialize(
-        &self,
-        op: u32,
-        case: &Case,
-        build: &mut dyn FnMut(&TensorRecipe) -> Result<Tensor, tch::TchError>,
-    ) -> Result<Inputs, Rejected> {
+    pub(super) fn materialize(&self, op: u32, case: &Case, build: &mut dyn FnMut(&TensorRecipe) -> Result<Tensor, tch::TchError>) -> Result<Inputs, Rejected> {
         let op = self.op(op)?;
         let mut inputs = Inputs { tensors: Vec::new(), ranges: vec![(0, 0); case.args.len()] };
         for &index in &op.used {

@@ -10,8 +10,8 @@ pub mod ffi;
 pub mod materialize;
 pub mod program;
 pub mod ray;
-mod representable;
 mod relate;
+mod representable;
 
 use std::ffi::CStr;
 

@@ -10,9 +10,9 @@ use tch::{Kind, Tensor};
 use super::materialize::{kind, materialize};
 use sfz::case::{Arg, DType};
 use sfz::program::hunt::{self, Found, HuntRequest, HuntResult, InputValues, PathPoint, Record, RewriteFound, SoftSignal, Stats, StepObs, Strategy, MAX_PATH};
-use sfz::program::rewrite;
-use sfz::program::ops::NumOp;
 use sfz::program::ir::{Operand, ProgramIr, Step};
+use sfz::program::ops::NumOp;
+use sfz::program::rewrite;
 
 /// A value of a running program.
 enum V {
@@ -346,10 +346,31 @@ fn risky(ir: &ProgramIr) -> Vec<usize> {
         .filter(|(_, s)| {
             !matches!(
                 s.op,
-                NumOp::Softmax | NumOp::LogSoftmax | NumOp::Logsumexp | NumOp::Clamp | NumOp::ClampMin | NumOp::To | NumOp::Abs | NumOp::Neg
-                    | NumOp::Sigmoid | NumOp::Tanh | NumOp::Sin | NumOp::Cos | NumOp::Atan | NumOp::Amax | NumOp::Amin | NumOp::Maximum
-                    | NumOp::Minimum | NumOp::Std | NumOp::Normalize | NumOp::Atan2 | NumOp::Relu | NumOp::Softplus | NumOp::LogSigmoid
-                    | NumOp::Reshape | NumOp::Transpose
+                NumOp::Softmax
+                    | NumOp::LogSoftmax
+                    | NumOp::Logsumexp
+                    | NumOp::Clamp
+                    | NumOp::ClampMin
+                    | NumOp::To
+                    | NumOp::Abs
+                    | NumOp::Neg
+                    | NumOp::Sigmoid
+                    | NumOp::Tanh
+                    | NumOp::Sin
+                    | NumOp::Cos
+                    | NumOp::Atan
+                    | NumOp::Amax
+                    | NumOp::Amin
+                    | NumOp::Maximum
+                    | NumOp::Minimum
+                    | NumOp::Std
+                    | NumOp::Normalize
+                    | NumOp::Atan2
+                    | NumOp::Relu
+                    | NumOp::Softplus
+                    | NumOp::LogSigmoid
+                    | NumOp::Reshape
+                    | NumOp::Transpose
             )
         })
         .map(|(k, _)| k)
@@ -426,35 +447,14 @@ impl Episode<'_> {
         }
         if self.result.found.is_none() {
             if let Some((step, out)) = oracle(ir, &obs) {
-                let inputs = (0..ir.params.len())
-                    .map(|i| vals[i].tensor().and_then(|t| Some(InputValues { dtype: dtype_of(t)?, shape: t.size(), values: values(t) })))
-                    .collect();
+                let inputs = (0..ir.params.len()).map(|i| vals[i].tensor().and_then(|t| Some(InputValues { dtype: dtype_of(t)?, shape: t.size(), values: values(t) }))).collect();
                 let steps = (0..ir.steps.len()).map(|k| StepObs { dtype: step_dtype(&vals, ir, k), out: obs[ir.params.len() + k].unwrap_or_default() }).collect();
-                self.result.found = Some(Found {
-                    step,
-                    eval: self.evals,
-                    nan: out.nan,
-                    inf: out.inf,
-                    inputs,
-                    steps,
-                    micros: self.start.elapsed().as_micros() as u64,
-                    rewrite: None,
-                });
+                self.result.found =
+                    Some(Found { step, eval: self.evals, nan: out.nan, inf: out.inf, inputs, steps, micros: self.start.elapsed().as_micros() as u64, rewrite: None });
             } else if let Some((step, rewrite)) = rewrite_oracle(ir, &vals) {
-                let inputs = (0..ir.params.len())
-                    .map(|i| vals[i].tensor().and_then(|t| Some(InputValues { dtype: dtype_of(t)?, shape: t.size(), values: values(t) })))
-                    .collect();
+                let inputs = (0..ir.params.len()).map(|i| vals[i].tensor().and_then(|t| Some(InputValues { dtype: dtype_of(t)?, shape: t.size(), values: values(t) }))).collect();
                 let steps = (0..ir.steps.len()).map(|k| StepObs { dtype: step_dtype(&vals, ir, k), out: obs[ir.params.len() + k].unwrap_or_default() }).collect();
-                self.result.found = Some(Found {
-                    step,
-                    eval: self.evals,
-                    nan: 0,
-                    inf: 0,
-                    inputs,
-                    steps,
-                    micros: self.start.elapsed().as_micros() as u64,
-                    rewrite: Some(rewrite),
-                });
+                self.result.found = Some(Found { step, eval: self.evals, nan: 0, inf: 0, inputs, steps, micros: self.start.elapsed().as_micros() as u64, rewrite: Some(rewrite) });
             }
         }
         Ok(Eval { vals, obs })
@@ -662,10 +662,7 @@ impl Episode<'_> {
                 .collect();
             moves.push(("sign", sign));
             if to_zero && j0 > 0.0 {
-                let polyak: Vec<(usize, Tensor)> = params
-                    .iter()
-                    .filter_map(|&i| Some((i, leaves[i].as_ref()?.detach() - grad_of[i].as_ref()? * (j0 / norm2))))
-                    .collect();
+                let polyak: Vec<(usize, Tensor)> = params.iter().filter_map(|&i| Some((i, leaves[i].as_ref()?.detach() - grad_of[i].as_ref()? * (j0 / norm2)))).collect();
                 moves.push(("polyak", polyak));
             }
             let mut best: Option<(f64, Inputs, &str)> = None;

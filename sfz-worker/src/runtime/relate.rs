@@ -134,15 +134,8 @@ impl Executor {
     /// Another API's operator, with the given arguments (keyword by parameter index) and its
     /// defaults for the rest.
     fn call_other(&mut self, op: u32, values: Vec<(usize, Val)>) -> Result<Called, Failure> {
-        let params = self
-            .op(op)
-            .map_err(Failure::from)?
-            .binding
-            .args
-            .iter()
-            .filter_map(|a| if let ArgSource::Param { index, .. } = a { Some(index + 1) } else { None })
-            .max()
-            .unwrap_or(0);
+        let params =
+            self.op(op).map_err(Failure::from)?.binding.args.iter().filter_map(|a| if let ArgSource::Param { index, .. } = a { Some(index + 1) } else { None }).max().unwrap_or(0);
         let mut args = vec![Arg::Omitted; params];
         let mut tensors = Vec::new();
         let mut ranges = Vec::with_capacity(params);

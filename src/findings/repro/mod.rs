@@ -236,10 +236,7 @@ impl Writer<'_> {
                 let Some(c) = r.api.ensures.get(*clause) else { return format!("result = {call}\n") };
                 match self.expr(&c.expr) {
                     Some(e) => format!("result = {call}\nassert {e}, {}\n", py_str(&format!("postcondition `{}` does not hold", c.text))),
-                    None => format!(
-                        "result = {call}\n# sfz cannot write `ensures {}` in Python; check it by hand:\nprint(result)\n",
-                        c.text
-                    ),
+                    None => format!("result = {call}\n# sfz cannot write `ensures {}` in Python; check it by hand:\nprint(result)\n", c.text),
                 }
             }
             Evidence::Differential { what: what @ Disagreement::VariantFails, .. } if r.calls > 1 => {
@@ -326,7 +323,10 @@ impl Writer<'_> {
             }
             Disagreement::Extrapolated { output } => out.push_str(&self.extrapolated(original, *output)),
             Disagreement::VariantFails | Disagreement::Gradient => {
-                let _ = writeln!(out, "try:\n    result = {original}\nexcept Exception as e:  # what matters is the {describe}\n    result = None\n    print(\"the original raises:\", e)");
+                let _ = writeln!(
+                    out,
+                    "try:\n    result = {original}\nexcept Exception as e:  # what matters is the {describe}\n    result = None\n    print(\"the original raises:\", e)"
+                );
                 out.push_str(&setup);
                 let _ = writeln!(out, "{}  # fails", v.call);
             }
@@ -646,7 +646,11 @@ impl Writer<'_> {
                 (BinOp::In | BinOp::NotIn, TExpr::Range { lo, hi, inclusive }) => {
                     let upper = if *inclusive { "<=" } else { "<" };
                     let inside = format!("(({x} >= {}) & ({x} {upper} {}))", self.expr(lo)?, self.expr(hi)?);
-                    if op == BinOp::In { format!("bool({inside}.all())") } else { format!("bool((~{inside}).all())") }
+                    if op == BinOp::In {
+                        format!("bool({inside}.all())")
+                    } else {
+                        format!("bool((~{inside}).all())")
+                    }
                 }
                 _ if op.is_comparison() => format!("bool(({x} {} {}).all())", op.symbol(), tensor_of(self, b)?),
                 _ => return None,
@@ -657,7 +661,11 @@ impl Writer<'_> {
             (BinOp::In | BinOp::NotIn, TExpr::Range { lo, hi, inclusive }) => {
                 let upper = if *inclusive { "<=" } else { "<" };
                 let inside = format!("({} <= {x} {upper} {})", self.expr(lo)?, self.expr(hi)?);
-                if op == BinOp::In { inside } else { format!("(not {inside})") }
+                if op == BinOp::In {
+                    inside
+                } else {
+                    format!("(not {inside})")
+                }
             }
             (BinOp::Implies, _) => format!("((not {x}) or {})", self.expr(b)?),
             (BinOp::And, _) => format!("({x} and {})", self.expr(b)?),
@@ -675,7 +683,13 @@ impl Writer<'_> {
 fn py_lit(v: &Value) -> Option<String> {
     Some(match v {
         Value::None => "None".into(),
-        Value::Bool(b) => if *b { "True".into() } else { "False".into() },
+        Value::Bool(b) => {
+            if *b {
+                "True".into()
+            } else {
+                "False".into()
+            }
+        }
         Value::Int(i) => i.to_string(),
         Value::Float(f) => py_float(*f),
         Value::Str(s) => py_str(s),
@@ -709,7 +723,11 @@ pub fn py_float(v: f64) -> String {
     if v.is_nan() {
         "float(\"nan\")".into()
     } else if v.is_infinite() {
-        if v > 0.0 { "float(\"inf\")".into() } else { "float(\"-inf\")".into() }
+        if v > 0.0 {
+            "float(\"inf\")".into()
+        } else {
+            "float(\"-inf\")".into()
+        }
     } else {
         // Debug prints the shortest text that reads back to the same double, with a `.0` or an
         // exponent, which Python accepts as a float literal.
@@ -736,9 +754,8 @@ fn py_str(s: &str) -> String {
 
 /// Python's keywords: a parameter with one of these names is renamed in a script.
 const PY_KEYWORDS: &[&str] = &[
-    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del", "elif", "else", "except",
-    "finally", "for", "from", "global", "if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try",
-    "while", "with", "yield",
+    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global",
+    "if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while", "with", "yield",
 ];
 
 fn py_var(name: &str, index: usize) -> String {
@@ -756,7 +773,13 @@ fn py_var(name: &str, index: usize) -> String {
 fn py_value(arg: &Arg, var: &str) -> String {
     match arg {
         Arg::None | Arg::Omitted => "None".into(),
-        Arg::Bool(b) => if *b { "True".into() } else { "False".into() },
+        Arg::Bool(b) => {
+            if *b {
+                "True".into()
+            } else {
+                "False".into()
+            }
+        }
         Arg::Int(i) => i.to_string(),
         Arg::Float(f) => py_float(*f),
         Arg::Str(s) => py_str(s),
@@ -909,10 +932,8 @@ mod tests {
     #[test]
     fn public_calls_are_positional_until_a_gap_then_keywords() {
         let a = api("api torch.nn.functional.conv2d(input: Tensor, weight: Tensor, bias: Tensor? = None, stride: int[2] = [1, 1], padding: int[2] = [0, 0], dilation: int[2] = [1, 1], groups: int = 1) -> Tensor {}");
-        let case = Case {
-            op: 0,
-            args: vec![Arg::Tensor(recipe()), Arg::Tensor(recipe()), Arg::None, Arg::IntList(vec![2, 2]), Arg::Omitted, Arg::IntList(vec![1, 1]), Arg::Int(1)],
-        };
+        let case =
+            Case { op: 0, args: vec![Arg::Tensor(recipe()), Arg::Tensor(recipe()), Arg::None, Arg::IntList(vec![2, 2]), Arg::Omitted, Arg::IntList(vec![1, 1]), Arg::Int(1)] };
         let s = script(&a, &case, Evidence::Call, None, None);
         assert!(s.contains("\ntorch.nn.functional.conv2d(input, weight, None, [2, 2], dilation=[1, 1], groups=1)\n"), "{s}");
     }
@@ -953,9 +974,13 @@ mod tests {
     #[test]
     fn a_late_death_repeats_the_call() {
         let eig = api("api torch.linalg.eig(input: Tensor) -> (eigenvalues: Tensor, eigenvectors: Tensor) {}");
-        let case = Case { op: 0, args: vec![Arg::Tensor(TensorRecipe { dtype: DType::Float64, shape: vec![4, 8, 8], specials: vec![(236, Special::Value(-f64::MAX))], ..recipe() })] };
+        let case =
+            Case { op: 0, args: vec![Arg::Tensor(TensorRecipe { dtype: DType::Float64, shape: vec![4, 8, 8], specials: vec![(236, Special::Value(-f64::MAX))], ..recipe() })] };
         let b = bind(&eig);
-        let render = |calls| Reproducer { api: &eig, binding: &b, case: &case, evidence: &Evidence::Call, check: None, twin: None, header: "sfz finding t", expect: "dies with SIGABRT", calls }.render();
+        let render = |calls| {
+            Reproducer { api: &eig, binding: &b, case: &case, evidence: &Evidence::Call, check: None, twin: None, header: "sfz finding t", expect: "dies with SIGABRT", calls }
+                .render()
+        };
         insta::assert_snapshot!("late_death", render(25));
         assert!(render(1).ends_with("torch.linalg.eig(input)  # dies with SIGABRT\n"), "{}", render(1));
         assert!(render(40).contains("for _ in range(160):"), "four times the worker's calls when that is more");
@@ -969,7 +994,8 @@ mod tests {
         let layout = check("layout", Variant::Layout);
         let evidence = Evidence::Differential { check: 0, what: Disagreement::VariantFails };
         let b = bind(&exp);
-        let render = |calls| Reproducer { api: &exp, binding: &b, case: &case, evidence: &evidence, check: Some(&layout), twin: None, header: "sfz finding t", expect: "", calls }.render();
+        let render =
+            |calls| Reproducer { api: &exp, binding: &b, case: &case, evidence: &evidence, check: Some(&layout), twin: None, header: "sfz finding t", expect: "", calls }.render();
         insta::assert_snapshot!("late_death_in_check", render(3));
         assert!(!render(1).contains("for _ in range"), "{}", render(1));
     }
@@ -989,7 +1015,12 @@ mod tests {
         let (ip_twin, arg) = crate::ops::twins::inplace_binding(&b, &catalog()).unwrap();
         let inplace = check("inplace", Variant::InPlace { op: 1, arg });
         insta::assert_snapshot!("inplace", script(&exp, &case, values(0), Some(&inplace), Some(&ip_twin)));
-        let gradient = Check { oracle: "gradient".into(), variant: Variant::Gradient { eps: 1e-6, samples: 8 }, tolerances: Tolerances::uniform(Tolerance { rtol: 1e-3, atol: 1e-5 }), accuracy: Default::default() };
+        let gradient = Check {
+            oracle: "gradient".into(),
+            variant: Variant::Gradient { eps: 1e-6, samples: 8 },
+            tolerances: Tolerances::uniform(Tolerance { rtol: 1e-3, atol: 1e-5 }),
+            accuracy: Default::default(),
+        };
         let mm = api("api torch.matmul(input: Tensor, other: Tensor) -> Tensor {}");
         let case2 = Case { op: 0, args: vec![Arg::Tensor(recipe()), Arg::Tensor(TensorRecipe { shape: vec![3, 2], seed: 7, ..recipe() })] };
         insta::assert_snapshot!("gradient", script(&mm, &case2, Evidence::Differential { check: 0, what: Disagreement::Gradient }, Some(&gradient), None));
@@ -1002,7 +1033,10 @@ mod tests {
         let a = api("api torch.nn.functional.max_pool2d(input: Tensor, kernel_size: int[2], stride: int[2]? = None, padding: int[2] = [0, 0], dilation: int[2] = [1, 1], ceil_mode: bool = false) -> (values: Tensor, indices: Tensor) {}");
         let b = bind(&a);
         let twin = crate::ops::twins::out_binding(&b, &catalog()).expect("with_indices.out");
-        let case = Case { op: 0, args: vec![Arg::Tensor(TensorRecipe { shape: vec![1, 4, 4], ..recipe() }), Arg::IntList(vec![2, 2]), Arg::Omitted, Arg::Omitted, Arg::Omitted, Arg::Omitted] };
+        let case = Case {
+            op: 0,
+            args: vec![Arg::Tensor(TensorRecipe { shape: vec![1, 4, 4], ..recipe() }), Arg::IntList(vec![2, 2]), Arg::Omitted, Arg::Omitted, Arg::Omitted, Arg::Omitted],
+        };
         let s = script(&a, &case, values(1), Some(&check("out", Variant::Out { op: 1 })), Some(&twin));
         assert!(s.contains("torch.ops.aten.max_pool2d_with_indices.out(input, [2, 2], out=out0, indices=out1)"), "{s}");
         assert!(s.contains("torch.testing.assert_close(out1, result[1], rtol=1e-5, atol=1e-6, equal_nan=True)") || s.contains("out1.double()"), "{s}");

@@ -82,7 +82,11 @@ impl Writer<'_> {
                 given.sort_by_key(|(p, _)| *p);
                 let args: Vec<String> = given.iter().map(|(_, a)| self.rel(a, s)).collect();
                 let c = format!("{f}({})", args.join(", "));
-                if *output == 0 { c } else { format!("{c}[{output}]") }
+                if *output == 0 {
+                    c
+                } else {
+                    format!("{c}[{output}]")
+                }
             }
         }
     }

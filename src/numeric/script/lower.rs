@@ -106,7 +106,18 @@ fn harmless(name: &str, v: &Json) -> bool {
 /// Lowers a trace. Never fails: a trace with no expressible call gives a program without
 /// `let`s, which the caller reports.
 pub fn lower(trace: &Trace, name: &str) -> Lowered {
-    let mut l = Lowering { trace, lets: BTreeMap::new(), params: BTreeMap::new(), param_text: String::new(), body: String::new(), bound: BTreeMap::new(), max_numel: 1, max_dim: 8, skipped: Vec::new(), order: Vec::new() };
+    let mut l = Lowering {
+        trace,
+        lets: BTreeMap::new(),
+        params: BTreeMap::new(),
+        param_text: String::new(),
+        body: String::new(),
+        bound: BTreeMap::new(),
+        max_numel: 1,
+        max_dim: 8,
+        skipped: Vec::new(),
+        order: Vec::new(),
+    };
     for op in &trace.ops {
         match l.call(op) {
             Ok(()) => {}
@@ -165,7 +176,8 @@ impl Lowering<'_> {
     fn call(&mut self, op: &TracedOp) -> Result<(), String> {
         let Some(Some(out)) = op.outputs.first() else { return Err("no tensor output".into()) };
         if let Some(expr) = self.reshaping(op, *out)? {
-            return Ok(self.emit(op, *out, expr));
+            self.emit(op, *out, expr);
+            return Ok(());
         }
         let (sig, swap) = resolve(&op.func).ok_or("not in the op table")?;
         let mut args: Vec<Json> = op.args.clone();

@@ -5,8 +5,8 @@ use serde::Serialize;
 
 use super::lower::{Lowered, Site};
 use crate::program::hunt::Found;
-use crate::program::ops::NumOp;
 use crate::program::ir::Operand;
+use crate::program::ops::NumOp;
 use crate::spec::ProgramSpec;
 
 /// The script side of a finding.
@@ -43,9 +43,8 @@ pub fn explain(program: &ProgramSpec, lowered: &Lowered, found: &Found) -> Optio
     let guard_site = lowered.lets.get(&root).cloned().or_else(|| lowered.params.get(&root).cloned().flatten());
     // The line's assigned name holds this value only when it is the line's last call.
     let index = |n: &str| n.trim_start_matches('v').parse::<u64>().ok();
-    let last_on_line = guard_site.as_ref().is_some_and(|g| {
-        lowered.lets.iter().filter(|(_, s)| s.file == g.file && s.line == g.line).filter_map(|(n, _)| index(n)).max() == index(&root)
-    });
+    let last_on_line =
+        guard_site.as_ref().is_some_and(|g| lowered.lets.iter().filter(|(_, s)| s.file == g.file && s.line == g.line).filter_map(|(n, _)| index(n)).max() == index(&root));
     let guard_variable = guard_site.as_ref().filter(|_| last_on_line || lowered.params.contains_key(&root)).and_then(|g| assigned(&g.code));
     Some(ScriptFinding { site, guard: root, guard_variable, guard_site, advice: advice(step.op) })
 }
