@@ -1,19 +1,11 @@
 //! Campaigns larger than one process, end to end with real workers: shards that cover a
 //! campaign once, merging their folders, resuming a killed campaign, and a full output disk.
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn sfz() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_sfz"))
-}
-
-fn run(cmd: &mut Command) -> (i32, String, String) {
-    let Output { status, stdout, stderr } = cmd.output().expect("sfz runs");
-    (status.code().unwrap_or(-1), String::from_utf8_lossy(&stdout).into_owned(), String::from_utf8_lossy(&stderr).into_owned())
-}
-
 mod common;
+use common::process::{run, sfz};
 
 use common::campaign::{keys, CAMPAIGN, FIXED};
 

@@ -1,22 +1,10 @@
 //! `sfz hunt script.py` end to end: real scripts traced under the venv's Python with real torch,
 //! hunted in real workers, reproducers run under pip torch.
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+use common::process::{run, sfz, write};
 
-fn sfz() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_sfz"))
-}
-
-fn run(cmd: &mut Command) -> (i32, String, String) {
-    let Output { status, stdout, stderr } = cmd.output().expect("sfz runs");
-    (status.code().unwrap_or(-1), String::from_utf8_lossy(&stdout).into_owned(), String::from_utf8_lossy(&stderr).into_owned())
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, text).expect("write fixture");
-    p
-}
+use std::path::Path;
+use std::process::Command;
 
 /// Hunts `script` with --json; exit code, the reports, stderr.
 fn hunt(script: &Path, out: &Path, extra: &[&str]) -> (i32, Vec<serde_json::Value>, String) {

@@ -1,22 +1,10 @@
 //! Numerical truth end to end: relations, the premature-overflow verdict, and the oracles an API
 //! without an `oracles` clause gets, on real libtorch, with reproducers run under pip torch.
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+use common::process::{run, sfz, write};
 
-fn sfz() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_sfz"))
-}
-
-fn run(cmd: &mut Command) -> (i32, String, String) {
-    let Output { status, stdout, stderr } = cmd.output().expect("sfz runs");
-    (status.code().unwrap_or(-1), String::from_utf8_lossy(&stdout).into_owned(), String::from_utf8_lossy(&stderr).into_owned())
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, text).expect("write fixture");
-    p
-}
+use std::path::Path;
+use std::process::Command;
 
 fn findings(out: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(out.join("findings.jsonl")).unwrap_or_default().lines().map(|l| serde_json::from_str(l).expect("a finding per line")).collect()

@@ -1,8 +1,11 @@
 //! `sfz init`, `sfz suggest` and `sfz infer` end to end: the real binary, real workers and
 //! libtorch, and a local OpenAI-compatible server on loopback that serves recorded answers
 //! (tests/fixtures/llm/), malformed ones included.
+mod common;
+use common::process::run;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -11,11 +14,6 @@ fn sfz() -> Command {
     // No endpoint from the environment or a config file of the machine running the tests.
     c.env_remove("SFZ_LLM_ENDPOINT").env_remove("SFZ_LLM_MODEL").env_remove("SFZ_LLM_API_KEY").env("SFZ_CONFIG_DIR", "/nonexistent");
     c
-}
-
-fn run(cmd: &mut Command) -> (i32, String, String) {
-    let Output { status, stdout, stderr } = cmd.output().expect("sfz runs");
-    (status.code().unwrap_or(-1), String::from_utf8_lossy(&stdout).into_owned(), String::from_utf8_lossy(&stderr).into_owned())
 }
 
 fn fixture(name: &str) -> String {

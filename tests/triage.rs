@@ -5,18 +5,11 @@
 //!
 //! One campaign over the planted operator is shared by the tests that only read its folder;
 //! tests that change a folder work on a copy.
+mod common;
+use common::process::{run, sfz};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::sync::OnceLock;
-
-fn sfz() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_sfz"))
-}
-
-fn run(cmd: &mut Command) -> (i32, String, String) {
-    let Output { status, stdout, stderr } = cmd.output().expect("sfz runs");
-    (status.code().unwrap_or(-1), String::from_utf8_lossy(&stdout).into_owned(), String::from_utf8_lossy(&stderr).into_owned())
-}
 
 fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))

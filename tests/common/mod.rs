@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod campaign;
+pub mod process;
 
 use sfz::diag::FileId;
 
