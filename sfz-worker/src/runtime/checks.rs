@@ -175,8 +175,9 @@ impl Executor {
     /// to output elements, or the longest input dimension, whichever is larger). None for an
     /// output the magnitude call cannot give (it raised, or changed shape).
     fn rounding_allowance(&mut self, op: u32, case: &Case, promoted: &Inputs, main: &Called) -> Result<Vec<Option<Tensor>>, Failure> {
+        // Complex inputs by their moduli: |a·b + c·d| <= |a||b| + |c||d| bounds a complex sum of products too.
         let magnitudes = promoted.map(|_, t| match t.f_kind()? {
-            Kind::Double => t.f_abs(),
+            Kind::Double | Kind::ComplexDouble => t.f_abs(),
             _ => Ok(t.shallow_clone()),
         })?;
         let called = self.invoke_variant(op, case, &magnitudes, &[])?;
