@@ -623,6 +623,18 @@ mod tests {
     use crate::solve::SymValue;
     use std::path::Path;
 
+    /// The rules of a checked file as candidates, before any evidence.
+    fn candidates_of(spec: &crate::spec::Spec) -> Vec<Checked> {
+        spec.rules
+            .iter()
+            .map(|r| Checked {
+                candidate: Candidate { name: r.meta.name.clone(), text: r.constraints[0].text.clone(), source: crate::spec::RuleSource::Inferred },
+                constraints: r.constraints.clone(),
+                evidence: None,
+            })
+            .collect()
+    }
+
     /// Accepts a call when `other` (the second argument) is 0-d, as `_foreach_mul.Tensor` does.
     struct WantsScalarOther;
     impl Runner for WantsScalarOther {
@@ -674,16 +686,7 @@ mod tests {
             format!("api torch.stack(tensors: Tensor[], dim: int = 0) -> Tensor {{}}\n{}", super::super::rules_text(&base.name, &super::super::enumerate::candidates(&base), None));
         let checked = crate::check::check_text(Path::new("t.sfz"), &src);
         assert!(!checked.has_errors());
-        let candidates: Vec<Checked> = checked
-            .spec
-            .rules
-            .iter()
-            .map(|r| Checked {
-                candidate: Candidate { name: r.meta.name.clone(), text: r.constraints[0].text.clone(), source: crate::spec::RuleSource::Inferred },
-                constraints: r.constraints.clone(),
-                evidence: None,
-            })
-            .collect();
+        let candidates: Vec<Checked> = candidates_of(&checked.spec);
         let config = InferConfig { budget: Duration::from_secs(40), learn_values: false, ..InferConfig::default() };
         // Several API indices: each seeds the search differently.
         for index in 0..3 {
@@ -705,16 +708,7 @@ mod tests {
         let checked = crate::check::check_text(Path::new("t.sfz"), src);
         assert!(!checked.has_errors(), "{:?}", checked.diags.iter().map(|d| &d.message).collect::<Vec<_>>());
         let base = checked.spec.apis[0].clone();
-        let candidates: Vec<Checked> = checked
-            .spec
-            .rules
-            .iter()
-            .map(|r| Checked {
-                candidate: Candidate { name: r.meta.name.clone(), text: r.constraints[0].text.clone(), source: crate::spec::RuleSource::Inferred },
-                constraints: r.constraints.clone(),
-                evidence: None,
-            })
-            .collect();
+        let candidates: Vec<Checked> = candidates_of(&checked.spec);
         let mut base = base;
         base.requires.clear();
         let config = InferConfig { budget: Duration::from_secs(20), learn_values: false, ..InferConfig::default() };
