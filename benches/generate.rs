@@ -210,12 +210,12 @@ fn cost(plans: &[ApiPlan]) {
     let config = GenConfig { seed: 13, ..GenConfig::default() };
     let (pools, _, _) = plan::solve_pools(plans, &config);
     let generator = Generator::new(plans.iter().map(|p| p.api.clone()).collect(), pools, config);
-    let pregenerated: Vec<Case> = (0..65_536).map(|i| generator.case(i).map(|g| Case { op: g.api as u32, args: g.args }).expect("a case")).collect();
+    let pregenerated: Vec<Case> = (0..65_536).map(|i| generator.case(i).map(|g| Case { op: g.api as u32, args: g.args, forward: None }).expect("a case")).collect();
     println!("| round | generated (execs/s) | replayed (execs/s) | ratio |");
     println!("|---|---|---|---|");
     let mut ratios = Vec::new();
     for round in 1..=3 {
-        let generated = drive(plans, secs(10), &|i| generator.case(i).map(|g| Case { op: g.api as u32, args: g.args }));
+        let generated = drive(plans, secs(10), &|i| generator.case(i).map(|g| Case { op: g.api as u32, args: g.args, forward: None }));
         let replayed = drive(plans, secs(10), &|i| Some(pregenerated[(i % pregenerated.len() as u64) as usize].clone()));
         ratios.push(generated / replayed);
         println!("| {round} | {generated:.0} | {replayed:.0} | {:.2} |", generated / replayed);

@@ -245,6 +245,28 @@ pub enum StmtKind {
         tolerances: Vec<CallArg>,
         expr: Expr,
     },
+    /// `from api(args) { param: value; ... }`: parameters filled from a call of another API.
+    From(From),
+}
+
+/// A `from` statement: the forward API called with the statement's arguments, and what each
+/// bound parameter takes of its outputs (`result.1`, `like(result.0)`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct From {
+    pub callee: Ident,
+    pub args: Vec<CallArg>,
+    pub binds: Vec<FromBind>,
+    /// The braces of the bindings.
+    pub block: Span,
+}
+
+/// `param: value;` in a `from` block.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FromBind {
+    pub docs: Vec<Doc>,
+    pub param: Ident,
+    pub value: Expr,
+    pub span: Span,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -284,6 +284,172 @@ impl Arg {
 pub struct Case {
     pub op: u32,
     pub args: Vec<Arg>,
+    /// For an API with a `from` statement: which arguments its forward's outputs replace, and
+    /// what was broken in them on purpose. None for every other case.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forward: Option<Forward>,
+}
+
+/// Where one argument of a forward call (`from` statement) comes from, per parameter of the
+/// forward API in its declaration order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum FwdArg {
+    /// The case's argument at this index (the calling API's parameter).
+    Param(usize),
+    /// A constant written in the statement.
+    Value(Arg),
+    /// Not given: the forward's default (None for an optional argument without one).
+    Default,
+    /// `like(p, shape)`: a fresh tensor built from parameter `p`'s recipe (its dtype, fill and
+    /// seed) with this shape, for a forward input the calling API only knows the size of.
+    Like { param: usize, shape: Vec<ShapePart> },
+}
+
+/// One piece of a `like(p, shape)` shape: an int parameter, an int list parameter spliced in,
+/// or a constant.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ShapePart {
+    Int(usize),
+    List(usize),
+    Const(i64),
+}
+
+impl ShapePart {
+    /// The shape these parts give on a case's arguments; None when one is not an int (list).
+    pub fn shape(parts: &[ShapePart], args: &[Arg]) -> Option<Vec<i64>> {
+        let mut out = Vec::new();
+        for p in parts {
+            match p {
+                ShapePart::Const(v) => out.push(*v),
+                ShapePart::Int(i) => match args.get(*i)? {
+                    Arg::Int(v) => out.push(*v),
+                    _ => return None,
+                },
+                ShapePart::List(i) => match args.get(*i)? {
+                    Arg::IntList(vs) => out.extend(vs),
+                    Arg::Int(v) => out.push(*v),
+                    _ => return None,
+                },
+            }
+        }
+        Some(out)
+    }
+}
+
+/// A parameter filled from an output of the forward.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bind {
+    /// The calling API's parameter.
+    pub param: usize,
+    /// The forward's output (flattened index).
+    pub output: usize,
+    /// `like(result.k)`: a fresh tensor with the output's shape and dtype, drawn from the
+    /// parameter's own recipe (fill and seed); otherwise a copy of the output itself.
+    pub like: bool,
+}
+
+/// Which arguments of a case come from its forward, and the breakage applied to one of them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Forward {
+    pub binds: Vec<Bind>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broken: Option<Break>,
+}
+
+/// A bound argument broken on purpose after the forward (violate mode): the case starts from
+/// consistent inputs and differs from them in one known way.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Break {
+    /// The bound parameter.
+    pub param: usize,
+    pub kind: BreakKind,
+    /// Chooses the element or dimension: `seed % numel`, `seed % ndim`.
+    pub seed: u64,
+}
+
+/// The ways a bound argument is broken. "Plane": the elements of the forward's first tensor
+/// argument per index of the leading dimensions it shares with the output (H*W for a pooling
+/// over (N, C, H, W)), the range a pooling index lives in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum BreakKind {
+    /// One element plus the plane size: an index into the next plane.
+    PlaneUp,
+    /// One element minus the plane size: a valid index becomes negative.
+    PlaneDown,
+    /// One element plus the forward input's element count: past the whole input.
+    Outside,
+    /// One dimension one larger.
+    DimUp,
+    /// One non-empty dimension one smaller.
+    DimDown,
+    /// The first dimension (the batch) one larger: batch sizes disagree.
+    Batch,
+    /// The first dimension empty.
+    EmptyBatch,
+}
+
+impl BreakKind {
+    /// What breaks the values of a direct binding (indices, saved statistics).
+    pub const VALUES: [BreakKind; 3] = [BreakKind::PlaneUp, BreakKind::PlaneDown, BreakKind::Outside];
+    /// What breaks the shape of any binding.
+    pub const SHAPES: [BreakKind; 4] = [BreakKind::DimUp, BreakKind::DimDown, BreakKind::Batch, BreakKind::EmptyBatch];
+
+    /// In words, for reports and reproducers.
+    pub fn describe(self) -> &'static str {
+        match self {
+            BreakKind::PlaneUp => "one element plus its plane's size",
+            BreakKind::PlaneDown => "one element minus its plane's size (negative)",
+            BreakKind::Outside => "one element plus the forward input's element count",
+            BreakKind::DimUp => "one dimension one larger",
+            BreakKind::DimDown => "one dimension one smaller",
+            BreakKind::Batch => "a batch one larger than the forward's",
+            BreakKind::EmptyBatch => "an empty batch",
+        }
+    }
+
+    /// True for the kinds that change values, not the shape.
+    pub fn is_value(self) -> bool {
+        BreakKind::VALUES.contains(&self)
+    }
+}
+
+/// The shape a shape breakage gives a tensor of shape `shape`; None when it cannot apply
+/// (a 0-d tensor; `DimDown` with every dimension empty).
+pub fn broken_shape(kind: BreakKind, seed: u64, shape: &[i64]) -> Option<Vec<i64>> {
+    if shape.is_empty() {
+        return None;
+    }
+    let mut s = shape.to_vec();
+    match kind {
+        BreakKind::DimUp => s[(seed % shape.len() as u64) as usize] += 1,
+        BreakKind::DimDown => {
+            let nonempty: Vec<usize> = (0..s.len()).filter(|&d| s[d] > 0).collect();
+            let d = *nonempty.get((seed % nonempty.len().max(1) as u64) as usize)?;
+            s[d] -= 1;
+        }
+        BreakKind::Batch => s[0] += 1,
+        BreakKind::EmptyBatch => s[0] = 0,
+        _ => return None,
+    }
+    Some(s)
+}
+
+/// The dimension a `DimUp`/`DimDown` breakage changes (for messages and reproducers).
+pub fn broken_dim(kind: BreakKind, seed: u64, shape: &[i64]) -> Option<usize> {
+    let before = shape;
+    let after = broken_shape(kind, seed, shape)?;
+    (0..before.len()).find(|&d| before[d] != after[d])
+}
+
+/// The plane size of a forward input of shape `input` for an output of shape `output`: the
+/// product of the input's dimensions after the leading ones both share (at least the last).
+pub fn plane(input: &[i64], output: &[i64]) -> i64 {
+    let mut lead = 0;
+    let most = input.len().min(output.len()).saturating_sub(1);
+    while lead < most && input[lead] == output[lead] {
+        lead += 1;
+    }
+    input[lead.min(input.len())..].iter().product::<i64>().max(1)
 }
 
 impl Case {

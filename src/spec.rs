@@ -52,6 +52,24 @@ pub struct ApiSpec {
     pub refuted_oracles: Vec<(String, String)>,
     /// Metamorphic relations: written in the body, or from validated rules.
     pub relations: Vec<RelationSpec>,
+    /// The `from` statement: parameters filled from a call of another API (a backward operator
+    /// fed by its forward).
+    pub from: Option<FromSpec>,
+}
+
+/// A `from` statement, checked. The forward's constraints, with its parameters replaced by
+/// what the call passes them, are already among the calling API's `requires`.
+#[derive(Clone, Debug)]
+pub struct FromSpec {
+    /// The forward API as checked (its name, parameters, outputs and `#[aten]`), so that the
+    /// plan can resolve its operator without the file that declares it.
+    pub callee: Box<ApiSpec>,
+    /// The statement.
+    pub span: Span,
+    /// Per parameter of the callee: where its argument comes from.
+    pub args: Vec<crate::case::FwdArg>,
+    /// The parameters its outputs fill.
+    pub binds: Vec<crate::case::Bind>,
 }
 
 /// A `relation` statement, checked.

@@ -124,7 +124,7 @@ fn main() {
     let scale = |n: u64| if full { n } else { (n / 100).max(20) };
     runtime::init(1);
     let (ops, index) = bindings();
-    let cases = |seed: u64| -> Vec<Case> { workload(seed).into_iter().map(|(name, args)| Case { op: index[name], args }).collect() };
+    let cases = |seed: u64| -> Vec<Case> { workload(seed).into_iter().map(|(name, args)| Case { op: index[name], args, forward: None }).collect() };
 
     // 1. Ceiling: tch calls on tensors made once.
     let inputs: Vec<Vec<Tensor>> = workload(1).iter().map(|(_, args)| args.iter().flat_map(Arg::tensors).map(|r| materialize(r).expect("builds")).collect()).collect();
@@ -150,7 +150,7 @@ fn main() {
     assert_eq!(failed, 0, "every benchmark case returns");
 
     // 3. Failing calls: matmul with mismatched shapes.
-    let bad = Case { op: index["torch.matmul"], args: vec![Arg::Tensor(f32s(&[12, 16], 1)), Arg::Tensor(f32s(&[8, 8], 2))] };
+    let bad = Case { op: index["torch.matmul"], args: vec![Arg::Tensor(f32s(&[12, 16], 1)), Arg::Tensor(f32s(&[8, 8], 2))], forward: None };
     let n = scale(20_000);
     let t = Instant::now();
     for _ in 0..n {
@@ -158,7 +158,7 @@ fn main() {
         debug_assert!(matches!(o, Outcome::Raised { .. }));
     }
     println!("failing call (executor, C10 error)       {}", rate(n, t.elapsed()));
-    let mistyped = Case { op: index["torch.cumsum"], args: vec![Arg::Tensor(f32s(&[12, 16], 1)), Arg::Float(1.0)] };
+    let mistyped = Case { op: index["torch.cumsum"], args: vec![Arg::Tensor(f32s(&[12, 16], 1)), Arg::Float(1.0)], forward: None };
     let t = Instant::now();
     for _ in 0..n {
         ex.run(&mistyped);
@@ -203,6 +203,7 @@ fn main() {
         overload: String::new(),
         args: vec![ArgSource::Param { index: 0, transform: Transform::Identity }],
         schema: String::new(),
+        forward: None,
     };
     for fork_server in [true, false] {
         let pool = Pool::start(PoolConfig { worker_exe: worker_exe.clone(), workers: 1, in_flight: 1, fork_server, ops: vec![crash.clone()], ..PoolConfig::default() })
@@ -220,7 +221,7 @@ fn main() {
         };
         let next = || {
             let id = next_id.fetch_add(1, Ordering::Relaxed);
-            (id < crashes).then(|| (id, Case { op: 0, args: vec![Arg::Int(libc::SIGSEGV as i64)] }))
+            (id < crashes).then(|| (id, Case { op: 0, args: vec![Arg::Int(libc::SIGSEGV as i64)], forward: None }))
         };
         let stats = pool.run(&next, &|_, _, _| {});
         assert_eq!(stats.crashed, crashes);

@@ -60,12 +60,12 @@ mod tests {
 
     #[test]
     fn checks_novel_kinds_then_keeps_to_the_share() {
-        let case = Case { op: 0, args: vec![Arg::Int(1)] };
+        let case = Case { op: 0, args: vec![Arg::Int(1)], forward: None };
         let mut b = CheckBudget::new(Some(0.5));
         assert!(b.admits(&case), "a new kind is checked");
         b.spent(Duration::from_secs(3600));
         assert!(!b.admits(&case), "an hour of checks against a moment of anything else");
-        let other = Case { op: 1, args: vec![Arg::Int(1)] };
+        let other = Case { op: 1, args: vec![Arg::Int(1)], forward: None };
         assert!(b.admits(&other), "another op's first case is new");
         let mut all = CheckBudget::new(None);
         all.spent(Duration::from_secs(3600));

@@ -51,7 +51,7 @@ fn in_place_operators_write_into_their_input() {
     assert_eq!(binding("aten::abs_").qualified(), "aten::abs_");
     let mut ex = executor("torch.ops.aten.abs_");
     let x = f32s(&[3, 4], 7);
-    let got = first_output(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(x.clone())] });
+    let got = first_output(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(x.clone())], forward: None });
     assert!(got.equal(&materialize(&x).unwrap().abs()));
 }
 
@@ -63,7 +63,7 @@ fn out_overloads_take_the_out_tensor_as_a_parameter() {
     let mut ex = executor("torch.ops.aten.add.out");
     let (x, y) = (f32s(&[2, 3], 1), f32s(&[2, 3], 2));
     // The out tensor comes in with the wrong shape: libtorch resizes it.
-    let case = Case { op: 0, args: vec![Arg::Tensor(x.clone()), Arg::Tensor(y.clone()), Arg::Omitted, Arg::Tensor(f32s(&[5], 3))] };
+    let case = Case { op: 0, args: vec![Arg::Tensor(x.clone()), Arg::Tensor(y.clone()), Arg::Omitted, Arg::Tensor(f32s(&[5], 3))], forward: None };
     let got = first_output(&mut ex, &case);
     assert!(got.equal(&(materialize(&x).unwrap() + materialize(&y).unwrap())));
 }
@@ -73,7 +73,7 @@ fn tensor_lists_reach_the_operator() {
     let _rng = common::rng_lock();
     let mut ex = executor("torch.ops.aten.cat");
     let parts = vec![f32s(&[2, 3], 1), f32s(&[4, 3], 2), f32s(&[1, 3], 3)];
-    let case = Case { op: 0, args: vec![Arg::TensorList(parts.clone()), Arg::Int(0)] };
+    let case = Case { op: 0, args: vec![Arg::TensorList(parts.clone()), Arg::Int(0)], forward: None };
     let Outcome::Returned { outputs, .. } = ex.run(&case) else { panic!() };
     let Output::Tensor(info) = &outputs[0] else { panic!("{outputs:?}") };
     assert_eq!(info.shape, [7, 3]);
@@ -88,7 +88,7 @@ fn checks_of_a_mutating_operator_start_from_fresh_inputs() {
     let mut ex = executor("aten::neg_");
     let tol = Tolerances::uniform(Tolerance { rtol: 1e-5, atol: 1e-6 });
     ex.set_checks(vec![vec![Check { oracle: "precision".into(), variant: Variant::Promote, tolerances: tol, accuracy: Default::default() }]]);
-    let case = Case { op: 0, args: vec![Arg::Tensor(f32s(&[4, 5], 11))] };
+    let case = Case { op: 0, args: vec![Arg::Tensor(f32s(&[4, 5], 11))], forward: None };
     let (outcome, reports) = ex.run_checked(&case, &mut |_| {});
     assert!(matches!(outcome, Outcome::Returned { .. }), "{outcome:?}");
     assert!(matches!(reports[0].outcome, CheckOutcome::Agree { .. }), "{:?}", reports[0].outcome);
@@ -102,7 +102,7 @@ fn a_device_without_default_is_the_cpu() {
     let s = skeleton::skeleton("aten::_resize_output", catalog()).unwrap();
     assert!(!s.text.contains("device:"), "{}", s.text);
     let mut ex = executor("aten::_resize_output");
-    let case = Case { op: 0, args: vec![Arg::Tensor(f32s(&[2, 3], 5)), Arg::IntList(vec![4])] };
+    let case = Case { op: 0, args: vec![Arg::Tensor(f32s(&[2, 3], 5)), Arg::IntList(vec![4])], forward: None };
     // Its kernel took the arguments and called `_resize_output_`, which libtorch 2.13 has for
     // the Meta backend alone; a Device it could not read would be a schema error instead.
     match ex.run(&case) {

@@ -50,7 +50,7 @@ fn an_ill_conditioned_determinant_is_not_a_finding_but_the_same_error_pointwise_
     // moving the entries by one rounding loses too.
     let mut differed = 0;
     for seed in 0..40 {
-        let case = Case { op: 0, args: vec![Arg::Tensor(f32s(&[8, 3, 3], -90.5, -86.0, seed))] };
+        let case = Case { op: 0, args: vec![Arg::Tensor(f32s(&[8, 3, 3], -90.5, -86.0, seed))], forward: None };
         if matches!(verdict(&mut forward, &case), CheckOutcome::Values(_)) {
             differed += 1;
             let b = verdict(&mut backward, &case);
@@ -65,7 +65,7 @@ fn a_sum_of_squares_that_overflows_stays_a_premature_overflow() {
     let _rng = common::rng_lock();
     let mut ex = executor("api torch.linalg.vector_norm(x: Tensor) -> Tensor {}", Accuracy::Backward);
     // |x| around 1e20: the squares overflow float32, the norm (about 2e21) does not.
-    let case = Case { op: 0, args: vec![Arg::Tensor(f32s(&[16], 1e20, 2e20, 3))] };
+    let case = Case { op: 0, args: vec![Arg::Tensor(f32s(&[16], 1e20, 2e20, 3))], forward: None };
     match verdict(&mut ex, &case) {
         CheckOutcome::Values(m) => assert!(m.premature.is_some(), "{m:?}"),
         other => panic!("{other:?}"),
@@ -86,7 +86,7 @@ fn blas_and_lapack_are_not_judged_beyond_the_square_root_of_the_range() {
         a.specials = vec![(2, Special::Value(-(f32::MAX as f64)))];
         let mut b = f32s(&[4, 1], 1.0, 1.0, 0);
         b.fill = Fill::Constant(1.0);
-        let case = Case { op: 0, args: vec![Arg::Tensor(b), Arg::Tensor(a)] };
+        let case = Case { op: 0, args: vec![Arg::Tensor(b), Arg::Tensor(a)], forward: None };
         if matches!(verdict(&mut everywhere, &case), CheckOutcome::Values(_)) {
             differed += 1;
             match verdict(&mut safe, &case) {
@@ -97,7 +97,7 @@ fn blas_and_lapack_are_not_judged_beyond_the_square_root_of_the_range() {
     }
     assert!(differed > 0, "no case overflowed");
     // Within the range the same operator is judged, and agrees.
-    let well = Case { op: 0, args: vec![Arg::Tensor(f32s(&[4, 1], 1.0, 2.0, 5)), Arg::Tensor(f32s(&[4, 4], 1.0, 2.0, 6))] };
+    let well = Case { op: 0, args: vec![Arg::Tensor(f32s(&[4, 1], 1.0, 2.0, 5)), Arg::Tensor(f32s(&[4, 4], 1.0, 2.0, 6))], forward: None };
     let v = verdict(&mut safe, &well);
     assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
 }
@@ -110,7 +110,7 @@ fn an_overflow_within_rounding_of_the_largest_value_is_not_premature() {
     let mut x = f32s(&[2], 1.0, 1.0, 1);
     x.fill = Fill::Constant(1.0);
     x.specials = vec![(0, Special::Value(f32::MAX as f64))];
-    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(x)] });
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(x)], forward: None });
     assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
 }
 
@@ -123,14 +123,14 @@ fn a_dtype_argument_casts_the_reference_inputs_too_and_unrepresentable_arguments
     let mut x = f32s(&[2], 0.0, 0.0, 1);
     x.fill = Fill::Constant(0.0);
     x.specials = vec![(0, Special::Value(-6.4e19))];
-    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(x), Arg::Int(0), Arg::Dtype(DType::Float16)] });
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(x), Arg::Int(0), Arg::Dtype(DType::Float16)], forward: None });
     assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
     // logit's eps of 5e-324 is 0 in float16.
     let mut ex = executor("api torch.logit(input: Tensor, eps: float?) -> Tensor {}", Accuracy::Forward);
     let mut x = f32s(&[1], 0.0, 0.0, 1);
     x.dtype = DType::Float16;
     x.fill = Fill::Constant(0.0);
-    match verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(x), Arg::Float(5e-324)] }) {
+    match verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(x), Arg::Float(5e-324)], forward: None }) {
         CheckOutcome::Skipped(why) => assert!(why.contains("not representable in Float16"), "{why}"),
         other => panic!("{other:?}"),
     }

@@ -237,7 +237,7 @@ fn reproducers_compute_what_the_worker_computed() {
     let mut expected = Vec::new();
     for (api, args) in &cases {
         let binding = registry::resolve(api, &catalog).unwrap_or_else(|e| panic!("{e}"));
-        let case = Case { op: 0, args: args.clone() };
+        let case = Case { op: 0, args: args.clone(), forward: None };
         let mut ex = Executor::new();
         assert_eq!(ex.load(std::slice::from_ref(&binding)), vec![None]);
         let Outcome::Returned { outputs, .. } = ex.run(&case) else { panic!("{}: {:?}", api.name, ex.run(&case)) };
@@ -271,7 +271,7 @@ fn a_failing_reproducer_exits_non_zero_with_the_error() {
     let specs = apis();
     let api = &specs["torch.matmul"];
     let binding = registry::resolve(api, &catalog).unwrap();
-    let case = Case { op: 0, args: vec![t(DType::Float32, &[2, 3], 1), t(DType::Float32, &[4, 5], 2)] };
+    let case = Case { op: 0, args: vec![t(DType::Float32, &[2, 3], 1), t(DType::Float32, &[4, 5], 2)], forward: None };
     let (stdout, stderr, ok) = run_python(&call_script(api, &binding, &case, "expected to raise"));
     assert!(!ok, "{stdout}");
     assert!(stderr.contains("cannot be multiplied"), "{stderr}");

@@ -52,7 +52,7 @@ fn mk(r: &TensorRecipe) -> Tensor {
 /// Runs `args` through the executor for `api` and checks the first output equals `expected`.
 fn check(api: &str, args: Vec<Arg>, expected: impl FnOnce(&[Arg]) -> Tensor) {
     let mut ex = executor_for(api);
-    let case = Case { op: 0, args };
+    let case = Case { op: 0, args, forward: None };
     let outcome = ex.run(&case);
     let Outcome::Returned { outputs, .. } = &outcome else { panic!("{api}: {outcome:?}") };
     let got = ex.output_tensors();
@@ -118,7 +118,7 @@ fn an_int_where_a_list_goes_is_broadcast_as_python_does() {
     let _rng = common::rng_lock();
     // conv2d's `padding: int[2]` given as the int 1 above; here `dim: int[1]` of logsumexp.
     let mut ex = executor_for("torch.logsumexp");
-    let outcome = ex.run(&Case { op: 0, args: vec![Arg::Tensor(f32s(&[3, 4], 1)), Arg::Int(0), Arg::Bool(true)] });
+    let outcome = ex.run(&Case { op: 0, args: vec![Arg::Tensor(f32s(&[3, 4], 1)), Arg::Int(0), Arg::Bool(true)], forward: None });
     assert!(matches!(outcome, Outcome::Returned { .. }), "{outcome:?}");
     assert_eq!(ex.output_tensors()[0].size(), [1, 4]);
 }
@@ -127,26 +127,26 @@ fn an_int_where_a_list_goes_is_broadcast_as_python_does() {
 fn invalid_arguments_are_c10_errors_and_mistyped_calls_are_schema_errors() {
     let _rng = common::rng_lock();
     let mut ex = executor_for("torch.matmul");
-    let bad_shapes = ex.run(&Case { op: 0, args: vec![Arg::Tensor(f32s(&[2, 3], 1)), Arg::Tensor(f32s(&[4, 5], 2))] });
+    let bad_shapes = ex.run(&Case { op: 0, args: vec![Arg::Tensor(f32s(&[2, 3], 1)), Arg::Tensor(f32s(&[4, 5], 2))], forward: None });
     let Outcome::Raised { class, message, .. } = &bad_shapes else { panic!("{bad_shapes:?}") };
     assert_eq!(*class, ErrorClass::C10, "{message}");
     assert!(message.contains("cannot be multiplied"), "{message}");
     assert!(!message.contains("Exception raised from"), "no backtrace: {message}");
 
     let mut ex = executor_for("torch.cumsum");
-    let out_of_range = ex.run(&Case { op: 0, args: vec![Arg::Tensor(f32s(&[2, 3], 1)), Arg::Int(5)] });
+    let out_of_range = ex.run(&Case { op: 0, args: vec![Arg::Tensor(f32s(&[2, 3], 1)), Arg::Int(5)], forward: None });
     assert!(matches!(&out_of_range, Outcome::Raised { class: ErrorClass::Index, message, .. } if message.contains("Dimension out of range")), "{out_of_range:?}");
 
     for wrong in [Arg::Float(1.5), Arg::IntList(vec![1, 2]), Arg::Str("x".into()), Arg::Tensor(f32s(&[1], 3))] {
-        let o = ex.run(&Case { op: 0, args: vec![Arg::Tensor(f32s(&[2, 3], 1)), wrong.clone()] });
+        let o = ex.run(&Case { op: 0, args: vec![Arg::Tensor(f32s(&[2, 3], 1)), wrong.clone()], forward: None });
         let Outcome::Raised { class, message, .. } = &o else { panic!("{wrong:?}: {o:?}") };
         assert_eq!(*class, ErrorClass::Schema, "{wrong:?}: {message}");
         assert!(!message.contains("INTERNAL ASSERT"), "{message}");
     }
     // A case that does not fit the binding never reaches libtorch.
-    let o = ex.run(&Case { op: 0, args: vec![] });
+    let o = ex.run(&Case { op: 0, args: vec![], forward: None });
     assert!(matches!(o, Outcome::Raised { class: ErrorClass::Schema, .. }), "{o:?}");
-    let o = ex.run(&Case { op: 7, args: vec![] });
+    let o = ex.run(&Case { op: 7, args: vec![], forward: None });
     assert!(matches!(o, Outcome::Raised { class: ErrorClass::Schema, .. }), "{o:?}");
 }
 
@@ -156,6 +156,7 @@ fn test_op(name: &str, params: usize) -> OpBinding {
         overload: String::new(),
         args: (0..params).map(|index| ArgSource::Param { index, transform: Transform::Identity }).collect(),
         schema: String::new(),
+        forward: None,
     }
 }
 
@@ -165,7 +166,7 @@ fn internal_asserts_come_back_as_c10_errors() {
     runtime::init(1);
     let mut ex = Executor::new();
     assert_eq!(ex.load(&[test_op("internal_assert", 0)]), vec![None]);
-    let o = ex.run(&Case { op: 0, args: vec![] });
+    let o = ex.run(&Case { op: 0, args: vec![], forward: None });
     let Outcome::Raised { class, message, .. } = &o else { panic!("{o:?}") };
     assert_eq!(*class, ErrorClass::C10);
     assert!(message.contains("INTERNAL ASSERT FAILED") && message.contains("sfz_test::internal_assert was called"), "{message}");
@@ -187,7 +188,7 @@ fn load_reports_unknown_operators_and_bad_bindings() {
     assert!(errors[2].as_deref().is_some_and(|e| e.contains("resolved against")), "{errors:?}");
     assert!(errors[3].as_deref().is_some_and(|e| e.contains("no default")), "{errors:?}");
     assert_eq!(errors[4], None);
-    let o = ex.run(&Case { op: 0, args: vec![] });
+    let o = ex.run(&Case { op: 0, args: vec![], forward: None });
     assert!(matches!(&o, Outcome::Raised { class: ErrorClass::Schema, message, .. } if message.contains("did not load")), "{o:?}");
 }
 
@@ -197,7 +198,7 @@ fn output_statistics_count_nan_and_inf_and_the_finite_range() {
     let mut ex = executor_for("torch.relu");
     let mut r = uniform(DType::Float32, &[10], 1.0, 2.0, 5);
     r.specials = vec![(0, Special::Nan), (3, Special::PosInf), (4, Special::NegInf), (5, Special::Value(7.5)), (6, Special::Value(-3.0))];
-    let o = ex.run(&Case { op: 0, args: vec![Arg::Tensor(r.clone())] });
+    let o = ex.run(&Case { op: 0, args: vec![Arg::Tensor(r.clone())], forward: None });
     let Outcome::Returned { outputs, .. } = &o else { panic!("{o:?}") };
     let Output::Tensor(info) = &outputs[0] else { panic!("{outputs:?}") };
     // relu: NaN stays NaN, +inf stays, -inf and -3 become 0.
@@ -209,7 +210,7 @@ fn output_statistics_count_nan_and_inf_and_the_finite_range() {
     // Complex: an element is NaN or inf when either part is; min/max range over both parts.
     let mut ex = executor_for("torch.tanh");
     let c = TensorRecipe { dtype: DType::Complex64, shape: vec![2, 2], fill: Fill::Constant(0.5), seed: 0, layout: Layout::Contiguous, specials: vec![(1, Special::Nan)] };
-    let o = ex.run(&Case { op: 0, args: vec![Arg::Tensor(c)] });
+    let o = ex.run(&Case { op: 0, args: vec![Arg::Tensor(c)], forward: None });
     let Outcome::Returned { outputs, .. } = &o else { panic!("{o:?}") };
     let Output::Tensor(info) = &outputs[0] else { panic!("{outputs:?}") };
     assert_eq!(info.nan, 1);
@@ -218,7 +219,7 @@ fn output_statistics_count_nan_and_inf_and_the_finite_range() {
 
     // Integers: no NaN, exact range.
     let mut ex = executor_for("torch.cumsum");
-    let o = ex.run(&Case { op: 0, args: vec![Arg::Tensor(TensorRecipe { fill: Fill::Constant(2.0), ..ints(&[4], 0, 1, 0) }), Arg::Int(0)] });
+    let o = ex.run(&Case { op: 0, args: vec![Arg::Tensor(TensorRecipe { fill: Fill::Constant(2.0), ..ints(&[4], 0, 1, 0) }), Arg::Int(0)], forward: None });
     let Outcome::Returned { outputs, .. } = &o else { panic!("{o:?}") };
     assert!(matches!(&outputs[0], Output::Tensor(t) if t.min == Some(2.0) && t.max == Some(8.0) && t.dtype == Some(DType::Int64)), "{outputs:?}");
 }
@@ -229,11 +230,11 @@ fn embedding_padding_idx_is_checked_as_python_checks_it() {
     let mut ex = executor_for("torch.nn.functional.embedding");
     let args = |p: Arg| vec![Arg::Tensor(ints(&[3], 0, 4, 1)), Arg::Tensor(f32s(&[4, 2], 2)), p];
     for ok in [Arg::None, Arg::Omitted, Arg::Int(3), Arg::Int(-4), Arg::Int(0)] {
-        let o = ex.run(&Case { op: 0, args: args(ok.clone()) });
+        let o = ex.run(&Case { op: 0, args: args(ok.clone()), forward: None });
         assert!(matches!(o, Outcome::Returned { .. }), "{ok:?}: {o:?}");
     }
     for bad in [Arg::Int(4), Arg::Int(-5)] {
-        let o = ex.run(&Case { op: 0, args: args(bad.clone()) });
+        let o = ex.run(&Case { op: 0, args: args(bad.clone()), forward: None });
         assert!(matches!(&o, Outcome::Raised { class: ErrorClass::Value, message, .. } if message.contains("Padding_idx")), "{bad:?}: {o:?}");
     }
 }

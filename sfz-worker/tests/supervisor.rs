@@ -24,6 +24,7 @@ fn op(name: &str, params: usize) -> OpBinding {
         overload: String::new(),
         args: (0..params).map(|index| ArgSource::Param { index, transform: Transform::Identity }).collect(),
         schema: String::new(),
+        forward: None,
     }
 }
 
@@ -49,11 +50,11 @@ fn config(workers: usize, in_flight: usize) -> PoolConfig {
 
 fn exp_case(seed: u64) -> Case {
     let t = TensorRecipe { dtype: DType::Float32, shape: vec![8], fill: Fill::Uniform { lo: -1.0, hi: 1.0 }, seed, layout: Layout::Contiguous, specials: vec![] };
-    Case { op: EXP, args: vec![Arg::Tensor(t)] }
+    Case { op: EXP, args: vec![Arg::Tensor(t)], forward: None }
 }
 
 fn special(op: u32, v: i64) -> Case {
-    Case { op, args: vec![Arg::Int(v)] }
+    Case { op, args: vec![Arg::Int(v)], forward: None }
 }
 
 /// Runs `cases` (ids are their positions) and returns every execution by id, checking each
@@ -110,7 +111,7 @@ fn crash_run(fork_server: bool) -> RunStats {
     let crashes = [(30, libc::SIGSEGV), (61, libc::SIGABRT), (62, libc::SIGFPE), (99, libc::SIGBUS), (100, libc::SIGSEGV)];
     let cases: Vec<Case> = (0..120)
         .map(|i| match crashes.iter().find(|(at, _)| *at == i) {
-            Some(_) if i == 100 => Case { op: SEGFAULT, args: vec![] },
+            Some(_) if i == 100 => Case { op: SEGFAULT, args: vec![], forward: None },
             Some((_, sig)) => special(RAISE, *sig as i64),
             None => exp_case(i),
         })

@@ -205,7 +205,7 @@ impl Checker<'_> {
         self.error(
             Diagnostic::new(codes::E0016, "statement not allowed here")
                 .with_label(stmt.span, why.to_string())
-                .with_help("`let` belongs in programs; `ensures` in APIs; `oracles` in APIs and rules; `relation` in APIs, rules and constraint sets"),
+                .with_help("`let` belongs in programs; `ensures` and `from` in APIs; `oracles` in APIs and rules; `relation` in APIs, rules and constraint sets"),
         );
     }
 
@@ -227,6 +227,7 @@ impl Checker<'_> {
             oracles_written: false,
             refuted_oracles: Vec::new(),
             relations: Vec::new(),
+            from: None,
         };
         let docs = item.docs.iter().map(|d| d.text.as_str()).collect::<Vec<_>>().join("\n");
         self.reference(api.path.span, Some(api.path.span), hover_text(&api_signature(&spec), &docs));
@@ -255,9 +256,9 @@ impl Checker<'_> {
                         }
                     }
                 }
-                // Checked once every API is known: a relation may call any of them.
-                StmtKind::Relation { .. } => {}
-                StmtKind::Let(..) => self.misplaced(stmt, "an API body holds constraints, `ensures`, `oracles` and relations"),
+                // Checked once every API is known: a relation (or a `from`) may call any of them.
+                StmtKind::Relation { .. } | StmtKind::From(_) => {}
+                StmtKind::Let(..) => self.misplaced(stmt, "an API body holds constraints, `ensures`, `oracles`, relations and `from`"),
             }
         }
         spec.oracles_written = saw_oracles;

@@ -3,6 +3,7 @@
 //! diagnostic, and what could be checked is still returned.
 mod classify;
 mod expr;
+mod forward;
 mod items;
 pub mod loader;
 mod lowering;
@@ -298,6 +299,8 @@ impl Checker<'_> {
                 apis[*i].requires.extend(r.constraints.iter().cloned());
             }
         }
+        // After folding: a forward's validated rules are its constraints too.
+        self.from_statements(&mut apis, &api_items);
         // After folding, so that a validated rule contradicting its API is reported too.
         self.satisfiable(&apis, &to_solve);
         self.redundant_rules(&apis, &to_solve, &rules);

@@ -92,7 +92,7 @@ impl Checker<'_> {
                         self.oracle_use(module, r);
                     }
                 }
-                StmtKind::Relation { .. } => self.misplaced(stmt, "a program holds `let`, constraints and `ensures`"),
+                StmtKind::Relation { .. } | StmtKind::From(_) => self.misplaced(stmt, "a program holds `let`, constraints and `ensures`"),
             }
         }
         let Lowerer { steps, step_text, diags, .. } = lowerer;
@@ -112,6 +112,7 @@ impl Checker<'_> {
             oracles_written: false,
             refuted_oracles: Vec::new(),
             relations: Vec::new(),
+            from: None,
         };
         let ir = ProgramIr { params: params.iter().map(|p| p.name.clone()).collect(), steps };
         ProgramSpec { name: program.name.name.clone(), span: program.name.span, inputs, ir, step_text, runnable }

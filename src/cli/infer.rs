@@ -91,7 +91,7 @@ impl Runner for PoolRunner<'_> {
                 return None;
             }
             let i = next_index.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            cases.get(i).map(|args| (i as u64, Case { op: api as u32, args: args.clone() }))
+            cases.get(i).map(|args| (i as u64, Case { op: api as u32, args: args.clone(), forward: None }))
         };
         let sink = |i: u64, case: &Case, exec: crate::worker::Execution| {
             let verdict = oracle::judge(&self.apis[api], &[], case, &exec);

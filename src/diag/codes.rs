@@ -73,6 +73,9 @@ registry! {
     E0021 Error "invalid relation";
     E0022 Error "invalid relation tolerance";
     E0023 Error "invalid argument in a relation call";
+    E0024 Error "unknown forward in a `from` statement";
+    E0025 Error "invalid argument in a `from` call";
+    E0026 Error "invalid `from` binding";
     W0001 Warning "unused import";
     W0002 Warning "unused definition";
     W0003 Warning "constraints too large to solve";

@@ -303,7 +303,7 @@ mod tests {
     #[test]
     fn shrinks_to_the_smallest_case_that_still_fires() {
         let a = api("api torch.matmul(input: Tensor, other: Tensor) -> Tensor {}");
-        let case = Case { op: 0, args: vec![t(&[4, 6, 5]), t(&[5, 3])] };
+        let case = Case { op: 0, args: vec![t(&[4, 6, 5]), t(&[5, 3])], forward: None };
         // "Fires" while the inner dimensions agree and the first input is at least 2-D.
         let mut calls = 0;
         let shrunk = minimize(&a, &case, Budget::default(), &mut |batch| {
@@ -325,7 +325,7 @@ mod tests {
     #[test]
     fn optional_arguments_go_first_and_scalars_shrink() {
         let a = api("api torch.sum(input: Tensor, dim: int[]? = None, keepdim: bool = false) -> Tensor {}");
-        let case = Case { op: 0, args: vec![t(&[3]), Arg::IntList(vec![0]), Arg::Bool(true)] };
+        let case = Case { op: 0, args: vec![t(&[3]), Arg::IntList(vec![0]), Arg::Bool(true)], forward: None };
         let first = &candidates(&a, &case)[0];
         assert_eq!(first.args[1], Arg::Omitted);
         let shrunk = minimize(&a, &case, Budget::default(), &mut |batch| batch.iter().map(|_| true).collect());
@@ -336,7 +336,7 @@ mod tests {
     #[test]
     fn the_budget_is_kept() {
         let a = api("api torch.exp(input: Tensor) -> Tensor {}");
-        let case = Case { op: 0, args: vec![t(&[7, 7, 7])] };
+        let case = Case { op: 0, args: vec![t(&[7, 7, 7])], forward: None };
         let budget = Budget { executions: 5, batch: 2, ..Budget::default() };
         let shrunk = minimize(&a, &case, budget, &mut |batch| batch.iter().map(|_| false).collect());
         assert_eq!(shrunk.executions, 5);

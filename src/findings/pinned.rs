@@ -175,7 +175,7 @@ mod tests {
             layout: Layout::Contiguous,
             specials: vec![(0, Special::Nan), (6, Special::NegZero), (3, Special::Value(f64::MAX))],
         };
-        let text = pinned_spec(&a, &Case { op: 0, args: vec![Arg::Tensor(t)] }, "sfz finding t", "crash", None, &[]);
+        let text = pinned_spec(&a, &Case { op: 0, args: vec![Arg::Tensor(t)], forward: None }, "sfz finding t", "crash", None, &[]);
         insta::assert_snapshot!(text);
     }
 }

@@ -371,11 +371,70 @@ impl<'a> Printer<'a> {
                 parts.push(group(concat([nest(INDENT, concat([Doc::Line, self.expr(expr)])), text(";")])));
                 return concat(parts);
             }
+            StmtKind::From(f) => {
+                parts.push(text(format!("from {}", f.callee.name)));
+                parts.push(self.call_args(&f.args));
+                parts.push(text(" "));
+                parts.push(self.from_block(f));
+                return concat(parts);
+            }
         };
         parts.push(text(keyword));
         parts.push(body);
         parts.push(text(";"));
         concat(parts)
+    }
+
+    /// The bindings of a `from` statement, one per line, with comments anchored to them as
+    /// statements are in a body.
+    fn from_block(&mut self, f: &From) -> Doc {
+        let mut inner = Vec::new();
+        let mut last_end = f.block.lo + 1;
+        let mut first = true;
+        let mut push = |inner: &mut Vec<Doc>, blank: bool, d: Doc| {
+            inner.push(Doc::HardLine);
+            if blank && !first {
+                inner.push(Doc::HardLine);
+            }
+            inner.push(d);
+            first = false;
+        };
+        for b in &f.binds {
+            for c in self.take_before(b.span.lo) {
+                let blank = self.blank_between(last_end, c.span.lo);
+                push(&mut inner, blank, text(c.text.clone()));
+                last_end = c.span.hi;
+            }
+            let mut parts = self.docs(&b.docs);
+            parts.push(text(format!("{}: ", b.param.name)));
+            parts.push(self.expr(&b.value));
+            parts.push(text(";"));
+            let mut blank = self.blank_between(last_end, b.span.lo);
+            for c in self.take_before(b.span.hi) {
+                push(&mut inner, blank, text(c.text.clone()));
+                blank = false;
+            }
+            let d = match self.trailing(b.span.hi) {
+                Some(c) => {
+                    last_end = c.span.hi;
+                    concat([concat(parts), text(format!(" {}", c.text))])
+                }
+                None => {
+                    last_end = b.span.hi;
+                    concat(parts)
+                }
+            };
+            push(&mut inner, blank, d);
+        }
+        for c in self.take_before(f.block.hi) {
+            let blank = self.blank_between(last_end, c.span.lo);
+            push(&mut inner, blank, text(c.text.clone()));
+            last_end = c.span.hi;
+        }
+        if inner.is_empty() {
+            return text("{}");
+        }
+        concat([text("{"), nest(INDENT, concat(inner)), Doc::HardLine, text("}")])
     }
 
     fn oracle_ref(&self, r: &OracleRef) -> Doc {

@@ -129,14 +129,14 @@ mod tests {
             layout: Layout::Contiguous,
             specials: vec![(0, Special::Value(4.6e18)), (1, Special::Value(-3.0))],
         };
-        let case = Case { op: 0, args: vec![Arg::Tensor(t), Arg::Int(i64::MIN), Arg::IntList(vec![2, 1 << 30])] };
+        let case = Case { op: 0, args: vec![Arg::Tensor(t), Arg::Int(i64::MIN), Arg::IntList(vec![2, 1 << 30])], forward: None };
         let (probe, largest) = scaled(&case, 1024.0).expect("large integers");
         assert_eq!(largest, 2f64.powi(63));
         let Arg::Tensor(t) = &probe.args[0] else { panic!() };
         assert_eq!(t.specials, vec![(0, Special::Value(1024.0)), (1, Special::Value(-3.0))]);
         assert_eq!(probe.args[1], Arg::Int(-1024));
         assert_eq!(probe.args[2], Arg::IntList(vec![2, 1024]));
-        assert!(scaled(&Case { op: 0, args: vec![Arg::Int(5)] }, 1024.0).is_none());
+        assert!(scaled(&Case { op: 0, args: vec![Arg::Int(5)], forward: None }, 1024.0).is_none());
         assert_eq!((magnitude(2f64.powi(63)), magnitude(3e9)), ("2^63".to_string(), "3.000e9".to_string()));
     }
 }

@@ -2,7 +2,7 @@
 //! comes from. The plan builds bindings once; workers resolve them to dispatcher handles once.
 use serde::{Deserialize, Serialize};
 
-use crate::case::Arg;
+use crate::case::{Arg, FwdArg};
 
 /// One callable op: `aten::conv2d` overload `""`, and one source per schema argument.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -17,6 +17,23 @@ pub struct OpBinding {
     /// diagnostics and for reproducers that call `torch.ops.aten.<name>.<overload>`.
     #[serde(default)]
     pub schema: String,
+    /// For an API with a `from` statement: the forward the worker calls first, whose outputs
+    /// fill some of the case's arguments (`case::Forward` says which).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forward: Option<Box<ForwardCall>>,
+}
+
+/// The forward of a `from` statement, resolved: its operator and where each of its arguments
+/// comes from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ForwardCall {
+    /// The forward API's Python name, for messages and reproducers.
+    pub api: String,
+    /// Its operator; `ArgSource::Param` indices there are the forward API's parameters.
+    pub binding: OpBinding,
+    /// Per parameter of the forward API: the case's argument, a constant, its default, or a
+    /// fresh tensor.
+    pub args: Vec<FwdArg>,
 }
 
 impl OpBinding {

@@ -435,7 +435,7 @@ fn bind(api: &ApiSpec, schema: &OpSchema, wrap: Option<&Wrapper>) -> Result<(Sco
     let declared = api.returns.len();
     let score =
         Score { returns: declared == 0 || declared == schema.returns.len(), functional: !schema.has_mutable_args(), leftovers: Reverse(leftovers), exactness, rank: Reverse(0) };
-    let binding = OpBinding { name: schema.name.clone(), overload: schema.overload.clone(), args, schema: schema.text.clone() };
+    let binding = OpBinding { name: schema.name.clone(), overload: schema.overload.clone(), args, schema: schema.text.clone(), forward: None };
     Ok((score, binding))
 }
 

@@ -23,7 +23,7 @@ pub fn out_binding(binding: &OpBinding, catalog: &Catalog) -> Option<OpBinding> 
         if candidate.args[last..].iter().any(|a| !(a.mutable && a.kw_only)) {
             return None;
         }
-        Some(OpBinding { name: candidate.name.clone(), overload: candidate.overload.clone(), args, schema: candidate.text.clone() })
+        Some(OpBinding { name: candidate.name.clone(), overload: candidate.overload.clone(), args, schema: candidate.text.clone(), forward: None })
     })
 }
 
@@ -45,7 +45,7 @@ pub fn inplace_binding(binding: &OpBinding, catalog: &Catalog) -> Option<(OpBind
             return None;
         }
         let ArgSource::Param { index, .. } = binding.args.get(self_pos)? else { return None };
-        Some((OpBinding { name: candidate.name.clone(), overload: candidate.overload.clone(), args: binding.args.clone(), schema: candidate.text.clone() }, *index))
+        Some((OpBinding { name: candidate.name.clone(), overload: candidate.overload.clone(), args: binding.args.clone(), schema: candidate.text.clone(), forward: None }, *index))
     })
 }
 
@@ -74,6 +74,7 @@ mod tests {
                 .chain(std::iter::repeat_n(ArgSource::Default, s.args.len() - params))
                 .collect(),
             schema: s.text.clone(),
+            forward: None,
         }
     }
 

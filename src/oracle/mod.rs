@@ -342,18 +342,18 @@ mod tests {
     fn allocations_the_inputs_explain_are_no_oom_finding() {
         let alloc = |bytes: u64| format!("DefaultCPUAllocator: can't allocate memory: you tried to allocate {bytes} bytes. Error code 12");
         // diag of a 16,382-element complex128 vector: a 16,382-square matrix.
-        let diag = Case { op: 0, args: vec![vector(16382)] };
+        let diag = Case { op: 0, args: vec![vector(16382)], forward: None };
         assert!(super::explained_by_inputs(&diag, &alloc(4_293_918_784)));
         // ... and of a 16,381-element one below the main diagonal: a 16,382-square matrix too.
-        let below = Case { op: 0, args: vec![vector(16381), Arg::Int(-1)] };
+        let below = Case { op: 0, args: vec![vector(16381), Arg::Int(-1)], forward: None };
         assert!(super::explained_by_inputs(&below, &alloc(4_293_918_784)));
-        assert!(!super::explained_by_inputs(&Case { op: 0, args: vec![vector(16381)] }, &alloc(4_293_918_784)), "without the offset the square is smaller");
+        assert!(!super::explained_by_inputs(&Case { op: 0, args: vec![vector(16381)], forward: None }, &alloc(4_293_918_784)), "without the offset the square is smaller");
         // outer of two vectors.
-        let outer = Case { op: 0, args: vec![vector(16384), vector(16384)] };
+        let outer = Case { op: 0, args: vec![vector(16384), vector(16384)], forward: None };
         assert!(super::explained_by_inputs(&outer, &alloc(16 * 16384 * 16384)));
         // A size computation gone wrong asks for far more than either.
         assert!(!super::explained_by_inputs(&diag, &alloc(1 << 50)));
-        assert!(!super::explained_by_inputs(&Case { op: 0, args: vec![vector(8)] }, &alloc(1 << 33)));
+        assert!(!super::explained_by_inputs(&Case { op: 0, args: vec![vector(8)], forward: None }, &alloc(1 << 33)));
         assert!(!super::explained_by_inputs(&diag, "no size in this message"));
     }
 

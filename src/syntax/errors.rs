@@ -128,6 +128,8 @@ fn describe(rule: Rule) -> Option<&'static str> {
         Rule::attr | Rule::attr_value => "an attribute",
         Rule::oracle_ref => "an oracle name",
         Rule::relation_stmt => "a relation",
+        Rule::from_stmt => "a `from` statement",
+        Rule::from_bind => "a binding `param: result.k;`",
         Rule::doc => "a doc comment",
         Rule::returns => "`->`",
         _ => return None,

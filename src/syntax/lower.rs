@@ -52,6 +52,7 @@ fn is_keyword(rule: Rule) -> bool {
             | Rule::kw_oracles
             | Rule::kw_oracle
             | Rule::kw_relation
+            | Rule::kw_from
             | Rule::kw_dtypes
             | Rule::kw_constraints
             | Rule::kw_type
@@ -410,10 +411,39 @@ impl Ctx<'_> {
                     }
                     kind = Some(StmtKind::Relation { name: name.expect("relation name"), tolerances, expr: expr.expect("relation expr") });
                 }
+                Rule::from_stmt => kind = Some(StmtKind::From(self.from_stmt(p))),
                 r => unreachable!("stmt child {r:?}"),
             }
         }
         Stmt { docs, kind: kind.expect("statement kind"), span }
+    }
+
+    fn from_stmt(&self, pair: Pair<'_, Rule>) -> From {
+        let (mut callee, mut args, mut binds, mut block) = (None, Vec::new(), Vec::new(), None);
+        for c in children(pair) {
+            match c.as_rule() {
+                Rule::api_path => callee = Some(self.ident(c)),
+                Rule::call_args => args = self.call_args(c),
+                Rule::from_block => {
+                    block = Some(self.span(&c));
+                    for b in c.into_inner() {
+                        let span = self.span(&b);
+                        let (mut docs, mut param, mut value) = (Vec::new(), None, None);
+                        for part in b.into_inner() {
+                            match part.as_rule() {
+                                Rule::doc => docs.push(self.doc(part)),
+                                Rule::ident => param = Some(self.ident(part)),
+                                Rule::expr => value = Some(self.expr(part)),
+                                r => unreachable!("from binding child {r:?}"),
+                            }
+                        }
+                        binds.push(FromBind { docs, param: param.expect("bound parameter"), value: value.expect("bound value"), span });
+                    }
+                }
+                r => unreachable!("from child {r:?}"),
+            }
+        }
+        From { callee: callee.expect("from callee"), args, binds, block: block.expect("from block") }
     }
 
     fn oracle_ref(&self, pair: Pair<'_, Rule>) -> OracleRef {

@@ -152,7 +152,7 @@ impl Executor {
             }
             ranges.push((start, tensors.len()));
         }
-        let case = Case { op, args };
+        let case = Case { op, args, forward: None };
         Ok(self.invoke(op, &case, &Inputs { tensors, ranges }, &[], true)?)
     }
 }

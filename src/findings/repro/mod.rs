@@ -932,8 +932,11 @@ mod tests {
     #[test]
     fn public_calls_are_positional_until_a_gap_then_keywords() {
         let a = api("api torch.nn.functional.conv2d(input: Tensor, weight: Tensor, bias: Tensor? = None, stride: int[2] = [1, 1], padding: int[2] = [0, 0], dilation: int[2] = [1, 1], groups: int = 1) -> Tensor {}");
-        let case =
-            Case { op: 0, args: vec![Arg::Tensor(recipe()), Arg::Tensor(recipe()), Arg::None, Arg::IntList(vec![2, 2]), Arg::Omitted, Arg::IntList(vec![1, 1]), Arg::Int(1)] };
+        let case = Case {
+            op: 0,
+            args: vec![Arg::Tensor(recipe()), Arg::Tensor(recipe()), Arg::None, Arg::IntList(vec![2, 2]), Arg::Omitted, Arg::IntList(vec![1, 1]), Arg::Int(1)],
+            forward: None,
+        };
         let s = script(&a, &case, Evidence::Call, None, None);
         assert!(s.contains("\ntorch.nn.functional.conv2d(input, weight, None, [2, 2], dilation=[1, 1], groups=1)\n"), "{s}");
     }
@@ -941,10 +944,10 @@ mod tests {
     #[test]
     fn keyword_only_parameters_and_methods() {
         let a = api("api torch.nn.functional.softmax(input: Tensor, dim: int, *, dtype: dtype? = None) -> Tensor {}");
-        let case = Case { op: 0, args: vec![Arg::Tensor(recipe()), Arg::Int(-1), Arg::Dtype(DType::Float64)] };
+        let case = Case { op: 0, args: vec![Arg::Tensor(recipe()), Arg::Int(-1), Arg::Dtype(DType::Float64)], forward: None };
         assert!(script(&a, &case, Evidence::Call, None, None).contains("torch.nn.functional.softmax(input, -1, dtype=torch.float64)"));
         let a = api("api torch.Tensor.add(self: Tensor, other: Tensor, *, alpha: Scalar = 1) -> Tensor {}");
-        let case = Case { op: 0, args: vec![Arg::Tensor(recipe()), Arg::Tensor(recipe()), Arg::Float(f64::INFINITY)] };
+        let case = Case { op: 0, args: vec![Arg::Tensor(recipe()), Arg::Tensor(recipe()), Arg::Float(f64::INFINITY)], forward: None };
         let s = script(&a, &case, Evidence::Call, None, None);
         assert!(s.contains("self.add(other, alpha=float(\"inf\"))"), "{s}");
     }
@@ -952,11 +955,11 @@ mod tests {
     #[test]
     fn pinned_operators_go_through_torch_ops() {
         let a = api("#[aten(\"aten::_softmax\")]\napi torch.nn.functional.softmax(input: Tensor, dim: int, half_to_float: bool = false) -> Tensor {}");
-        let case = Case { op: 0, args: vec![Arg::Tensor(recipe()), Arg::Int(1), Arg::Omitted] };
+        let case = Case { op: 0, args: vec![Arg::Tensor(recipe()), Arg::Int(1), Arg::Omitted], forward: None };
         let s = script(&a, &case, Evidence::Call, None, None);
         assert!(s.contains("torch.ops.aten._softmax.default(input, 1, False)"), "{s}");
         let a = api("#[aten(\"aten::sum.dim_IntList\")]\napi torch.special.total(input: Tensor, dim: int[]?, *, dtype: dtype? = None) -> Tensor {}");
-        let case = Case { op: 0, args: vec![Arg::Tensor(recipe()), Arg::None, Arg::Dtype(DType::Float64)] };
+        let case = Case { op: 0, args: vec![Arg::Tensor(recipe()), Arg::None, Arg::Dtype(DType::Float64)], forward: None };
         let s = script(&a, &case, Evidence::Call, None, None);
         assert!(s.contains("torch.ops.aten.sum.dim_IntList(input, None, dtype=torch.float64)"), "{s}");
     }
@@ -974,8 +977,11 @@ mod tests {
     #[test]
     fn a_late_death_repeats_the_call() {
         let eig = api("api torch.linalg.eig(input: Tensor) -> (eigenvalues: Tensor, eigenvectors: Tensor) {}");
-        let case =
-            Case { op: 0, args: vec![Arg::Tensor(TensorRecipe { dtype: DType::Float64, shape: vec![4, 8, 8], specials: vec![(236, Special::Value(-f64::MAX))], ..recipe() })] };
+        let case = Case {
+            op: 0,
+            args: vec![Arg::Tensor(TensorRecipe { dtype: DType::Float64, shape: vec![4, 8, 8], specials: vec![(236, Special::Value(-f64::MAX))], ..recipe() })],
+            forward: None,
+        };
         let b = bind(&eig);
         let render = |calls| {
             Reproducer { api: &eig, binding: &b, case: &case, evidence: &Evidence::Call, check: None, twin: None, header: "sfz finding t", expect: "dies with SIGABRT", calls }
@@ -990,7 +996,7 @@ mod tests {
     #[test]
     fn a_late_death_in_a_check_repeats_the_round() {
         let exp = api("api torch.exp(input: Tensor) -> Tensor {}");
-        let case = Case { op: 0, args: vec![Arg::Tensor(recipe())] };
+        let case = Case { op: 0, args: vec![Arg::Tensor(recipe())], forward: None };
         let layout = check("layout", Variant::Layout);
         let evidence = Evidence::Differential { check: 0, what: Disagreement::VariantFails };
         let b = bind(&exp);
@@ -1003,7 +1009,7 @@ mod tests {
     #[test]
     fn differential_scripts() {
         let exp = api("api torch.exp(input: Tensor) -> Tensor {}");
-        let case = Case { op: 0, args: vec![Arg::Tensor(recipe())] };
+        let case = Case { op: 0, args: vec![Arg::Tensor(recipe())], forward: None };
         let precision = check("precision", Variant::Promote);
         insta::assert_snapshot!("precision", script(&exp, &case, values(0), Some(&precision), None));
         let layout = check("layout", Variant::Layout);
@@ -1022,7 +1028,7 @@ mod tests {
             accuracy: Default::default(),
         };
         let mm = api("api torch.matmul(input: Tensor, other: Tensor) -> Tensor {}");
-        let case2 = Case { op: 0, args: vec![Arg::Tensor(recipe()), Arg::Tensor(TensorRecipe { shape: vec![3, 2], seed: 7, ..recipe() })] };
+        let case2 = Case { op: 0, args: vec![Arg::Tensor(recipe()), Arg::Tensor(TensorRecipe { shape: vec![3, 2], seed: 7, ..recipe() })], forward: None };
         insta::assert_snapshot!("gradient", script(&mm, &case2, Evidence::Differential { check: 0, what: Disagreement::Gradient }, Some(&gradient), None));
         let cuda = check("cuda", Variant::Cuda);
         insta::assert_snapshot!("cuda", script(&mm, &case2, values(0), Some(&cuda), None));
@@ -1036,6 +1042,7 @@ mod tests {
         let case = Case {
             op: 0,
             args: vec![Arg::Tensor(TensorRecipe { shape: vec![1, 4, 4], ..recipe() }), Arg::IntList(vec![2, 2]), Arg::Omitted, Arg::Omitted, Arg::Omitted, Arg::Omitted],
+            forward: None,
         };
         let s = script(&a, &case, values(1), Some(&check("out", Variant::Out { op: 1 })), Some(&twin));
         assert!(s.contains("torch.ops.aten.max_pool2d_with_indices.out(input, [2, 2], out=out0, indices=out1)"), "{s}");
@@ -1059,12 +1066,13 @@ mod tests {
                 Arg::Bool(false),
                 Arg::Tensor(ints),
             ],
+            forward: None,
         };
         let s = script(&a, &case, Evidence::Call, None, None);
         assert!(s.contains("\ntorch.ops.aten.max_pool2d_with_indices_backward.default(grad_output, input, [2, 2], [1, 1], [0, 0], [1, 1], False, indices)\n"), "{s}");
         // A pinned overload, with its out= tensor, keeps its name.
         let a = api("api torch.ops.aten.add.out(input: Tensor, other: Tensor, *, alpha: Scalar = 1, out: Tensor) -> Tensor {}");
-        let case = Case { op: 0, args: vec![Arg::Tensor(recipe()), Arg::Tensor(recipe()), Arg::Omitted, Arg::Tensor(recipe())] };
+        let case = Case { op: 0, args: vec![Arg::Tensor(recipe()), Arg::Tensor(recipe()), Arg::Omitted, Arg::Tensor(recipe())], forward: None };
         let s = script(&a, &case, Evidence::Call, None, None);
         // `out` is a name the script defines itself, so the parameter's variable is renamed.
         assert!(s.contains("torch.ops.aten.add.out(input, other, out="), "{s}");
@@ -1073,7 +1081,7 @@ mod tests {
     #[test]
     fn a_mutating_call_rebuilds_its_inputs_before_the_variant() {
         let a = api("api torch.ops.aten.neg_(input: Tensor) -> Tensor {}");
-        let case = Case { op: 0, args: vec![Arg::Tensor(recipe())] };
+        let case = Case { op: 0, args: vec![Arg::Tensor(recipe())], forward: None };
         let what = Evidence::Differential { check: 0, what: Disagreement::Values { output: 0, dtype: Some(DType::Float32), tolerance: Tolerance { rtol: 1e-5, atol: 1e-6 } } };
         let s = script(&a, &case, what, Some(&check("precision", Variant::Promote)), None);
         let call = s.find("result = torch.ops.aten.neg_.default(input)").expect(&s);
@@ -1086,7 +1094,7 @@ mod tests {
     #[test]
     fn postconditions_become_assertions() {
         let a = api("api torch.nn.functional.softmax(input: Tensor, dim: int) -> Tensor { ensures result.shape == input.shape; ensures result.values in 0.0..=1.0; ensures input.numel > 0 => finite(result); }");
-        let case = Case { op: 0, args: vec![Arg::Tensor(recipe()), Arg::Int(1)] };
+        let case = Case { op: 0, args: vec![Arg::Tensor(recipe()), Arg::Int(1)], forward: None };
         let s = script(&a, &case, Evidence::Postcondition { clause: 0 }, None, None);
         assert!(s.contains("assert (list(result.shape) == list(input.shape)), \"postcondition `result.shape == input.shape` does not hold\""), "{s}");
         let s = script(&a, &case, Evidence::Postcondition { clause: 1 }, None, None);
