@@ -285,8 +285,9 @@ pub struct Case {
     pub op: u32,
     pub args: Vec<Arg>,
     /// For an API with a `from` statement: which arguments its forward's outputs replace, and
-    /// what was broken in them on purpose. None for every other case.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// what was broken in them on purpose. None for every other case. (Always written: the
+    /// worker protocol, postcard, cannot skip a field.)
+    #[serde(default)]
     pub forward: Option<Forward>,
 }
 
@@ -352,7 +353,7 @@ pub struct Bind {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Forward {
     pub binds: Vec<Bind>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub broken: Option<Break>,
 }
 

@@ -91,7 +91,9 @@ impl Runner for PoolRunner<'_> {
                 return None;
             }
             let i = next_index.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            cases.get(i).map(|args| (i as u64, Case { op: api as u32, args: args.clone(), forward: None }))
+            // A `from` statement's forward fills its parameters, as in a campaign.
+            let forward = self.apis[api].from.as_ref().map(|f| crate::case::Forward { binds: f.binds.clone(), broken: None });
+            cases.get(i).map(|args| (i as u64, Case { op: api as u32, args: args.clone(), forward }))
         };
         let sink = |i: u64, case: &Case, exec: crate::worker::Execution| {
             let verdict = oracle::judge(&self.apis[api], &[], case, &exec);

@@ -4,8 +4,8 @@
 //! included) is the finding's JSON line, which `sfz replay` runs.
 use std::fmt::Write as _;
 
-use crate::case::{Arg, Case, Fill, Layout, Special, TensorRecipe};
-use crate::spec::{ApiSpec, ParamType};
+use crate::case::{Arg, Case, Fill, FwdArg, Layout, ShapePart, Special, TensorRecipe};
+use crate::spec::{ApiSpec, FromSpec, ParamType};
 use crate::variant::Check;
 
 /// The pinned spec text. `oracle` is the oracle that fired (with the check's tolerances for a
@@ -17,6 +17,32 @@ pub fn pinned_spec(api: &ApiSpec, case: &Case, header: &str, oracle: &str, check
     }
     out.push_str("// The case pinned: `sfz fuzz` on this file runs only cases like it (values drawn from the same\n");
     out.push_str("// ranges); `sfz replay` runs the exact one.\n");
+    if let Some(from) = &api.from {
+        let _ = writeln!(out, "\n// The forward its `from` statement calls (its constraints are among the pinned API's; fuzz\n// the pinned API alone with `--api {}`).", api.name);
+        out.push_str(&declaration(&from.callee));
+        out.push_str(" {}\n\n");
+    }
+    out.push_str(&declaration(api));
+    out.push_str(" {\n");
+    if let Some(from) = &api.from {
+        out.push_str(&from_text(api, from));
+        if let Some(b) = case.forward.as_ref().and_then(|f| f.broken.as_ref()) {
+            let name = api.params.get(b.param).map_or("?", |p| p.name.as_str());
+            let _ = writeln!(out, "    // After the forward, `{name}` was broken on purpose: {} (seed {}).", b.kind.describe(), b.seed);
+        }
+    }
+    pins(&mut out, api, case);
+    for e in ensures {
+        let _ = writeln!(out, "    ensures {e};");
+    }
+    let _ = writeln!(out, "    oracles {};", oracle_text(oracle, check));
+    out.push_str("}\n");
+    out
+}
+
+/// `#[aten]` and the `api` line of an API, without its body.
+fn declaration(api: &ApiSpec) -> String {
+    let mut out = String::new();
     if let Some(aten) = &api.aten {
         let _ = writeln!(out, "#[aten({aten:?})]");
     }
@@ -45,7 +71,65 @@ pub fn pinned_spec(api: &ApiSpec, case: &Case, header: &str, oracle: &str, check
                 .join(", ")
         ),
     };
-    let _ = writeln!(out, "api {}({}){returns} {{", api.name, params.join(", "));
+    out.push_str(&format!("api {}({}){returns}", api.name, params.join(", ")));
+    out
+}
+
+/// The `from` statement of `api`, one line per binding, indented for its body.
+fn from_text(api: &ApiSpec, from: &FromSpec) -> String {
+    let name = |p: usize| api.params.get(p).map_or("?".to_string(), |x| x.name.clone());
+    let mut args = Vec::new();
+    for (fp, a) in from.callee.params.iter().zip(&from.args) {
+        let value = match a {
+            FwdArg::Param(p) => name(*p),
+            FwdArg::Value(v) => arg_text(v),
+            FwdArg::Default => continue,
+            FwdArg::Like { param, shape } => {
+                let parts: Vec<String> = shape
+                    .iter()
+                    .map(|s| match s {
+                        ShapePart::Int(k) | ShapePart::List(k) => name(*k),
+                        ShapePart::Const(v) => v.to_string(),
+                    })
+                    .collect();
+                let shape = match shape.as_slice() {
+                    [ShapePart::List(_)] => parts.join(""),
+                    _ => format!("[{}]", parts.join(", ")),
+                };
+                format!("like({}, {shape})", name(*param))
+            }
+        };
+        args.push(format!("{} = {value}", fp.name));
+    }
+    let mut out = format!("    from {}({}) {{\n", from.callee.name, args.join(", "));
+    let single = from.callee.returns.len() == 1;
+    for b in &from.binds {
+        let output = if single { "result".to_string() } else { format!("result.{}", b.output) };
+        let value = if b.like { format!("like({output})") } else { output };
+        let _ = writeln!(out, "        {}: {value};", name(b.param));
+    }
+    out.push_str("    }\n");
+    out
+}
+
+/// A constant argument in the spec language.
+fn arg_text(a: &Arg) -> String {
+    match a {
+        Arg::None | Arg::Omitted => "None".into(),
+        Arg::Bool(b) => b.to_string(),
+        Arg::Int(i) => i.to_string(),
+        Arg::Float(f) => format!("{f:?}"),
+        Arg::Str(s) => format!("{s:?}"),
+        Arg::Dtype(d) => d.name().into(),
+        Arg::IntList(xs) => format!("{xs:?}"),
+        Arg::FloatList(xs) => format!("[{}]", xs.iter().map(|x| format!("{x:?}")).collect::<Vec<_>>().join(", ")),
+        Arg::BoolList(xs) => format!("{xs:?}"),
+        Arg::Tensor(_) | Arg::TensorList(_) => "None".into(),
+    }
+}
+
+/// Pins of every argument of a case, as constraints of the body.
+fn pins(out: &mut String, api: &ApiSpec, case: &Case) {
     for (p, arg) in api.params.iter().zip(&case.args) {
         let name = &p.name;
         match arg {
@@ -53,11 +137,11 @@ pub fn pinned_spec(api: &ApiSpec, case: &Case, header: &str, oracle: &str, check
             Arg::None => {
                 let _ = writeln!(out, "    {name} == None;");
             }
-            Arg::Tensor(t) => tensor(&mut out, name, t),
+            Arg::Tensor(t) => tensor(out, name, t),
             Arg::TensorList(ts) => {
                 let _ = writeln!(out, "    len({name}) == {};", ts.len());
                 for (k, t) in ts.iter().enumerate() {
-                    tensor(&mut out, &format!("{name}[{k}]"), t);
+                    tensor(out, &format!("{name}[{k}]"), t);
                 }
             }
             Arg::Bool(b) => {
@@ -89,12 +173,6 @@ pub fn pinned_spec(api: &ApiSpec, case: &Case, header: &str, oracle: &str, check
             }
         }
     }
-    for e in ensures {
-        let _ = writeln!(out, "    ensures {e};");
-    }
-    let _ = writeln!(out, "    oracles {};", oracle_text(oracle, check));
-    out.push_str("}\n");
-    out
 }
 
 fn tensor(out: &mut String, name: &str, t: &TensorRecipe) {

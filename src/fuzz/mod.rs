@@ -205,7 +205,7 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
             counters.apis[generated.api].nonconforming.fetch_add(1, Ordering::Relaxed);
         }
         pending.put(index, Meta { conforms: generated.conforms, violated: generated.violated });
-        Some((index, Case { op: generated.api as u32, args: generated.args, forward: None }))
+        Some((index, Case { op: generated.api as u32, args: generated.args, forward: generated.forward }))
     };
     let triage = triage::Triage {
         plans,

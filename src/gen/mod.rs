@@ -18,7 +18,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::case::{Arg, DType};
+use crate::case::{Arg, Break, DType, Forward};
 use crate::solve::{self, Boundary, Limits, SolveError, SymModel};
 use crate::spec::{ApiSpec, Category};
 pub use mutate::Mutation;
@@ -256,6 +256,16 @@ impl Violation {
             Target::Declared(d) => {
                 Violation { target: target.clone(), category: d.category(), text: d.text(api), params: api.params.get(d.param()).map(|x| vec![x.name.clone()]).unwrap_or_default() }
             }
+            Target::Bound { param, kind } => {
+                let name = api.params.get(*param).map_or("?", |p| p.name.as_str());
+                let forward = api.from.as_ref().map_or("?", |f| f.callee.name.as_str());
+                Violation {
+                    target: target.clone(),
+                    category: if kind.is_value() { Category::Range } else { Category::Shape },
+                    text: format!("{name} from {forward}, with {}", kind.describe()),
+                    params: vec![name.to_string()],
+                }
+            }
         }
     }
 }
@@ -270,6 +280,9 @@ pub struct Generated {
     pub conforms: bool,
     /// In violate mode, the index into `Generator::violations(api)` of the one broken constraint.
     pub violated: Option<usize>,
+    /// For an API with a `from` statement: the parameters its forward fills, and the breakage
+    /// of one (`Target::Bound`).
+    pub forward: Option<Forward>,
 }
 
 /// Per API, what the generator prepared.
@@ -304,6 +317,14 @@ impl Generator {
                     let start = violations.len();
                     violations.extend(targets.iter().map(|t| Violation::of(api, t)));
                     by_category.push((cat, (start..violations.len()).collect()));
+                }
+                // The forward's bindings broken: a group of their own, drawn as often as a
+                // category (they are what a `from` statement is for).
+                let bound = GenPlan::bound_targets(api);
+                if !bound.is_empty() {
+                    let start = violations.len();
+                    violations.extend(bound.iter().map(|t| Violation::of(api, t)));
+                    by_category.push((Category::Shape, (start..violations.len()).collect()));
                 }
                 Prepared { plan, pools, by_category, violations }
             })
@@ -367,11 +388,11 @@ impl Generator {
                 let mut args = values::concretize(spec, &prep.plan, &model, None, rng);
                 if Check::Conform.holds(spec, &prep.plan, &args) {
                     let conforms = self.mutate(api, &mut args, Check::Conform, rng);
-                    return Some(Generated { api, args, conforms, violated: None });
+                    return Some(Generated { api, args, conforms, violated: None, forward: self.forward(api, None) });
                 }
                 last = Some(args);
             }
-            return last.map(|args| Generated { api, args, conforms: false, violated: None });
+            return last.map(|args| Generated { api, args, conforms: false, violated: None, forward: self.forward(api, None) });
         }
         let pools = &prep.pools;
         let m = &self.config.mutation;
@@ -389,11 +410,11 @@ impl Generator {
             let mut args = values::concretize(spec, &prep.plan, model, None, rng);
             if Check::Conform.holds(spec, &prep.plan, &args) {
                 let conforms = self.mutate(api, &mut args, Check::Conform, rng);
-                return Some(Generated { api, args, conforms, violated: None });
+                return Some(Generated { api, args, conforms, violated: None, forward: self.forward(api, None) });
             }
             last = Some(args);
         }
-        last.map(|args| Generated { api, args, conforms: false, violated: None })
+        last.map(|args| Generated { api, args, conforms: false, violated: None, forward: self.forward(api, None) })
     }
 
     /// A case breaking one constraint: a category uniformly among those the API has, a
@@ -413,7 +434,7 @@ impl Generator {
                     let pool = &prep.pools.violating[*k];
                     (&pool[rng.random_range(0..pool.len())], Some(*k))
                 }
-                Target::Declared(_) => (&prep.pools.models[rng.random_range(0..prep.pools.models.len())], None),
+                Target::Declared(_) | Target::Bound { .. } => (&prep.pools.models[rng.random_range(0..prep.pools.models.len())], None),
             };
             let mut args = values::concretize(spec, &prep.plan, model, skip, rng);
             let check = Check::Violate(target);
@@ -435,13 +456,28 @@ impl Generator {
                         continue;
                     }
                 }
+                // The inputs conform; the worker breaks the binding after the forward.
+                Target::Bound { param, kind } => {
+                    if !matches!(args.get(*param), Some(Arg::Tensor(_))) || !Check::Conform.holds(spec, &prep.plan, &args) {
+                        continue;
+                    }
+                    self.mutate(api, &mut args, Check::Conform, rng);
+                    let broken = Break { param: *param, kind: *kind, seed: rng.random() };
+                    return Some(Generated { api, args, conforms: false, violated: Some(v), forward: self.forward(api, Some(broken)) });
+                }
             }
             if check.holds(spec, &prep.plan, &args) {
                 self.mutate(api, &mut args, check, rng);
-                return Some(Generated { api, args, conforms: false, violated: Some(v) });
+                return Some(Generated { api, args, conforms: false, violated: Some(v), forward: self.forward(api, None) });
             }
         }
         None
+    }
+
+    /// What a case of API `api` says about its `from` statement: the parameters the forward
+    /// fills, and `broken`.
+    fn forward(&self, api: usize, broken: Option<Break>) -> Option<Forward> {
+        self.apis[api].from.as_ref().map(|f| Forward { binds: f.binds.clone(), broken })
     }
 
     /// Applies each value mutator with its probability, undoing one that breaks `check`. The

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::case::BreakKind;
 use crate::solve::value_target;
 use crate::spec::{ApiSpec, Category, ParamType};
 
@@ -55,6 +56,9 @@ pub enum Target {
     /// `ApiSpec::requires[k]`.
     Requires(usize),
     Declared(Declared),
+    /// A parameter filled by the `from` statement's forward, broken after the forward this way
+    /// (the worker does it: `case::Break`).
+    Bound { param: usize, kind: BreakKind },
 }
 
 /// An API's generation plan.
@@ -98,12 +102,29 @@ impl GenPlan {
         GenPlan { order, deps, declared }
     }
 
+    /// The breakages of the parameters a `from` statement binds: values of a direct binding
+    /// (indices out of their plane), shapes of any (a dimension off by one, a batch that
+    /// disagrees, an empty batch).
+    pub fn bound_targets(api: &ApiSpec) -> Vec<Target> {
+        let Some(from) = &api.from else { return Vec::new() };
+        let mut out = Vec::new();
+        for b in &from.binds {
+            let values: &[BreakKind] = if b.like { &[] } else { &BreakKind::VALUES };
+            out.extend(values.iter().chain(&BreakKind::SHAPES).map(|&kind| Target::Bound { param: b.param, kind }));
+        }
+        out
+    }
+
     /// Targets by category: `violable[k]` says whether `requires[k]` can be broken (the solver
     /// found models for it).
     pub fn targets(&self, api: &ApiSpec, violable: &[bool]) -> BTreeMap<Category, Vec<Target>> {
         let mut by: BTreeMap<Category, Vec<Target>> = BTreeMap::new();
+        let bound: Vec<usize> = api.from.iter().flat_map(|f| f.binds.iter().map(|b| b.param)).collect();
         for (k, c) in api.requires.iter().enumerate() {
-            if violable.get(k).copied().unwrap_or(false) {
+            // What only a bound parameter's placeholder obeys is gone once the forward fills it
+            // (its presence excepted: a None is passed as it is).
+            let placeholder_only = !c.params.is_empty() && c.params.iter().all(|p| bound.contains(p)) && c.category != Category::Structure;
+            if violable.get(k).copied().unwrap_or(false) && !placeholder_only {
                 by.entry(c.category).or_default().push(Target::Requires(k));
             }
         }

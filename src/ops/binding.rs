@@ -19,7 +19,7 @@ pub struct OpBinding {
     pub schema: String,
     /// For an API with a `from` statement: the forward the worker calls first, whose outputs
     /// fill some of the case's arguments (`case::Forward` says which).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub forward: Option<Box<ForwardCall>>,
 }
 

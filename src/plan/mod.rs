@@ -5,7 +5,7 @@ use crate::diag::{codes, Diagnostic};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::gen::{self, ApiPools, GenConfig, Job, JobResult};
-use crate::ops::binding::OpBinding;
+use crate::ops::binding::{ForwardCall, OpBinding};
 use crate::ops::catalog::Catalog;
 use crate::ops::diagnostic;
 use crate::ops::registry;
@@ -36,7 +36,17 @@ pub fn plan(spec: &Spec, catalog: &Catalog) -> (Vec<ApiPlan>, Vec<Diagnostic>) {
     let mut diags = Vec::new();
     for api in &spec.apis {
         match registry::resolve(api, catalog) {
-            Ok(binding) => {
+            Ok(mut binding) => {
+                if let Some(from) = &api.from {
+                    match registry::resolve(&from.callee, catalog) {
+                        Ok(forward) => binding.forward = Some(Box::new(ForwardCall { api: from.callee.name.clone(), binding: forward, args: from.args.clone() })),
+                        Err(e) => {
+                            // The API cannot run without its forward.
+                            diags.push(diagnostic::resolve_diagnostic(&from.callee, &e).with_secondary(from.span, format!("the forward of `{}`, which is left out too", api.name)));
+                            continue;
+                        }
+                    }
+                }
                 let (mut checks, warnings) = differential::plan_checks(api, &binding, catalog);
                 diags.extend(warnings);
                 for r in &api.relations {

@@ -13,7 +13,7 @@ use tch::Tensor;
 
 use super::ffi::{self, SfzTensorInfo};
 use super::materialize::materialize;
-use sfz::case::{Arg, Case, DType, TensorRecipe};
+use sfz::case::{Arg, Bind, Case, DType, FwdArg, TensorRecipe};
 use sfz::ops::binding::{ArgSource, OpBinding, Transform};
 use sfz::ops::schema::{self, OpSchema, SchemaType};
 use sfz::outcome::{ErrorClass, Outcome, Output, TensorInfo};
@@ -46,6 +46,15 @@ pub(super) struct LoadedOp {
     pub schema: OpSchema,
     /// Case arguments some schema argument reads; others (Python-only) are not materialised.
     pub used: Vec<usize>,
+    /// The forward of a `from` statement, called first to fill some arguments.
+    pub forward: Option<Box<LoadedForward>>,
+}
+
+/// A loaded forward: its operator and where each of its arguments comes from.
+pub(super) struct LoadedForward {
+    pub api: String,
+    pub op: LoadedOp,
+    pub args: Vec<FwdArg>,
 }
 
 /// Executes cases against the operators of one `Load`.
@@ -152,18 +161,45 @@ impl Executor {
         Ok((called, inputs))
     }
 
-    /// Builds every tensor the op's binding reads from the case, with `build`.
+    /// Builds every tensor the op's binding reads from the case, with `build`. Arguments a
+    /// `from` statement's forward fills come from its outputs (`runtime::forward`), built with
+    /// the same `build`, so that every variant of the case sees consistent inputs.
     pub(super) fn materialize(&self, op: u32, case: &Case, build: &mut dyn FnMut(&TensorRecipe) -> Result<Tensor, tch::TchError>) -> Result<Inputs, Rejected> {
         let op = self.op(op)?;
-        let mut inputs = Inputs { tensors: Vec::new(), ranges: vec![(0, 0); case.args.len()] };
+        let bound: Vec<&Bind> = match (&case.forward, &op.forward) {
+            // A tensor argument only: a violation may have made it None or another type.
+            (Some(f), Some(_)) => f.binds.iter().filter(|b| matches!(case.args.get(b.param), Some(Arg::Tensor(_)))).collect(),
+            (Some(f), None) if !f.binds.is_empty() => {
+                return Err(schema_error("the case takes arguments from a forward call, but its op has no `from` statement".into()));
+            }
+            _ => Vec::new(),
+        };
+        let mut plain: Vec<Option<Vec<Tensor>>> = (0..case.args.len()).map(|_| None).collect();
         for &index in &op.used {
             let Some(arg) = case.args.get(index) else {
                 return Err(schema_error(format!("the binding reads argument {index} but the case has {}", case.args.len())));
             };
-            let start = inputs.tensors.len();
+            if bound.iter().any(|b| b.param == index) {
+                continue;
+            }
+            let mut ts = Vec::new();
             for recipe in arg.tensors() {
-                let t = build(recipe).map_err(|e| schema_error(format!("cannot build argument {index}: {e}")))?;
-                inputs.tensors.push(t);
+                ts.push(build(recipe).map_err(|e| schema_error(format!("cannot build argument {index}: {e}")))?);
+            }
+            plain[index] = Some(ts);
+        }
+        let mut fed = match &op.forward {
+            Some(forward) if !bound.is_empty() => self.feed(forward, case, &bound, &plain, build)?,
+            _ => Vec::new(),
+        };
+        // In argument order: `Inputs::map` relies on it.
+        let mut inputs = Inputs { tensors: Vec::new(), ranges: vec![(0, 0); case.args.len()] };
+        for (index, ts) in plain.into_iter().enumerate() {
+            let start = inputs.tensors.len();
+            if let Some(k) = fed.iter().position(|(p, _)| *p == index) {
+                inputs.tensors.push(fed.swap_remove(k).1);
+            } else if let Some(ts) = ts {
+                inputs.tensors.extend(ts);
             }
             inputs.ranges[index] = (start, inputs.tensors.len());
         }
@@ -174,8 +210,13 @@ impl Executor {
     /// arguments; the output tensors are returned when `keep`. A call that raises is `Ok` with a
     /// `Raised` outcome; `Err` means the arguments could not even be put on the stack.
     pub(super) fn invoke(&mut self, op: u32, case: &Case, inputs: &Inputs, outs: &[Tensor], keep: bool) -> Result<Called, Rejected> {
-        let call = self.call.0;
         let op = self.op(op)?;
+        self.call_op(op, case, inputs, outs, keep)
+    }
+
+    /// `invoke` on a loaded op (an op of the table, or a forward).
+    pub(super) fn call_op(&self, op: &LoadedOp, case: &Case, inputs: &Inputs, outs: &[Tensor], keep: bool) -> Result<Called, Rejected> {
+        let call = self.call.0;
         // SAFETY: `call` is live; every pointer pushed below stays valid until sfz_call_run returns.
         unsafe { ffi::sfz_call_reset(call) };
         for (position, source) in op.binding.args.iter().enumerate() {
@@ -284,6 +325,10 @@ fn load_one(b: &OpBinding) -> Result<LoadedOp, String> {
         return Err(format!("resolved against `{}` but this libtorch has `{text}`", b.schema));
     }
     let schema = schema::parse(&text).map_err(|e| e.to_string())?;
+    let forward = match &b.forward {
+        Some(f) => Some(Box::new(LoadedForward { api: f.api.clone(), op: load_one(&f.binding).map_err(|e| format!("its forward `{}`: {e}", f.api))?, args: f.args.clone() })),
+        None => None,
+    };
     if schema.args.len() != b.args.len() {
         return Err(format!("the binding has {} arguments, `{text}` has {}", b.args.len(), schema.args.len()));
     }
@@ -303,7 +348,7 @@ fn load_one(b: &OpBinding) -> Result<LoadedOp, String> {
         .collect();
     used.sort_unstable();
     used.dedup();
-    Ok(LoadedOp { handle, binding: b.clone(), schema, used })
+    Ok(LoadedOp { handle, binding: b.clone(), schema, used, forward })
 }
 
 /// F.embedding's Python-side handling of `padding_idx`, including its range assertion.

@@ -7,6 +7,7 @@ mod conditioning;
 pub mod cuda;
 pub mod executor;
 pub mod ffi;
+pub mod forward;
 pub mod materialize;
 pub mod program;
 pub mod ray;

@@ -15,6 +15,7 @@
 //! - a wrong gradient: `torch.autograd.gradcheck` raises its `GradcheckError`.
 //!
 //! A script that runs to the end found the bug gone.
+mod forward;
 mod relation;
 
 use std::fmt::Write as _;
@@ -52,7 +53,9 @@ pub struct Reproducer<'a> {
 const REPEAT_CALLS: u32 = 64;
 
 /// Python names a script defines itself; parameters with these names are renamed.
-const RESERVED: &[&str] = &["torch", "math", "result", "expected", "variant", "out", "f", "e", "xs"];
+const RESERVED: &[&str] = &[
+    "torch", "math", "result", "expected", "variant", "out", "f", "e", "xs", "fwd_out", "fwd_shape", "fwd_plane", "fwd_broken", "fwd_region", "fwd_lead", "fwd_most", "fwd_nonempty",
+];
 
 impl Reproducer<'_> {
     /// The script.
@@ -73,7 +76,7 @@ impl Reproducer<'_> {
             out.push_str("torch.backends.cuda.matmul.allow_tf32 = False\ntorch.backends.cudnn.allow_tf32 = False\n");
         }
         out.push('\n');
-        out.push_str(&inputs(self.case, &w.vars));
+        out.push_str(&inputs(self.case, self.binding, &w.vars));
         out.push('\n');
         out.push_str(&body);
         out
@@ -86,10 +89,15 @@ pub fn call_script(api: &ApiSpec, binding: &OpBinding, case: &Case, header: &str
     Reproducer { api, binding, case, evidence: &Evidence::Call, check: None, twin: None, header, expect: "", calls: 1 }.render()
 }
 
-/// The tensor inputs of a case, built inline, one block per tensor.
-pub fn inputs(case: &Case, vars: &[String]) -> String {
+/// The tensor inputs of a case, built inline, one block per tensor; then, for an API with a
+/// `from` statement, its forward's call and the arguments it fills.
+pub fn inputs(case: &Case, binding: &OpBinding, vars: &[String]) -> String {
     let mut out = String::new();
+    let bound = forward::bound(case, binding);
     for (i, arg) in case.args.iter().enumerate() {
+        if bound.contains(&i) {
+            continue;
+        }
         match arg {
             Arg::Tensor(r) => {
                 for line in tensor_lines(&vars[i], r) {
@@ -107,6 +115,9 @@ pub fn inputs(case: &Case, vars: &[String]) -> String {
             }
             _ => {}
         }
+    }
+    for line in forward::lines(case, binding, vars) {
+        let _ = writeln!(out, "{line}");
     }
     out
 }
@@ -273,7 +284,7 @@ impl Writer<'_> {
         if schema::parse(&self.r.binding.schema).is_ok_and(|s| s.has_mutable_args()) {
             // The original call wrote into its inputs (`abs_`, `out=`); the variant starts from
             // the same values, as in sfz's worker.
-            setup = format!("# the call wrote into its inputs: build them again\n{}{setup}", inputs(self.r.case, &self.vars));
+            setup = format!("# the call wrote into its inputs: build them again\n{}{setup}", inputs(self.r.case, self.r.binding, &self.vars));
         }
         let name = match check.variant {
             Variant::Promote => "expected",
@@ -382,12 +393,22 @@ impl Writer<'_> {
                     Arg::Dtype(d @ (DType::Float16 | DType::BFloat16 | DType::Float32)) => Some(*d),
                     _ => None,
                 });
-                let vars = self.tensor_exprs(|v, rec| match (cast, rec.dtype) {
+                let mut vars = self.tensor_exprs(|v, rec| match (cast, rec.dtype) {
                     (Some(d), DType::Float16 | DType::BFloat16 | DType::Float32 | DType::Float64) if d != rec.dtype => format!("{v}.to({}).double()", py_dtype(d)),
                     (_, DType::Float16 | DType::BFloat16 | DType::Float32) => format!("{v}.double()"),
                     (_, DType::Complex64) => format!("{v}.to(torch.complex128)"),
                     _ => v.to_string(),
                 });
+                // What a forward filled has the dtype of its output, known when the script runs.
+                for i in forward::bound(case, r.binding) {
+                    let v = &self.vars[i];
+                    vars[i] = match cast {
+                        Some(d) => format!("({v}.to({d}).double() if {v}.is_floating_point() else {v})", d = py_dtype(d)),
+                        None => format!(
+                            "({v}.double() if {v}.dtype in (torch.float16, torch.bfloat16, torch.float32) else {v}.to(torch.complex128) if {v}.dtype == torch.complex64 else {v})"
+                        ),
+                    };
+                }
                 VariantCall { setup: vec![], call: call(r.api, r.binding, &promoted, &vars), value: plain }
             }
             // Rendered by `relation_check` before this is reached.
@@ -399,7 +420,25 @@ impl Writer<'_> {
             Variant::Layout => {
                 let mut setup = Vec::new();
                 let mut vars = self.vars.clone();
+                let bound = forward::bound(case, r.binding);
+                let like = |i: usize| case.forward.as_ref().is_some_and(|f| f.binds.iter().any(|b| b.param == i && b.like));
                 for (i, arg) in case.args.iter().enumerate() {
+                    if bound.contains(&i) {
+                        // A copied output stays as it is; a fresh one is built in the other layout
+                        // from its recipe, with the shape it has now (`flip_layout` on it).
+                        if let (true, Arg::Tensor(rec)) = (like(i), arg) {
+                            let v = &self.vars[i];
+                            let name = format!("{v}_2");
+                            let e = if rec.layout == Layout::Contiguous {
+                                format!("({v}.mT.contiguous().mT if {v}.dim() >= 2 and {v}.shape[-1] > 1 and {v}.shape[-2] > 1 else torch.zeros(list({v}.shape[:-1]) + [2 * {v}.shape[-1]], dtype={v}.dtype)[..., ::2].copy_({v}) if {v}.dim() >= 1 and {v}.shape[-1] > 1 else {v})")
+                            } else {
+                                format!("{v}.contiguous()")
+                            };
+                            setup.push(format!("{name} = {e}  # the same values, the other layout"));
+                            vars[i] = name;
+                        }
+                        continue;
+                    }
                     let flipped = |v: &str, rec: &TensorRecipe| {
                         let mut to = rec.clone();
                         flip_layout(&mut to);
