@@ -473,7 +473,7 @@ fn describe(p: &ParamSpec) -> String {
 }
 
 /// Whether every value `have` holds is one `want` accepts.
-fn compatible(have: &ParamSpec, want: &ParamSpec) -> bool {
+pub fn compatible(have: &ParamSpec, want: &ParamSpec) -> bool {
     if have.optional && !want.optional {
         return false;
     }

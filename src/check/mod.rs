@@ -3,7 +3,7 @@
 //! diagnostic, and what could be checked is still returned.
 mod classify;
 mod expr;
-mod forward;
+pub mod forward;
 mod items;
 pub mod loader;
 mod lowering;

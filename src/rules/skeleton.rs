@@ -14,6 +14,7 @@ use std::path::Path;
 use crate::ops::catalog::{split_qualified, Catalog};
 use crate::ops::registry;
 use crate::ops::schema::{OpSchema, SchemaArg, SchemaType};
+use crate::spec::ParamType;
 
 /// A skeleton that could be made.
 #[derive(Clone, Debug)]
@@ -335,6 +336,154 @@ fn render(api: &str, s: &OpSchema, explicit: bool) -> String {
     let returns = returns_text(s).unwrap_or_default();
     let attr = if explicit { format!("#[aten(\"{}\")]\n", s.qualified()) } else { String::new() };
     format!("/// {}\n{attr}api {api}({}){returns} {{\n}}\n", s.text, parts.join(", "))
+}
+
+/// A `*_backward` skeleton whose `from` statement calls its forward, and the forward's own
+/// skeleton (its `api` item must be in the file too).
+#[derive(Clone, Debug)]
+pub struct Wired {
+    pub forward: Skeleton,
+    pub backward: Skeleton,
+}
+
+/// Names a gradient parameter has: it takes fresh values shaped like the forward's first output.
+const GRADS: &[&str] = &["grad_output", "grad_out", "grad", "grad_y", "grad_in"];
+/// Int list parameters that give the size of the forward's input (`select_backward`'s
+/// `input_sizes`, `upsample_nearest2d_backward`'s `input_size`).
+const SIZES: &[&str] = &["input_size", "input_sizes", "self_sizes", "self_size", "sizes", "input_shape"];
+/// Tensor parameters that are outputs of the forward when it returns them unnamed: the first
+/// output, then the others in order (`native_layer_norm_backward`'s `mean` and `rstd`).
+const FIRST_OUTPUTS: &[&str] = &["output", "result", "out"];
+const OTHER_OUTPUTS: &[&str] = &["indices", "mean", "rstd", "invstd", "save_mean", "save_invstd", "save_var", "total_weight", "is_target", "mask", "result1", "result2"];
+/// A forward parameter and the backward parameter that stands for it under another name.
+const SYNONYMS: &[(&str, &str)] = &[("training", "train"), ("dimension", "dim"), ("input", "self"), ("self", "input")];
+
+/// The forward operators `op` (`aten::X_backward`) may be the backward of, most specific first:
+/// `X_forward`, `X`, then `X` without its last words (`embedding_dense_backward` is the
+/// backward of `embedding`).
+fn forward_candidates(op: &str) -> Vec<String> {
+    let Some(base) = op.strip_suffix("_backward") else { return Vec::new() };
+    let mut out = vec![format!("{base}_forward"), base.to_string()];
+    let mut shorter = base;
+    while let Some((head, _)) = shorter.rsplit_once('_') {
+        if head.ends_with("::") || head.ends_with("::_") || head.is_empty() {
+            break;
+        }
+        out.push(head.to_string());
+        shorter = head;
+    }
+    out
+}
+
+/// Wires a `*_backward` skeleton to its forward: its parameters matched by name (and a few
+/// synonyms), the gradient bound to fresh values like the forward's first output, tensor
+/// parameters named as outputs (`indices`, `mean`, `rstd`, `save_mean`, ...) bound to them by
+/// name or in order. A forward input the backward only knows the size of is `like(grad, size)`;
+/// a forward parameter the backward lacks is left to its default, or given a plain constant
+/// (0.1, 1, false, a list of ones). None when the operator is no backward, its forward is not
+/// in the catalog, or they cannot be wired (the forward needs a tensor the backward has no
+/// size for, the result does not check).
+pub fn wire(backward: &Skeleton, catalog: &Catalog) -> Option<Wired> {
+    let (op, _) = split_qualified(&backward.qualified);
+    forward_candidates(op).into_iter().filter(|f| catalog.contains(f)).find_map(|f| wire_to(backward, &f, catalog))
+}
+
+/// `wire` with this forward operator.
+fn wire_to(backward: &Skeleton, forward_op: &str, catalog: &Catalog) -> Option<Wired> {
+    let forward = skeleton(forward_op, catalog).ok()?;
+    let spec = |s: &Skeleton| crate::check::check_text(Path::new("skeleton.sfz"), &s.text).spec.apis.into_iter().next();
+    let (fwd, bwd) = (spec(&forward)?, spec(backward)?);
+    let tensor_out = |k: usize| fwd.returns.get(k).is_some_and(|r| r.ty == ParamType::Tensor);
+    let grad = bwd.params.iter().position(|p| GRADS.contains(&p.name.as_str()) && p.ty == ParamType::Tensor && !p.optional)?;
+    if !tensor_out(0) {
+        return None;
+    }
+    // The bindings: the gradient, then outputs by name, then outputs in order.
+    let mut binds: Vec<(usize, usize, bool)> = vec![(grad, 0, true)];
+    let named: Vec<Option<usize>> = bwd.params.iter().map(|p| fwd.returns.iter().position(|r| r.name == p.name)).collect();
+    for (i, p) in bwd.params.iter().enumerate() {
+        if let Some(k) = named[i].filter(|&k| i != grad && p.ty == ParamType::Tensor && tensor_out(k)) {
+            binds.push((i, k, false));
+        }
+    }
+    let taken = |binds: &[(usize, usize, bool)], k: usize| binds.iter().any(|&(_, o, like)| o == k && !like);
+    let mut next = 1;
+    for (i, p) in bwd.params.iter().enumerate() {
+        if binds.iter().any(|b| b.0 == i) || p.ty != ParamType::Tensor || fwd.param_index(&p.name).is_some() {
+            continue;
+        }
+        let k = if FIRST_OUTPUTS.contains(&p.name.as_str()) && !taken(&binds, 0) {
+            0
+        } else if OTHER_OUTPUTS.contains(&p.name.as_str()) {
+            while next < fwd.returns.len() && taken(&binds, next) {
+                next += 1;
+            }
+            next
+        } else {
+            continue;
+        };
+        if tensor_out(k) {
+            binds.push((i, k, false));
+        }
+    }
+    // The forward's arguments.
+    let bound = |i: usize| binds.iter().any(|b| b.0 == i);
+    let mut args = Vec::new();
+    let mut main_tensor = true;
+    for fp in &fwd.params {
+        let by_name = bwd.param_index(&fp.name).filter(|&i| !bound(i) && i != grad);
+        let by_synonym = || SYNONYMS.iter().filter(|(f, _)| *f == fp.name).find_map(|(_, b)| bwd.param_index(b)).filter(|&i| !bound(i) && i != grad);
+        let is_tensor = fp.ty == ParamType::Tensor;
+        if let Some(i) = by_name.or_else(by_synonym).filter(|&i| crate::check::forward::compatible(&bwd.params[i], fp)) {
+            args.push(format!("{} = {}", fp.name, bwd.params[i].name));
+        } else if is_tensor && main_tensor {
+            // The forward's main input, known to the backward by its size only.
+            let g = &bwd.params[grad].name;
+            if let Some(size) = bwd.params.iter().find(|p| SIZES.contains(&p.name.as_str()) && matches!(p.ty, ParamType::IntList(_)) && !p.optional) {
+                args.push(format!("{} = like({g}, {})", fp.name, size.name));
+            } else if let (true, Some(n)) = (fp.name == "weight", bwd.params.iter().find(|p| p.name == "num_weights" && p.ty == ParamType::Int && !p.optional)) {
+                // An embedding table: `num_weights` rows of 8.
+                args.push(format!("{} = like({g}, [{}, 8])", fp.name, n.name));
+            } else if fp.default.is_none() && !fp.optional {
+                return None;
+            }
+        } else if fp.default.is_none() && !fp.optional {
+            args.push(format!("{} = {}", fp.name, constant(&fp.ty)?));
+        }
+        if is_tensor {
+            main_tensor = false;
+        }
+    }
+    let single = fwd.returns.len() == 1;
+    let output = |k: usize| if single { "result".to_string() } else { format!("result.{k}") };
+    let lines: Vec<String> = binds
+        .iter()
+        .map(|&(i, k, like)| {
+            let value = if like { format!("like({})", output(k)) } else { output(k) };
+            format!("        {}: {value};", bwd.params[i].name)
+        })
+        .collect();
+    let statement = format!("    from {}({}) {{\n{}\n    }}\n", fwd.name, args.join(", "), lines.join("\n"));
+    let body = backward.text.trim_end().strip_suffix("{}")?.to_string();
+    let text = format!("{body}{{\n{statement}}}\n");
+    let together = format!("{}\n{text}", forward.text);
+    let checked = crate::check::check_text(Path::new("skeleton.sfz"), &together);
+    if checked.has_errors() {
+        return None;
+    }
+    let text = crate::fmt::format_text(&text).unwrap_or(text);
+    Some(Wired { forward, backward: Skeleton { text, ..backward.clone() } })
+}
+
+/// A plain constant for a forward parameter the backward does not have.
+fn constant(ty: &ParamType) -> Option<String> {
+    Some(match ty {
+        ParamType::Float | ParamType::Scalar => "0.1".into(),
+        ParamType::Int => "1".into(),
+        ParamType::Bool => "false".into(),
+        ParamType::IntList(n) => format!("[{}]", vec!["1"; n.unwrap_or(1) as usize].join(", ")),
+        _ => return None,
+    })
 }
 
 /// Whether an argument is one the skeleton declares (for tests and the enumerator).
