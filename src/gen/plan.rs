@@ -58,7 +58,10 @@ pub enum Target {
     Declared(Declared),
     /// A parameter filled by the `from` statement's forward, broken after the forward this way
     /// (the worker does it: `case::Break`).
-    Bound { param: usize, kind: BreakKind },
+    Bound {
+        param: usize,
+        kind: BreakKind,
+    },
 }
 
 /// An API's generation plan.

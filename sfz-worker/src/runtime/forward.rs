@@ -48,7 +48,9 @@ impl Executor {
                 FwdArg::Like { param, shape } => {
                     // A violation may have made the source None, or the shape not a list.
                     let Some(Arg::Tensor(r)) = case.args.get(*param) else { return Err(invalid(format!("the forward's input `like(...)` needs argument {param} to be a tensor"))) };
-                    let Some(shape) = ShapePart::shape(shape, &case.args) else { return Err(invalid("the forward's input `like(...)` has no shape: its size is not an int list".into())) };
+                    let Some(shape) = ShapePart::shape(shape, &case.args) else {
+                        return Err(invalid("the forward's input `like(...)` has no shape: its size is not an int list".into()));
+                    };
                     let recipe = like_input(r, shape);
                     inputs.tensors.push(build(&recipe).map_err(|e| invalid(format!("cannot build the forward's input `like(...)`: {e}")))?);
                     args.push(Arg::Tensor(recipe));

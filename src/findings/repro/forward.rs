@@ -181,13 +181,13 @@ fn like_lines(var: &str, r: &TensorRecipe, shape: &str, dtype: &str) -> Vec<Stri
     match r.layout {
         Layout::Contiguous => {}
         Layout::Transposed => lines.push(format!("if {var}.dim() >= 2:\n    {var} = {var}.mT.contiguous().mT")),
-        Layout::Strided => lines.push(format!(
-            "if {var}.dim() >= 1:\n    {var} = torch.zeros(list({var}.shape[:-1]) + [2 * {var}.shape[-1]], dtype={var}.dtype)[..., ::2].copy_({var})"
-        )),
+        Layout::Strided => {
+            lines.push(format!("if {var}.dim() >= 1:\n    {var} = torch.zeros(list({var}.shape[:-1]) + [2 * {var}.shape[-1]], dtype={var}.dtype)[..., ::2].copy_({var})"))
+        }
         Layout::Expanded => lines.push(format!("if {var}.dim() >= 1 and {var}.shape[0] >= 1:\n    {var} = {var}.narrow(0, 0, 1).expand({var}.shape)")),
-        Layout::Sliced => lines.push(format!(
-            "if {var}.dim() >= 1:\n    {var} = torch.zeros([d + 1 for d in {var}.shape], dtype={var}.dtype)[(slice(1, None),) * {var}.dim()].copy_({var})"
-        )),
+        Layout::Sliced => {
+            lines.push(format!("if {var}.dim() >= 1:\n    {var} = torch.zeros([d + 1 for d in {var}.shape], dtype={var}.dtype)[(slice(1, None),) * {var}.dim()].copy_({var})"))
+        }
     }
     lines
 }

@@ -54,7 +54,23 @@ const REPEAT_CALLS: u32 = 64;
 
 /// Python names a script defines itself; parameters with these names are renamed.
 const RESERVED: &[&str] = &[
-    "torch", "math", "result", "expected", "variant", "out", "f", "e", "xs", "fwd_out", "fwd_shape", "fwd_plane", "fwd_broken", "fwd_region", "fwd_lead", "fwd_most", "fwd_nonempty",
+    "torch",
+    "math",
+    "result",
+    "expected",
+    "variant",
+    "out",
+    "f",
+    "e",
+    "xs",
+    "fwd_out",
+    "fwd_shape",
+    "fwd_plane",
+    "fwd_broken",
+    "fwd_region",
+    "fwd_lead",
+    "fwd_most",
+    "fwd_nonempty",
 ];
 
 impl Reproducer<'_> {
