@@ -126,6 +126,9 @@ fn ten_megabyte_files() {
 /// Tokens of the language, and some that are not.
 const TOKENS: &[&str] = &[
     "api",
+    "from",
+    "like",
+    "result",
     "rule",
     "for",
     "use",
@@ -330,6 +333,11 @@ fn stmt() -> impl Strategy<Value = String> {
         proptest::collection::vec((name(), proptest::option::of(expr())), 1..3).prop_map(|os| {
             let os: Vec<String> = os.into_iter().map(|(n, a)| a.map_or(n.clone(), |a| format!("{n}(tol = {a})"))).collect();
             format!("oracles {};", os.join(", "))
+        }),
+        // A `from` statement: a call of another API and parameters bound to what it returns.
+        (name(), proptest::collection::vec(expr(), 0..3), proptest::collection::vec((comment(), name(), expr()), 0..3)).prop_map(|(n, args, binds)| {
+            let binds: String = binds.into_iter().map(|(c, p, e)| format!("{c}{p}: {e};\n")).collect();
+            format!("from torch.{n}({}) {{\n{binds}}}", args.join(", "))
         }),
     ]
 }

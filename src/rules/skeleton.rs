@@ -560,6 +560,35 @@ mod tests {
     }
 
     #[test]
+    fn backward_operators_are_fed_by_their_forward() {
+        let c = catalog();
+        let wired = |name: &str| wire(&skeleton(name, &c).unwrap(), &c).map(|w| (w.forward.qualified, w.backward.text.split_whitespace().collect::<Vec<_>>().join(" ")));
+        let (forward, text) = wired("aten::max_pool2d_with_indices_backward").expect("wired");
+        assert_eq!(forward, "aten::max_pool2d_with_indices");
+        assert!(text.contains("grad_output: like(result.0); indices: result.1; }"), "{text}");
+        let (forward, text) = wired("aten::native_batch_norm_backward").expect("wired");
+        assert_eq!(forward, "aten::native_batch_norm");
+        assert!(text.contains("training = train, momentum = 0.1, eps = eps, ) { grad_out: like(result.0); save_mean: result.1; save_invstd: result.2; }"), "{text}");
+        // The loss's total weight is an output of `nll_loss_forward`, not of `nll_loss`.
+        let (forward, text) = wired("aten::nll_loss_backward").expect("wired");
+        assert_eq!(forward, "aten::nll_loss_forward");
+        assert!(text.contains("total_weight: result.1;"), "{text}");
+        // A forward input known by its size, and an embedding table by its row count.
+        let (_, text) = wired("aten::upsample_nearest2d_backward").expect("wired");
+        assert!(text.contains("input = like(grad_output, input_size)"), "{text}");
+        let (forward, text) = wired("aten::embedding_dense_backward").expect("wired");
+        assert_eq!(forward, "aten::embedding");
+        assert!(text.contains("weight = like(grad_output, [num_weights, 8])"), "{text}");
+        // No forward takes what `tanh_backward` has (its output, not its input).
+        assert!(wired("aten::tanh_backward").is_none());
+        assert!(wired("aten::exp").is_none(), "not a backward");
+        let backwards: Vec<&str> = c.names().into_iter().filter(|n| n.ends_with("_backward")).collect();
+        assert_eq!(backwards.len(), 143);
+        let count = backwards.iter().filter(|n| skeleton(n, &c).ok().and_then(|s| wire(&s, &c)).is_some()).count();
+        assert!(count >= 100, "{count} of 143 wired");
+    }
+
+    #[test]
     fn most_public_operators_get_a_skeleton() {
         let c = catalog();
         let ops = public_ops(&c);
