@@ -40,7 +40,7 @@ enum Sub {
 impl Checker<'_> {
     /// Checks the `from` statements of every API, records them in its `from` and adds the
     /// forward's constraints to its `requires`. `items` are the APIs' items, parallel to `apis`.
-    pub(super) fn from_statements(&mut self, apis: &mut [ApiSpec], items: &[ItemRef]) {
+    pub(super) fn forward_statements(&mut self, apis: &mut [ApiSpec], items: &[ItemRef]) {
         let loader = self.loader;
         let body = |item: &ItemRef| match &loader.modules[item.module].ast.items[item.index].kind {
             ItemKind::Api(api) => Some(&api.body),
@@ -62,7 +62,7 @@ impl Checker<'_> {
                     continue;
                 }
                 first = Some(stmt.span);
-                if let Some((spec, inherited)) = self.from_stmt(i, apis, &has_from, item.module, f, stmt.span) {
+                if let Some((spec, inherited)) = self.forward_stmt(i, apis, &has_from, item.module, f, stmt.span) {
                     apis[i].requires.extend(inherited);
                     apis[i].from = Some(spec);
                 }
@@ -71,7 +71,7 @@ impl Checker<'_> {
     }
 
     /// One `from` statement of API `i`: the checked statement and the constraints it adds.
-    fn from_stmt(&mut self, i: usize, apis: &[ApiSpec], has_from: &[bool], module: usize, f: &ast::From, span: Span) -> Option<(FromSpec, Vec<Constraint>)> {
+    fn forward_stmt(&mut self, i: usize, apis: &[ApiSpec], has_from: &[bool], module: usize, f: &ast::From, span: Span) -> Option<(FromSpec, Vec<Constraint>)> {
         let api = &apis[i];
         let name = &f.callee.name;
         let Some(j) = apis.iter().position(|a| &a.name == name) else {

@@ -300,7 +300,7 @@ impl Checker<'_> {
             }
         }
         // After folding: a forward's validated rules are its constraints too.
-        self.from_statements(&mut apis, &api_items);
+        self.forward_statements(&mut apis, &api_items);
         // After folding, so that a validated rule contradicting its API is reported too.
         self.satisfiable(&apis, &to_solve);
         self.redundant_rules(&apis, &to_solve, &rules);

@@ -375,7 +375,7 @@ impl<'a> Printer<'a> {
                 parts.push(text(format!("from {}", f.callee.name)));
                 parts.push(self.call_args(&f.args));
                 parts.push(text(" "));
-                parts.push(self.from_block(f));
+                parts.push(self.forward_block(f));
                 return concat(parts);
             }
         };
@@ -387,7 +387,7 @@ impl<'a> Printer<'a> {
 
     /// The bindings of a `from` statement, one per line, with comments anchored to them as
     /// statements are in a body.
-    fn from_block(&mut self, f: &From) -> Doc {
+    fn forward_block(&mut self, f: &From) -> Doc {
         let mut inner = Vec::new();
         let mut last_end = f.block.lo + 1;
         let mut first = true;

@@ -247,6 +247,10 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
         }
         let rejected = matches!(verdict.status, Status::Invalid | Status::Schema);
         let c = &counters.apis[api_index];
+        // The worker words a forward's error so (`runtime::forward`).
+        if rejected && verdict.error.as_deref().is_some_and(|e| e.starts_with("the forward `")) {
+            c.forward_rejected.fetch_add(1, Ordering::Relaxed);
+        }
         match violation {
             Some(v) => {
                 c.violate.fetch_add(1, Ordering::Relaxed);

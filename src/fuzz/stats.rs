@@ -32,6 +32,8 @@ pub struct ApiCounters {
     pub violate_rejected: AtomicU64,
     pub violate_matched: AtomicU64,
     pub violate_accepted: AtomicU64,
+    /// Cases whose forward (`from` statement) raised: invalid inputs, among `invalid`.
+    pub forward_rejected: AtomicU64,
     /// Executions that killed or hung the worker, and of those, timeouts; past the quarantine
     /// threshold the API is quarantined and its later cases are counted in `quarantined_cases`,
     /// not run.
@@ -239,6 +241,9 @@ pub struct ApiSummary {
     /// Constraints whose violating inputs libtorch accepted (stricter than libtorch, or a check
     /// libtorch lacks), with counts.
     pub accepted_violations: BTreeMap<String, u64>,
+    /// Cases whose forward (`from` statement) raised before the call: counted as invalid
+    /// arguments.
+    pub forward_rejected: u64,
     /// Constraints violate mode cannot break alone, with why.
     pub unbreakable: BTreeMap<String, String>,
     pub coverage: Option<CoverageReport>,
@@ -323,6 +328,7 @@ impl Counters {
                     violate_matched: c.violate_matched.load(Ordering::Relaxed),
                     violate_accepted: c.violate_accepted.load(Ordering::Relaxed),
                     accepted_violations: accepted.get(name).cloned().unwrap_or_default(),
+                    forward_rejected: c.forward_rejected.load(Ordering::Relaxed),
                     unbreakable: BTreeMap::new(),
                     coverage: None,
                     worker_deaths: c.worker_deaths.load(Ordering::Relaxed),

@@ -411,14 +411,14 @@ impl Ctx<'_> {
                     }
                     kind = Some(StmtKind::Relation { name: name.expect("relation name"), tolerances, expr: expr.expect("relation expr") });
                 }
-                Rule::from_stmt => kind = Some(StmtKind::From(self.from_stmt(p))),
+                Rule::from_stmt => kind = Some(StmtKind::From(self.forward_stmt(p))),
                 r => unreachable!("stmt child {r:?}"),
             }
         }
         Stmt { docs, kind: kind.expect("statement kind"), span }
     }
 
-    fn from_stmt(&self, pair: Pair<'_, Rule>) -> From {
+    fn forward_stmt(&self, pair: Pair<'_, Rule>) -> From {
         let (mut callee, mut args, mut binds, mut block) = (None, Vec::new(), Vec::new(), None);
         for c in children(pair) {
             match c.as_rule() {
