@@ -144,6 +144,12 @@ fn broken_indices_kill_the_unchecked_pooling_backward_and_the_reproducer_does_to
         findings.iter().find(|f| f["oracle"] == "crash" && f["case"]["forward"]["broken"]["param"] == 7).unwrap_or_else(|| panic!("a crash on broken indices: {findings:#?}"));
     let script = std::fs::read_to_string(out.join(crash["repro"].as_str().expect("repro"))).expect("script");
     assert!(script.contains("fwd_out = torch.ops.aten.max_pool2d_with_indices.default(") && script.contains("broken on purpose"), "{script}");
+    // The pinned case is a spec of its own: the forward declared, the `from` statement kept.
+    let pinned = out.join(crash["repro"].as_str().expect("repro").replace(".py", ".sfz"));
+    let text = std::fs::read_to_string(&pinned).expect("pinned case");
+    assert!(text.contains("from torch.max_pool2d_with_indices(") && text.contains("was broken on purpose"), "{text}");
+    let (code, _, stderr) = run(sfz().arg("check").arg(&pinned));
+    assert_eq!(code, 0, "{stderr}");
     let (code, stdout, stderr) = run(sfz().args(["report", "--verify", "--json"]).arg(&out));
     assert_eq!(code, 0, "{stderr}");
     let j = json(&stdout);

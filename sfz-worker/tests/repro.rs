@@ -305,6 +305,15 @@ api torch.native_layer_norm_backward(grad_out: Tensor, input: Tensor, normalized
         rstd: result.2;
     }
 }
+api torch.native_batch_norm(input: Tensor, weight: Tensor?, bias: Tensor?, running_mean: Tensor?, running_var: Tensor?, training: bool, momentum: float, eps: float) -> (Tensor, Tensor, Tensor) {}
+api torch.native_batch_norm_backward(grad_out: Tensor, input: Tensor, weight: Tensor?, running_mean: Tensor?, running_var: Tensor?, save_mean: Tensor?, save_invstd: Tensor?, train: bool, eps: float, output_mask: bool[3]) -> (Tensor, Tensor, Tensor) {
+    // `bias` is left out: an optional argument without a default, passed as None.
+    from torch.native_batch_norm(input = input, weight = weight, running_mean = running_mean, running_var = running_var, training = train, momentum = 0.1, eps = eps) {
+        grad_out: like(result.0);
+        save_mean: result.1;
+        save_invstd: result.2;
+    }
+}
 api torch.upsample_nearest2d(input: Tensor, output_size: int[2]) -> Tensor {}
 api torch.upsample_nearest2d_backward(grad_output: Tensor, output_size: int[2], input_size: int[4]) -> Tensor {
     from torch.upsample_nearest2d(like(grad_output, input_size), output_size) {
@@ -347,6 +356,19 @@ api torch.upsample_nearest2d_backward(grad_output: Tensor, output_size: int[2], 
         Arg::BoolList(vec![true, true, false]),
     ];
     let up_args = vec![placeholder(DType::BFloat16, Layout::Contiguous, 51), Arg::IntList(vec![5, 7]), Arg::IntList(vec![2, 3, 3, 4])];
+    let batch = plan("torch.native_batch_norm_backward");
+    let batch_args = vec![
+        placeholder(DType::Float32, Layout::Contiguous, 61),
+        t(DType::Float64, &[4, 3, 2], 62),
+        t(DType::Float64, &[3], 63),
+        Arg::None,
+        Arg::None,
+        placeholder(DType::Float32, Layout::Contiguous, 64),
+        placeholder(DType::Float32, Layout::Contiguous, 65),
+        Arg::Bool(true),
+        Arg::Float(1e-5),
+        Arg::BoolList(vec![true, true, false]),
+    ];
     // Seed 0 picks the first element: plus a plane stays inside the next plane, so the
     // (unchecked) pooling backward writes in bounds. Smaller statistics or gradients of the
     // layer norm are not checked and read out of bounds (a finding, not a test case here).
@@ -363,6 +385,7 @@ api torch.upsample_nearest2d_backward(grad_output: Tensor, output_size: int[2], 
         (pool, pool_args(Layout::Contiguous), forward(pool, Some((0, BreakKind::EmptyBatch, 1)))),
         (pool, pool_args(Layout::Contiguous), forward(pool, Some((7, BreakKind::DimDown, 2)))),
         (up, up_args, forward(up, None)),
+        (batch, batch_args, forward(batch, None)),
     ];
     let mut driver = String::from("import sys, io, contextlib, traceback\nscripts = []\n");
     let mut expected = Vec::new();

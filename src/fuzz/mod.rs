@@ -436,11 +436,33 @@ pub fn describe_inputs(plan: &ApiPlan, case: &Case) -> Vec<String> {
         };
         format!("{}{:?} {fill}{specials}{layout} (seed {})", t.dtype, t.shape, t.seed)
     };
+    // What a forward fills is named by the output it comes from.
+    let forward = plan.binding.forward.as_ref().zip(case.forward.as_ref());
+    let fed = |i: usize| {
+        let (call, f) = forward?;
+        let b = f.binds.iter().find(|b| b.param == i)?;
+        let broken = f.broken.as_ref().filter(|x| x.param == i).map_or(String::new(), |x| format!(", broken: {}", x.kind.describe()));
+        let values = match &case.args[i] {
+            Arg::Tensor(t) if b.like => match t.fill {
+                Fill::Uniform { lo, hi } => format!(" (values uniform in [{lo}, {hi}), seed {})", t.seed),
+                Fill::Int { lo, hi } => format!(" (integers in [{lo}, {hi}), seed {})", t.seed),
+                Fill::Constant(v) => format!(" (all {v})"),
+            },
+            Arg::Tensor(_) => String::new(),
+            _ => return None,
+        };
+        let what = if b.like { "fresh values like" } else { "a copy of" };
+        Some(format!("{what} output {} of {}{values}{broken}", b.output, call.api))
+    };
     plan.api
         .params
         .iter()
         .zip(&case.args)
-        .map(|(p, a)| {
+        .enumerate()
+        .map(|(i, (p, a))| {
+            if let Some(v) = fed(i) {
+                return format!("{} = {v}", p.name);
+            }
             let v = match a {
                 Arg::Omitted => "(default)".to_string(),
                 Arg::None => "None".to_string(),

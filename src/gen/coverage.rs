@@ -497,8 +497,11 @@ impl Coverage {
                 }
             }
         }
+        let placeholders = placeholders(api);
         for (p, (a, v)) in args.iter().zip(&vals).enumerate() {
             match (a, v) {
+                // A forward fills it: its recipe's dtype is not what the call sees.
+                (Arg::Tensor(_), _) if placeholders.contains(&p) => {}
                 (Arg::Tensor(t), _) => {
                     inner.dtypes.insert((p, t.dtype));
                 }
@@ -543,8 +546,9 @@ impl Coverage {
             dtypes.entry(name(*p)).or_default().push(d.name().to_string());
         }
         let mut dtypes_possible: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let placeholders = placeholders(api);
         for (p, ds) in possible_dtypes.iter().enumerate() {
-            if !ds.is_empty() {
+            if !ds.is_empty() && !placeholders.contains(&p) {
                 dtypes_possible.insert(name(p), ds.iter().map(|d| d.name().to_string()).collect());
             }
         }
@@ -650,6 +654,14 @@ pub struct BranchCoverage {
     pub taken: u64,
     /// Cases where it was false.
     pub not_taken: u64,
+}
+
+/// The parameters a `from` statement's forward fills whose recipe gives no dtype to the call
+/// (one that is also the source of a `like(p, shape)` argument does).
+fn placeholders(api: &ApiSpec) -> Vec<usize> {
+    let Some(from) = &api.from else { return Vec::new() };
+    let sources: Vec<usize> = from.args.iter().filter_map(|a| if let crate::case::FwdArg::Like { param, .. } = a { Some(*param) } else { None }).collect();
+    from.binds.iter().map(|b| b.param).filter(|p| !sources.contains(p)).collect()
 }
 
 #[cfg(test)]

@@ -899,6 +899,9 @@ fn ops_call(binding: &OpBinding, case: &Case, vars: &[String], outs: &[String]) 
                 let var = vars.get(*index).map_or("None", String::as_str);
                 match (arg, transform) {
                     (Arg::Omitted, Transform::OmittedAs(v)) => Some(py_value(v, var)),
+                    // An optional argument without a default (`Tensor? bias`) must be passed:
+                    // the worker pushes None for it.
+                    (Arg::Omitted, _) if arg_schema.is_some_and(|a| a.default.is_none() && a.ty.is_optional()) => Some("None".to_string()),
                     (Arg::Omitted, _) => None,
                     (Arg::None, Transform::NoneAs(v)) => Some(py_value(v, var)),
                     (_, Transform::EmbeddingPaddingIdx { weight }) => Some(py_value(&padding_idx(arg, case.args.get(*weight)), var)),
