@@ -27,6 +27,8 @@ pub struct RuleSpec {
     pub api: String,
     pub span: Span,
     pub constraints: Vec<Constraint>,
+    /// Its `ensures` clauses (a value domain: `ensures GUARD => no_nan(result)`).
+    pub ensures: Vec<Constraint>,
 }
 
 /// One `api` item, with the validated rules that target it folded in.
@@ -336,6 +338,8 @@ pub enum Builtin {
     Prod,
     /// `finite(t)`: every element of t is finite.
     Finite,
+    /// `no_nan(t)`: no element of t is NaN (±inf allowed): the function is defined there.
+    NoNan,
     /// `contiguous(t)`.
     Contiguous,
     /// `broadcastable(a, b)`: the shapes broadcast together.
@@ -351,6 +355,7 @@ impl Builtin {
             "abs" => Builtin::Abs,
             "prod" => Builtin::Prod,
             "finite" => Builtin::Finite,
+            "no_nan" => Builtin::NoNan,
             "contiguous" => Builtin::Contiguous,
             "broadcastable" => Builtin::Broadcastable,
             _ => return None,
@@ -365,6 +370,7 @@ impl Builtin {
             Builtin::Abs => "abs",
             Builtin::Prod => "prod",
             Builtin::Finite => "finite",
+            Builtin::NoNan => "no_nan",
             Builtin::Contiguous => "contiguous",
             Builtin::Broadcastable => "broadcastable",
         }

@@ -296,6 +296,7 @@ impl Checker<'_> {
         for (r, i, _) in &rules {
             if r.meta.status == crate::spec::RuleStatus::Validated {
                 apis[*i].requires.extend(r.constraints.iter().cloned());
+                apis[*i].ensures.extend(r.ensures.iter().cloned());
             }
         }
         // After folding, so that a validated rule contradicting its API is reported too.

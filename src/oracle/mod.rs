@@ -269,6 +269,17 @@ fn nonfinite(outputs: &[Output]) -> Option<Detection> {
     })
 }
 
+/// A value domain: `ensures GUARD => no_nan(...)` (or `finite`), a NaN where the function is
+/// defined, which the `nan_inf` oracle names.
+pub fn is_domain(e: &crate::spec::TExpr) -> bool {
+    use crate::spec::{BinOp, Builtin, TExpr};
+    match e {
+        TExpr::Binary(BinOp::Implies, _, consequent) => is_domain(consequent),
+        TExpr::Call(Builtin::NoNan | Builtin::Finite, args) => args.iter().any(|a| matches!(a, TExpr::Result(_))),
+        _ => false,
+    }
+}
+
 /// `ensures` clauses that the outputs violate.
 fn postconditions(api: &ApiSpec, case: &Case, outputs: &[Output]) -> Vec<Detection> {
     if api.ensures.is_empty() {
@@ -286,16 +297,25 @@ fn postconditions(api: &ApiSpec, case: &Case, outputs: &[Output]) -> Vec<Detecti
     let results: Vec<Val> = outputs.iter().map(Val::of_output).collect();
     let optional: Vec<bool> = api.params.iter().map(|p| p.optional).collect();
     let b = Bindings { params: &params, results: &results };
+    // A domain speaks of finite inputs: a NaN from an inf is no finding of it.
+    let finite = case.inputs_finite();
     api.ensures
         .iter()
         .enumerate()
-        .filter(|(_, c)| eval::holds(&c.expr, &b, &c.params, &optional) == Some(false))
-        .map(|(clause, c)| Detection {
-            oracle: "postcondition",
-            signature: format!("ensures {}", c.text),
-            message: format!("postcondition `{}` does not hold", c.text),
-            signal: None,
-            evidence: Evidence::Postcondition { clause },
+        .filter(|(_, c)| (finite || !is_domain(&c.expr)) && eval::holds(&c.expr, &b, &c.params, &optional) == Some(false))
+        .map(|(clause, c)| {
+            let domain = is_domain(&c.expr);
+            Detection {
+                oracle: if domain { "nan_inf" } else { "postcondition" },
+                signature: format!("ensures {}", c.text),
+                message: if domain {
+                    format!("NaN from finite inputs inside the domain where `{}` is defined (`ensures {}`)", api.name, c.text)
+                } else {
+                    format!("postcondition `{}` does not hold", c.text)
+                },
+                signal: None,
+                evidence: Evidence::Postcondition { clause },
+            }
         })
         .collect()
 }
