@@ -321,6 +321,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         if args.oracles {
             text = validate_oracles(path, &text, &args, &catalog, &worker, render)?;
             text = learn_domains(path, &text, &args, &catalog, &worker, render)?;
+            text = validate_relations(path, &text, &args, &catalog, &worker, render)?;
         }
         if !super::write_back("infer", "the inferred rules", path, &text, args.dry_run, render)? {
             failed = true;
@@ -355,15 +356,7 @@ fn validate_oracles(path: &Path, text: &str, args: &Args, catalog: &Catalog, wor
     }
     let mut spec = checked.spec;
     spec.apis.retain(|a| args.api.is_empty() || args.api.iter().any(|f| a.name.contains(f.as_str())));
-    let validation = super::infer_oracles::Validation {
-        worker,
-        workers: args.workers.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1),
-        timeout: args.timeout,
-        seed: args.seed,
-        cases: args.oracle_cases,
-        budget: args.budget,
-    };
-    let (verdicts, text) = super::infer_oracles::validate(&spec, text, catalog, &validation)?;
+    let (verdicts, text) = super::infer_oracles::validate(&spec, text, catalog, &validation(args, worker))?;
     if !args.json {
         for v in &verdicts {
             let refuted: Vec<String> = v.refuted.iter().map(|(o, why)| format!("{o} ({why})")).collect();
@@ -377,6 +370,36 @@ fn validate_oracles(path: &Path, text: &str, args: &Args, catalog: &Catalog, wor
         }
     }
     Ok(text)
+}
+
+/// `--oracles`, third part: the candidate relations of `rules::relations`, kept where they hold.
+fn validate_relations(path: &Path, text: &str, args: &Args, catalog: &Catalog, worker: &Path, render: RenderConfig) -> anyhow::Result<String> {
+    let checked = crate::check::check_text(path, text);
+    if checked.has_errors() {
+        eprint!("{}", diag::render_all(&checked.map, &checked.diags, render));
+        return Ok(text.to_string());
+    }
+    let mut spec = checked.spec;
+    spec.apis.retain(|a| args.api.is_empty() || args.api.iter().any(|f| a.name.contains(f.as_str())));
+    let (verdicts, text) = super::infer_oracles::validate_relations(path, &spec, text, catalog, &validation(args, worker))?;
+    if !args.json {
+        for v in &verdicts {
+            let list = |xs: &[String]| if xs.is_empty() { "none".to_string() } else { xs.join(", ") };
+            eprintln!("{}: relations kept {}; refuted {} ({} cases)", v.api, list(&v.kept), list(&v.refuted), v.cases);
+        }
+    }
+    Ok(text)
+}
+
+fn validation<'a>(args: &Args, worker: &'a Path) -> super::infer_oracles::Validation<'a> {
+    super::infer_oracles::Validation {
+        worker,
+        workers: args.workers.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1),
+        timeout: args.timeout,
+        seed: args.seed,
+        cases: args.oracle_cases,
+        budget: args.budget,
+    }
 }
 
 /// `--oracles`, second part: the domain of each API without a hand-written `nan_inf` (or a

@@ -13,6 +13,7 @@ pub mod llm;
 pub mod oracles;
 pub mod reduce;
 pub mod rejections;
+pub mod relations;
 pub mod skeleton;
 
 use crate::ast::ItemKind;
