@@ -208,3 +208,23 @@ fn infer_learns_where_functions_are_defined_and_a_nan_inside_is_found() {
     let (code, said) = reproduce(&out, sinc);
     assert_eq!(code, Some(1), "{said}");
 }
+
+/// `sfz infer --oracles` proposes odd, even, scale-invariant and positively homogeneous and
+/// keeps what holds on ordinary inputs: sin is odd, cos even, relu positively homogeneous, and
+/// none of them anything else.
+#[test]
+fn infer_keeps_the_relations_that_hold() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = write(
+        dir.path(),
+        "relations.sfz",
+        "api torch.sin(input: Tensor) -> Tensor {\n    input.dtype in [float32, float64];\n}\n\napi torch.cos(input: Tensor) -> Tensor {\n    input.dtype in [float32, float64];\n}\n\napi torch.relu(input: Tensor) -> Tensor {\n    input.dtype in [float32, float64];\n}\n",
+    );
+    let (code, _, stderr) = run(sfz().arg("infer").arg(&spec).args(["--no-enumerate", "--oracles", "--oracle-cases", "60", "--budget", "20s", "-j", "1"]));
+    assert_eq!(code, 0, "{stderr}");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    let kept: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("rule relation_")).collect();
+    assert_eq!(kept, ["odd for torch.sin {", "even for torch.cos {", "positively_homogeneous for torch.relu {"], "{text}");
+    let (code, _, stderr) = run(sfz().arg("check").arg(&spec));
+    assert_eq!(code, 0, "{stderr}");
+}
