@@ -247,6 +247,21 @@ pub enum TExpr {
     Call(Builtin, Vec<TExpr>),
 }
 
+impl TExpr {
+    /// The operands of a chain of `op` (`a and b and c`: a, b, c); the expression itself when it
+    /// is no such chain.
+    pub fn operands(&self, op: BinOp) -> Vec<&TExpr> {
+        match self {
+            TExpr::Binary(o, a, b) if *o == op => {
+                let mut out = a.operands(op);
+                out.extend(b.operands(op));
+                out
+            }
+            e => vec![e],
+        }
+    }
+}
+
 /// A property of a tensor or a list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Prop {

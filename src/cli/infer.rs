@@ -347,15 +347,22 @@ fn shard_targets(shard: Shard, targets: &[String]) -> Vec<String> {
     shard.take(&refs, &costs).into_iter().map(|i| items[i].clone()).collect()
 }
 
-/// `--oracles` on one file's text (with this run's rules written): the new text.
-fn validate_oracles(path: &Path, text: &str, args: &Args, catalog: &Catalog, worker: &Path, render: RenderConfig) -> anyhow::Result<String> {
+/// The checked spec of a file's text with the APIs `--api` selects; None (errors printed) when
+/// the text has errors.
+fn selected(path: &Path, text: &str, args: &Args, render: RenderConfig) -> Option<Spec> {
     let checked = crate::check::check_text(path, text);
     if checked.has_errors() {
         eprint!("{}", diag::render_all(&checked.map, &checked.diags, render));
-        return Ok(text.to_string());
+        return None;
     }
     let mut spec = checked.spec;
     spec.apis.retain(|a| args.api.is_empty() || args.api.iter().any(|f| a.name.contains(f.as_str())));
+    Some(spec)
+}
+
+/// `--oracles` on one file's text (with this run's rules written): the new text.
+fn validate_oracles(path: &Path, text: &str, args: &Args, catalog: &Catalog, worker: &Path, render: RenderConfig) -> anyhow::Result<String> {
+    let Some(spec) = selected(path, text, args, render) else { return Ok(text.to_string()) };
     let (verdicts, text) = super::infer_oracles::validate(&spec, text, catalog, &validation(args, worker))?;
     if !args.json {
         for v in &verdicts {
@@ -374,13 +381,7 @@ fn validate_oracles(path: &Path, text: &str, args: &Args, catalog: &Catalog, wor
 
 /// `--oracles`, third part: the candidate relations of `rules::relations`, kept where they hold.
 fn validate_relations(path: &Path, text: &str, args: &Args, catalog: &Catalog, worker: &Path, render: RenderConfig) -> anyhow::Result<String> {
-    let checked = crate::check::check_text(path, text);
-    if checked.has_errors() {
-        eprint!("{}", diag::render_all(&checked.map, &checked.diags, render));
-        return Ok(text.to_string());
-    }
-    let mut spec = checked.spec;
-    spec.apis.retain(|a| args.api.is_empty() || args.api.iter().any(|f| a.name.contains(f.as_str())));
+    let Some(spec) = selected(path, text, args, render) else { return Ok(text.to_string()) };
     let (verdicts, text) = super::infer_oracles::validate_relations(path, &spec, text, catalog, &validation(args, worker))?;
     if !args.json {
         for v in &verdicts {
@@ -405,16 +406,12 @@ fn validation<'a>(args: &Args, worker: &'a Path) -> super::infer_oracles::Valida
 /// `--oracles`, second part: the domain of each API without a hand-written `nan_inf` (or a
 /// domain rule by hand), learned and written as a rule (`rules::domains`).
 fn learn_domains(path: &Path, text: &str, args: &Args, catalog: &Catalog, worker: &Path, render: RenderConfig) -> anyhow::Result<String> {
-    let checked = crate::check::check_text(path, text);
-    if checked.has_errors() {
-        eprint!("{}", diag::render_all(&checked.map, &checked.diags, render));
-        return Ok(text.to_string());
-    }
+    let Some(spec) = selected(path, text, args, render) else { return Ok(text.to_string()) };
     let manual = |a: &ApiSpec| {
         a.oracles_written && a.oracles.iter().any(|o| o.name == "nan_inf")
-            || checked.spec.rules.iter().any(|r| r.api == a.name && r.meta.name == domains::RULE && r.meta.source == RuleSource::Manual)
+            || spec.rules.iter().any(|r| r.api == a.name && r.meta.name == domains::RULE && r.meta.source == RuleSource::Manual)
     };
-    let apis: Vec<ApiSpec> = checked.spec.apis.iter().filter(|a| (args.api.is_empty() || args.api.iter().any(|f| a.name.contains(f.as_str()))) && !manual(a)).cloned().collect();
+    let apis: Vec<ApiSpec> = spec.apis.iter().filter(|a| !manual(a)).cloned().collect();
     let (plans, _) = crate::plan::plan(&Spec { apis, rules: Vec::new(), programs: Vec::new() }, catalog);
     if plans.is_empty() {
         return Ok(text.to_string());

@@ -11,8 +11,7 @@ pub fn steered(api: &ApiSpec) -> Vec<ApiSpec> {
         .iter()
         .filter_map(|c| {
             let TExpr::Binary(BinOp::Implies, guard, _) = &c.expr else { return None };
-            let mut atoms = Vec::new();
-            conjuncts(guard, &mut atoms);
+            let atoms = guard.operands(BinOp::And);
             let bounds: Vec<Constraint> = atoms
                 .into_iter()
                 .filter(|a| bounds_values(a))
@@ -29,16 +28,6 @@ pub fn steered(api: &ApiSpec) -> Vec<ApiSpec> {
             Some(inside)
         })
         .collect()
-}
-
-fn conjuncts<'e>(e: &'e TExpr, out: &mut Vec<&'e TExpr>) {
-    match e {
-        TExpr::Binary(BinOp::And, a, b) => {
-            conjuncts(a, out);
-            conjuncts(b, out);
-        }
-        e => out.push(e),
-    }
 }
 
 /// `p.values op number` or `p.values in lo..hi` with literal bounds.
