@@ -50,6 +50,11 @@ pub fn validate(spec: &Spec, text: &str, catalog: &Catalog, v: &Validation) -> a
         ..implied
     };
     let (plans, _) = crate::plan::plan(&implied, catalog);
+    // Relations are judged apart (`validate_relations`): their checks are no oracle to keep.
+    let mut plans = plans;
+    for p in &mut plans {
+        p.checks.retain(|c| c.check.oracle != crate::oracle::differential::RELATION);
+    }
     let plans: Vec<_> = plans.into_iter().filter(|p| !p.checks.is_empty()).collect();
     if plans.is_empty() {
         return Ok((Vec::new(), text.to_string()));
@@ -124,17 +129,27 @@ pub struct RelationVerdicts {
     pub refuted: Vec<String>,
 }
 
-/// Accepted conforming cases a relation must hold on to be kept.
+/// Cases a relation must have been compared and held on to be kept.
 const MIN_RELATION_CASES: u64 = 30;
 
 /// The candidate relations of `rules::relations` for the APIs of `spec`, run on ordinary
 /// inputs with ordinary scales; those that held are written as validated rules.
 pub fn validate_relations(path: &Path, spec: &Spec, text: &str, catalog: &Catalog, v: &Validation) -> anyhow::Result<(Vec<RelationVerdicts>, String)> {
-    // Every candidate as a validated rule of a scratch copy of the file, checked with it.
+    // Every candidate as a validated rule of a scratch copy of the file without the relations
+    // earlier runs inferred (judged again), checked with it.
+    let inferred = |api: &str| -> Vec<String> {
+        let mine = spec.rules.iter().filter(|r| r.api == api && r.meta.name.starts_with(relations::PREFIX) && r.meta.source == crate::spec::RuleSource::Inferred);
+        mine.map(|r| r.meta.name.clone()).collect()
+    };
     let mut synthetic = text.to_string();
+    for api in &spec.apis {
+        if let Some(t) = crate::rules::write_rules(&synthetic, &api.name, &[], &inferred(&api.name)) {
+            synthetic = t;
+        }
+    }
     let mut proposed: Vec<(String, String, String)> = Vec::new();
     for api in &spec.apis {
-        for (name, statement) in relations::candidates(api) {
+        for (name, statement) in relations::candidates(api, &inferred(&api.name)) {
             let k = proposed.len();
             synthetic.push_str(&format!("\n#[status(validated)]\nrule sfz_relation_{k} for {} {{\n    {statement}\n}}\n", api.name));
             proposed.push((api.name.clone(), name, statement));
@@ -166,28 +181,25 @@ pub fn validate_relations(path: &Path, spec: &Spec, text: &str, catalog: &Catalo
     let mut text = text.to_string();
     for plan in &plans {
         let Some(s) = summary.apis.iter().find(|a| a.api == plan.api.name) else { continue };
-        let cases = (s.conform_executions as f64 * s.conform_valid_rate).round() as u64;
-        let mut verdict = RelationVerdicts { api: plan.api.name.clone(), cases, ..Default::default() };
+        let mut verdict = RelationVerdicts { api: plan.api.name.clone(), cases: s.conform_executions, ..Default::default() };
         let mut rules = Vec::new();
-        for r in &plan.api.relations {
+        for (i, c) in plan.checks.iter().enumerate() {
+            let crate::variant::Variant::Relation(rel) = &c.check.variant else { continue };
+            let Some(r) = plan.api.relations.iter().find(|r| r.relation.name == rel.name) else { continue };
             let crate::spec::Origin::Rule(m) = &r.origin else { continue };
             let Some(k) = m.name.strip_prefix("sfz_relation_").and_then(|k| k.parse::<usize>().ok()) else { continue };
             let (_, name, statement) = &proposed[k];
+            // Held: compared and agreed on enough cases, never disagreed.
+            let agreed = s.checks_agreed.get(i).copied().unwrap_or(0);
             let broken = findings.iter().any(|f| f.api == plan.api.name && f.signature == format!("relation {} does not hold", r.relation.name));
             if broken {
                 verdict.refuted.push(name.clone());
-            } else if cases >= MIN_RELATION_CASES {
+            } else if agreed >= MIN_RELATION_CASES {
                 verdict.kept.push(name.clone());
-                rules.push(relations::kept(name, statement, cases));
+                rules.push(relations::kept(name, statement, agreed));
             }
         }
-        let previous: Vec<String> = spec
-            .rules
-            .iter()
-            .filter(|r| r.api == plan.api.name && r.meta.name.starts_with(relations::PREFIX) && r.meta.source != crate::spec::RuleSource::Manual)
-            .map(|r| r.meta.name.clone())
-            .collect();
-        if let Some(t) = crate::rules::write_rules(&text, &plan.api.name, &rules, &previous) {
+        if let Some(t) = crate::rules::write_rules(&text, &plan.api.name, &rules, &inferred(&plan.api.name)) {
             text = t;
         }
         verdicts.push(verdict);

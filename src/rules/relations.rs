@@ -6,7 +6,7 @@
 //! campaign then runs them with every scale, up to 2^60, where a kernel that does not rescale
 //! breaks them.
 use super::{Candidate, Judged};
-use crate::spec::{ApiSpec, ParamType, RuleSource, RuleStatus};
+use crate::spec::{ApiSpec, Origin, ParamType, RuleSource, RuleStatus};
 
 /// The scales of the scale relations, as in `std::relations`.
 const SCALES: &str = "[0.25, 4.0, 1024.0, 1152921504606846976.0, 8.673617379884035e-19]";
@@ -18,13 +18,14 @@ const ORDINARY: f64 = 1024.0;
 pub const PREFIX: &str = "relation_";
 
 /// The candidate relations of `api` (name, statement), none when its first output is not a
-/// tensor or it has no tensor parameter.
-pub fn candidates(api: &ApiSpec) -> Vec<(String, String)> {
+/// tensor or it has no tensor parameter. A relation of the same name is not proposed again,
+/// unless it comes from one of the `inferred` rules (judged again).
+pub fn candidates(api: &ApiSpec, inferred: &[String]) -> Vec<(String, String)> {
     if api.returns.first().is_none_or(|r| r.ty != ParamType::Tensor) {
         return Vec::new();
     }
     let Some(x) = api.params.iter().find(|p| p.ty == ParamType::Tensor && !p.optional).map(|p| p.name.as_str()) else { return Vec::new() };
-    let taken = |name: &str| api.relations.iter().any(|r| r.relation.name == name);
+    let taken = |name: &str| api.relations.iter().any(|r| r.relation.name == name && !matches!(&r.origin, Origin::Rule(m) if inferred.contains(&m.name)));
     [
         ("odd", format!("relation odd: self({x} = -{x}) == -result;")),
         ("even", format!("relation even: self({x} = -{x}) == result;")),
@@ -69,11 +70,11 @@ mod tests {
             "api torch.sin(input: Tensor, *, out: Tensor? = None) -> Tensor {\n    relation odd: self(input = -input) == -result;\n}\n\napi torch.numel(input: Tensor) -> int {}\n",
         );
         assert!(!checked.has_errors(), "{:?}", checked.diags);
-        let c = candidates(&checked.spec.apis[0]);
+        let c = candidates(&checked.spec.apis[0], &[]);
         let names: Vec<&str> = c.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["even", "scale_invariant", "positively_homogeneous"]);
         assert_eq!(c[0].1, "relation even: self(input = -input) == result;");
-        assert!(candidates(&checked.spec.apis[1]).is_empty());
+        assert!(candidates(&checked.spec.apis[1], &[]).is_empty());
         assert_eq!(ordinary(&[0.25, 4.0, 1024.0, 1152921504606846976.0, 8.673617379884035e-19]), vec![0.25, 4.0, 1024.0]);
     }
 }
