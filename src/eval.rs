@@ -22,6 +22,8 @@ pub struct TensorVal {
     pub max_closed: bool,
     /// Whether some element may be NaN or infinite.
     pub nonfinite: bool,
+    /// Whether some element may be NaN.
+    pub nan: bool,
     pub contiguous: Option<bool>,
 }
 
@@ -48,8 +50,10 @@ impl TensorVal {
             max = max.clamp(0.0, 1.0);
         }
         let mut nonfinite = false;
+        let mut nan = false;
         for (_, s) in &r.specials {
             let v = s.value();
+            nan |= v.is_nan();
             if v.is_finite() {
                 min = min.min(v);
                 if v >= max {
@@ -60,7 +64,7 @@ impl TensorVal {
                 nonfinite = true;
             }
         }
-        TensorVal { dtype: Some(r.dtype), shape: r.shape.clone(), min, max, max_closed: closed, nonfinite, contiguous: Some(r.layout == crate::case::Layout::Contiguous) }
+        TensorVal { dtype: Some(r.dtype), shape: r.shape.clone(), min, max, max_closed: closed, nonfinite, nan, contiguous: Some(r.layout == crate::case::Layout::Contiguous) }
     }
 
     /// What the worker observed of an output.
@@ -72,6 +76,7 @@ impl TensorVal {
             max: t.max.unwrap_or(f64::INFINITY),
             max_closed: true,
             nonfinite: t.nan > 0 || t.inf > 0,
+            nan: t.nan > 0,
             contiguous: None,
         }
     }
@@ -428,6 +433,10 @@ impl Evaluator<'_, '_> {
             },
             Builtin::Finite => match &vals[0] {
                 Val::Tensor(t) => Val::Bool(!t.nonfinite),
+                _ => return None,
+            },
+            Builtin::NoNan => match &vals[0] {
+                Val::Tensor(t) => Val::Bool(!t.nan),
                 _ => return None,
             },
             Builtin::Contiguous => match &vals[0] {

@@ -27,6 +27,8 @@ pub struct RuleSpec {
     pub api: String,
     pub span: Span,
     pub constraints: Vec<Constraint>,
+    /// Its `ensures` clauses (a value domain: `ensures GUARD => no_nan(result)`).
+    pub ensures: Vec<Constraint>,
 }
 
 /// One `api` item, with the validated rules that target it folded in.
@@ -263,6 +265,21 @@ pub enum TExpr {
     Call(Builtin, Vec<TExpr>),
 }
 
+impl TExpr {
+    /// The operands of a chain of `op` (`a and b and c`: a, b, c); the expression itself when it
+    /// is no such chain.
+    pub fn operands(&self, op: BinOp) -> Vec<&TExpr> {
+        match self {
+            TExpr::Binary(o, a, b) if *o == op => {
+                let mut out = a.operands(op);
+                out.extend(b.operands(op));
+                out
+            }
+            e => vec![e],
+        }
+    }
+}
+
 /// A property of a tensor or a list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Prop {
@@ -354,6 +371,8 @@ pub enum Builtin {
     Prod,
     /// `finite(t)`: every element of t is finite.
     Finite,
+    /// `no_nan(t)`: no element of t is NaN (±inf allowed): the function is defined there.
+    NoNan,
     /// `contiguous(t)`.
     Contiguous,
     /// `broadcastable(a, b)`: the shapes broadcast together.
@@ -369,6 +388,7 @@ impl Builtin {
             "abs" => Builtin::Abs,
             "prod" => Builtin::Prod,
             "finite" => Builtin::Finite,
+            "no_nan" => Builtin::NoNan,
             "contiguous" => Builtin::Contiguous,
             "broadcastable" => Builtin::Broadcastable,
             _ => return None,
@@ -383,6 +403,7 @@ impl Builtin {
             Builtin::Abs => "abs",
             Builtin::Prod => "prod",
             Builtin::Finite => "finite",
+            Builtin::NoNan => "no_nan",
             Builtin::Contiguous => "contiguous",
             Builtin::Broadcastable => "broadcastable",
         }

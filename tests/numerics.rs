@@ -169,3 +169,62 @@ fn a_float64_overflow_below_the_range_is_found_by_extrapolation() {
     assert_eq!(code, Some(1), "{said}");
     assert!(said.contains("are inf although the value there is about"), "{said}");
 }
+
+/// Where a function is defined, a NaN is a bug. `sfz infer --oracles` learns that log is
+/// defined from 0 and acos on [-1, 1] (NaN outside) and sinc everywhere; a campaign then finds
+/// sinc's NaN at magnitudes where only its `pi * x` overflows (its value there is tiny), and
+/// nothing on log and acos.
+const DOMAINS: &str = r#"
+api torch.log(input: Tensor) -> Tensor {
+    input.dtype in [float32, float64];
+}
+
+api torch.acos(input: Tensor) -> Tensor {
+    input.dtype in [float32, float64];
+}
+
+api torch.sinc(input: Tensor) -> Tensor {
+    input.dtype in [float32, float64];
+}
+"#;
+
+#[test]
+fn infer_learns_where_functions_are_defined_and_a_nan_inside_is_found() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = write(dir.path(), "domains.sfz", DOMAINS);
+    let (code, _, stderr) = run(sfz().arg("infer").arg(&spec).args(["--no-enumerate", "--oracles", "--oracle-cases", "50", "--budget", "20s", "-j", "1"]));
+    assert_eq!(code, 0, "{stderr}");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    for (api, ensures) in [("log", "input.values >= 0.0 => no_nan(result)"), ("acos", "input.values in -1.0..=1.0 => no_nan(result)"), ("sinc", "no_nan(result)")] {
+        assert!(text.contains(&format!("rule domain for torch.{api} {{\n    ensures {ensures};\n}}")), "{api}: {text}");
+    }
+    let out = dir.path().join("out");
+    fuzz(&spec, &out, &[]);
+    let found = findings(&out);
+    let nan: Vec<&serde_json::Value> = found.iter().filter(|f| f["oracle"] == "nan_inf").collect();
+    assert!(nan.iter().all(|f| f["api"] == "torch.sinc"), "{nan:?}");
+    let sinc = nan.first().unwrap_or_else(|| panic!("{found:?}"));
+    assert!(sinc["message"].as_str().unwrap().contains("NaN from finite inputs inside the domain"), "{sinc}");
+    let (code, said) = reproduce(&out, sinc);
+    assert_eq!(code, Some(1), "{said}");
+}
+
+/// `sfz infer --oracles` proposes odd, even, scale-invariant and positively homogeneous and
+/// keeps what holds on ordinary inputs: sin is odd, cos even, relu positively homogeneous, and
+/// none of them anything else.
+#[test]
+fn infer_keeps_the_relations_that_hold() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = write(
+        dir.path(),
+        "relations.sfz",
+        "api torch.sin(input: Tensor) -> Tensor {\n    input.dtype in [float32, float64];\n}\n\napi torch.cos(input: Tensor) -> Tensor {\n    input.dtype in [float32, float64];\n}\n\napi torch.relu(input: Tensor) -> Tensor {\n    input.dtype in [float32, float64];\n}\n",
+    );
+    let (code, _, stderr) = run(sfz().arg("infer").arg(&spec).args(["--no-enumerate", "--oracles", "--oracle-cases", "60", "--budget", "20s", "-j", "1"]));
+    assert_eq!(code, 0, "{stderr}");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    let kept: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("rule relation_")).collect();
+    assert_eq!(kept, ["odd for torch.sin {", "even for torch.cos {", "positively_homogeneous for torch.relu {"], "{text}");
+    let (code, _, stderr) = run(sfz().arg("check").arg(&spec));
+    assert_eq!(code, 0, "{stderr}");
+}

@@ -472,13 +472,13 @@ impl Checker<'_> {
                 return (conj.unwrap_or(TExpr::Lit(Value::Bool(true))), Ty::Bool);
             }
         }
-        let mut candidates: Vec<&str> = vec!["len", "min", "max", "abs", "prod", "finite", "contiguous", "broadcastable"];
+        let mut candidates: Vec<&str> = vec!["len", "min", "max", "abs", "prod", "finite", "no_nan", "contiguous", "broadcastable"];
         let visible = self.scopes.visible(env.module);
         candidates.extend(visible.iter().map(String::as_str));
         let mut d = Diagnostic::new(codes::E0002, format!("cannot find function `{name}`")).with_label(callee.span, "not a function or constraint set");
         d = match closest(name, candidates) {
             Some(s) => d.with_help(format!("did you mean `{s}`?")),
-            None => d.with_help("the built-in functions are len, min, max, abs, prod, finite, contiguous and broadcastable"),
+            None => d.with_help("the built-in functions are len, min, max, abs, prod, finite, no_nan, contiguous and broadcastable"),
         };
         self.error(d);
         (TExpr::Lit(Value::None), Ty::Error)
@@ -493,7 +493,7 @@ impl Checker<'_> {
             })
             .collect();
         let arity_ok = match b {
-            Builtin::Len | Builtin::Abs | Builtin::Prod | Builtin::Finite | Builtin::Contiguous => checked.len() == 1,
+            Builtin::Len | Builtin::Abs | Builtin::Prod | Builtin::Finite | Builtin::NoNan | Builtin::Contiguous => checked.len() == 1,
             Builtin::Min | Builtin::Max => !checked.is_empty(),
             Builtin::Broadcastable => checked.len() >= 2,
         };
@@ -532,7 +532,7 @@ impl Checker<'_> {
                 }
                 out
             }
-            Builtin::Finite | Builtin::Contiguous => {
+            Builtin::Finite | Builtin::NoNan | Builtin::Contiguous => {
                 let (_, ty, s) = &checked[0];
                 if !matches!(ty.strip_opt(), Ty::Tensor | Ty::Error) {
                     self.mismatch(*s, "a Tensor", ty);

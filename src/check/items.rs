@@ -205,7 +205,7 @@ impl Checker<'_> {
         self.error(
             Diagnostic::new(codes::E0016, "statement not allowed here")
                 .with_label(stmt.span, why.to_string())
-                .with_help("`let` belongs in programs; `ensures` and `from` in APIs; `oracles` in APIs and rules; `relation` in APIs, rules and constraint sets"),
+                .with_help("`let` belongs in programs; `from` in APIs; `ensures` and `oracles` in APIs and rules; `relation` in APIs, rules and constraint sets"),
         );
     }
 
@@ -240,11 +240,8 @@ impl Checker<'_> {
                     spec.requires.extend(cs);
                 }
                 StmtKind::Ensure(expr) => {
-                    let mut env = Env::new(module, &spec.params);
-                    env.results = Some(&spec.returns);
-                    let t = self.constraint(&mut env, expr);
-                    let text = self.loader.map.get(file).slice(expr.span).to_string();
-                    spec.ensures.push(classify::constraint(t, expr.span, text, Origin::Inline, &spec.params));
+                    let c = self.postcondition(module, &spec.params, &spec.returns, expr, file, Origin::Inline);
+                    spec.ensures.push(c);
                 }
                 StmtKind::Oracles(refs) => {
                     saw_oracles = true;
@@ -268,6 +265,15 @@ impl Checker<'_> {
             spec.oracles.extend(implied);
         }
         spec
+    }
+
+    /// One `ensures` statement.
+    fn postcondition(&mut self, module: usize, params: &[ParamSpec], returns: &[ReturnSpec], expr: &ast::Expr, file: crate::diag::FileId, origin: Origin) -> Constraint {
+        let mut env = Env::new(module, params);
+        env.results = Some(returns);
+        let t = self.constraint(&mut env, expr);
+        let text = self.loader.map.get(file).slice(expr.span).to_string();
+        classify::constraint(t, expr.span, text, origin, params)
     }
 
     /// One `requires` statement: a constraint, or a constraint set applied (several constraints).
@@ -543,12 +549,14 @@ impl Checker<'_> {
         self.reference(rule.target.span, Some(api.span), hover_text(&api_signature(api), ""));
         self.body_scope(rule.body.span, &api.params, false);
         let mut constraints = Vec::new();
+        let mut ensures = Vec::new();
         let mut oracles: Vec<OracleUse> = Vec::new();
         for stmt in &rule.body.stmts {
             match &stmt.kind {
                 StmtKind::Require { expr, .. } => {
                     constraints.extend(self.requirement(module, &api.params, expr, file, Origin::Rule(meta.clone())));
                 }
+                StmtKind::Ensure(expr) => ensures.push(self.postcondition(module, &api.params, &api.returns, expr, file, Origin::Rule(meta.clone()))),
                 StmtKind::Oracles(refs) => {
                     for r in refs {
                         if let Some(u) = self.oracle_use(module, r) {
@@ -559,13 +567,13 @@ impl Checker<'_> {
                     }
                 }
                 StmtKind::Relation { .. } => {}
-                _ => self.misplaced(stmt, "a rule holds constraints, `oracles` and relations"),
+                _ => self.misplaced(stmt, "a rule holds constraints, `ensures`, `oracles` and relations"),
             }
         }
         let mut ctx = super::relations::RelCtx::new(module, &api.params, Some(&api.returns), apis, format!("`{}`", api.name));
         let mut relations = Vec::new();
         self.body_relations(&mut ctx, &rule.body, &Origin::Rule(meta.clone()), &mut relations);
-        Some((RuleSpec { meta, api: api.name.clone(), span: rule.name.span, constraints }, relations, oracles))
+        Some((RuleSpec { meta, api: api.name.clone(), span: rule.name.span, constraints, ensures }, relations, oracles))
     }
 
     pub fn ty_of_param(p: &ParamSpec) -> Ty {

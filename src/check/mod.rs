@@ -297,6 +297,7 @@ impl Checker<'_> {
         for (r, i, _) in &rules {
             if r.meta.status == crate::spec::RuleStatus::Validated {
                 apis[*i].requires.extend(r.constraints.iter().cloned());
+                apis[*i].ensures.extend(r.ensures.iter().cloned());
             }
         }
         // After folding: a forward's validated rules are its constraints too.

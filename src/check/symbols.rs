@@ -79,6 +79,7 @@ pub const BUILTINS: &[(&str, &str, &str)] = &[
     ("abs", "abs(x: int) -> int", "The absolute value (of an int or a float)."),
     ("prod", "prod(xs: int[]) -> int", "The product of a list of ints; 1 for an empty list. `prod(t.shape) == t.numel`."),
     ("finite", "finite(t: Tensor) -> bool", "Every element of `t` is finite (no NaN, no infinity)."),
+    ("no_nan", "no_nan(t: Tensor) -> bool", "No element of `t` is NaN (infinities allowed): in `ensures GUARD => no_nan(result)`, the function is defined where GUARD holds."),
     ("contiguous", "contiguous(t: Tensor) -> bool", "`t` is laid out contiguously in memory."),
     ("broadcastable", "broadcastable(a: Tensor | int[], b: Tensor | int[], ...) -> bool", "The shapes broadcast together (numpy rules)."),
 ];

@@ -90,8 +90,9 @@ pub struct Args {
     #[arg(long, default_value_t = crate::fuzz::QUARANTINE_AFTER)]
     pub quarantine: u64,
     /// Time the differential oracles may take, as a share of the rest of the campaign's time
-    /// (1: at least half the crash-only throughput), or `all` to check every case. Cases of a
-    /// dtype and rank mix not yet checked are always checked.
+    /// (1: at least half the crash-only throughput), `all` to check every case, or `none` for
+    /// none at all (a crash-only campaign). Cases of a dtype and rank mix not yet checked are
+    /// always checked, unless `none`.
     #[arg(long, default_value = "1", value_parser = parse_share)]
     pub check_share: CheckShare,
     /// Run shard K of N (`--shard 2/4`): this process takes its part of the APIs and a case
@@ -110,17 +111,37 @@ pub struct Args {
     pub resume: Option<PathBuf>,
 }
 
-/// `--check-share`: a share of the campaign's time, or every case.
+/// `--check-share`.
 #[derive(Clone, Copy, Debug)]
-pub struct CheckShare(pub Option<f64>);
+pub enum CheckShare {
+    /// Every case.
+    All,
+    /// Checked time at most this share of the rest.
+    Share(f64),
+    /// No differential check at all.
+    Off,
+}
+
+impl CheckShare {
+    /// The worker's budget: None checks every case.
+    fn budget(self) -> Option<f64> {
+        match self {
+            CheckShare::All => None,
+            CheckShare::Share(s) => Some(s),
+            CheckShare::Off => Some(0.0),
+        }
+    }
+}
 
 fn parse_share(s: &str) -> Result<CheckShare, String> {
-    if s == "all" {
-        return Ok(CheckShare(None));
+    match s {
+        "all" => return Ok(CheckShare::All),
+        "none" => return Ok(CheckShare::Off),
+        _ => {}
     }
     match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 => Ok(CheckShare(Some(v))),
-        _ => Err(format!("`{s}` is not a share; write a number such as 0.5 or 1, or `all`")),
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(CheckShare::Share(v)),
+        _ => Err(format!("`{s}` is not a share; write a number such as 0.5 or 1, `all` or `none`")),
     }
 }
 
@@ -249,6 +270,9 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         spec.apis.retain(|a| args.api.iter().any(|f| a.name.contains(f.as_str())));
     }
     let (mut plans, plan_diags) = plan::plan(&spec, &catalog);
+    if matches!(args.check_share, CheckShare::Off) {
+        plans.iter_mut().for_each(|p| p.checks.clear());
+    }
     let mut skipped: Vec<Skipped> = Vec::new();
     if !plan_diags.is_empty() {
         eprint!("{}", diag::render_all(&checked.map, &plan_diags, render));
@@ -348,7 +372,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
             timeout: args.timeout,
             memory_mb,
             ops: Vec::new(),
-            check_share: args.check_share.0,
+            check_share: args.check_share.budget(),
             ..PoolConfig::default()
         },
         gen: gen_config,

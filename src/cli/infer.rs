@@ -10,6 +10,7 @@ use crate::case::{Arg, Case};
 use crate::diag::{self, codes, Diagnostic, RenderConfig, SourceMap};
 use crate::ops::catalog::Catalog;
 use crate::oracle::{self, Status};
+use crate::rules::domains::{self, Observe, Seen};
 use crate::rules::infer::{self, ApiResult, InferConfig, Runner};
 use crate::rules::{self, enumerate, Candidate};
 use crate::spec::{ApiSpec, Origin, RuleSource, RuleStatus, Spec};
@@ -82,9 +83,10 @@ pub(super) struct PoolRunner<'a> {
     pub(super) apis: &'a [ApiSpec],
 }
 
-impl Runner for PoolRunner<'_> {
-    fn run_with_errors(&self, api: usize, cases: &[Vec<Arg>], deadline: Instant) -> Vec<(Status, Option<String>)> {
-        let statuses: Mutex<Vec<(Status, Option<String>)>> = Mutex::new(vec![(Status::Invalid, None); cases.len()]);
+impl PoolRunner<'_> {
+    /// What `see` makes of each case's execution, for the cases started before `deadline`.
+    fn each<T: Clone + Send>(&self, api: usize, cases: &[Vec<Arg>], deadline: Instant, unseen: T, see: impl Fn(&Case, crate::worker::Execution) -> T + Sync) -> Vec<T> {
+        let seen: Mutex<Vec<T>> = Mutex::new(vec![unseen; cases.len()]);
         let next_index = std::sync::atomic::AtomicUsize::new(0);
         let next = || {
             if Instant::now() >= deadline {
@@ -96,17 +98,42 @@ impl Runner for PoolRunner<'_> {
             cases.get(i).map(|args| (i as u64, Case { op: api as u32, args: args.clone(), forward }))
         };
         let sink = |i: u64, case: &Case, exec: crate::worker::Execution| {
-            let verdict = oracle::judge(&self.apis[api], &[], case, &exec);
-            if let Some(s) = statuses.lock().unwrap_or_else(|e| e.into_inner()).get_mut(i as usize) {
-                *s = (verdict.status, verdict.error);
+            let t = see(case, exec);
+            if let Some(s) = seen.lock().unwrap_or_else(|e| e.into_inner()).get_mut(i as usize) {
+                *s = t;
             }
         };
         self.pool.run(&next, &sink);
         // Cases are handed out in order: those below the counter were started.
         let started = next_index.load(std::sync::atomic::Ordering::Relaxed).min(cases.len());
-        let mut statuses = statuses.into_inner().unwrap_or_else(|e| e.into_inner());
-        statuses.truncate(started);
-        statuses
+        let mut seen = seen.into_inner().unwrap_or_else(|e| e.into_inner());
+        seen.truncate(started);
+        seen
+    }
+}
+
+impl Runner for PoolRunner<'_> {
+    fn run_with_errors(&self, api: usize, cases: &[Vec<Arg>], deadline: Instant) -> Vec<(Status, Option<String>)> {
+        self.each(api, cases, deadline, (Status::Invalid, None), |case, exec| {
+            let verdict = oracle::judge(&self.apis[api], &[], case, &exec);
+            (verdict.status, verdict.error)
+        })
+    }
+}
+
+impl Observe for PoolRunner<'_> {
+    fn observe(&self, api: usize, cases: &[Vec<Arg>], deadline: Instant) -> Vec<Seen> {
+        self.each(api, cases, deadline, Seen::default(), |_, exec| {
+            let crate::worker::Execution::Completed(crate::outcome::Outcome::Returned { outputs, .. }) = exec else { return Seen::default() };
+            let floating: Vec<&crate::outcome::TensorInfo> = outputs
+                .iter()
+                .filter_map(|o| match o {
+                    crate::outcome::Output::Tensor(t) if t.dtype.is_some_and(|d| d.is_floating() || d.is_complex()) => Some(t),
+                    _ => None,
+                })
+                .collect();
+            Seen { returned: true, floating: !floating.is_empty(), nan: floating.iter().any(|t| t.nan > 0) }
+        })
     }
 }
 
@@ -295,6 +322,8 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         drop(pool);
         if args.oracles {
             text = validate_oracles(path, &text, &args, &catalog, &worker, render)?;
+            text = learn_domains(path, &text, &args, &catalog, &worker, render)?;
+            text = validate_relations(path, &text, &args, &catalog, &worker, render)?;
         }
         if !super::write_back("infer", "the inferred rules", path, &text, args.dry_run, render)? {
             failed = true;
@@ -320,24 +349,23 @@ fn shard_targets(shard: Shard, targets: &[String]) -> Vec<String> {
     shard.take(&refs, &costs).into_iter().map(|i| items[i].clone()).collect()
 }
 
-/// `--oracles` on one file's text (with this run's rules written): the new text.
-fn validate_oracles(path: &Path, text: &str, args: &Args, catalog: &Catalog, worker: &Path, render: RenderConfig) -> anyhow::Result<String> {
+/// The checked spec of a file's text with the APIs `--api` selects; None (errors printed) when
+/// the text has errors.
+fn selected(path: &Path, text: &str, args: &Args, render: RenderConfig) -> Option<Spec> {
     let checked = crate::check::check_text(path, text);
     if checked.has_errors() {
         eprint!("{}", diag::render_all(&checked.map, &checked.diags, render));
-        return Ok(text.to_string());
+        return None;
     }
     let mut spec = checked.spec;
     spec.apis.retain(|a| args.api.is_empty() || args.api.iter().any(|f| a.name.contains(f.as_str())));
-    let validation = super::infer_oracles::Validation {
-        worker,
-        workers: args.workers.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1),
-        timeout: args.timeout,
-        seed: args.seed,
-        cases: args.oracle_cases,
-        budget: args.budget,
-    };
-    let (verdicts, text) = super::infer_oracles::validate(&spec, text, catalog, &validation)?;
+    Some(spec)
+}
+
+/// `--oracles` on one file's text (with this run's rules written): the new text.
+fn validate_oracles(path: &Path, text: &str, args: &Args, catalog: &Catalog, worker: &Path, render: RenderConfig) -> anyhow::Result<String> {
+    let Some(spec) = selected(path, text, args, render) else { return Ok(text.to_string()) };
+    let (verdicts, text) = super::infer_oracles::validate(&spec, text, catalog, &validation(args, worker))?;
     if !args.json {
         for v in &verdicts {
             let refuted: Vec<String> = v.refuted.iter().map(|(o, why)| format!("{o} ({why})")).collect();
@@ -348,6 +376,67 @@ fn validate_oracles(path: &Path, text: &str, args: &Args, catalog: &Catalog, wor
                 if refuted.is_empty() { "none".into() } else { refuted.join("; ") },
                 v.cases
             );
+        }
+    }
+    Ok(text)
+}
+
+/// `--oracles`, third part: the candidate relations of `rules::relations`, kept where they hold.
+fn validate_relations(path: &Path, text: &str, args: &Args, catalog: &Catalog, worker: &Path, render: RenderConfig) -> anyhow::Result<String> {
+    let Some(spec) = selected(path, text, args, render) else { return Ok(text.to_string()) };
+    let (verdicts, text) = super::infer_oracles::validate_relations(path, &spec, text, catalog, &validation(args, worker))?;
+    if !args.json {
+        for v in &verdicts {
+            let list = |xs: &[String]| if xs.is_empty() { "none".to_string() } else { xs.join(", ") };
+            eprintln!("{}: relations kept {}; refuted {} ({} cases)", v.api, list(&v.kept), list(&v.refuted), v.cases);
+        }
+    }
+    Ok(text)
+}
+
+fn validation<'a>(args: &Args, worker: &'a Path) -> super::infer_oracles::Validation<'a> {
+    super::infer_oracles::Validation {
+        worker,
+        workers: args.workers.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1),
+        timeout: args.timeout,
+        seed: args.seed,
+        cases: args.oracle_cases,
+        budget: args.budget,
+    }
+}
+
+/// `--oracles`, second part: the domain of each API without a hand-written `nan_inf` (or a
+/// domain rule by hand), learned and written as a rule (`rules::domains`).
+fn learn_domains(path: &Path, text: &str, args: &Args, catalog: &Catalog, worker: &Path, render: RenderConfig) -> anyhow::Result<String> {
+    let Some(spec) = selected(path, text, args, render) else { return Ok(text.to_string()) };
+    let manual = |a: &ApiSpec| {
+        a.oracles_written && a.oracles.iter().any(|o| o.name == "nan_inf")
+            || spec.rules.iter().any(|r| r.api == a.name && r.meta.name == domains::RULE && r.meta.source == RuleSource::Manual)
+    };
+    let apis: Vec<ApiSpec> = spec.apis.iter().filter(|a| !manual(a)).cloned().collect();
+    let (plans, _) = crate::plan::plan(&Spec { apis, rules: Vec::new(), programs: Vec::new() }, catalog);
+    if plans.is_empty() {
+        return Ok(text.to_string());
+    }
+    let pool = Pool::start(PoolConfig {
+        worker_exe: worker.to_path_buf(),
+        workers: args.workers.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1),
+        timeout: args.timeout,
+        ops: plans.iter().map(|p| p.binding.clone()).collect(),
+        ..PoolConfig::default()
+    })?;
+    let apis: Vec<ApiSpec> = plans.iter().map(|p| p.api.clone()).collect();
+    let runner = PoolRunner { pool: &pool, apis: &apis };
+    let limits = InferConfig::default().limits;
+    let mut text = text.to_string();
+    for (i, api) in apis.iter().enumerate() {
+        let rule = domains::learn(api, i, &runner, args.seed, &limits, Instant::now() + args.budget);
+        if !args.json {
+            eprintln!("{}: domain {}", api.name, rule.as_ref().map_or("none found".to_string(), |r| format!("`{}` ({} cases)", r.candidate.text, r.evidence[0].1)));
+        }
+        let rules: Vec<rules::Judged> = rule.into_iter().collect();
+        if let Some(t) = rules::write_rules(&text, &api.name, &rules, &[domains::RULE.to_string()]) {
+            text = t;
         }
     }
     Ok(text)

@@ -9,6 +9,7 @@ use crate::fuzz::{self, FuzzConfig, Observer};
 use crate::gen::{GenConfig, Mutation};
 use crate::ops::catalog::Catalog;
 use crate::rules::oracles::{self, OracleVerdicts};
+use crate::rules::relations;
 use crate::spec::Spec;
 use crate::worker::supervisor::PoolConfig;
 
@@ -49,35 +50,16 @@ pub fn validate(spec: &Spec, text: &str, catalog: &Catalog, v: &Validation) -> a
         ..implied
     };
     let (plans, _) = crate::plan::plan(&implied, catalog);
+    // Relations are judged apart (`validate_relations`): their checks are no oracle to keep.
+    let mut plans = plans;
+    for p in &mut plans {
+        p.checks.retain(|c| c.check.oracle != crate::oracle::differential::RELATION);
+    }
     let plans: Vec<_> = plans.into_iter().filter(|p| !p.checks.is_empty()).collect();
     if plans.is_empty() {
         return Ok((Vec::new(), text.to_string()));
     }
-    let gen = GenConfig { seed: v.seed, mutation: Mutation::none(), ..GenConfig::default() };
-    let (pools, _, _) = crate::plan::solve_pools(&plans, &gen);
-    let scratch = tempfile_dir()?;
-    let store = Store::open(&scratch)?;
-    let n = plans.len() as u64;
-    let config = FuzzConfig {
-        seed: v.seed,
-        iterations: Some(v.cases * n),
-        time: Some(v.budget * n as u32),
-        pool: PoolConfig { worker_exe: v.worker.to_path_buf(), workers: v.workers, timeout: v.timeout, memory_mb: Some(4096), ..PoolConfig::default() },
-        gen,
-        minimize: None,
-        locations: Vec::new(),
-        quarantine: Some(fuzz::QUARANTINE_AFTER),
-        first_case: 0,
-        elapsed_before: 0.0,
-    };
-    let summary = match fuzz::run(&plans, pools, Vec::new(), &store, &config, &Quiet) {
-        Ok(s) => s,
-        Err(fuzz::FuzzError::NothingToFuzz) => return Ok((Vec::new(), text.to_string())),
-        Err(e) => return Err(e.into()),
-    };
-    drop(store);
-    let findings = store::load(&scratch).map(|l| l.findings).unwrap_or_default();
-    let _ = std::fs::remove_dir_all(&scratch);
+    let Some((summary, findings)) = campaign(&plans, v)? else { return Ok((Vec::new(), text.to_string())) };
     let mut verdicts = Vec::new();
     let mut text = text.to_string();
     for plan in &plans {
@@ -100,6 +82,124 @@ pub fn validate(spec: &Spec, text: &str, catalog: &Catalog, v: &Validation) -> a
         let previous: Vec<String> = spec.rules.iter().filter(|r| r.api == plan.api.name).map(|r| r.meta.name.clone()).collect();
         let (rules, replace) = oracles::rules(&verdict, &previous);
         if let Some(t) = crate::rules::write_rules_with_reasons(&text, &plan.api.name, &rules, &replace) {
+            text = t;
+        }
+        verdicts.push(verdict);
+    }
+    Ok((verdicts, text))
+}
+
+/// A conform-mode campaign of `plans` without mutators, `v.cases` per API; its summary and
+/// findings (None when nothing could run).
+fn campaign(plans: &[crate::plan::ApiPlan], v: &Validation) -> anyhow::Result<Option<(crate::fuzz::stats::Summary, Vec<Finding>)>> {
+    let gen = GenConfig { seed: v.seed, mutation: Mutation::none(), ..GenConfig::default() };
+    let (pools, _, _) = crate::plan::solve_pools(plans, &gen);
+    let scratch = tempfile_dir()?;
+    let store = Store::open(&scratch)?;
+    let n = plans.len() as u64;
+    let config = FuzzConfig {
+        seed: v.seed,
+        iterations: Some(v.cases * n),
+        time: Some(v.budget * n as u32),
+        pool: PoolConfig { worker_exe: v.worker.to_path_buf(), workers: v.workers, timeout: v.timeout, memory_mb: Some(4096), ..PoolConfig::default() },
+        gen,
+        minimize: None,
+        locations: Vec::new(),
+        quarantine: Some(fuzz::QUARANTINE_AFTER),
+        first_case: 0,
+        elapsed_before: 0.0,
+    };
+    let summary = match fuzz::run(plans, pools, Vec::new(), &store, &config, &Quiet) {
+        Ok(s) => s,
+        Err(fuzz::FuzzError::NothingToFuzz) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    drop(store);
+    let findings = store::load(&scratch).map(|l| l.findings).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&scratch);
+    Ok(Some((summary, findings)))
+}
+
+/// Per API, the relations kept and those refuted.
+#[derive(Clone, Debug, Default)]
+pub struct RelationVerdicts {
+    pub api: String,
+    pub cases: u64,
+    pub kept: Vec<String>,
+    pub refuted: Vec<String>,
+}
+
+/// Cases a relation must have been compared and held on to be kept.
+const MIN_RELATION_CASES: u64 = 30;
+
+/// The candidate relations of `rules::relations` for the APIs of `spec`, run on ordinary
+/// inputs with ordinary scales; those that held are written as validated rules.
+pub fn validate_relations(path: &Path, spec: &Spec, text: &str, catalog: &Catalog, v: &Validation) -> anyhow::Result<(Vec<RelationVerdicts>, String)> {
+    // Every candidate as a validated rule of a scratch copy of the file without the relations
+    // earlier runs inferred (judged again), checked with it.
+    let inferred = |api: &str| -> Vec<String> {
+        let mine = spec.rules.iter().filter(|r| r.api == api && r.meta.name.starts_with(relations::PREFIX) && r.meta.source == crate::spec::RuleSource::Inferred);
+        mine.map(|r| r.meta.name.clone()).collect()
+    };
+    let mut synthetic = text.to_string();
+    for api in &spec.apis {
+        if let Some(t) = crate::rules::write_rules(&synthetic, &api.name, &[], &inferred(&api.name)) {
+            synthetic = t;
+        }
+    }
+    let mut proposed: Vec<(String, String, String)> = Vec::new();
+    for api in &spec.apis {
+        for (name, statement) in relations::candidates(api, &inferred(&api.name)) {
+            let k = proposed.len();
+            synthetic.push_str(&format!("\n#[status(validated)]\nrule sfz_relation_{k} for {} {{\n    {statement}\n}}\n", api.name));
+            proposed.push((api.name.clone(), name, statement));
+        }
+    }
+    let checked = crate::check::check_text(path, &synthetic);
+    let mut apis: Vec<crate::spec::ApiSpec> = Vec::new();
+    for api in &checked.spec.apis {
+        let mut a = api.clone();
+        a.relations.retain(|r| matches!(&r.origin, crate::spec::Origin::Rule(m) if m.name.starts_with("sfz_relation_")));
+        if a.relations.is_empty() || !spec.apis.iter().any(|s| s.name == a.name) {
+            continue;
+        }
+        for r in &mut a.relations {
+            r.relation.scalars = relations::ordinary(&r.relation.scalars);
+        }
+        apis.push(a);
+    }
+    let (mut plans, _) = crate::plan::plan(&Spec { apis, rules: Vec::new(), programs: Vec::new() }, catalog);
+    for p in &mut plans {
+        p.checks.retain(|c| c.check.oracle == crate::oracle::differential::RELATION);
+    }
+    plans.retain(|p| !p.checks.is_empty());
+    if plans.is_empty() {
+        return Ok((Vec::new(), text.to_string()));
+    }
+    let Some((summary, findings)) = campaign(&plans, v)? else { return Ok((Vec::new(), text.to_string())) };
+    let mut verdicts = Vec::new();
+    let mut text = text.to_string();
+    for plan in &plans {
+        let Some(s) = summary.apis.iter().find(|a| a.api == plan.api.name) else { continue };
+        let mut verdict = RelationVerdicts { api: plan.api.name.clone(), cases: s.conform_executions, ..Default::default() };
+        let mut rules = Vec::new();
+        for (i, c) in plan.checks.iter().enumerate() {
+            let crate::variant::Variant::Relation(rel) = &c.check.variant else { continue };
+            let Some(r) = plan.api.relations.iter().find(|r| r.relation.name == rel.name) else { continue };
+            let crate::spec::Origin::Rule(m) = &r.origin else { continue };
+            let Some(k) = m.name.strip_prefix("sfz_relation_").and_then(|k| k.parse::<usize>().ok()) else { continue };
+            let (_, name, statement) = &proposed[k];
+            // Held: compared and agreed on enough cases, never disagreed.
+            let agreed = s.checks_agreed.get(i).copied().unwrap_or(0);
+            let broken = findings.iter().any(|f| f.api == plan.api.name && f.signature == format!("relation {} does not hold", r.relation.name));
+            if broken {
+                verdict.refuted.push(name.clone());
+            } else if agreed >= MIN_RELATION_CASES {
+                verdict.kept.push(name.clone());
+                rules.push(relations::kept(name, statement, agreed));
+            }
+        }
+        if let Some(t) = crate::rules::write_rules(&text, &plan.api.name, &rules, &inferred(&plan.api.name)) {
             text = t;
         }
         verdicts.push(verdict);

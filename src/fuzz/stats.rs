@@ -41,6 +41,8 @@ pub struct ApiCounters {
     pub hangs: AtomicU64,
     pub quarantined: AtomicBool,
     pub quarantined_cases: AtomicU64,
+    /// Per check of the API's plan, the cases where both sides returned and agreed.
+    pub agreed: Mutex<Vec<u64>>,
 }
 
 /// Counters of one run.
@@ -165,6 +167,18 @@ impl Counters {
         }
     }
 
+    /// Counts, per check of API `api`, the reports that agreed.
+    pub fn agreed(&self, api: usize, reports: &[CheckReport]) {
+        let Some(c) = self.apis.get(api) else { return };
+        let mut agreed = c.agreed.lock().expect("counters lock");
+        if agreed.len() < reports.len() {
+            agreed.resize(reports.len(), 0);
+        }
+        for (n, r) in agreed.iter_mut().zip(reports) {
+            *n += u64::from(matches!(r.outcome, CheckOutcome::Agree { .. }));
+        }
+    }
+
     /// Records that libtorch accepted an input breaking `constraint`.
     pub fn accepted_violation(&self, api: &str, constraint: &str) {
         let mut r = self.accepted_violations.lock().expect("counters lock");
@@ -252,6 +266,10 @@ pub struct ApiSummary {
     /// Whether it was quarantined (too many worker deaths), and the cases not run since.
     pub quarantined: bool,
     pub quarantined_cases: u64,
+    /// Per check of the API's plan (in its order), the cases where both sides agreed: what a
+    /// check held on, which `sfz infer --oracles` counts as a relation's evidence.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub checks_agreed: Vec<u64>,
 }
 
 /// What a run did, as `--json` prints it.
@@ -334,6 +352,7 @@ impl Counters {
                     worker_deaths: c.worker_deaths.load(Ordering::Relaxed),
                     quarantined: c.quarantined.load(Ordering::Relaxed),
                     quarantined_cases: c.quarantined_cases.load(Ordering::Relaxed),
+                    checks_agreed: c.agreed.lock().expect("counters lock").clone(),
                 }
             })
             .collect();

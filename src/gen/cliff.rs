@@ -85,6 +85,15 @@ pub fn fill(recipe: &TensorRecipe, cliff: Cliff, rng: &mut ChaCha8Rng) -> Option
 /// Rewrites the fill of one non-empty floating tensor of the case at a random cliff. Returns
 /// the parameter it rewrote, or None when no tensor can take one.
 pub fn cliff(args: &mut [Arg], rng: &mut ChaCha8Rng) -> Option<usize> {
+    cliff_among(args, &CLIFFS, rng)
+}
+
+/// The cliffs where a function itself changes (its poles, zero, the smallest magnitudes), not
+/// where arithmetic overflows: a NaN at one of them may be the function's own.
+pub const OF_THE_FUNCTION: [Cliff; 3] = [Cliff::SmallestNormal, Cliff::Denormal, Cliff::Poles];
+
+/// `cliff`, drawing among `kinds` only.
+pub fn cliff_among(args: &mut [Arg], kinds: &[Cliff], rng: &mut ChaCha8Rng) -> Option<usize> {
     let mut ts: Vec<(usize, &mut TensorRecipe)> = Vec::new();
     for (p, a) in args.iter_mut().enumerate() {
         match a {
@@ -99,7 +108,7 @@ pub fn cliff(args: &mut [Arg], rng: &mut ChaCha8Rng) -> Option<usize> {
     }
     let i = rng.random_range(0..ts.len());
     let (p, t) = &mut ts[i];
-    let cliff = CLIFFS[rng.random_range(0..CLIFFS.len())];
+    let cliff = kinds[rng.random_range(0..kinds.len())];
     let fill = fill(t, cliff, rng)?;
     t.fill = fill;
     Some(*p)

@@ -330,9 +330,7 @@ impl Branches {
 fn collect(e: &TExpr, api: &ApiSpec, out: &mut Vec<(Point, String)>) {
     match e {
         TExpr::Binary(BinOp::Or, _, _) => {
-            let mut disjuncts = Vec::new();
-            or_chain(e, &mut disjuncts);
-            for d in disjuncts {
+            for d in e.operands(BinOp::Or) {
                 out.push((Point::Cond(d.clone()), show(d, api)));
                 collect(d, api, out);
             }
@@ -363,16 +361,6 @@ fn collect(e: &TExpr, api: &ApiSpec, out: &mut Vec<(Point, String)>) {
             }
         }
         _ => {}
-    }
-}
-
-fn or_chain<'e>(e: &'e TExpr, out: &mut Vec<&'e TExpr>) {
-    match e {
-        TExpr::Binary(BinOp::Or, a, b) => {
-            or_chain(a, out);
-            or_chain(b, out);
-        }
-        other => out.push(other),
     }
 }
 

@@ -6,6 +6,7 @@
 //! reproduces a run whatever the worker scheduling.
 pub mod cliff;
 pub mod coverage;
+pub mod domain;
 pub mod mutate;
 pub mod naive;
 pub mod plan;
@@ -292,6 +293,8 @@ struct Prepared {
     /// Breakable constraints by category.
     by_category: Vec<(Category, Vec<usize>)>,
     violations: Vec<Violation>,
+    /// The API inside each of its value domains (`domain::steered`), with its plan.
+    inside: Vec<(ApiSpec, GenPlan)>,
 }
 
 /// Produces cases from solved pools. Shared by the supervisor's worker threads.
@@ -326,7 +329,11 @@ impl Generator {
                     violations.extend(bound.iter().map(|t| Violation::of(api, t)));
                     by_category.push((Category::Shape, (start..violations.len()).collect()));
                 }
-                Prepared { plan, pools, by_category, violations }
+                let inside = domain::steered(api).into_iter().map(|a| {
+                    let plan = GenPlan::new(&a);
+                    (a, plan)
+                });
+                Prepared { plan, pools, by_category, violations, inside: inside.collect() }
             })
             .collect();
         Generator { apis, prepared, config }
@@ -407,7 +414,14 @@ impl Generator {
             };
             let redrawn = if m.dtype > 0.0 && rng.random_bool(m.dtype) { mutate::redraw_dtype(model, &pools.dtypes, rng) } else { None };
             let model = redrawn.as_ref().unwrap_or(model);
-            let mut args = values::concretize(spec, &prep.plan, model, None, rng);
+            let mut args = match prep.inside.len() {
+                0 => values::concretize(spec, &prep.plan, model, None, rng),
+                n if rng.random_bool(0.5) => {
+                    let (inside, plan) = &prep.inside[rng.random_range(0..n)];
+                    values::concretize(inside, plan, model, None, rng)
+                }
+                _ => values::concretize(spec, &prep.plan, model, None, rng),
+            };
             if Check::Conform.holds(spec, &prep.plan, &args) {
                 let conforms = self.mutate(api, &mut args, Check::Conform, rng);
                 return Some(Generated { api, args, conforms, violated: None, forward: self.forward(api, None) });
@@ -527,7 +541,7 @@ fn bounds_values(e: &crate::spec::TExpr) -> bool {
     use crate::spec::{Builtin, Prop, TExpr};
     match e {
         TExpr::Binary(op, l, r) if op.is_comparison() => matches!(&**l, TExpr::Prop(_, Prop::Values)) || matches!(&**r, TExpr::Prop(_, Prop::Values)),
-        TExpr::Call(Builtin::Finite, _) => true,
+        TExpr::Call(Builtin::Finite | Builtin::NoNan, _) => true,
         _ => false,
     }
 }

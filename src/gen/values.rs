@@ -63,7 +63,7 @@ pub fn symbolic_vals(model: &SymModel) -> Vec<Val> {
 }
 
 fn unknown_values(dtype: DType, shape: &[i64]) -> TensorVal {
-    TensorVal { dtype: Some(dtype), shape: shape.to_vec(), min: f64::NEG_INFINITY, max: f64::INFINITY, max_closed: true, nonfinite: true, contiguous: None }
+    TensorVal { dtype: Some(dtype), shape: shape.to_vec(), min: f64::NEG_INFINITY, max: f64::INFINITY, max_closed: true, nonfinite: true, nan: true, contiguous: None }
 }
 
 /// Bounds that the `requires` constraints (but `skip`) put on parameter `p` (its values for a

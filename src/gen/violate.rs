@@ -80,13 +80,14 @@ pub fn break_concrete(api: &ApiSpec, k: usize, args: &mut [Arg], rng: &mut ChaCh
     let Some(c) = api.requires.get(k) else { return false };
     let Some(p) = value_target(&c.expr) else { return false };
     let known = arg_vals(api, args);
-    if let TExpr::Call(Builtin::Finite, _) = &c.expr {
+    if let TExpr::Call(f @ (Builtin::Finite | Builtin::NoNan), _) = &c.expr {
         let Some(t) = args.get_mut(p).and_then(|a| tensor_mut(a, rng)) else { return false };
         if !(t.dtype.is_floating() || t.dtype.is_complex()) {
             return false;
         }
         let index = rng.random_range(0..t.numel());
-        t.specials.push((index, if rng.random_bool(0.5) { Special::Nan } else { Special::PosInf }));
+        let inf = *f == Builtin::Finite && rng.random_bool(0.5);
+        t.specials.push((index, if inf { Special::PosInf } else { Special::Nan }));
         return true;
     }
     let (lo, hi) = bounds_of_one(api, k, p, &known);

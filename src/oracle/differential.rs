@@ -182,6 +182,8 @@ fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outc
         }
         // `overflow` alone judges only premature values.
         CheckOutcome::Values(_) if check.oracle == OVERFLOW => None,
+        // A relation speaks of finite inputs: negating or scaling an inf proves nothing.
+        CheckOutcome::Values(_) if matches!(check.variant, Variant::Relation(_)) && !case.inputs_finite() => None,
         CheckOutcome::Values(m) if matches!(check.variant, Variant::Relation(_)) => {
             let Variant::Relation(r) = &check.variant else { return None };
             let dtype = m.dtype.map_or("scalar".to_string(), |d| d.to_string());

@@ -269,6 +269,40 @@ fn nonfinite(outputs: &[Output]) -> Option<Detection> {
     })
 }
 
+/// A value domain: `ensures GUARD => no_nan(...)` (or `finite`), a NaN where the function is
+/// defined, which the `nan_inf` oracle names.
+pub fn is_domain(e: &crate::spec::TExpr) -> bool {
+    use crate::spec::{BinOp, Builtin, TExpr};
+    match e {
+        TExpr::Binary(BinOp::Implies, _, consequent) => is_domain(consequent),
+        TExpr::Call(Builtin::NoNan | Builtin::Finite, args) => args.iter().any(|a| matches!(a, TExpr::Result(_))),
+        _ => false,
+    }
+}
+
+/// Whether a value domain judges this call. A domain speaks of finite, real, non-empty inputs
+/// that the result's dtype can hold: a NaN from an inf, a complex pole, the mean of nothing, or
+/// an input cast to a dtype it overflows (`log_softmax(9e18, dtype=float16)`) is no finding of it.
+fn domain_applies(case: &Case, outputs: &[Output]) -> bool {
+    let tensors: Vec<&crate::case::TensorRecipe> = case.args.iter().flat_map(crate::case::Arg::tensors).collect();
+    let complex = tensors.iter().any(|t| t.dtype.is_complex())
+        || outputs.iter().any(|o| matches!(o, Output::Tensor(t) if t.dtype.is_some_and(|d| d.is_complex())))
+        || case.args.iter().any(|a| matches!(a, crate::case::Arg::Dtype(d) if d.is_complex()));
+    if !case.inputs_finite() || complex || tensors.iter().any(|t| t.numel() == 0) {
+        return false;
+    }
+    let largest = tensors.iter().map(|t| {
+        let v = crate::eval::TensorVal::of_recipe(t);
+        v.min.abs().max(v.max.abs())
+    });
+    let largest = largest.fold(0.0, f64::max);
+    let room = outputs.iter().filter_map(|o| match o {
+        Output::Tensor(t) => t.dtype.and_then(|d| d.limits()).map(|(max, _, _)| max),
+        _ => None,
+    });
+    room.fold(f64::INFINITY, f64::min) >= largest
+}
+
 /// `ensures` clauses that the outputs violate.
 fn postconditions(api: &ApiSpec, case: &Case, outputs: &[Output]) -> Vec<Detection> {
     if api.ensures.is_empty() {
@@ -286,16 +320,24 @@ fn postconditions(api: &ApiSpec, case: &Case, outputs: &[Output]) -> Vec<Detecti
     let results: Vec<Val> = outputs.iter().map(Val::of_output).collect();
     let optional: Vec<bool> = api.params.iter().map(|p| p.optional).collect();
     let b = Bindings { params: &params, results: &results };
+    let finite = domain_applies(case, outputs);
     api.ensures
         .iter()
         .enumerate()
-        .filter(|(_, c)| eval::holds(&c.expr, &b, &c.params, &optional) == Some(false))
-        .map(|(clause, c)| Detection {
-            oracle: "postcondition",
-            signature: format!("ensures {}", c.text),
-            message: format!("postcondition `{}` does not hold", c.text),
-            signal: None,
-            evidence: Evidence::Postcondition { clause },
+        .filter(|(_, c)| (finite || !is_domain(&c.expr)) && eval::holds(&c.expr, &b, &c.params, &optional) == Some(false))
+        .map(|(clause, c)| {
+            let domain = is_domain(&c.expr);
+            Detection {
+                oracle: if domain { "nan_inf" } else { "postcondition" },
+                signature: format!("ensures {}", c.text),
+                message: if domain {
+                    format!("NaN from finite inputs inside the domain where `{}` is defined (`ensures {}`)", api.name, c.text)
+                } else {
+                    format!("postcondition `{}` does not hold", c.text)
+                },
+                signal: None,
+                evidence: Evidence::Postcondition { clause },
+            }
         })
         .collect()
 }

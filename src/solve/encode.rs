@@ -382,7 +382,7 @@ impl<'a> Encoder<'a> {
                 }
                 Ok(Term::Bool(Bool::and(&parts)))
             }
-            Builtin::Finite | Builtin::Contiguous => Err(Concrete),
+            Builtin::Finite | Builtin::NoNan | Builtin::Contiguous => Err(Concrete),
         }
     }
 }

@@ -322,7 +322,7 @@ pub fn value_target(e: &TExpr) -> Option<usize> {
             (TExpr::Param(p), _) | (_, TExpr::Param(p)) => Some(*p),
             _ => None,
         },
-        TExpr::Call(crate::spec::Builtin::Finite, args) => args.first().and_then(param),
+        TExpr::Call(crate::spec::Builtin::Finite | crate::spec::Builtin::NoNan, args) => args.first().and_then(param),
         _ => None,
     }
 }

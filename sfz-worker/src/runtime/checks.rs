@@ -232,7 +232,10 @@ impl Executor {
             })
             .map_err(Failure::from)?;
         let variant = self.invoke_variant(case.op, &flipped, &inputs, &[])?;
-        Ok(consistency(main, &variant).unwrap_or_else(|| compare_outputs(&variant, main, tol, Mode::Same)))
+        match consistency(main, &variant) {
+            Some(c) => Ok(c),
+            None => self.reordered(case, &inputs, main, &variant, tol),
+        }
     }
 
     /// The out= overload writing into fresh empty tensors.
@@ -290,19 +293,24 @@ impl Executor {
         }
         let tensors = variant.tensors.iter().map(|t| t.as_ref().map(|t| t.f_to_device(Device::Cpu)).transpose()).collect::<Result<_, _>>()?;
         let variant = Called { outcome: variant.outcome, tensors };
-        let plain = compare_outputs(&variant, main, tol, Mode::Same);
+        self.reordered(case, inputs, main, &variant, tol)
+    }
+
+    /// Compares a variant that may sum in another order than the original (the GPU, another
+    /// memory layout): within what the two orders may each honestly round (the precision
+    /// check's allowance, once per side) is agreement.
+    fn reordered(&mut self, case: &Case, inputs: &Inputs, main: &Called, variant: &Called, tol: &Tolerances) -> Result<CheckOutcome, Failure> {
+        let plain = compare_outputs(variant, main, tol, Mode::Same);
         if !matches!(plain, CheckOutcome::Values(_)) {
             return Ok(plain);
         }
-        // The GPU sums in another order: within what the two orders may each honestly round
-        // (the precision check's allowance, once per side) is agreement.
         let promoted = inputs.map(|_, t| match promoted_kind(t.f_kind()?) {
             Some(k) => t.f_to_kind(k),
             None => Ok(t.shallow_clone()),
         })?;
         let allowance = self.rounding_allowance(case.op, &promote_dtype_args(case), &promoted, main)?;
         let both_sides = allowance.into_iter().map(|a| a.map(|t| t.f_mul_scalar(REORDERINGS)).transpose()).collect::<Result<Vec<_>, _>>()?;
-        Ok(compare_allowing(&variant, main, tol, Mode::Same, &both_sides))
+        Ok(compare_allowing(variant, main, tol, Mode::Same, &both_sides))
     }
 
     /// Reverse-mode gradients against central finite differences, in float64.
@@ -483,8 +491,9 @@ fn unit_roundoff(d: DType) -> Option<f64> {
     })
 }
 
-/// How many honest roundings of `rounding_allowance` a CPU-vs-CUDA difference may hold: each
-/// side may be off the exact result by one, in opposite directions.
+/// How many honest roundings of `rounding_allowance` a difference between two summation orders
+/// (CPU and CUDA, two memory layouts) may hold: each side may be off the exact result by one, in
+/// opposite directions.
 pub const REORDERINGS: f64 = 2.0;
 
 /// The dtype a promoted input gets, or None when it stays.

@@ -4,8 +4,9 @@
 //! Arithmetic follows torch's type promotion, as the same expression written in Python would
 //! (a float32 input scaled by `s` stays float32, so the scaled call sees what a user's call
 //! would); the two sides are compared in float64 with the tolerance of the left side's dtype. A
-//! case says nothing when a scaled argument leaves its dtype's range (it is no longer the input
-//! the relation speaks of), when a call of either side raises, or when the guard holds nowhere.
+//! case says nothing when a scaled argument leaves its dtype's range, overflowing or underflowing
+//! to zero or a subnormal (it is no longer the input the relation speaks of), when a call of
+//! either side raises, or when the guard holds nowhere.
 use tch::{Kind, Tensor};
 
 use sfz::case::{Arg, Case, DType, TensorRecipe};
@@ -109,12 +110,21 @@ impl Executor {
         for (p, v) in values {
             let Some(arg) = case.args.get_mut(p) else { return Err(Failure::Skip(format!("the case has no argument {p}"))) };
             match (v, &*arg) {
+                // Negated or scaled, an integer wraps or truncates: no longer the input changed.
+                (Val::T(_), Arg::Tensor(r)) if !r.dtype.is_floating() && !r.dtype.is_complex() => {
+                    return Err(Failure::Skip("an integer argument cannot be negated or scaled exactly".into()));
+                }
                 (Val::T(t), Arg::Tensor(r)) => {
                     // The argument keeps its dtype: a scaled float16 input is a float16 input.
                     let t = t.f_to_kind(kind(r.dtype))?;
                     let was_finite = scope.inputs.of(p).iter().all(|x| all_finite(x).unwrap_or(false));
                     if was_finite && !all_finite(&t)? {
                         return Err(Failure::Skip("a changed argument left its dtype's range".into()));
+                    }
+                    if let Some(before) = scope.inputs.of(p).first() {
+                        if underflowed(before, &t)? {
+                            return Err(Failure::Skip("a changed argument underflowed (an element became zero or subnormal)".into()));
+                        }
                     }
                     replaced.push((p, t));
                 }
@@ -271,6 +281,17 @@ fn binary(op: RelOp, a: Val, b: Val) -> Result<Val, Failure> {
         (Val::N(_), Val::N(_)) => unreachable!("numbers returned above"),
     };
     Ok(Val::T(t))
+}
+
+/// Whether a nonzero element of `before` is zero or subnormal in `after`: scaled down that far
+/// an argument has lost its digits, and is no longer the input scaled.
+fn underflowed(before: &Tensor, after: &Tensor) -> Result<bool, tch::TchError> {
+    let Some((_, normal, _)) = dtype_of(after).and_then(|d| d.limits()) else { return Ok(false) };
+    if before.size() != after.size() || (!after.f_is_floating_point()? && !after.f_is_complex()?) {
+        return Ok(false);
+    }
+    let lost = before.f_ne(0.0)?.f_logical_and(&after.f_abs()?.f_lt(normal)?)?;
+    bool::try_from(lost.f_any()?)
 }
 
 fn all_finite(t: &Tensor) -> Result<bool, tch::TchError> {

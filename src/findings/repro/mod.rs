@@ -672,6 +672,7 @@ impl Writer<'_> {
                 let args: Vec<String> = args.iter().map(|a| self.expr(a)).collect::<Option<_>>()?;
                 match f {
                     Builtin::Finite => format!("bool(torch.isfinite({}).all())", args.first()?),
+                    Builtin::NoNan => format!("not bool(torch.isnan({}).any())", args.first()?),
                     Builtin::Contiguous => format!("{}.is_contiguous()", args.first()?),
                     Builtin::Len => format!("len({})", args.first()?),
                     Builtin::Min => format!("min({})", args.join(", ")),

@@ -1,0 +1,80 @@
+//! Metamorphic relations proposed for an API and kept when they hold. The candidates are the
+//! shapes of `std::relations` on the API's first tensor parameter (odd, even, scale invariant,
+//! positively homogeneous), written out in full so that a rule needs no import. `sfz infer
+//! --oracles` runs them on conforming inputs of ordinary magnitude with the scales cut to
+//! 2^-10..2^10 (`ordinary`), and writes those that never disagreed as validated rules; the
+//! campaign then runs them with every scale, up to 2^60, where a kernel that does not rescale
+//! breaks them.
+use super::{Candidate, Judged};
+use crate::spec::{ApiSpec, Origin, ParamType, RuleSource, RuleStatus};
+
+/// The scales of the scale relations, as in `std::relations`.
+const SCALES: &str = "[0.25, 4.0, 1024.0, 1152921504606846976.0, 8.673617379884035e-19]";
+
+/// Scales validation keeps: ordinary magnitudes.
+const ORDINARY: f64 = 1024.0;
+
+/// Rule names start with this, so that a new run replaces an old verdict.
+pub const PREFIX: &str = "relation_";
+
+/// The candidate relations of `api` (name, statement), none when its first output is not a
+/// tensor or it has no tensor parameter. A relation of the same name is not proposed again,
+/// unless it comes from one of the `inferred` rules (judged again).
+pub fn candidates(api: &ApiSpec, inferred: &[String]) -> Vec<(String, String)> {
+    if api.returns.first().is_none_or(|r| r.ty != ParamType::Tensor) {
+        return Vec::new();
+    }
+    let Some(x) = api.params.iter().find(|p| p.ty == ParamType::Tensor && !p.optional).map(|p| p.name.as_str()) else { return Vec::new() };
+    let taken = |name: &str| api.relations.iter().any(|r| r.relation.name == name && !matches!(&r.origin, Origin::Rule(m) if inferred.contains(&m.name)));
+    [
+        ("odd", format!("relation odd: self({x} = -{x}) == -result;")),
+        ("even", format!("relation even: self({x} = -{x}) == result;")),
+        ("scale_invariant", format!("relation scale_invariant: forall s in {SCALES}: self({x} = {x} * s) == result;")),
+        ("positively_homogeneous", format!("relation positively_homogeneous: forall s in {SCALES}: self({x} = {x} * s) == s * result;")),
+    ]
+    .into_iter()
+    .filter(|(name, _)| !taken(name))
+    .map(|(name, text)| (name.to_string(), text))
+    .collect()
+}
+
+/// The scales of a relation that validation tries: those of ordinary magnitude (all of them
+/// when none is).
+pub fn ordinary(scalars: &[f64]) -> Vec<f64> {
+    let kept: Vec<f64> = scalars.iter().copied().filter(|s| s.abs() <= ORDINARY && s.abs() >= 1.0 / ORDINARY).collect();
+    if kept.is_empty() {
+        scalars.to_vec()
+    } else {
+        kept
+    }
+}
+
+/// The rule that keeps a relation, with the cases it held on.
+pub fn kept(name: &str, text: &str, cases: u64) -> Judged {
+    Judged {
+        candidate: Candidate { name: format!("{PREFIX}{name}"), text: text.to_string(), source: RuleSource::Inferred },
+        status: RuleStatus::Validated,
+        confidence: None,
+        evidence: vec![("cases".into(), cases as i64), ("disagreed".into(), 0)],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn candidates_name_the_first_tensor_and_skip_relations_the_api_has() {
+        let checked = crate::check::check_text(
+            std::path::Path::new("t.sfz"),
+            "api torch.sin(input: Tensor, *, out: Tensor? = None) -> Tensor {\n    relation odd: self(input = -input) == -result;\n}\n\napi torch.numel(input: Tensor) -> int {}\n",
+        );
+        assert!(!checked.has_errors(), "{:?}", checked.diags);
+        let c = candidates(&checked.spec.apis[0], &[]);
+        let names: Vec<&str> = c.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["even", "scale_invariant", "positively_homogeneous"]);
+        assert_eq!(c[0].1, "relation even: self(input = -input) == result;");
+        assert!(candidates(&checked.spec.apis[1], &[]).is_empty());
+        assert_eq!(ordinary(&[0.25, 4.0, 1024.0, 1152921504606846976.0, 8.673617379884035e-19]), vec![0.25, 4.0, 1024.0]);
+    }
+}
