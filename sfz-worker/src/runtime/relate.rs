@@ -6,7 +6,9 @@
 //! would); the two sides are compared in float64 with the tolerance of the left side's dtype. A
 //! case says nothing when a scaled argument leaves its dtype's range, overflowing or underflowing
 //! to zero or a subnormal (it is no longer the input the relation speaks of), when a call of
-//! either side raises, or when the guard holds nowhere.
+//! either side raises, or when the guard holds nowhere; and an element says nothing where the
+//! right side is not finite or beyond the left side's dtype (the exact value is not representable
+//! there, so an inf on the left is honest).
 use tch::{Kind, Tensor};
 
 use sfz::case::{Arg, Case, DType, TensorRecipe};
@@ -65,6 +67,23 @@ impl Executor {
             let zero = Tensor::f_zeros_like(&lhs)?;
             lhs = lhs.f_where_self(&holds, &zero)?;
             rhs = rhs.f_where_self(&holds, &zero)?;
+        }
+        // The relation speaks of values the left side's dtype can hold: where the right side is
+        // not finite (the original call overflowed) or beyond that dtype's range, an inf on the
+        // left is honest, so both sides count as 0 there.
+        if let Some((max, _, _)) = dtype.and_then(DType::limits) {
+            let speaks = rhs.f_isfinite()?.f_logical_and(&rhs.f_abs()?.f_le(max)?)?;
+            if !bool::try_from(speaks.f_any()?)? {
+                return Err(Failure::Skip("the right side is beyond the left side's dtype everywhere".into()));
+            }
+            let zero = Tensor::f_zeros_like(&lhs)?;
+            lhs = lhs.f_where_self(&speaks, &zero)?;
+            rhs = rhs.f_where_self(&speaks, &zero)?;
+        }
+        // A right side of zeros says nothing (eq of random floats, logical_not of nonzeros): a
+        // relation kept on such cases would hold vacuously.
+        if !bool::try_from(rhs.f_ne(0.0)?.f_any()?)? {
+            return Err(Failure::Skip("the right side is 0 everywhere".into()));
         }
         let c = compare_with(&lhs, &rhs, tol, Extra::default())?;
         // No premature verdict: `Extra::default` asks for none.
