@@ -144,62 +144,13 @@ impl Checker<'_> {
     fn forward_args(&mut self, api: &ApiSpec, callee: &ApiSpec, who: &str, args: &[ast::CallArg], at: Span) -> Option<Vec<(FwdArg, Sub)>> {
         let params = &callee.params;
         let mut given: Vec<Option<(FwdArg, Sub)>> = vec![None; params.len()];
-        let positional: Vec<usize> = (0..params.len()).filter(|&k| !params[k].kw_only).collect();
-        let (mut next, mut keyword_seen, mut ok) = (0, false, true);
-        for a in args {
-            let index = match &a.name {
-                Some(k) => {
-                    keyword_seen = true;
-                    match params.iter().position(|p| p.name == k.name) {
-                        Some(x) => {
-                            self.reference(k.span, Some(params[x].span), hover_text(&param_text(&params[x]), "A parameter of the forward."));
-                            Some(x)
-                        }
-                        None => {
-                            let mut d = Diagnostic::new(codes::E0025, format!("{who} has no parameter `{}`", k.name)).with_label(k.span, "no such parameter");
-                            d = match closest(&k.name, params.iter().map(|p| p.name.as_str())) {
-                                Some(s) => d.with_help(format!("did you mean `{s}`?")),
-                                None => d.with_help(format!("its parameters are {}", params.iter().map(|p| format!("`{}`", p.name)).collect::<Vec<_>>().join(", "))),
-                            };
-                            self.error(d);
-                            None
-                        }
-                    }
-                }
-                None if keyword_seen => {
-                    self.error(
-                        Diagnostic::new(codes::E0025, "positional argument after a keyword argument")
-                            .with_label(a.value.span, "give its parameter's name")
-                            .with_help("write positional arguments first, or name this one: `name = ...`"),
-                    );
-                    None
-                }
-                None => {
-                    let x = positional.get(next).copied();
-                    next += 1;
-                    if x.is_none() {
-                        self.error(
-                            Diagnostic::new(codes::E0014, format!("{who} takes {} positional argument{}", positional.len(), if positional.len() == 1 { "" } else { "s" }))
-                                .with_label(a.value.span, "one too many")
-                                .with_help("pass keyword-only parameters by name"),
-                        );
-                    }
-                    x
-                }
-            };
+        let mut ok = true;
+        let bound = self.bind_call_args(who, params, args, codes::E0025);
+        for (a, index) in args.iter().zip(bound) {
             let Some(x) = index else {
                 ok = false;
                 continue;
             };
-            if given[x].is_some() {
-                ok = false;
-                self.error(
-                    Diagnostic::new(codes::E0025, format!("argument `{}` given twice", params[x].name))
-                        .with_label(a.name.as_ref().map_or(a.value.span, |n| n.span), "given again here")
-                        .with_help("give each parameter once"),
-                );
-                continue;
-            }
             match self.forward_arg(api, &params[x], who, &a.value) {
                 Some(v) => given[x] = Some(v),
                 None => ok = false,

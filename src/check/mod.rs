@@ -1,6 +1,7 @@
 //! Syntax tree → checked spec. Resolves names across modules, checks types, expands constraint
 //! sets and folds validated rules into their APIs. Checking never fails: every user mistake is a
 //! diagnostic, and what could be checked is still returned.
+mod call_args;
 mod classify;
 mod expr;
 pub mod forward;

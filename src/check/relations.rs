@@ -543,63 +543,14 @@ impl Checker<'_> {
     fn rel_args(&mut self, ctx: &mut RelCtx, who: &str, params: &[ParamSpec], args: &[ast::CallArg], span: Span, needs_all: bool) -> Option<Vec<(usize, RelExpr)>> {
         let mut out: Vec<(usize, RelExpr)> = Vec::new();
         let mut ok = true;
-        let positional: Vec<usize> = (0..params.len()).filter(|&i| !params[i].kw_only).collect();
-        let mut next = 0;
-        let mut keyword_seen = false;
-        for a in args {
-            let index = match &a.name {
-                Some(k) => {
-                    keyword_seen = true;
-                    match params.iter().position(|p| p.name == k.name) {
-                        Some(i) => {
-                            self.reference(k.span, Some(params[i].span), hover_text(&param_text(&params[i]), "A parameter."));
-                            Some(i)
-                        }
-                        None => {
-                            let mut d = Diagnostic::new(codes::E0023, format!("{who} has no parameter `{}`", k.name)).with_label(k.span, "no such parameter");
-                            d = match closest(&k.name, params.iter().map(|p| p.name.as_str())) {
-                                Some(s) => d.with_help(format!("did you mean `{s}`?")),
-                                None => d.with_help(format!("its parameters are {}", params.iter().map(|p| format!("`{}`", p.name)).collect::<Vec<_>>().join(", "))),
-                            };
-                            self.error(d);
-                            None
-                        }
-                    }
-                }
-                None if keyword_seen => {
-                    self.error(
-                        Diagnostic::new(codes::E0023, "positional argument after a keyword argument")
-                            .with_label(a.value.span, "give its parameter's name")
-                            .with_help("write positional arguments first, or name this one: `name = ...`"),
-                    );
-                    None
-                }
-                None => {
-                    let i = positional.get(next).copied();
-                    next += 1;
-                    if i.is_none() {
-                        self.error(
-                            Diagnostic::new(codes::E0014, format!("{who} takes {} positional argument{}", positional.len(), if positional.len() == 1 { "" } else { "s" }))
-                                .with_label(a.value.span, "one too many")
-                                .with_help("pass keyword-only parameters by name"),
-                        );
-                    }
-                    i
-                }
-            };
+        let bound = self.bind_call_args(who, params, args, codes::E0023);
+        for (a, index) in args.iter().zip(bound) {
             let value = self.rel_expect(ctx, &a.value, Kind::Num);
             let (Some(i), Some(value)) = (index, value) else {
                 ok = false;
                 continue;
             };
-            if out.iter().any(|(j, _)| *j == i) {
-                ok = false;
-                self.error(
-                    Diagnostic::new(codes::E0023, format!("argument `{}` given twice", params[i].name))
-                        .with_label(a.name.as_ref().map_or(a.value.span, |n| n.span), "given again here")
-                        .with_help("give each parameter once"),
-                );
-            } else if !elementwise(&params[i].ty) {
+            if !elementwise(&params[i].ty) {
                 ok = false;
                 self.error(
                     Diagnostic::new(codes::E0023, format!("cannot pass a computed value to `{}`", param_text(&params[i])))
