@@ -272,14 +272,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         if plans.is_empty() {
             continue;
         }
-        let workers = args.workers.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
-        let pool = Pool::start(PoolConfig {
-            worker_exe: worker.clone(),
-            workers,
-            timeout: args.timeout,
-            ops: plans.iter().map(|p| p.binding.clone()).collect(),
-            ..PoolConfig::default()
-        })?;
+        let pool = pool_for(&args, &worker, &plans)?;
         let apis: Vec<ApiSpec> = plans.iter().map(|p| p.api.clone()).collect();
         let runner = PoolRunner { pool: &pool, apis: &apis };
         let mut text = text;
@@ -394,15 +387,24 @@ fn validate_relations(path: &Path, text: &str, args: &Args, catalog: &Catalog, w
     Ok(text)
 }
 
-fn validation<'a>(args: &Args, worker: &'a Path) -> super::infer_oracles::Validation<'a> {
-    super::infer_oracles::Validation {
-        worker,
-        workers: args.workers.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1),
+/// Worker processes: `-j`, or one per core.
+fn workers(args: &Args) -> usize {
+    args.workers.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1)
+}
+
+/// A worker pool with the operators of `plans` loaded.
+fn pool_for(args: &Args, worker: &Path, plans: &[crate::plan::ApiPlan]) -> anyhow::Result<Pool> {
+    Ok(Pool::start(PoolConfig {
+        worker_exe: worker.to_path_buf(),
+        workers: workers(args),
         timeout: args.timeout,
-        seed: args.seed,
-        cases: args.oracle_cases,
-        budget: args.budget,
-    }
+        ops: plans.iter().map(|p| p.binding.clone()).collect(),
+        ..PoolConfig::default()
+    })?)
+}
+
+fn validation<'a>(args: &Args, worker: &'a Path) -> super::infer_oracles::Validation<'a> {
+    super::infer_oracles::Validation { worker, workers: workers(args), timeout: args.timeout, seed: args.seed, cases: args.oracle_cases, budget: args.budget }
 }
 
 /// `--oracles`, second part: the domain of each API without a hand-written `nan_inf` (or a
@@ -418,13 +420,7 @@ fn learn_domains(path: &Path, text: &str, args: &Args, catalog: &Catalog, worker
     if plans.is_empty() {
         return Ok(text.to_string());
     }
-    let pool = Pool::start(PoolConfig {
-        worker_exe: worker.to_path_buf(),
-        workers: args.workers.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1),
-        timeout: args.timeout,
-        ops: plans.iter().map(|p| p.binding.clone()).collect(),
-        ..PoolConfig::default()
-    })?;
+    let pool = pool_for(args, worker, &plans)?;
     let apis: Vec<ApiSpec> = plans.iter().map(|p| p.api.clone()).collect();
     let runner = PoolRunner { pool: &pool, apis: &apis };
     let limits = InferConfig::default().limits;
