@@ -265,6 +265,39 @@ pub enum TExpr {
     Call(Builtin, Vec<TExpr>),
 }
 
+impl Value {
+    /// The constant as the case argument of a parameter of type `ty` (an int for a float is a
+    /// float); None for a dtype set, or a list of the wrong elements.
+    pub fn to_arg(&self, ty: &ParamType) -> Option<crate::case::Arg> {
+        use crate::case::Arg;
+        Some(match self {
+            Value::None => Arg::None,
+            Value::Bool(b) => Arg::Bool(*b),
+            Value::Int(i) if matches!(ty, ParamType::Float) => Arg::Float(*i as f64),
+            Value::Int(i) => Arg::Int(*i),
+            Value::Float(f) => Arg::Float(*f),
+            Value::Str(s) => Arg::Str(s.clone()),
+            Value::Dtype(d) => Arg::Dtype(*d),
+            Value::DtypeSet(_) => return None,
+            Value::List(items) => match ty {
+                ParamType::IntList(_) => Arg::IntList(items.iter().map(|x| if let Value::Int(i) = x { Some(*i) } else { None }).collect::<Option<_>>()?),
+                ParamType::FloatList(_) => Arg::FloatList(
+                    items
+                        .iter()
+                        .map(|x| match x {
+                            Value::Int(i) => Some(*i as f64),
+                            Value::Float(f) => Some(*f),
+                            _ => None,
+                        })
+                        .collect::<Option<_>>()?,
+                ),
+                ParamType::BoolList(_) => Arg::BoolList(items.iter().map(|x| if let Value::Bool(b) = x { Some(*b) } else { None }).collect::<Option<_>>()?),
+                _ => return None,
+            },
+        })
+    }
+}
+
 impl TExpr {
     /// The operands of a chain of `op` (`a and b and c`: a, b, c); the expression itself when it
     /// is no such chain.

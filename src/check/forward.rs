@@ -224,7 +224,7 @@ impl Checker<'_> {
             Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Str(_) | Value::Dtype(_) => Sub::Lit(v.clone()),
             _ => Sub::Drop,
         };
-        Some((FwdArg::Value(value_arg(&v, &want.ty)), sub))
+        Some((FwdArg::Value(v.to_arg(&want.ty).unwrap_or(Arg::None)), sub))
     }
 
     /// `like(p, shape)`: a fresh tensor with `p`'s recipe and this shape.
@@ -446,26 +446,6 @@ fn default_sub(p: &ParamSpec) -> Sub {
     match &p.default {
         Some(v @ (Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Str(_) | Value::Dtype(_))) => Sub::Lit(v.clone()),
         _ => Sub::Drop,
-    }
-}
-
-/// A constant as the case argument of a parameter of type `ty`.
-fn value_arg(v: &Value, ty: &ParamType) -> Arg {
-    let int = |x: &Value| if let Value::Int(i) = x { Some(*i) } else { None };
-    match v {
-        Value::None => Arg::None,
-        Value::Bool(b) => Arg::Bool(*b),
-        Value::Int(i) if matches!(ty, ParamType::Float) => Arg::Float(*i as f64),
-        Value::Int(i) => Arg::Int(*i),
-        Value::Float(f) => Arg::Float(*f),
-        Value::Str(s) => Arg::Str(s.clone()),
-        Value::Dtype(d) => Arg::Dtype(*d),
-        Value::List(xs) => match ty {
-            ParamType::FloatList(_) => Arg::FloatList(xs.iter().filter_map(|x| if let Value::Float(f) = x { Some(*f) } else { int(x).map(|i| i as f64) }).collect()),
-            ParamType::BoolList(_) => Arg::BoolList(xs.iter().filter_map(|x| if let Value::Bool(b) = x { Some(*b) } else { None }).collect()),
-            _ => Arg::IntList(xs.iter().filter_map(int).collect()),
-        },
-        Value::DtypeSet(_) => Arg::None,
     }
 }
 

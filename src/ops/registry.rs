@@ -409,7 +409,7 @@ fn bind(api: &ApiSpec, schema: &OpSchema, wrap: Option<&Wrapper>) -> Result<(Sco
                 if transform != Transform::Identity {
                     return Err(Mismatch::Default { param: index, name: p.name.clone(), reason: "the schema has no default and the value is rewritten".into() });
                 }
-                let value = default_arg(default, &p.ty).ok_or_else(|| Mismatch::Default {
+                let value = default.to_arg(&p.ty).ok_or_else(|| Mismatch::Default {
                     param: index,
                     name: p.name.clone(),
                     reason: format!("cannot pass {default:?} for argument `{}`, which has no default", arg.name),
@@ -532,35 +532,6 @@ fn lengths_agree(spec: Option<u32>, schema: Option<u32>) -> bool {
         (Some(n), Some(m)) if m > 1 => n == m,
         _ => true,
     }
-}
-
-/// A spec default as a case argument.
-fn default_arg(v: &Value, ty: &ParamType) -> Option<Arg> {
-    Some(match v {
-        Value::None => Arg::None,
-        Value::Bool(b) => Arg::Bool(*b),
-        Value::Int(i) if matches!(ty, ParamType::Float) => Arg::Float(*i as f64),
-        Value::Int(i) => Arg::Int(*i),
-        Value::Float(f) => Arg::Float(*f),
-        Value::Str(s) => Arg::Str(s.clone()),
-        Value::Dtype(d) => Arg::Dtype(*d),
-        Value::DtypeSet(_) => return None,
-        Value::List(items) => match ty {
-            ParamType::IntList(_) => Arg::IntList(items.iter().map(|x| if let Value::Int(i) = x { Some(*i) } else { None }).collect::<Option<_>>()?),
-            ParamType::FloatList(_) => Arg::FloatList(
-                items
-                    .iter()
-                    .map(|x| match x {
-                        Value::Int(i) => Some(*i as f64),
-                        Value::Float(f) => Some(*f),
-                        _ => None,
-                    })
-                    .collect::<Option<_>>()?,
-            ),
-            ParamType::BoolList(_) => Arg::BoolList(items.iter().map(|x| if let Value::Bool(b) = x { Some(*b) } else { None }).collect::<Option<_>>()?),
-            _ => return None,
-        },
-    })
 }
 
 #[cfg(test)]
