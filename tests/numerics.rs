@@ -220,7 +220,7 @@ fn infer_keeps_the_relations_that_hold() {
         "relations.sfz",
         "api torch.sin(input: Tensor) -> Tensor {\n    input.dtype in [float32, float64];\n}\n\napi torch.cos(input: Tensor) -> Tensor {\n    input.dtype in [float32, float64];\n}\n\napi torch.relu(input: Tensor) -> Tensor {\n    input.dtype in [float32, float64];\n}\n",
     );
-    let (code, _, stderr) = run(sfz().arg("infer").arg(&spec).args(["--no-enumerate", "--oracles", "--oracle-cases", "60", "--budget", "20s", "-j", "1"]));
+    let (code, _, stderr) = run(sfz().arg("infer").arg(&spec).args(["--no-enumerate", "--oracles", "--oracle-cases", "150", "--budget", "20s", "-j", "1"]));
     assert_eq!(code, 0, "{stderr}");
     let text = std::fs::read_to_string(&spec).unwrap();
     let kept: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("rule relation_")).collect();

@@ -80,10 +80,14 @@ impl Executor {
             lhs = lhs.f_where_self(&speaks, &zero)?;
             rhs = rhs.f_where_self(&speaks, &zero)?;
         }
-        // A right side of zeros says nothing (eq of random floats, logical_not of nonzeros): a
-        // relation kept on such cases would hold vacuously.
-        if !bool::try_from(rhs.f_ne(0.0)?.f_any()?)? {
+        // A right side of zeros says nothing (logical_not of nonzeros), nor does a boolean one
+        // that is the same everywhere (eq or ne of random floats): a relation kept on such cases
+        // would hold vacuously.
+        if rhs.numel() == 0 || !bool::try_from(rhs.f_ne(0.0)?.f_any()?)? {
             return Err(Failure::Skip("the right side is 0 everywhere".into()));
+        }
+        if dtype == Some(DType::Bool) && bool::try_from(rhs.f_eq_tensor(&rhs.f_flatten(0, -1)?.f_get(0)?)?.f_all()?)? {
+            return Err(Failure::Skip("the right side is one boolean everywhere".into()));
         }
         let c = compare_with(&lhs, &rhs, tol, Extra::default())?;
         // No premature verdict: `Extra::default` asks for none.
