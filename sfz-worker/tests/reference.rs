@@ -21,13 +21,17 @@ fn catalog() -> &'static Catalog {
 
 /// An executor for `api` (declared as `decl`) whose one check is the float64 reference.
 fn executor(decl: &str, accuracy: Accuracy) -> Executor {
+    let tolerances = Tolerances::uniform(Tolerance { rtol: 1e-5, atol: 1e-5 });
+    executor_checking(decl, Check { oracle: "precision".into(), variant: Variant::Promote, tolerances, accuracy })
+}
+
+fn executor_checking(decl: &str, check: Check) -> Executor {
     let checked = sfz::check::check_text(Path::new("t.sfz"), decl);
     assert!(!checked.has_errors(), "{decl}");
     let binding = registry::resolve(&checked.spec.apis[0], catalog()).unwrap();
     let mut ex = Executor::new();
     assert_eq!(ex.load(&[binding]), vec![None]);
-    let tolerances = Tolerances::uniform(Tolerance { rtol: 1e-5, atol: 1e-5 });
-    ex.set_checks(vec![vec![Check { oracle: "precision".into(), variant: Variant::Promote, tolerances, accuracy }]]);
+    ex.set_checks(vec![vec![check]]);
     ex
 }
 
@@ -36,8 +40,37 @@ fn f32s(shape: &[i64], lo: f64, hi: f64, seed: u64) -> TensorRecipe {
 }
 
 fn verdict(ex: &mut Executor, case: &Case) -> CheckOutcome {
-    let (_, reports) = ex.run_checked(case, &mut |_| {});
-    reports[0].outcome.clone()
+    let (_, reports) = ex.run_checked(case, true, &mut |_| {});
+    reports.expect("a sampled case reports its checks")[0].outcome.clone()
+}
+
+/// An executor whose one check asks the float64 reference about non-finite results.
+fn asking_where_defined(decl: &str) -> Executor {
+    executor_checking(decl, Check { oracle: "nan_inf".into(), variant: Variant::Defined, tolerances: Tolerances::uniform(Tolerance::EXACT), accuracy: Accuracy::Backward })
+}
+
+#[test]
+fn a_nan_the_float64_reference_holds_too_is_the_functions_own() {
+    let _rng = common::rng_lock();
+    let mut ex = asking_where_defined("api torch.div(input: Tensor, other: Tensor) -> Tensor {}");
+    for dtype in [DType::Float32, DType::Int64] {
+        // 0 / 0 is NaN in every precision (int64 divides in float32, its reference in float64).
+        let zeros = TensorRecipe { dtype, shape: vec![3], fill: Fill::Constant(0.0), seed: 1, layout: Layout::Contiguous, specials: vec![] };
+        let case = Case { op: 0, args: vec![Arg::Tensor(zeros.clone()), Arg::Tensor(zeros)], forward: None };
+        assert!(matches!(verdict(&mut ex, &case), CheckOutcome::Agree { .. }), "{dtype}");
+        // Asked whatever the check share: the case was not sampled, the check still ran.
+        let (_, reports) = ex.run_checked(&case, false, &mut |_| {});
+        assert!(matches!(reports.expect("a NaN asks")[0].outcome, CheckOutcome::Agree { .. }), "{dtype}");
+    }
+
+    let mut ex = asking_where_defined("api torch.sinc(input: Tensor) -> Tensor {}");
+    // float32 sinc(2e38) is NaN (pi * x overflows) where the true value is about 1.5e-39.
+    let case = Case { op: 0, args: vec![Arg::Tensor(f32s(&[4], 2e38, 3e38, 1))], forward: None };
+    assert!(matches!(verdict(&mut ex, &case), CheckOutcome::Values(_)), "{:?}", verdict(&mut ex, &case));
+    // Finite outputs: nothing to ask; an unsampled case reports no checks at all.
+    let ordinary = Case { op: 0, args: vec![Arg::Tensor(f32s(&[4], -3.0, 3.0, 1))], forward: None };
+    assert!(matches!(verdict(&mut ex, &ordinary), CheckOutcome::Skipped(_)));
+    assert_eq!(ex.run_checked(&ordinary, false, &mut |_| {}).1, None);
 }
 
 #[test]

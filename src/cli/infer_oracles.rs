@@ -50,10 +50,11 @@ pub fn validate(spec: &Spec, text: &str, catalog: &Catalog, v: &Validation) -> a
         ..implied
     };
     let (plans, _) = crate::plan::plan(&implied, catalog);
-    // Relations are judged apart (`validate_relations`): their checks are no oracle to keep.
+    // Relations are judged apart (`validate_relations`), and `nan_inf` by the domain learned
+    // (`rules::domains`): their checks are no oracle to keep.
     let mut plans = plans;
     for p in &mut plans {
-        p.checks.retain(|c| c.check.oracle != crate::oracle::differential::RELATION);
+        p.checks.retain(|c| !matches!(c.check.variant, crate::variant::Variant::Relation(_) | crate::variant::Variant::Defined));
     }
     let plans: Vec<_> = plans.into_iter().filter(|p| !p.checks.is_empty()).collect();
     if plans.is_empty() {

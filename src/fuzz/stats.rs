@@ -131,6 +131,9 @@ impl Counters {
     pub fn checks(&self, oracles: &[&str], reports: &[CheckReport]) {
         let mut all = self.checks.lock().expect("counters lock");
         for (oracle, r) in oracles.iter().zip(reports) {
+            if r.outcome == CheckOutcome::NotRun {
+                continue;
+            }
             let c = match all.get_mut(*oracle) {
                 Some(c) => c,
                 None => all.entry(oracle.to_string()).or_default(),

@@ -110,7 +110,17 @@ pub fn plan_checks(api: &ApiSpec, binding: &OpBinding, catalog: &Catalog) -> (Ve
             _ => {}
         }
     }
+    if api.oracles.iter().any(|o| o.name == "nan_inf") {
+        let check = Check { oracle: "nan_inf".into(), variant: Variant::Defined, tolerances: Tolerances::uniform(Tolerance::EXACT), accuracy: Accuracy::Backward };
+        checks.push(PlannedCheck { check, twins: Vec::new() });
+    }
     (checks, diags)
+}
+
+/// Whether a case's reports say the float64 reference is not finite wherever the call is not
+/// (`Variant::Defined` agreed): a NaN or inf the function itself has there, no `nan_inf` finding.
+pub fn undefined_there(checks: &[Check], reports: &[CheckReport]) -> bool {
+    checks.iter().zip(reports).any(|(c, r)| c.variant == Variant::Defined && matches!(r.outcome, CheckOutcome::Agree { .. }))
 }
 
 fn not_applicable(u: &OracleUse, why: &str) -> Diagnostic {
@@ -157,8 +167,11 @@ fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outc
     let detection = |signature: String, message: String, how: Disagreement| {
         Some(Detection { oracle: oracle_name(check), signature, message, signal: None, evidence: Evidence::Differential { check: k, what: how } })
     };
+    if check.variant == Variant::Defined {
+        return None;
+    }
     match report {
-        CheckOutcome::Agree { .. } | CheckOutcome::BothRaised | CheckOutcome::Skipped(_) => None,
+        CheckOutcome::Agree { .. } | CheckOutcome::BothRaised | CheckOutcome::Skipped(_) | CheckOutcome::NotRun => None,
         CheckOutcome::Values(m) if m.premature.is_some() => {
             let p = m.premature.as_ref()?;
             let dtype = m.dtype.map_or("?".to_string(), |d| d.to_string());
@@ -299,7 +312,7 @@ pub fn judge_in_check(checks: &[Check], check: u32, failure: &Execution) -> Opti
 
 /// Oracle names are `&'static str` in detections; the differential ones are known.
 fn oracle_name(check: &Check) -> &'static str {
-    if check.oracle == OVERFLOW || matches!(check.variant, Variant::Promote) {
+    if check.oracle == OVERFLOW || matches!(check.variant, Variant::Promote | Variant::Defined) {
         return "precision";
     }
     if matches!(check.variant, Variant::Relation(_)) {

@@ -132,6 +132,9 @@ pub fn judge(api: &ApiSpec, checks: &[Check], case: &Case, exec: &Execution) -> 
     match exec {
         Execution::Checked { outcome, checks: reports } => {
             let mut v = judge_outcome(api, case, outcome);
+            if differential::undefined_there(checks, reports) {
+                v.detections.retain(|d| d.oracle != "nan_inf");
+            }
             v.detections.extend(differential::judge_reports(api, checks, case, outcome, reports));
             v
         }
@@ -397,6 +400,29 @@ mod tests {
         assert!(!super::explained_by_inputs(&diag, &alloc(1 << 50)));
         assert!(!super::explained_by_inputs(&Case { op: 0, args: vec![vector(8)], forward: None }, &alloc(1 << 33)));
         assert!(!super::explained_by_inputs(&diag, "no size in this message"));
+    }
+
+    #[test]
+    fn a_nan_the_float64_reference_holds_too_is_no_nan_inf_finding() {
+        use crate::outcome::{Outcome, Output, TensorInfo};
+        use crate::variant::{Accuracy, Check, CheckOutcome, CheckReport, Tolerance, Tolerances, Variant};
+        use crate::worker::Execution;
+        let checked = crate::check::check_text(std::path::Path::new("t.sfz"), "api torch.div(input: Tensor, other: Tensor) -> Tensor {\n    oracles crash, nan_inf;\n}\n");
+        assert!(!checked.has_errors(), "{:?}", checked.diags);
+        let api = &checked.spec.apis[0];
+        let zeros = Arg::Tensor(TensorRecipe { dtype: DType::Float32, shape: vec![3], fill: Fill::Constant(0.0), seed: 0, layout: Default::default(), specials: Vec::new() });
+        let case = Case { op: 0, args: vec![zeros.clone(), zeros], forward: None };
+        let checks = [Check { oracle: "nan_inf".into(), variant: Variant::Defined, tolerances: Tolerances::uniform(Tolerance::EXACT), accuracy: Accuracy::Forward }];
+        let nan = Output::Tensor(TensorInfo { dtype: Some(DType::Float32), shape: vec![3], nan: 3, inf: 0, min: None, max: None });
+        let outcome = Outcome::Returned { outputs: vec![nan], micros: 1 };
+        let judged = |report: CheckOutcome| {
+            let exec = Execution::Checked { outcome: outcome.clone(), checks: vec![CheckReport { outcome: report, micros: 0 }] };
+            super::judge(api, &checks, &case, &exec).detections.iter().map(|d| d.oracle).collect::<Vec<_>>()
+        };
+        assert_eq!(judged(CheckOutcome::Agree { max_abs: 0.0, max_rel: 0.0 }), Vec::<&str>::new(), "the reference is NaN there too");
+        assert_eq!(judged(CheckOutcome::NotRun), vec!["nan_inf"]);
+        assert_eq!(judged(CheckOutcome::Skipped("no input to compute in float64".into())), vec!["nan_inf"]);
+        assert_eq!(super::judge(api, &checks, &case, &Execution::Completed(outcome.clone())).detections[0].oracle, "nan_inf");
     }
 
     #[test]

@@ -39,6 +39,12 @@ pub enum Variant {
     Cuda,
     /// A metamorphic relation between calls (`f(s * x) == f(x)`), evaluated on the case.
     Relation(Box<Relation>),
+    /// The float64 reference (`Promote`, integer inputs promoted too), asked only where the call
+    /// returned NaN or inf, and on every such case whatever the check share: it agrees when the
+    /// reference is not finite at any element where the call is not, that is, when the function
+    /// itself is undefined or infinite there (`cholesky_inverse` of a singular matrix, 0 / 0).
+    /// Never a finding itself; its agreement silences `nan_inf` on the case.
+    Defined,
 }
 
 impl Variant {
@@ -52,6 +58,7 @@ impl Variant {
             Variant::Gradient { .. } => "finite differences",
             Variant::Cuda => "CUDA",
             Variant::Relation(_) => "relation",
+            Variant::Defined => "float64 reference of a non-finite result",
         }
     }
 }
@@ -144,6 +151,9 @@ pub enum CheckOutcome {
     BothRaised,
     /// The check does not apply to this case, or cannot run here; why.
     Skipped(String),
+    /// The case was not among those the check share picks; a check run on demand
+    /// (`Variant::Defined`) ran. Not counted.
+    NotRun,
     /// The variant raised. The original's outcome says whether it returned (an inconsistency)
     /// or raised as well (then only an internal error of the variant is a finding).
     Raised { class: ErrorClass, message: String },

@@ -49,16 +49,23 @@ impl Executor {
     }
 
     /// Runs a case, then each check of its op; `phase(k)` is called before check k starts (the
-    /// worker records it, so that a crash inside a check is attributed to the check).
-    pub fn run_checked(&mut self, case: &Case, phase: &mut dyn FnMut(u32)) -> (Outcome, Vec<CheckReport>) {
+    /// worker records it, so that a crash inside a check is attributed to the check). A case the
+    /// check share did not pick (`sampled` false) runs only the checks asked for on demand
+    /// (`Variant::Defined`, where an output is not finite), the others `NotRun`; None when none ran.
+    pub fn run_checked(&mut self, case: &Case, sampled: bool, phase: &mut dyn FnMut(u32)) -> (Outcome, Option<Vec<CheckReport>>) {
         let checks = self.checks.get(case.op as usize).cloned().unwrap_or_default();
         let (main, inputs) = match self.run_inner(case, true) {
             Ok(r) => r,
+            Err(r) if !sampled => return (r.into_outcome(), None),
             Err(r) => {
                 let skipped = checks.iter().map(|_| report(CheckOutcome::Skipped("the call did not reach the operator".into()), 0)).collect();
-                return (r.into_outcome(), skipped);
+                return (r.into_outcome(), Some(skipped));
             }
         };
+        let runs: Vec<bool> = checks.iter().map(|c| sampled || (c.variant == Variant::Defined && !finite(&main.outcome))).collect();
+        if !sampled && !runs.contains(&true) {
+            return (main.outcome, None);
+        }
         // A mutating operator (`abs_`, `add.out`, `Tensor(a!)` arguments) wrote into the inputs
         // it was given: the checks start again from freshly built ones, as the original call did.
         let mutates = self.op(case.op).is_ok_and(|op| op.schema.has_mutable_args());
@@ -67,7 +74,7 @@ impl Executor {
                 Ok(fresh) => fresh,
                 Err(r) => {
                     let why = format!("the inputs could not be rebuilt after the call mutated them: {}", r.message);
-                    return (main.outcome, checks.iter().map(|_| report(CheckOutcome::Skipped(why.clone()), 0)).collect());
+                    return (main.outcome, Some(checks.iter().map(|_| report(CheckOutcome::Skipped(why.clone()), 0)).collect()));
                 }
             }
         } else {
@@ -75,6 +82,10 @@ impl Executor {
         };
         let mut reports = Vec::with_capacity(checks.len());
         for (k, check) in checks.iter().enumerate() {
+            if !runs[k] {
+                reports.push(report(CheckOutcome::NotRun, 0));
+                continue;
+            }
             phase(k as u32);
             let start = Instant::now();
             // A check must never take the worker down through a Rust panic (a tch wrapper that
@@ -83,12 +94,13 @@ impl Executor {
                 catch_unwind(AssertUnwindSafe(|| self.check(check, case, &main, &inputs))).unwrap_or_else(|_| CheckOutcome::Skipped("the check panicked (a bug in sfz)".into()));
             reports.push(report(outcome, start.elapsed().as_micros()));
         }
-        (main.outcome, reports)
+        (main.outcome, Some(reports))
     }
 
     fn check(&mut self, check: &Check, case: &Case, main: &Called, inputs: &Inputs) -> CheckOutcome {
         let result = match &check.variant {
-            Variant::Promote => self.promote(case, main, inputs, &check.tolerances, check.accuracy),
+            Variant::Promote => self.promote(case, main, inputs, &check.tolerances, check.accuracy, false),
+            Variant::Defined => self.defined(case, main, inputs),
             Variant::Layout => self.layout(case, main, &check.tolerances),
             Variant::Out { op } => self.out(*op, case, main, inputs, &check.tolerances),
             Variant::InPlace { op, arg } => self.in_place(*op, *arg, case, main, &check.tolerances),
@@ -102,8 +114,27 @@ impl Executor {
         })
     }
 
-    /// Float16, bfloat16, float32 (and complex64) inputs and `dtype` arguments in double precision.
-    fn promote(&mut self, case: &Case, main: &Called, inputs: &Inputs, tol: &Tolerances, accuracy: Accuracy) -> Result<CheckOutcome, Failure> {
+    /// `Variant::Defined`: where an output is NaN or inf, whether the float64 reference is too.
+    /// Integer inputs are promoted as well: `div` of int64 zeros is NaN whatever the precision
+    /// (an integer argument that only makes sense as an integer, an index, makes the reference
+    /// raise, which speaks for the finding).
+    fn defined(&mut self, case: &Case, main: &Called, inputs: &Inputs) -> Result<CheckOutcome, Failure> {
+        if finite(&main.outcome) {
+            return Err(Failure::Skip("every output is finite".into()));
+        }
+        if !inputs.tensors.iter().any(|t| t.f_kind().is_ok_and(|k| promoted_kind(k, true).is_some())) {
+            return Err(Failure::Skip("no input to compute in float64".into()));
+        }
+        // Every finite pair agrees: only where each side is finite matters. Forward accuracy:
+        // the conditioning of an input (`sinc(2e38)`, where float32's rounding moves `pi * x`
+        // by many periods) excuses any value, but never a NaN where the reference has a number.
+        let any_finite = Tolerances::uniform(Tolerance { rtol: 0.0, atol: f64::INFINITY });
+        self.promote(case, main, inputs, &any_finite, Accuracy::Forward, true)
+    }
+
+    /// Float16, bfloat16, float32 (and complex64) inputs and `dtype` arguments in double
+    /// precision; with `integers`, integer inputs too.
+    fn promote(&mut self, case: &Case, main: &Called, inputs: &Inputs, tol: &Tolerances, accuracy: Accuracy, integers: bool) -> Result<CheckOutcome, Failure> {
         if let Some(why) = representable::unrepresentable(case, inputs, main)? {
             return Err(Failure::Skip(why));
         }
@@ -123,7 +154,7 @@ impl Executor {
                 }
                 _ => t,
             };
-            let to = promoted_kind(t.f_kind()?);
+            let to = promoted_kind(t.f_kind()?, integers);
             changed |= to.is_some();
             match to {
                 Some(k) => t.f_to_kind(k),
@@ -304,7 +335,7 @@ impl Executor {
         if !matches!(plain, CheckOutcome::Values(_)) {
             return Ok(plain);
         }
-        let promoted = inputs.map(|_, t| match promoted_kind(t.f_kind()?) {
+        let promoted = inputs.map(|_, t| match promoted_kind(t.f_kind()?, false) {
             Some(k) => t.f_to_kind(k),
             None => Ok(t.shallow_clone()),
         })?;
@@ -472,6 +503,15 @@ impl From<Rejected> for Failure {
     }
 }
 
+/// Whether every tensor output of a call that returned holds only finite values (a call that
+/// raised has none).
+fn finite(outcome: &Outcome) -> bool {
+    match outcome {
+        Outcome::Returned { outputs, .. } => outputs.iter().all(|o| !matches!(o, Output::Tensor(t) if t.nan > 0 || t.inf > 0)),
+        _ => true,
+    }
+}
+
 fn report(outcome: CheckOutcome, micros: u128) -> CheckReport {
     CheckReport { outcome, micros: u32::try_from(micros).unwrap_or(u32::MAX) }
 }
@@ -497,9 +537,10 @@ fn unit_roundoff(d: DType) -> Option<f64> {
 pub const REORDERINGS: f64 = 2.0;
 
 /// The dtype a promoted input gets, or None when it stays.
-fn promoted_kind(k: Kind) -> Option<Kind> {
+fn promoted_kind(k: Kind, integers: bool) -> Option<Kind> {
     match k {
         Kind::Half | Kind::BFloat16 | Kind::Float => Some(Kind::Double),
+        Kind::Int8 | Kind::Int16 | Kind::Int | Kind::Int64 | Kind::Uint8 if integers => Some(Kind::Double),
         Kind::ComplexHalf | Kind::ComplexFloat => Some(Kind::ComplexDouble),
         _ => None,
     }

@@ -402,7 +402,9 @@ impl Writer<'_> {
         let case = r.case;
         let plain = |w: &Writer, name: &str, k: usize| w.output(name, k);
         match &check.variant {
-            Variant::Promote => {
+            Variant::Promote | Variant::Defined => {
+                // The check on demand promotes integer inputs as well.
+                let integers = check.variant == Variant::Defined;
                 let promoted = promote_dtype_args(case);
                 // A `dtype` argument casts the inputs first, in the worker's reference too.
                 let cast = case.args.iter().find_map(|a| match a {
@@ -413,6 +415,7 @@ impl Writer<'_> {
                     (Some(d), DType::Float16 | DType::BFloat16 | DType::Float32 | DType::Float64) if d != rec.dtype => format!("{v}.to({}).double()", py_dtype(d)),
                     (_, DType::Float16 | DType::BFloat16 | DType::Float32) => format!("{v}.double()"),
                     (_, DType::Complex64) => format!("{v}.to(torch.complex128)"),
+                    (_, DType::UInt8 | DType::Int8 | DType::Int16 | DType::Int32 | DType::Int64) if integers => format!("{v}.double()"),
                     _ => v.to_string(),
                 });
                 // What a forward filled has the dtype of its output, known when the script runs.
