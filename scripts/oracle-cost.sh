@@ -12,8 +12,8 @@ cd "$(dirname "$0")/.."
 specs=${1:-specs}
 seconds=${2:-30}
 rounds=${3:-3}
-sfz=./target/debug/sfz
-[ -x "$sfz" ] || cargo build --quiet --bins
+sfz=./target/release/sfz
+[ -x "$sfz" ] || cargo build --quiet --release --bins
 python=$(command -v python3)
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

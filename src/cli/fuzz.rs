@@ -213,6 +213,10 @@ impl Observer for Bar {
             }
         }
     }
+
+    fn trouble(&self, message: &str) {
+        self.bar.suspend(|| eprintln!("sfz: {message}"));
+    }
 }
 
 pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {

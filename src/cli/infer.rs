@@ -249,7 +249,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let files = files(&targets, args.out.as_ref(), &catalog, render)?;
-    let config = InferConfig { seed: args.seed, budget: args.budget, ..InferConfig::default() };
+    let config = InferConfig { seed: args.seed, budget: args.budget, trace: std::env::var_os("SFZ_INFER_DEBUG").is_some(), ..InferConfig::default() };
     let mut results: Vec<ApiResult> = Vec::new();
     let mut failed = false;
     for path in &files {
@@ -288,6 +288,9 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
             let config = InferConfig { learn_values: !args.no_enumerate, ..config.clone() };
             let mut result = infer::infer_api(&plan.api, i, cands, &runner, &config, args.keep_rejected);
             if !args.json {
+                for t in &result.trace {
+                    eprintln!("{t}");
+                }
                 eprintln!("{}", line(&result));
             }
             // Candidates from the file that were not judged stay candidates, but enumerated ones

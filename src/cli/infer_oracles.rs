@@ -30,6 +30,9 @@ struct Quiet;
 impl Observer for Quiet {
     fn progress(&self, _: u64, _: u64, _: Duration) {}
     fn finding(&self, _: &Finding) {}
+    fn trouble(&self, message: &str) {
+        eprintln!("sfz: {message}");
+    }
 }
 
 /// The verdicts for the APIs of `spec` that have no `oracles` clause, and the new text of the

@@ -69,6 +69,9 @@ pub trait Observer: Sync {
     fn finding(&self, finding: &Finding);
     /// A finding's case was shrunk (or shrinking found nothing smaller).
     fn minimized(&self, _finding: &Finding) {}
+    /// Trouble beside the campaign the user should hear of (a worker that would not start, a
+    /// pool's deaths outside any case); the campaign goes on. Only `cli` prints.
+    fn trouble(&self, message: &str);
 }
 
 /// Set from a signal handler to stop a campaign early; the summary is still produced.
@@ -335,7 +338,7 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
                     match Pool::start(triage.minimizer.clone()) {
                         Ok(p) => pool = Some(p),
                         Err(e) => {
-                            eprintln!("sfz: cannot start a worker to minimize findings: {e}");
+                            observer.trouble(&format!("cannot start a worker to minimize findings: {e}"));
                             return;
                         }
                     }
@@ -351,7 +354,7 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
             *troubles.entry(e.as_str()).or_insert(0) += 1;
         }
         for (e, n) in troubles {
-            eprintln!("sfz: {e}{}", if n > 1 { format!(" ({n} times)") } else { String::new() });
+            observer.trouble(&format!("{e}{}", if n > 1 { format!(" ({n} times)") } else { String::new() }));
         }
         seconds = start.elapsed().as_secs_f64();
         // Closing the channel lets the minimizer finish what is queued and stop.

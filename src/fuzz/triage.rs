@@ -100,7 +100,7 @@ impl Triage<'_> {
             Ok(true) => {
                 if let Some(p) = &finding.pinned {
                     if let Err(e) = self.store.write_file(p, &record::pinned(plan, finding)) {
-                        eprintln!("sfz: could not write {p}: {e}");
+                        self.counters.unwritten(format!("{p}: {e}"));
                     }
                 }
                 self.counters.findings.fetch_add(1, Ordering::Relaxed);
@@ -123,7 +123,7 @@ impl Triage<'_> {
     fn update(&self, api_index: usize, finding: &Finding) {
         match self.store.update(finding.clone(), &record::reproducer(&self.plans[api_index], finding)) {
             Ok(()) => self.observer.minimized(finding),
-            Err(e) => eprintln!("sfz: could not update finding {}: {e}", finding.id),
+            Err(e) => self.counters.unwritten(format!("the update of finding {}: {e}", finding.id)),
         }
     }
 
@@ -175,7 +175,7 @@ impl Triage<'_> {
                 Some(updated)
             }
             Err(e) => {
-                eprintln!("sfz: could not write the minimized finding {}: {e}", finding.id);
+                self.counters.unwritten(format!("the minimized finding {}: {e}", finding.id));
                 None
             }
         }

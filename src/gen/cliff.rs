@@ -33,7 +33,20 @@ pub enum Cliff {
 pub const CLIFFS: [Cliff; 7] = [Cliff::SqrtMax, Cliff::MaxOverN, Cliff::LogMax, Cliff::SmallestNormal, Cliff::Denormal, Cliff::Poles, Cliff::Scaled];
 
 /// The fill for one tensor at `cliff`, or None when it does not apply (an integer tensor).
+/// A uniform fill spans at most the dtype's largest value: `uniform_(-2m, 2m)` with `4m` beyond
+/// it is refused by libtorch, and the case would be lost.
 pub fn fill(recipe: &TensorRecipe, cliff: Cliff, rng: &mut ChaCha8Rng) -> Option<Fill> {
+    let (max, ..) = recipe.dtype.limits()?;
+    Some(match at(recipe, cliff, rng)? {
+        Fill::Uniform { lo, hi } if hi - lo > max => {
+            let c = max / (hi - lo) * (1.0 - 1e-9);
+            Fill::Uniform { lo: lo * c, hi: hi * c }
+        }
+        f => f,
+    })
+}
+
+fn at(recipe: &TensorRecipe, cliff: Cliff, rng: &mut ChaCha8Rng) -> Option<Fill> {
     let (max, normal, denormal) = recipe.dtype.limits()?;
     let n = recipe.numel().max(1) as f64;
     // A band around a magnitude, one sign or both: [m/2, 2m), [-2m, -m/2) or [-2m, 2m).
@@ -139,10 +152,12 @@ mod tests {
         for dtype in [DType::Float16, DType::BFloat16, DType::Float32, DType::Float64] {
             let (max, _, _) = dtype.limits().unwrap();
             for cliff in CLIFFS {
-                for _ in 0..50 {
-                    let f = fill(&recipe(dtype, 64), cliff, &mut rng).expect("floating tensors take every cliff");
+                for i in 0..100 {
+                    // One element: `max / n` is the largest value itself.
+                    let f = fill(&recipe(dtype, if i % 2 == 0 { 64 } else { 1 }), cliff, &mut rng).expect("floating tensors take every cliff");
                     let (lo, hi) = bounds(&f);
                     assert!(lo <= hi && lo.abs() <= max && hi.abs() <= max, "{dtype} {cliff:?}: [{lo}, {hi}] leaves the range");
+                    assert!(hi - lo <= max, "{dtype} {cliff:?}: [{lo}, {hi}] is wider than uniform_ takes");
                 }
             }
         }

@@ -63,6 +63,8 @@ pub struct InferConfig {
     pub limits: Limits,
     /// Learn the value sets of string parameters from libtorch's errors (`enums`).
     pub learn_values: bool,
+    /// Record how each search round chose (`ApiResult::trace`), for whoever tunes the search.
+    pub trace: bool,
 }
 
 impl Default for InferConfig {
@@ -81,6 +83,7 @@ impl Default for InferConfig {
             min_valid: 0.5,
             limits: Limits { timeout_ms: 1000, ..Limits::default() },
             learn_values: true,
+            trace: false,
         }
     }
 }
@@ -115,6 +118,10 @@ pub struct ApiResult {
     /// The rules to write, judged (validated, and rejected ones when asked).
     #[serde(skip)]
     pub rules: Vec<Judged>,
+    /// With `InferConfig::trace`: per search round, the batch's validity, the choice, and each
+    /// remaining candidate's tally.
+    #[serde(skip)]
+    pub trace: Vec<String>,
 }
 
 /// Counts of one candidate over a batch: (ok and holds, invalid and holds, ok and broken, invalid and broken).
@@ -511,11 +518,11 @@ fn search(
                     best = Some((i, 0));
                 }
             }
-            if std::env::var_os("SFZ_INFER_DEBUG").is_some() {
-                eprintln!("round {round}: {} cases, valid {rate:.2}, best {:?}", batch.ok.len(), best.map(|(i, n)| (remaining[i].0.candidate.name.clone(), n)));
+            if config.trace {
+                result.trace.push(format!("round {round}: {} cases, valid {rate:.2}, best {:?}", batch.ok.len(), best.map(|(i, n)| (remaining[i].0.candidate.name.clone(), n))));
                 for (c, probe) in &remaining {
                     let t = tally(probe, &batch);
-                    eprintln!("    {:40} {t:?}", c.candidate.name);
+                    result.trace.push(format!("    {:40} {t:?}", c.candidate.name));
                 }
             }
             let Some((i, _)) = best else { break };
