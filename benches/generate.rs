@@ -59,6 +59,9 @@ struct Quiet;
 impl Observer for Quiet {
     fn progress(&self, _: u64, _: u64, _: Duration) {}
     fn finding(&self, _: &sfz::findings::Finding) {}
+    fn trouble(&self, message: &str) {
+        eprintln!("sfz: {message}");
+    }
 }
 
 /// A campaign through `fuzz::run`, as `sfz fuzz` runs it, after solving its pools.
