@@ -110,7 +110,8 @@ pub fn plan_checks(api: &ApiSpec, binding: &OpBinding, catalog: &Catalog) -> (Ve
             _ => {}
         }
     }
-    if api.oracles.iter().any(|o| o.name == "nan_inf") {
+    // Named, or implied by a value domain (`rules::domains`), which `nan_inf` judges.
+    if api.oracles.iter().any(|o| o.name == "nan_inf") || api.ensures.iter().any(|c| super::is_domain(&c.expr)) {
         let check = Check { oracle: "nan_inf".into(), variant: Variant::Defined, tolerances: Tolerances::uniform(Tolerance::EXACT), accuracy: Accuracy::Backward };
         checks.push(PlannedCheck { check, twins: Vec::new() });
     }
