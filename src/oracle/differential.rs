@@ -75,11 +75,7 @@ pub fn plan_checks(api: &ApiSpec, binding: &OpBinding, catalog: &Catalog) -> (Ve
             continue;
         }
         let tolerances = tolerances(u);
-        let accuracy = match tags::class(&binding.name) {
-            OpClass::Pointwise => Accuracy::Forward,
-            OpClass::BlasLapack => Accuracy::BackwardInSafeRange,
-            OpClass::Other => Accuracy::Backward,
-        };
+        let accuracy = accuracy_of(binding);
         let planned = |variant, twin: Option<OpBinding>| PlannedCheck { check: Check { oracle: u.name.clone(), variant, tolerances, accuracy }, twins: twin.into_iter().collect() };
         match *name {
             "precision" => checks.push(planned(Variant::Promote, None)),
@@ -116,6 +112,15 @@ pub fn plan_checks(api: &ApiSpec, binding: &OpBinding, catalog: &Catalog) -> (Ve
         checks.push(PlannedCheck { check, twins: Vec::new() });
     }
     (checks, diags)
+}
+
+/// What accuracy the operator of `binding` promises, by its kind.
+pub fn accuracy_of(binding: &OpBinding) -> Accuracy {
+    match tags::class(&binding.name) {
+        OpClass::Pointwise => Accuracy::Forward,
+        OpClass::BlasLapack => Accuracy::BackwardInSafeRange,
+        OpClass::Other => Accuracy::Backward,
+    }
 }
 
 /// Whether a case's reports say the float64 reference is not finite wherever the call is not

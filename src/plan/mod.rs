@@ -50,7 +50,7 @@ pub fn plan(spec: &Spec, catalog: &Catalog) -> (Vec<ApiPlan>, Vec<Diagnostic>) {
                 let (mut checks, warnings) = differential::plan_checks(api, &binding, catalog);
                 diags.extend(warnings);
                 for r in &api.relations {
-                    match relation_check(r, spec, catalog) {
+                    match relation_check(r, spec, catalog, differential::accuracy_of(&binding)) {
                         Ok(c) => checks.push(c),
                         Err(why) => diags.push(
                             Diagnostic::new(codes::W0101, format!("relation `{}` does not apply here", r.relation.name))
@@ -68,7 +68,7 @@ pub fn plan(spec: &Spec, catalog: &Catalog) -> (Vec<ApiPlan>, Vec<Diagnostic>) {
 }
 
 /// A relation's check, with the operators of the APIs it calls.
-fn relation_check(r: &crate::spec::RelationSpec, spec: &Spec, catalog: &Catalog) -> Result<PlannedCheck, String> {
+fn relation_check(r: &crate::spec::RelationSpec, spec: &Spec, catalog: &Catalog, accuracy: crate::variant::Accuracy) -> Result<PlannedCheck, String> {
     let mut twins = Vec::new();
     for name in r.relation.apis() {
         let callee = spec.apis.iter().find(|a| a.name == name).ok_or_else(|| format!("`{name}` is not among the APIs loaded"))?;
@@ -78,7 +78,7 @@ fn relation_check(r: &crate::spec::RelationSpec, spec: &Spec, catalog: &Catalog)
         oracle: differential::RELATION.to_string(),
         tolerances: r.relation.tolerances,
         variant: crate::variant::Variant::Relation(Box::new(r.relation.clone())),
-        accuracy: Default::default(),
+        accuracy,
     };
     Ok(PlannedCheck { check, twins })
 }

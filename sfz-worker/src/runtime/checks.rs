@@ -106,7 +106,7 @@ impl Executor {
             Variant::InPlace { op, arg } => self.in_place(*op, *arg, case, main, &check.tolerances),
             Variant::Gradient { eps, samples } => self.gradient(case, main, inputs, *eps, *samples, check.tolerances.float64),
             Variant::Cuda => self.cuda(case, main, inputs, &check.tolerances),
-            Variant::Relation(r) => self.relation(r, case, main, inputs),
+            Variant::Relation(r) => self.relation(r, check.accuracy, case, main, inputs),
         };
         result.unwrap_or_else(|e| match e {
             Failure::Skip(why) => CheckOutcome::Skipped(why),
