@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::case::Case;
 use crate::oracle::Evidence;
+use crate::oracle_name::Oracle;
 use crate::variant::Check;
 
 /// The format of the lines this sfz writes. Lines of earlier formats are read (missing fields
@@ -27,7 +28,7 @@ pub struct Finding {
     pub api: String,
     /// The ATen operator the call reached, e.g. `aten::conv2d`.
     pub aten: String,
-    pub oracle: String,
+    pub oracle: Oracle,
     pub signature: String,
     pub message: String,
     /// The signal's name when the worker died by one.
@@ -134,13 +135,13 @@ pub struct Minimization {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Key {
     pub api: String,
-    pub oracle: String,
+    pub oracle: Oracle,
     pub signature: String,
 }
 
 impl Finding {
     pub fn key(&self) -> Key {
-        Key { api: self.api.clone(), oracle: self.oracle.clone(), signature: self.signature.clone() }
+        Key { api: self.api.clone(), oracle: self.oracle, signature: self.signature.clone() }
     }
 }
 
@@ -336,7 +337,7 @@ fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
 /// A short stable id: oracle, op name, and a hash of the key.
 pub fn finding_id(key: &Key) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in key.api.bytes().chain([0]).chain(key.oracle.bytes()).chain([0]).chain(key.signature.bytes()) {
+    for b in key.api.bytes().chain([0]).chain(key.oracle.as_str().bytes()).chain([0]).chain(key.signature.bytes()) {
         h ^= b as u64;
         h = h.wrapping_mul(0x100_0000_01b3);
     }
@@ -351,7 +352,7 @@ mod tests {
 
     #[test]
     fn ids_name_the_operator() {
-        let id = |api: &str| finding_id(&Key { api: api.into(), oracle: "crash".into(), signature: "SIGSEGV".into() });
+        let id = |api: &str| finding_id(&Key { api: api.into(), oracle: crate::oracle_name::Oracle::Crash, signature: "SIGSEGV".into() });
         assert!(id("torch.linalg.inv").starts_with("crash-inv-"));
         assert!(id("torch.ops.aten.add.out").starts_with("crash-add.out-"), "{}", id("torch.ops.aten.add.out"));
         assert!(id("torch.ops.aten.abs_").starts_with("crash-abs_-"));

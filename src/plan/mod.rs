@@ -10,6 +10,7 @@ use crate::ops::catalog::Catalog;
 use crate::ops::diagnostic;
 use crate::ops::registry;
 use crate::oracle::differential::{self, PlannedCheck};
+use crate::oracle_name::Oracle;
 use crate::solve::SolveError;
 use crate::spec::{ApiSpec, Spec};
 
@@ -75,7 +76,7 @@ fn relation_check(r: &crate::spec::RelationSpec, spec: &Spec, catalog: &Catalog)
         twins.push(registry::resolve(callee, catalog).map_err(|e| format!("`{name}` has no operator: {e}"))?);
     }
     let check = crate::variant::Check {
-        oracle: differential::RELATION.to_string(),
+        oracle: Oracle::Relation,
         tolerances: r.relation.tolerances,
         variant: crate::variant::Variant::Relation(Box::new(r.relation.clone())),
         accuracy: Default::default(),
