@@ -148,7 +148,7 @@ pub const HANG_CONFIRM_FACTOR: u32 = 10;
 /// Whether a finding is a worker's death (a signal or an exit, in the call or in a check) or a
 /// hang: what a worker's state, rather than the case, can cause.
 pub fn died(finding: &Finding) -> bool {
-    finding.signal.is_some() || matches!(finding.oracle, Oracle::Crash | Oracle::Hang) || finding.signature.contains(": exit ")
+    finding.worker_died() || matches!(finding.oracle, Oracle::Crash | Oracle::Hang)
 }
 
 /// How many calls in a row a worker's death gets to show again: confirmation and `sfz replay`.

@@ -59,6 +59,7 @@ impl Triage<'_> {
             signature: d.signature,
             message: d.message,
             signal: d.signal.map(signal_name),
+            exit: d.exit,
             seed: self.config.seed,
             case_index: index,
             case: case.clone(),

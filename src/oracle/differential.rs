@@ -163,7 +163,7 @@ pub fn judge_reports(api: &ApiSpec, checks: &[Check], case: &Case, outcome: &Out
 fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outcome, report: &CheckOutcome) -> Option<Detection> {
     let what = check.variant.describe();
     let detection = |signature: String, message: String, how: Disagreement| {
-        Some(Detection { oracle: oracle_name(check), signature, message, signal: None, evidence: Evidence::Differential { check: k, what: how } })
+        Some(Detection { oracle: oracle_name(check), signature, message, signal: None, exit: None, evidence: Evidence::Differential { check: k, what: how } })
     };
     if check.variant == Variant::Defined {
         return None;
@@ -188,6 +188,7 @@ fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outc
                     m.output, p.index, p.expected, p.count, m.total
                 ),
                 signal: None,
+                exit: None,
                 evidence: Evidence::Differential { check: k, what: how },
             })
         }
@@ -291,6 +292,7 @@ pub fn judge_in_check(checks: &[Check], check: u32, failure: &Execution) -> Opti
             signature: format!("{what}: {}", super::crash_signature(&signal_name(*signal), stderr)),
             message: format!("the worker was killed by {} while running the {what}\n{}", signal_name(*signal), super::tail(stderr)),
             signal: Some(*signal),
+            exit: None,
             evidence,
         }),
         Execution::Exited { code, stderr, .. } => Some(Detection {
@@ -298,6 +300,7 @@ pub fn judge_in_check(checks: &[Check], check: u32, failure: &Execution) -> Opti
             signature: format!("{what}: {}", super::crash_signature(&format!("exit {code}"), stderr)),
             message: format!("the worker exited with status {code} while running the {what}\n{}", super::tail(stderr)),
             signal: None,
+            exit: Some(*code),
             evidence,
         }),
         // A variant repeats the call (the gradient check up to 2 * samples + 2 times), so a

@@ -82,6 +82,8 @@ pub struct Detection {
     pub message: String,
     /// The signal the worker died by.
     pub signal: Option<i32>,
+    /// The status the worker exited with (in the call or in a check).
+    pub exit: Option<i32>,
     /// What a reproducer has to show.
     pub evidence: Evidence,
 }
@@ -163,6 +165,7 @@ fn judge_failure(api: &ApiSpec, case: &Case, exec: &Execution) -> Verdict {
                         signature: "killed (out of memory)".into(),
                         message: tail(stderr),
                         signal: Some(*signal),
+                        exit: None,
                         evidence: Evidence::Call,
                     });
                 }
@@ -172,6 +175,7 @@ fn judge_failure(api: &ApiSpec, case: &Case, exec: &Execution) -> Verdict {
                     signature: crash_signature(&signal_name(*signal), stderr),
                     message: format!("worker killed by {}\n{}", signal_name(*signal), tail(stderr)),
                     signal: Some(*signal),
+                    exit: None,
                     evidence: Evidence::Call,
                 });
             }
@@ -184,6 +188,7 @@ fn judge_failure(api: &ApiSpec, case: &Case, exec: &Execution) -> Verdict {
                     signature: crash_signature(&format!("exit {code}"), stderr),
                     message: format!("worker exited with status {code}\n{}", tail(stderr)),
                     signal: None,
+                    exit: Some(*code),
                     evidence: Evidence::Call,
                 });
             }
@@ -196,6 +201,7 @@ fn judge_failure(api: &ApiSpec, case: &Case, exec: &Execution) -> Verdict {
                     signature: "timeout".into(),
                     message: format!("no answer after {millis} ms"),
                     signal: None,
+                    exit: None,
                     evidence: Evidence::Call,
                 });
             }
@@ -219,13 +225,20 @@ fn judge_outcome(api: &ApiSpec, case: &Case, outcome: &Outcome) -> Verdict {
                 ErrorKind::Schema => Status::Schema,
                 ErrorKind::Internal { signature } | ErrorKind::Unchecked { signature } => {
                     if enabled(Oracle::InternalError) {
-                        detections.push(Detection { oracle: Oracle::InternalError, signature, message: message.clone(), signal: None, evidence: Evidence::Call });
+                        detections.push(Detection { oracle: Oracle::InternalError, signature, message: message.clone(), signal: None, exit: None, evidence: Evidence::Call });
                     }
                     Status::Failed
                 }
                 ErrorKind::OutOfMemory => {
                     if enabled(Oracle::Oom) && case.input_elements() < OOM_INPUT_ELEMENTS && largest_int(case) < OOM_INT_ARGUMENT && !explained_by_inputs(case, message) {
-                        detections.push(Detection { oracle: Oracle::Oom, signature: errors::normalize(message), message: message.clone(), signal: None, evidence: Evidence::Call });
+                        detections.push(Detection {
+                            oracle: Oracle::Oom,
+                            signature: errors::normalize(message),
+                            message: message.clone(),
+                            signal: None,
+                            exit: None,
+                            evidence: Evidence::Call,
+                        });
                         Status::Failed
                     } else {
                         Status::Invalid
@@ -275,6 +288,7 @@ fn nonfinite(outputs: &[Output]) -> Option<Detection> {
             signature: format!("{what} in output {i}"),
             message: format!("output {i} ({dtype}, shape {:?}) holds {} NaN and {} inf from finite inputs", t.shape, t.nan, t.inf),
             signal: None,
+            exit: None,
             evidence: Evidence::NonFinite { output: i },
         })
     })
@@ -347,6 +361,7 @@ fn postconditions(api: &ApiSpec, case: &Case, outputs: &[Output]) -> Vec<Detecti
                     format!("postcondition `{}` does not hold", c.text)
                 },
                 signal: None,
+                exit: None,
                 evidence: Evidence::Postcondition { clause },
             }
         })
