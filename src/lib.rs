@@ -15,6 +15,7 @@ pub mod lsp;
 pub mod numeric;
 pub mod ops;
 pub mod oracle;
+pub mod oracle_name;
 pub mod outcome;
 pub mod plan;
 pub mod program;

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::case::DType;
 use crate::diag::Span;
+use crate::oracle_name::Oracle;
 
 /// All APIs and programs of the checked files, in source order.
 #[derive(Clone, Debug, Default)]
@@ -85,6 +86,21 @@ pub struct RelationSpec {
 impl ApiSpec {
     pub fn param_index(&self, name: &str) -> Option<usize> {
         self.params.iter().position(|p| p.name == name)
+    }
+
+    /// The use of `oracle` in the API's oracles (its clause, or the ones it gets without one).
+    pub fn oracle_use(&self, oracle: Oracle) -> Option<&OracleUse> {
+        self.oracles.iter().find(|u| u.oracle() == Some(oracle))
+    }
+
+    /// Whether the API's oracles include `oracle`.
+    pub fn has_oracle(&self, oracle: Oracle) -> bool {
+        self.oracle_use(oracle).is_some()
+    }
+
+    /// Whether a rejected rule refuted `oracle` for this API.
+    pub fn refuted(&self, oracle: Oracle) -> bool {
+        self.refuted_oracles.iter().any(|(name, _)| Oracle::parse(name) == Some(oracle))
     }
 }
 
@@ -446,9 +462,17 @@ impl Builtin {
 /// An oracle named in an `oracles` clause, with its arguments.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OracleUse {
+    /// As written: a spec may declare and name an oracle sfz does not implement (W0004).
     pub name: String,
     pub span: Span,
     pub args: Vec<(String, Value)>,
+}
+
+impl OracleUse {
+    /// The oracle it names; None for one sfz does not implement.
+    pub fn oracle(&self) -> Option<Oracle> {
+        Oracle::parse(&self.name)
+    }
 }
 
 /// A checked program: its inputs as an API-like spec (parameters and the `requires` that only

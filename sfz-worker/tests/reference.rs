@@ -22,7 +22,7 @@ fn catalog() -> &'static Catalog {
 /// An executor for `api` (declared as `decl`) whose one check is the float64 reference.
 fn executor(decl: &str, accuracy: Accuracy) -> Executor {
     let tolerances = Tolerances::uniform(Tolerance { rtol: 1e-5, atol: 1e-5 });
-    executor_checking(decl, Check { oracle: "precision".into(), variant: Variant::Promote, tolerances, accuracy })
+    executor_checking(decl, Check { oracle: sfz::oracle_name::Oracle::Precision, variant: Variant::Promote, tolerances, accuracy })
 }
 
 fn executor_checking(decl: &str, check: Check) -> Executor {
@@ -46,7 +46,10 @@ fn verdict(ex: &mut Executor, case: &Case) -> CheckOutcome {
 
 /// An executor whose one check asks the float64 reference about non-finite results.
 fn asking_where_defined(decl: &str) -> Executor {
-    executor_checking(decl, Check { oracle: "nan_inf".into(), variant: Variant::Defined, tolerances: Tolerances::uniform(Tolerance::EXACT), accuracy: Accuracy::Backward })
+    executor_checking(
+        decl,
+        Check { oracle: sfz::oracle_name::Oracle::NanInf, variant: Variant::Defined, tolerances: Tolerances::uniform(Tolerance::EXACT), accuracy: Accuracy::Backward },
+    )
 }
 
 #[test]

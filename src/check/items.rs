@@ -9,16 +9,17 @@ use crate::ast::{self, ItemKind, ParamKind, StmtKind};
 use crate::case::DType;
 use crate::diag::suggest::closest;
 use crate::diag::{codes, Diagnostic, Span};
+use crate::oracle_name::Oracle;
 use crate::spec::{ApiSpec, Constraint, OracleUse, Origin, ParamSpec, ParamType, RelationSpec, ReturnSpec, RuleMeta, RuleSource, RuleSpec, RuleStatus, TExpr, Value};
 
 /// Oracles an API gets when it has no `oracles` clause.
-pub const DEFAULT_ORACLES: &[&str] = &["crash", "hang", "internal_error", "oom"];
+pub const DEFAULT_ORACLES: &[Oracle] = &[Oracle::Crash, Oracle::Hang, Oracle::InternalError, Oracle::Oom];
 /// The differential oracles an API without an `oracles` clause also gets, where they apply.
 ///
 /// Not `gradient`: at the magnitudes the mutators reach (cliffs, special values, ties of 16-bit
 /// inputs) finite differences straddle kinks and absorb their step, and a 3-minute campaign over
 /// specs/ gave 38 gradient findings of which 2 were bugs; a spec names it where inputs are tame.
-pub const IMPLIED_ORACLES: &[&str] = &["precision", "layout", "out", "inplace"];
+pub const IMPLIED_ORACLES: &[Oracle] = &[Oracle::Precision, Oracle::Layout, Oracle::Out, Oracle::Inplace];
 
 impl Checker<'_> {
     /// Reads a parameter list: names, types, optionality, keyword-only markers, defaults.
@@ -407,7 +408,8 @@ impl Checker<'_> {
     /// defaults (the plan drops those that cannot apply and those a rule refuted).
     fn implied_oracles(&mut self, module: usize, span: crate::diag::Span) -> Vec<OracleUse> {
         let mut uses = Vec::new();
-        for name in IMPLIED_ORACLES {
+        for oracle in IMPLIED_ORACLES {
+            let name = oracle.as_str();
             let Some(item) = self.scopes.lookup(module, name) else { continue };
             let ItemKind::Oracle(decl) = &self.loader.modules[item.module].ast.items[item.index].kind else { continue };
             self.quiet += 1;

@@ -368,7 +368,7 @@ fn validate_oracles(path: &Path, text: &str, args: &Args, catalog: &Catalog, wor
             eprintln!(
                 "{}: oracles kept {}; refuted {} ({} cases)",
                 v.api,
-                if v.kept.is_empty() { "none".into() } else { v.kept.join(", ") },
+                if v.kept.is_empty() { "none".into() } else { v.kept.iter().map(|o| o.as_str()).collect::<Vec<_>>().join(", ") },
                 if refuted.is_empty() { "none".into() } else { refuted.join("; ") },
                 v.cases
             );
@@ -415,7 +415,7 @@ fn validation<'a>(args: &Args, worker: &'a Path) -> super::infer_oracles::Valida
 fn learn_domains(path: &Path, text: &str, args: &Args, catalog: &Catalog, worker: &Path, render: RenderConfig) -> anyhow::Result<String> {
     let Some(spec) = selected(path, text, args, render) else { return Ok(text.to_string()) };
     let manual = |a: &ApiSpec| {
-        a.oracles_written && a.oracles.iter().any(|o| o.name == "nan_inf")
+        a.oracles_written && a.has_oracle(crate::oracle_name::Oracle::NanInf)
             || spec.rules.iter().any(|r| r.api == a.name && r.meta.name == domains::RULE && r.meta.source == RuleSource::Manual)
     };
     let apis: Vec<ApiSpec> = spec.apis.iter().filter(|a| !manual(a)).cloned().collect();

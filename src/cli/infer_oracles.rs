@@ -73,7 +73,7 @@ pub fn validate(spec: &Spec, text: &str, catalog: &Catalog, v: &Validation) -> a
         }
         let mut verdict = OracleVerdicts { api: plan.api.name.clone(), cases, ..Default::default() };
         for check in &plan.checks {
-            let name = check.check.oracle.clone();
+            let name = check.check.oracle;
             if verdict.kept.contains(&name) || verdict.refuted.iter().any(|(o, _)| *o == name) {
                 continue;
             }
@@ -174,7 +174,7 @@ pub fn validate_relations(path: &Path, spec: &Spec, text: &str, catalog: &Catalo
     }
     let (mut plans, _) = crate::plan::plan(&Spec { apis, rules: Vec::new(), programs: Vec::new() }, catalog);
     for p in &mut plans {
-        p.checks.retain(|c| c.check.oracle == crate::oracle::differential::RELATION);
+        p.checks.retain(|c| c.check.oracle == crate::oracle_name::Oracle::Relation);
     }
     plans.retain(|p| !p.checks.is_empty());
     if plans.is_empty() {

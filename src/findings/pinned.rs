@@ -5,12 +5,13 @@
 use std::fmt::Write as _;
 
 use crate::case::{Arg, Case, Fill, FwdArg, Layout, ShapePart, Special, TensorRecipe};
+use crate::oracle_name::Oracle;
 use crate::spec::{ApiSpec, FromSpec, ParamType};
 use crate::variant::Check;
 
 /// The pinned spec text. `oracle` is the oracle that fired (with the check's tolerances for a
 /// differential one); `ensures` are the postcondition clauses to keep.
-pub fn pinned_spec(api: &ApiSpec, case: &Case, header: &str, oracle: &str, check: Option<&Check>, ensures: &[&str]) -> String {
+pub fn pinned_spec(api: &ApiSpec, case: &Case, header: &str, oracle: Oracle, check: Option<&Check>, ensures: &[&str]) -> String {
     let mut out = String::new();
     for line in header.lines() {
         let _ = writeln!(out, "{}", format!("// {line}").trim_end());
@@ -215,7 +216,7 @@ fn special_text(v: Special) -> String {
 }
 
 /// The oracle as an `oracles` clause item, with a differential check's tolerances.
-fn oracle_text(oracle: &str, check: Option<&Check>) -> String {
+fn oracle_text(oracle: Oracle, check: Option<&Check>) -> String {
     let Some(c) = check else { return oracle.to_string() };
     match c.variant {
         crate::variant::Variant::Gradient { eps, samples } => {
@@ -253,7 +254,7 @@ mod tests {
             layout: Layout::Contiguous,
             specials: vec![(0, Special::Nan), (6, Special::NegZero), (3, Special::Value(f64::MAX))],
         };
-        let text = pinned_spec(&a, &Case { op: 0, args: vec![Arg::Tensor(t)], forward: None }, "sfz finding t", "crash", None, &[]);
+        let text = pinned_spec(&a, &Case { op: 0, args: vec![Arg::Tensor(t)], forward: None }, "sfz finding t", Oracle::Crash, None, &[]);
         insta::assert_snapshot!(text);
     }
 }

@@ -9,23 +9,24 @@ use serde_json::json;
 
 use super::verify::Verification;
 use super::{finding_id, Finding, Loaded};
+use crate::oracle_name::Oracle;
 
 /// One line per oracle: what it looks for (SARIF rule descriptions, the markdown legend).
-pub fn oracle_description(oracle: &str) -> &'static str {
+pub fn oracle_description(oracle: Oracle) -> &'static str {
     match oracle {
-        "crash" => "the process died by a signal inside libtorch",
-        "hang" => "a call ran past the timeout",
-        "internal_error" => "libtorch failed an internal assert or leaked a C++ exception",
-        "oom" => "an allocation failed on a small input",
-        "nan_inf" => "NaN or inf from finite inputs",
-        "postcondition" => "an `ensures` clause of the spec does not hold",
-        "precision" => "the result disagrees with the same call in float64",
-        "layout" => "the result depends on the memory layout of the inputs",
-        "out" => "the out= overload disagrees with the functional call",
-        "inplace" => "the in-place form disagrees with the functional call",
-        "gradient" => "backward disagrees with finite differences",
-        "cuda" => "CUDA disagrees with the CPU",
-        _ => "a finding of sfz",
+        Oracle::Crash => "the process died by a signal inside libtorch",
+        Oracle::Hang => "a call ran past the timeout",
+        Oracle::InternalError => "libtorch failed an internal assert or leaked a C++ exception",
+        Oracle::Oom => "an allocation failed on a small input",
+        Oracle::NanInf => "NaN or inf from finite inputs",
+        Oracle::Postcondition => "an `ensures` clause of the spec does not hold",
+        Oracle::Precision => "the result disagrees with the same call in float64",
+        Oracle::Layout => "the result depends on the memory layout of the inputs",
+        Oracle::Out => "the out= overload disagrees with the functional call",
+        Oracle::Inplace => "the in-place form disagrees with the functional call",
+        Oracle::Gradient => "backward disagrees with finite differences",
+        Oracle::Cuda => "CUDA disagrees with the CPU",
+        Oracle::Overflow | Oracle::Relation | Oracle::Spec => "a finding of sfz",
     }
 }
 
@@ -157,7 +158,7 @@ pub fn table(findings: &[&Finding], verified: &HashMap<String, Verification>) ->
         .iter()
         .map(|f| {
             let sig: String = f.signature.chars().take(60).collect();
-            [f.id.clone(), f.oracle.clone(), f.api.clone(), elements(f), reproduces(verified.get(&f.id)).to_string(), sig]
+            [f.id.clone(), f.oracle.to_string(), f.api.clone(), elements(f), reproduces(verified.get(&f.id)).to_string(), sig]
         })
         .collect();
     let header = ["ID", "ORACLE", "API", "INPUT ELEMENTS", "REPRODUCES", "SIGNATURE"];
@@ -188,7 +189,7 @@ pub fn table(findings: &[&Finding], verified: &HashMap<String, Verification>) ->
 pub fn shared_causes<'a>(findings: &[&'a Finding]) -> Vec<(String, Vec<&'a Finding>)> {
     let specific = |s: &str| [".cpp:", ".h:", "StdException", "OutOfRange", "InvalidArgument", "on entry to"].iter().any(|k| s.contains(k));
     let mut groups: BTreeMap<String, Vec<&Finding>> = BTreeMap::new();
-    for f in findings.iter().filter(|f| f.oracle != "oom") {
+    for f in findings.iter().filter(|f| f.oracle != Oracle::Oom) {
         let key = if specific(&f.signature) {
             format!("{}: {}", f.oracle, f.signature)
         } else {
@@ -230,10 +231,10 @@ pub fn shared_causes_text(findings: &[&Finding]) -> String {
 }
 
 /// Counts per oracle.
-pub fn by_oracle(findings: &[&Finding]) -> BTreeMap<String, u64> {
+pub fn by_oracle(findings: &[&Finding]) -> BTreeMap<Oracle, u64> {
     let mut m = BTreeMap::new();
     for f in findings {
-        *m.entry(f.oracle.clone()).or_insert(0) += 1;
+        *m.entry(f.oracle).or_insert(0) += 1;
     }
     m
 }
@@ -286,7 +287,7 @@ pub fn markdown(dir: &Path, loaded: &Loaded, verified: &HashMap<String, Verifica
         );
     }
     for f in &findings {
-        let _ = writeln!(out, "\n## {}\n\n**{}** on `{}` ({}): {}\n", f.id, f.oracle, f.api, f.aten, oracle_description(&f.oracle));
+        let _ = writeln!(out, "\n## {}\n\n**{}** on `{}` ({}): {}\n", f.id, f.oracle, f.api, f.aten, oracle_description(f.oracle));
         let _ = writeln!(out, "```\n{}\n```\n", f.message.trim_end());
         out.push_str("Inputs:\n\n");
         for i in &f.inputs {
@@ -324,9 +325,9 @@ pub fn sarif(loaded: &Loaded, verified: &HashMap<String, Verification>) -> serde
     let folder = loaded.path.parent().map(|d| d.canonicalize().unwrap_or_else(|_| d.to_path_buf())).unwrap_or_default();
     let base = format!("file://{}/", folder.display().to_string().trim_end_matches('/'));
     let findings = unique(loaded);
-    let oracles: Vec<String> = by_oracle(&findings).into_keys().collect();
+    let oracles: Vec<Oracle> = by_oracle(&findings).into_keys().collect();
     let rules: Vec<serde_json::Value> =
-        oracles.iter().map(|o| json!({ "id": o, "name": o, "shortDescription": { "text": oracle_description(o) }, "defaultConfiguration": { "level": "error" } })).collect();
+        oracles.iter().map(|&o| json!({ "id": o, "name": o, "shortDescription": { "text": oracle_description(o) }, "defaultConfiguration": { "level": "error" } })).collect();
     let results: Vec<serde_json::Value> = findings
         .iter()
         .map(|f| {

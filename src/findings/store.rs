@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::case::Case;
 use crate::oracle::Evidence;
+use crate::oracle_name::Oracle;
 use crate::variant::Check;
 
 /// The format of the lines this sfz writes. Lines of earlier formats are read (missing fields
@@ -27,11 +28,15 @@ pub struct Finding {
     pub api: String,
     /// The ATen operator the call reached, e.g. `aten::conv2d`.
     pub aten: String,
-    pub oracle: String,
+    pub oracle: Oracle,
     pub signature: String,
     pub message: String,
     /// The signal's name when the worker died by one.
     pub signal: Option<String>,
+    /// The worker's exit status when it exited (in the call or in a check). Lines written before
+    /// this field get it from their signature when read (`parse_lines`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit: Option<i32>,
     pub seed: u64,
     /// With `seed`, regenerates the case (`sfz fuzz --seed S` makes case `case_index`).
     pub case_index: u64,
@@ -134,13 +139,19 @@ pub struct Minimization {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Key {
     pub api: String,
-    pub oracle: String,
+    pub oracle: Oracle,
     pub signature: String,
 }
 
 impl Finding {
     pub fn key(&self) -> Key {
-        Key { api: self.api.clone(), oracle: self.oracle.clone(), signature: self.signature.clone() }
+        Key { api: self.api.clone(), oracle: self.oracle, signature: self.signature.clone() }
+    }
+
+    /// Whether the worker died running the finding's case (the call or a check): by a signal,
+    /// or by exiting.
+    pub fn worker_died(&self) -> bool {
+        self.signal.is_some() || self.exit.is_some()
     }
 }
 
@@ -194,11 +205,26 @@ pub fn parse_lines(text: &str) -> (Vec<Finding>, Vec<SkippedLine>) {
         }
         match serde_json::from_str::<Finding>(line) {
             Ok(f) if f.format > FORMAT => skipped.push(SkippedLine { line: n + 1, reason: format!("written by a newer sfz (format {}, this one reads up to {FORMAT})", f.format) }),
-            Ok(f) => findings.push(f),
+            Ok(mut f) => {
+                f.exit = f.exit.or_else(|| legacy_exit(&f));
+                findings.push(f);
+            }
             Err(e) => skipped.push(SkippedLine { line: n + 1, reason: e.to_string() }),
         }
     }
     (findings, skipped)
+}
+
+/// The exit status that a line written before `Finding::exit` existed names in its signature:
+/// `exit 3` for a crash in the call (`oracle::judge_failure`), `<the check>: exit 3` for a death
+/// in a check (`oracle::differential::judge_in_check`).
+fn legacy_exit(f: &Finding) -> Option<i32> {
+    if f.signal.is_some() {
+        return None;
+    }
+    let call = if f.oracle == Oracle::Crash { f.signature.strip_prefix("exit ") } else { None };
+    let rest = call.or_else(|| f.signature.split_once(": exit ").map(|(_, rest)| rest))?;
+    rest.split(|c: char| !c.is_ascii_digit() && c != '-').next()?.parse().ok()
 }
 
 struct Inner {
@@ -336,7 +362,7 @@ fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
 /// A short stable id: oracle, op name, and a hash of the key.
 pub fn finding_id(key: &Key) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in key.api.bytes().chain([0]).chain(key.oracle.bytes()).chain([0]).chain(key.signature.bytes()) {
+    for b in key.api.bytes().chain([0]).chain(key.oracle.as_str().bytes()).chain([0]).chain(key.signature.bytes()) {
         h ^= b as u64;
         h = h.wrapping_mul(0x100_0000_01b3);
     }
@@ -351,9 +377,48 @@ mod tests {
 
     #[test]
     fn ids_name_the_operator() {
-        let id = |api: &str| finding_id(&Key { api: api.into(), oracle: "crash".into(), signature: "SIGSEGV".into() });
+        let id = |api: &str| finding_id(&Key { api: api.into(), oracle: crate::oracle_name::Oracle::Crash, signature: "SIGSEGV".into() });
         assert!(id("torch.linalg.inv").starts_with("crash-inv-"));
         assert!(id("torch.ops.aten.add.out").starts_with("crash-add.out-"), "{}", id("torch.ops.aten.add.out"));
         assert!(id("torch.ops.aten.abs_").starts_with("crash-abs_-"));
+    }
+
+    /// A line as written before `Finding::exit`: the exit status was only in the signature.
+    fn line(oracle: &str, signature: &str, signal: Option<&str>) -> String {
+        serde_json::json!({
+            "id": "x", "api": "torch.abs", "aten": "aten::abs", "oracle": oracle, "signature": signature, "message": "",
+            "signal": signal, "seed": 0, "case_index": 0, "case": {"op": 0, "args": []}, "inputs": [], "repro": "",
+            "elapsed_s": 0.0, "sfz_version": "", "torch_version": ""
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn an_exit_named_only_by_the_signature_of_an_older_line_is_read_as_an_exit() {
+        let exit = |oracle: &str, signature: &str, signal: Option<&str>| {
+            let (found, skipped) = super::parse_lines(&line(oracle, signature, signal));
+            assert!(skipped.is_empty(), "{skipped:?}");
+            found[0].exit
+        };
+        assert_eq!(exit("layout", "the layout variant: exit 3: terminate called", None), Some(3));
+        assert_eq!(exit("crash", "exit 1", None), Some(1));
+        assert_eq!(exit("crash", "exit 134: free(): invalid pointer", None), Some(134));
+        assert_eq!(exit("crash", "SIGSEGV", Some("SIGSEGV")), None);
+        assert_eq!(exit("precision", "values differ in output 0", None), None);
+    }
+
+    #[test]
+    fn a_finding_reads_back_as_written() {
+        let (found, _) = super::parse_lines(&line("internal_error", "INTERNAL ASSERT a.cpp:1", None));
+        let mut f = found[0].clone();
+        assert_eq!((f.oracle, f.exit), (crate::oracle_name::Oracle::InternalError, None));
+        let text = serde_json::to_string(&f).unwrap();
+        assert!(text.contains(r#""oracle":"internal_error""#) && !text.contains("exit"), "{text}");
+        f.oracle = crate::oracle_name::Oracle::Crash;
+        f.exit = Some(7);
+        let (again, _) = super::parse_lines(&serde_json::to_string(&f).unwrap());
+        assert_eq!((again[0].oracle, again[0].exit), (crate::oracle_name::Oracle::Crash, Some(7)));
+        let (unknown, skipped) = super::parse_lines(&line("no_such_oracle", "s", None));
+        assert!(unknown.is_empty() && skipped.len() == 1, "an oracle sfz never wrote is an unreadable line");
     }
 }

@@ -11,6 +11,7 @@ use serde::Serialize;
 use super::Finding;
 use crate::oracle::errors::{normalize, normalize_all};
 use crate::oracle::{Disagreement, Evidence};
+use crate::oracle_name::Oracle;
 use crate::outcome::signal_name;
 
 /// Whether a reproducer showed its bug.
@@ -77,9 +78,9 @@ pub fn expected(f: &Finding) -> Expected {
         };
         Expected::Error(vec![text.to_string()])
     };
-    match (&f.evidence, f.oracle.as_str()) {
-        (Evidence::Call, "hang") => Expected::Hang,
-        (Evidence::Call, "oom") => Expected::OutOfMemory,
+    match (&f.evidence, f.oracle) {
+        (Evidence::Call, Oracle::Hang) => Expected::Hang,
+        (Evidence::Call, Oracle::Oom) => Expected::OutOfMemory,
         (Evidence::Call, _) => failure(),
         (Evidence::Differential { what: Disagreement::VariantFails, .. }, _) => failure(),
         (Evidence::Differential { what: Disagreement::Gradient, .. }, _) => Expected::Error(vec!["Jacobian mismatch".into()]),

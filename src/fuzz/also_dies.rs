@@ -6,6 +6,7 @@
 //! death (or finds it recorded) and the finding names it (`Finding::same_as`).
 use crate::findings::Finding;
 use crate::oracle::{self, Detection, Evidence};
+use crate::oracle_name::Oracle;
 use crate::plan::ApiPlan;
 use crate::worker::supervisor::{Pool, PoolConfig};
 use crate::worker::Execution;
@@ -26,7 +27,7 @@ pub fn applies(finding: &Finding) -> bool {
 /// out-of-memory kill (a big input meeting the memory limit says nothing about the defect): the
 /// verdict calls a SIGKILL `oom`, never `crash`. Nor a hang: the campaign judges hangs itself.
 pub fn is_death(d: &Detection) -> bool {
-    d.oracle == "crash"
+    d.oracle == Oracle::Crash
 }
 
 /// Calls the finding's case, alone and without the API's checks, up to `PROBE_CALLS` times in a

@@ -21,6 +21,7 @@ use crate::findings::{self, finding_id, Finding, Key, SpecLocation, Store};
 use crate::gen::coverage::Coverage;
 use crate::gen::{ApiPools, GenConfig, Generated, Generator, Strategy};
 use crate::oracle::{self, Status};
+use crate::oracle_name::Oracle;
 use crate::plan::ApiPlan;
 pub use crate::plan::Skipped;
 use crate::variant::CheckOutcome;
@@ -145,7 +146,7 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
     let (ops, checks) = crate::plan::op_table(plans);
     pool_config.ops = ops;
     pool_config.checks = checks.clone();
-    let oracles: Vec<Vec<&str>> = checks.iter().map(|cs| cs.iter().map(|c| c.oracle.as_str()).collect()).collect();
+    let oracles: Vec<Vec<Oracle>> = checks.iter().map(|cs| cs.iter().map(|c| c.oracle).collect()).collect();
     // Shrinking, confirming and tracing findings yield the cores to the campaign's workers.
     let minimizer_config = PoolConfig { workers: 1, in_flight: 8, nice: 10, check_share: None, ..pool_config.clone() };
     let pool = Pool::start(pool_config)?;
@@ -282,7 +283,7 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
                 // An argument check only the CUDA side makes, for an input the spec allows.
                 if let Execution::Checked { checks: reports, .. } = &exec {
                     for (oracle, r) in oracles[api_index].iter().zip(reports) {
-                        if let (&"cuda", CheckOutcome::Raised { class, message }) = (oracle, &r.outcome) {
+                        if let (Oracle::Cuda, CheckOutcome::Raised { class, message }) = (oracle, &r.outcome) {
                             if crate::oracle::device::classify_cuda_only(*class, message) == Some(crate::oracle::device::DeviceError::Argument) {
                                 record_spec_finding(&spec_store, &counters, plan, case, index, config.seed, &format!("on CUDA only: {message}"));
                             }
@@ -295,7 +296,7 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
         coverage[api_index].record(&plan.api, &case.args, verdict.status == Status::Ok);
         counters.apis[api_index].micros.fetch_add(worker_micros(&exec), Ordering::Relaxed);
         for d in verdict.detections {
-            let key = Key { api: plan.api.name.clone(), oracle: d.oracle.to_string(), signature: d.signature.clone() };
+            let key = Key { api: plan.api.name.clone(), oracle: d.oracle, signature: d.signature.clone() };
             if store.seen(&key) {
                 counters.duplicates.fetch_add(1, Ordering::Relaxed);
                 continue;
@@ -402,7 +403,7 @@ fn record_spec_finding(spec_store: &SpecStore, counters: &stats::Counters, plan:
     if spec_store.seen(&plan.api.name, &signature) {
         return;
     }
-    let key = Key { api: plan.api.name.clone(), oracle: "spec".into(), signature: signature.clone() };
+    let key = Key { api: plan.api.name.clone(), oracle: Oracle::Spec, signature: signature.clone() };
     let id = finding_id(&key);
     let finding = SpecFinding {
         id: id.clone(),

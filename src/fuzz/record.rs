@@ -9,6 +9,7 @@ use crate::findings::pinned::pinned_spec;
 use crate::findings::repro::Reproducer;
 use crate::findings::{Finding, Minimization, Original, Store};
 use crate::oracle::{self, Evidence};
+use crate::oracle_name::Oracle;
 use crate::plan::ApiPlan;
 use crate::variant::Check;
 use crate::worker::supervisor::{Pool, PoolConfig};
@@ -24,12 +25,12 @@ pub fn reproducer(plan: &ApiPlan, finding: &Finding) -> String {
     if let Some(id) = &finding.same_as {
         header.push_str(&format!("\nthe same input also kills the process, in other runs (sfz finding {id}): one defect whose outcome varies"));
     }
-    let expect = match (finding.oracle.as_str(), &finding.signal) {
-        ("crash", Some(sig)) => format!("dies with {sig}"),
-        ("crash", None) => "exits the process".to_string(),
-        ("hang", _) => "does not return".to_string(),
-        ("internal_error", _) => format!("raises: {}", first_line(&finding.message)),
-        ("oom", _) => "runs out of memory".to_string(),
+    let expect = match (finding.oracle, &finding.signal) {
+        (Oracle::Crash, Some(sig)) => format!("dies with {sig}"),
+        (Oracle::Crash, None) => "exits the process".to_string(),
+        (Oracle::Hang, _) => "does not return".to_string(),
+        (Oracle::InternalError, _) => format!("raises: {}", first_line(&finding.message)),
+        (Oracle::Oom, _) => "runs out of memory".to_string(),
         _ => String::new(),
     };
     Reproducer {
@@ -53,7 +54,7 @@ pub fn pinned(plan: &ApiPlan, finding: &Finding) -> String {
         _ => Vec::new(),
     };
     let header = format!("sfz finding {}: {} on {}\n{}", finding.id, finding.oracle, finding.api, first_line(&finding.message));
-    pinned_spec(&plan.api, &finding.case, &header, &finding.oracle, finding.check.as_ref(), &ensures)
+    pinned_spec(&plan.api, &finding.case, &header, finding.oracle, finding.check.as_ref(), &ensures)
 }
 
 /// The check (as recorded) and the twin operator it calls, for a differential finding.
@@ -84,7 +85,7 @@ pub fn minimize_finding(pool: &Pool, plan: &ApiPlan, checks: &[Check], store: &S
     // then passes for a smaller crashing case that kills nothing by itself (`linalg.eig`). Alone,
     // a candidate is called up to twice as many times in a row as the finding needed to kill a
     // fresh worker (a smaller input can damage less per call).
-    let alone = died(finding) && finding.oracle != "hang";
+    let alone = died(finding) && finding.oracle != Oracle::Hang;
     let calls = (2 * finding.calls.unwrap_or(1) as usize).clamp(1, CONFIRM_CALLS);
     let fires = &mut |batch: &[Case]| -> Vec<bool> {
         let shown: Vec<Option<oracle::Detection>> = if alone {
@@ -147,7 +148,7 @@ pub const HANG_CONFIRM_FACTOR: u32 = 10;
 /// Whether a finding is a worker's death (a signal or an exit, in the call or in a check) or a
 /// hang: what a worker's state, rather than the case, can cause.
 pub fn died(finding: &Finding) -> bool {
-    finding.signal.is_some() || finding.oracle == "crash" || finding.oracle == "hang" || finding.signature.contains(": exit ")
+    finding.worker_died() || matches!(finding.oracle, Oracle::Crash | Oracle::Hang)
 }
 
 /// How many calls in a row a worker's death gets to show again: confirmation and `sfz replay`.
@@ -160,7 +161,7 @@ pub const CONFIRM_CALLS: usize = 64;
 /// timed), not the minimizer's lower one. A case that merely ran slow under a loaded campaign (a
 /// polynomial of degree 2^62) finishes in the longer time and is not a hang.
 pub fn confirm_config(config: &PoolConfig, finding: &Finding) -> PoolConfig {
-    let hang = finding.oracle == "hang";
+    let hang = finding.oracle == Oracle::Hang;
     let timeout = if hang { config.timeout * HANG_CONFIRM_FACTOR } else { config.timeout };
     PoolConfig { timeout, nice: if hang { 0 } else { config.nice }, ..alone_config(config, finding, finding.case.op as usize) }
 }
@@ -207,7 +208,7 @@ pub fn judged_alone(finding: &Finding, checks: &[Check]) -> Vec<Check> {
 /// How many calls in a row a finding gets to show again: `CONFIRM_CALLS` for a worker's death
 /// (heap damage shows at a later free, and one call that returns proves nothing), one otherwise.
 pub fn calls_for(finding: &Finding) -> usize {
-    if died(finding) && finding.oracle != "hang" {
+    if died(finding) && finding.oracle != Oracle::Hang {
         CONFIRM_CALLS
     } else {
         1

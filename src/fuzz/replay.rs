@@ -10,6 +10,7 @@ use crate::findings::{self, Finding};
 use crate::fuzz::{also_dies, record};
 use crate::ops::catalog::Catalog;
 use crate::oracle;
+use crate::oracle_name::Oracle;
 use crate::outcome::Outcome;
 use crate::plan::{self, ApiPlan};
 use crate::spec::{OracleUse, Spec};
@@ -21,7 +22,7 @@ use crate::worker::Execution;
 pub struct Replay {
     pub id: String,
     pub api: String,
-    pub oracle: String,
+    pub oracle: Oracle,
     pub signature: String,
     /// The same oracle fired with the same signature (an abort: in the same place).
     pub reproduced: bool,
@@ -90,8 +91,8 @@ pub fn plan_for(finding: &Finding, specs: &[PathBuf], catalog: &Catalog) -> Resu
         let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
         return Err(gone(format!("no API `{}` in {}", finding.api, shown.join(", ")), "the API was renamed or removed; pass the spec that declares it with --spec PATH"));
     };
-    if !api.oracles.iter().any(|o| o.name == finding.oracle) {
-        api.oracles.push(OracleUse { name: finding.oracle.clone(), span: api.span, args: Vec::new() });
+    if !api.has_oracle(finding.oracle) {
+        api.oracles.push(OracleUse { name: finding.oracle.to_string(), span: api.span, args: Vec::new() });
     }
     let (mut plans, diags) = plan::plan(&Spec { apis: vec![api], rules: Vec::new(), programs: Vec::new() }, catalog);
     let Some(mut plan) = plans.pop() else {
@@ -139,7 +140,7 @@ pub fn replay(finding: &Finding, specs: &[PathBuf], pool: PoolConfig) -> Result<
     let replayed = |reproduced, detections, outcome, on_call| Replay {
         id: finding.id.clone(),
         api: finding.api.clone(),
-        oracle: finding.oracle.clone(),
+        oracle: finding.oracle,
         signature: finding.signature.clone(),
         reproduced,
         detections,

@@ -10,6 +10,7 @@ use crate::gen::coverage::CoverageReport;
 use crate::gen::Mutation;
 use crate::oracle::device::DeviceError;
 use crate::oracle::Status;
+use crate::oracle_name::Oracle;
 use crate::variant::{CheckOutcome, CheckReport};
 
 /// Per-API counters.
@@ -55,7 +56,7 @@ pub struct Counters {
     pub unwritten: AtomicU64,
     pub write_error: Mutex<Option<String>>,
     /// Findings per oracle (new ones only).
-    pub by_oracle: Mutex<BTreeMap<String, u64>>,
+    pub by_oracle: Mutex<BTreeMap<Oracle, u64>>,
     /// Worker restarts after a crash or a hang.
     pub restarts: AtomicU64,
     /// The first few distinct libtorch errors for conforming cases, per API (validity feedback).
@@ -63,7 +64,7 @@ pub struct Counters {
     /// Per API, broken constraints whose violating inputs libtorch accepted, with counts.
     pub accepted_violations: Mutex<BTreeMap<String, BTreeMap<String, u64>>>,
     /// What the differential checks did, per oracle.
-    pub checks: Mutex<BTreeMap<String, CheckSummary>>,
+    pub checks: Mutex<BTreeMap<Oracle, CheckSummary>>,
 }
 
 /// What one differential oracle did over a run.
@@ -128,16 +129,13 @@ impl Counters {
     }
 
     /// Counts what the checks of one case did (`oracles` parallel to `reports`).
-    pub fn checks(&self, oracles: &[&str], reports: &[CheckReport]) {
+    pub fn checks(&self, oracles: &[Oracle], reports: &[CheckReport]) {
         let mut all = self.checks.lock().expect("counters lock");
         for (oracle, r) in oracles.iter().zip(reports) {
             if r.outcome == CheckOutcome::NotRun {
                 continue;
             }
-            let c = match all.get_mut(*oracle) {
-                Some(c) => c,
-                None => all.entry(oracle.to_string()).or_default(),
-            };
+            let c = all.entry(*oracle).or_default();
             c.cases += 1;
             c.seconds += f64::from(r.micros) * 1e-6;
             match &r.outcome {
@@ -158,7 +156,7 @@ impl Counters {
                         *c.skip_reasons.entry(key).or_insert(0) += 1;
                     }
                 }
-                CheckOutcome::Raised { class, message } if *oracle == "cuda" => match crate::oracle::device::classify_cuda_only(*class, message) {
+                CheckOutcome::Raised { class, message } if *oracle == Oracle::Cuda => match crate::oracle::device::classify_cuda_only(*class, message) {
                     Some(DeviceError::MissingKernel) => c.missing_kernel += 1,
                     Some(DeviceError::InvalidValues) => c.invalid_values += 1,
                     Some(DeviceError::Argument) => c.cuda_argument += 1,
@@ -291,7 +289,7 @@ pub struct Summary {
     pub invalid_arguments: u64,
     pub findings: u64,
     pub duplicates: u64,
-    pub findings_by_oracle: BTreeMap<String, u64>,
+    pub findings_by_oracle: BTreeMap<Oracle, u64>,
     pub worker_restarts: u64,
     /// Over conforming cases: the fraction libtorch accepted.
     pub conform_valid_rate: f64,
@@ -308,7 +306,7 @@ pub struct Summary {
     /// APIs left out, with why (unknown operator, unsatisfiable constraints, solver timeout).
     pub skipped: Vec<Skipped>,
     /// What each differential oracle did (those the specs select).
-    pub checks: BTreeMap<String, CheckSummary>,
+    pub checks: BTreeMap<Oracle, CheckSummary>,
     pub out: String,
     /// Findings that could not be written (a full or unwritable folder), and why; the campaign
     /// stopped at the first.
@@ -418,13 +416,13 @@ mod tests {
             raised(ErrorClass::OutOfRange, "St12out_of_range: vector::_M_range_check"),
         ];
         for r in &reports {
-            counters.checks(&["cuda"], std::slice::from_ref(r));
+            counters.checks(&[Oracle::Cuda], std::slice::from_ref(r));
             // The same message from another oracle is one side raising, as before.
-            counters.checks(&["out"], std::slice::from_ref(r));
+            counters.checks(&[Oracle::Out], std::slice::from_ref(r));
         }
         let all = counters.checks.lock().expect("counters lock");
-        let cuda = &all["cuda"];
+        let cuda = &all[&Oracle::Cuda];
         assert_eq!((cuda.missing_kernel, cuda.invalid_values, cuda.cuda_argument, cuda.one_raised), (1, 1, 1, 1));
-        assert_eq!((all["out"].missing_kernel, all["out"].one_raised), (0, 4));
+        assert_eq!((all[&Oracle::Out].missing_kernel, all[&Oracle::Out].one_raised), (0, 4));
     }
 }

@@ -10,6 +10,7 @@ use crate::case::Case;
 use crate::findings::{finding_id, Finding, Key, Store};
 use crate::gen::Generator;
 use crate::oracle;
+use crate::oracle_name::Oracle;
 use crate::outcome::signal_name;
 use crate::plan::ApiPlan;
 use crate::variant::Check;
@@ -49,15 +50,16 @@ impl Triage<'_> {
     pub fn finding(&self, api_index: usize, index: u64, case: &Case, d: oracle::Detection, meta: Meta) -> Finding {
         let plan = &self.plans[api_index];
         let violation = meta.violated.and_then(|v| self.generator.violations(api_index).get(v));
-        let id = finding_id(&Key { api: plan.api.name.clone(), oracle: d.oracle.to_string(), signature: d.signature.clone() });
+        let id = finding_id(&Key { api: plan.api.name.clone(), oracle: d.oracle, signature: d.signature.clone() });
         Finding {
             id: id.clone(),
             api: plan.api.name.clone(),
             aten: plan.binding.qualified(),
-            oracle: d.oracle.to_string(),
+            oracle: d.oracle,
             signature: d.signature,
             message: d.message,
             signal: d.signal.map(signal_name),
+            exit: d.exit,
             seed: self.config.seed,
             case_index: index,
             case: case.clone(),
@@ -104,7 +106,7 @@ impl Triage<'_> {
                     }
                 }
                 self.counters.findings.fetch_add(1, Ordering::Relaxed);
-                *self.counters.by_oracle.lock().expect("counters lock").entry(finding.oracle.clone()).or_insert(0) += 1;
+                *self.counters.by_oracle.lock().expect("counters lock").entry(finding.oracle).or_insert(0) += 1;
                 self.observer.finding(finding);
                 true
             }
@@ -143,15 +145,15 @@ impl Triage<'_> {
                 Err(_) => Some(1),
             };
             finding.confirmed = Some(finding.calls.is_some());
-            alone = confirming.ok().filter(|_| finding.oracle != "hang");
+            alone = confirming.ok().filter(|_| finding.oracle != Oracle::Hang);
         }
         if finding.confirmed == Some(false) {
             finding.culprit = self.blame_culprit(p, earlier, suspects);
         }
-        if finding.oracle == "hang" && finding.confirmed == Some(true) {
+        if finding.oracle == Oracle::Hang && finding.confirmed == Some(true) {
             finding.explained = cost::explain_hang(p, &finding.case, self.minimizer.timeout);
         }
-        if finding.confirmed == Some(false) || finding.oracle == "hang" {
+        if finding.confirmed == Some(false) || finding.oracle == Oracle::Hang {
             self.update(api_index, &finding);
             return;
         }
@@ -165,7 +167,7 @@ impl Triage<'_> {
     /// confirmed in), with the checks it was confirmed with. Returns the finding as updated.
     fn shrink(&self, p: &Pool, alone: Option<&Pool>, api_index: usize, finding: &Finding) -> Option<Finding> {
         let budget = record::budget(self.config.minimize.unwrap_or(0));
-        let death = record::died(finding) && finding.oracle != "hang";
+        let death = record::died(finding) && finding.oracle != Oracle::Hang;
         let started = (death && alone.is_none()).then(|| Pool::start(record::alone_config(&self.minimizer, finding, api_index)).ok()).flatten();
         let own = if death { alone.or(started.as_ref()) } else { None };
         let checks = if own.is_some() { record::judged_alone(finding, &self.checks[api_index]) } else { self.checks[api_index].clone() };
@@ -185,7 +187,7 @@ impl Triage<'_> {
     /// (confirmed on that call) unless it is already, and the finding names it.
     fn also_dies(&self, p: &Pool, api_index: usize, mut finding: Finding) {
         let Some((call, d)) = also_dies::probe(&self.minimizer, &self.plans[api_index], &finding) else { return };
-        let key = Key { api: finding.api.clone(), oracle: d.oracle.to_string(), signature: d.signature.clone() };
+        let key = Key { api: finding.api.clone(), oracle: d.oracle, signature: d.signature.clone() };
         let id = finding_id(&key);
         if !self.store.seen(&key) {
             let mut dead = self.finding(api_index, finding.case_index, &finding.case, d, self.meta_of(finding.case_index));

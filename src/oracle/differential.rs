@@ -13,6 +13,7 @@ use crate::ops::binding::OpBinding;
 use crate::ops::catalog::Catalog;
 use crate::ops::tags::{self, OpClass};
 use crate::ops::twins;
+use crate::oracle_name::Oracle;
 use crate::outcome::{signal_name, Outcome};
 use crate::spec::{ApiSpec, OracleUse, Value};
 use crate::variant::{Accuracy, Check, CheckOutcome, CheckReport, Tolerance, Tolerances, Variant};
@@ -21,12 +22,10 @@ use crate::worker::Execution;
 use super::errors::{self, ErrorKind};
 use super::{Detection, Disagreement, Evidence};
 
-/// The differential oracles, in the order their checks run.
-pub const DIFFERENTIAL: &[&str] = &["precision", "layout", "out", "inplace", "gradient", "cuda"];
-
-/// The premature-overflow verdict of the float64 reference: named alone, the precision check
-/// runs but only its premature inf, NaN and 0 are findings.
-pub const OVERFLOW: &str = "overflow";
+/// The differential oracles, in the order their checks run. (`overflow`, the premature-overflow
+/// verdict of the float64 reference, is not among them: named alone, the precision check runs
+/// but only its premature inf, NaN and 0 are findings.)
+pub const DIFFERENTIAL: &[Oracle] = &[Oracle::Precision, Oracle::Layout, Oracle::Out, Oracle::Inplace, Oracle::Gradient, Oracle::Cuda];
 
 /// One check of an API as planned: the check, and the operator its variant calls when that is
 /// not the API's own (the `out=` overload, the in-place twin). The campaign appends those
@@ -65,23 +64,22 @@ impl PlannedCheck {
 pub fn plan_checks(api: &ApiSpec, binding: &OpBinding, catalog: &Catalog) -> (Vec<PlannedCheck>, Vec<Diagnostic>) {
     let mut checks = Vec::new();
     let mut diags = Vec::new();
-    for name in DIFFERENTIAL {
-        let named = api.oracles.iter().find(|o| o.name == *name);
+    for &oracle in DIFFERENTIAL {
         // `overflow` alone asks for the precision check too.
-        let named = named.or_else(|| if *name == "precision" { api.oracles.iter().find(|o| o.name == OVERFLOW) } else { None });
-        let Some(u) = named else { continue };
+        let asked = if oracle == Oracle::Precision && !api.has_oracle(oracle) { Oracle::Overflow } else { oracle };
+        let Some(u) = api.oracle_use(asked) else { continue };
         let implied = !api.oracles_written;
-        if implied && api.refuted_oracles.iter().any(|(o, _)| o == *name) {
+        if implied && api.refuted(oracle) {
             continue;
         }
         let tolerances = tolerances(u);
         let accuracy = accuracy_of(binding);
-        let planned = |variant, twin: Option<OpBinding>| PlannedCheck { check: Check { oracle: u.name.clone(), variant, tolerances, accuracy }, twins: twin.into_iter().collect() };
-        match *name {
-            "precision" => checks.push(planned(Variant::Promote, None)),
-            "layout" => checks.push(planned(Variant::Layout, None)),
-            "cuda" => checks.push(planned(Variant::Cuda, None)),
-            "gradient" => {
+        let planned = |variant, twin: Option<OpBinding>| PlannedCheck { check: Check { oracle: asked, variant, tolerances, accuracy }, twins: twin.into_iter().collect() };
+        match oracle {
+            Oracle::Precision => checks.push(planned(Variant::Promote, None)),
+            Oracle::Layout => checks.push(planned(Variant::Layout, None)),
+            Oracle::Cuda => checks.push(planned(Variant::Cuda, None)),
+            Oracle::Gradient => {
                 let eps = float_arg(u, "eps").unwrap_or(1e-6);
                 let samples = match u.args.iter().find(|(n, _)| n == "samples") {
                     Some((_, Value::Int(n))) => (*n).clamp(1, 1000) as u32,
@@ -89,16 +87,16 @@ pub fn plan_checks(api: &ApiSpec, binding: &OpBinding, catalog: &Catalog) -> (Ve
                 };
                 let t = Tolerance { rtol: float_arg(u, "rtol").unwrap_or(1e-3), atol: float_arg(u, "atol").unwrap_or(1e-5) };
                 checks.push(PlannedCheck {
-                    check: Check { oracle: "gradient".into(), variant: Variant::Gradient { eps, samples }, tolerances: Tolerances::uniform(t), accuracy },
+                    check: Check { oracle: Oracle::Gradient, variant: Variant::Gradient { eps, samples }, tolerances: Tolerances::uniform(t), accuracy },
                     twins: Vec::new(),
                 });
             }
-            "out" => match twins::out_binding(binding, catalog) {
+            Oracle::Out => match twins::out_binding(binding, catalog) {
                 Some(b) => checks.push(planned(Variant::Out { op: 0 }, Some(b))),
                 None if implied => {}
                 None => diags.push(not_applicable(u, &format!("`{}` has no out= overload taking the same arguments", binding.qualified()))),
             },
-            "inplace" => match twins::inplace_binding(binding, catalog) {
+            Oracle::Inplace => match twins::inplace_binding(binding, catalog) {
                 Some((b, arg)) => checks.push(planned(Variant::InPlace { op: 0, arg }, Some(b))),
                 None if implied => {}
                 None => diags.push(not_applicable(u, &format!("`{}` has no in-place form (`{}_`) taking the same arguments", binding.qualified(), binding.name))),
@@ -107,8 +105,8 @@ pub fn plan_checks(api: &ApiSpec, binding: &OpBinding, catalog: &Catalog) -> (Ve
         }
     }
     // Named, or implied by a value domain (`rules::domains`), which `nan_inf` judges.
-    if api.oracles.iter().any(|o| o.name == "nan_inf") || api.ensures.iter().any(|c| super::is_domain(&c.expr)) {
-        let check = Check { oracle: "nan_inf".into(), variant: Variant::Defined, tolerances: Tolerances::uniform(Tolerance::EXACT), accuracy: Accuracy::Backward };
+    if api.has_oracle(Oracle::NanInf) || api.ensures.iter().any(|c| super::is_domain(&c.expr)) {
+        let check = Check { oracle: Oracle::NanInf, variant: Variant::Defined, tolerances: Tolerances::uniform(Tolerance::EXACT), accuracy: Accuracy::Backward };
         checks.push(PlannedCheck { check, twins: Vec::new() });
     }
     (checks, diags)
@@ -171,7 +169,7 @@ pub fn judge_reports(api: &ApiSpec, checks: &[Check], case: &Case, outcome: &Out
 fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outcome, report: &CheckOutcome) -> Option<Detection> {
     let what = check.variant.describe();
     let detection = |signature: String, message: String, how: Disagreement| {
-        Some(Detection { oracle: oracle_name(check), signature, message, signal: None, evidence: Evidence::Differential { check: k, what: how } })
+        Some(Detection { oracle: oracle_name(check), signature, message, signal: None, exit: None, evidence: Evidence::Differential { check: k, what: how } })
     };
     if check.variant == Variant::Defined {
         return None;
@@ -188,7 +186,7 @@ fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outc
                 ("the float64 reference is", Disagreement::Values { output: m.output, dtype: m.dtype, tolerance: m.tolerance })
             };
             Some(Detection {
-                oracle: OVERFLOW,
+                oracle: Oracle::Overflow,
                 // No dtype: one cause seen in float16 and float32 is one finding.
                 signature: format!("premature {what} in output {}", m.output),
                 message: format!(
@@ -196,11 +194,12 @@ fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outc
                     m.output, p.index, p.expected, p.count, m.total
                 ),
                 signal: None,
+                exit: None,
                 evidence: Evidence::Differential { check: k, what: how },
             })
         }
         // `overflow` alone judges only premature values.
-        CheckOutcome::Values(_) if check.oracle == OVERFLOW => None,
+        CheckOutcome::Values(_) if check.oracle == Oracle::Overflow => None,
         // A relation speaks of finite inputs: negating or scaling an inf proves nothing.
         CheckOutcome::Values(_) if matches!(check.variant, Variant::Relation(_)) && !case.inputs_finite() => None,
         CheckOutcome::Values(m) if matches!(check.variant, Variant::Relation(_)) => {
@@ -299,6 +298,7 @@ pub fn judge_in_check(checks: &[Check], check: u32, failure: &Execution) -> Opti
             signature: format!("{what}: {}", super::crash_signature(&signal_name(*signal), stderr)),
             message: format!("the worker was killed by {} while running the {what}\n{}", signal_name(*signal), super::tail(stderr)),
             signal: Some(*signal),
+            exit: None,
             evidence,
         }),
         Execution::Exited { code, stderr, .. } => Some(Detection {
@@ -306,6 +306,7 @@ pub fn judge_in_check(checks: &[Check], check: u32, failure: &Execution) -> Opti
             signature: format!("{what}: {}", super::crash_signature(&format!("exit {code}"), stderr)),
             message: format!("the worker exited with status {code} while running the {what}\n{}", super::tail(stderr)),
             signal: None,
+            exit: Some(*code),
             evidence,
         }),
         // A variant repeats the call (the gradient check up to 2 * samples + 2 times), so a
@@ -316,16 +317,14 @@ pub fn judge_in_check(checks: &[Check], check: u32, failure: &Execution) -> Opti
     }
 }
 
-/// Oracle names are `&'static str` in detections; the differential ones are known.
-fn oracle_name(check: &Check) -> &'static str {
-    if check.oracle == OVERFLOW || matches!(check.variant, Variant::Promote | Variant::Defined) {
-        return "precision";
+/// The oracle a check's detections name: `precision` for the float64 reference (but for its
+/// premature overflow, `judge_one`), `relation` for every relation's check.
+fn oracle_name(check: &Check) -> Oracle {
+    if check.oracle == Oracle::Overflow || matches!(check.variant, Variant::Promote | Variant::Defined) {
+        return Oracle::Precision;
     }
     if matches!(check.variant, Variant::Relation(_)) {
-        return RELATION;
+        return Oracle::Relation;
     }
-    DIFFERENTIAL.iter().find(|n| **n == check.oracle).copied().unwrap_or("differential")
+    check.oracle
 }
-
-/// The oracle of every metamorphic relation's check.
-pub const RELATION: &str = "relation";

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::case::{Arg, Case, DType};
 use crate::eval::{self, Bindings, Val};
+use crate::oracle_name::Oracle;
 use crate::outcome::{signal_name, Outcome, Output};
 use crate::spec::ApiSpec;
 use crate::variant::{Check, Tolerance};
@@ -74,12 +75,15 @@ pub enum Status {
 /// One oracle firing.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Detection {
-    pub oracle: &'static str,
+    pub oracle: Oracle,
     /// Stable across inputs with the same cause.
     pub signature: String,
     /// The message a human reads: the error text, the signal, the violated postcondition.
     pub message: String,
+    /// The signal the worker died by.
     pub signal: Option<i32>,
+    /// The status the worker exited with (in the call or in a check).
+    pub exit: Option<i32>,
     /// What a reproducer has to show.
     pub evidence: Evidence,
 }
@@ -133,7 +137,7 @@ pub fn judge(api: &ApiSpec, checks: &[Check], case: &Case, exec: &Execution) -> 
         Execution::Checked { outcome, checks: reports } => {
             let mut v = judge_outcome(api, case, outcome);
             if differential::undefined_there(checks, reports) {
-                v.detections.retain(|d| d.oracle != "nan_inf");
+                v.detections.retain(|d| d.oracle != Oracle::NanInf);
             }
             v.detections.extend(differential::judge_reports(api, checks, case, outcome, reports));
             v
@@ -148,48 +152,58 @@ pub fn judge(api: &ApiSpec, checks: &[Check], case: &Case, exec: &Execution) -> 
 
 /// A worker that died or hung in the call itself.
 fn judge_failure(api: &ApiSpec, case: &Case, exec: &Execution) -> Verdict {
-    let enabled = |name: &str| api.oracles.iter().any(|o| o.name == name);
+    let enabled = |oracle| api.has_oracle(oracle);
     let mut detections = Vec::new();
     let status = match exec {
         Execution::Crashed { signal, stderr, .. } => {
             // We only SIGKILL on timeouts (reported as such); a SIGKILL here is the kernel's
             // out-of-memory killer.
             if *signal == libc::SIGKILL {
-                if enabled("oom") {
+                if enabled(Oracle::Oom) {
                     detections.push(Detection {
-                        oracle: "oom",
+                        oracle: Oracle::Oom,
                         signature: "killed (out of memory)".into(),
                         message: tail(stderr),
                         signal: Some(*signal),
+                        exit: None,
                         evidence: Evidence::Call,
                     });
                 }
-            } else if enabled("crash") {
+            } else if enabled(Oracle::Crash) {
                 detections.push(Detection {
-                    oracle: "crash",
+                    oracle: Oracle::Crash,
                     signature: crash_signature(&signal_name(*signal), stderr),
                     message: format!("worker killed by {}\n{}", signal_name(*signal), tail(stderr)),
                     signal: Some(*signal),
+                    exit: None,
                     evidence: Evidence::Call,
                 });
             }
             Status::Failed
         }
         Execution::Exited { code, stderr, .. } => {
-            if enabled("crash") {
+            if enabled(Oracle::Crash) {
                 detections.push(Detection {
-                    oracle: "crash",
+                    oracle: Oracle::Crash,
                     signature: crash_signature(&format!("exit {code}"), stderr),
                     message: format!("worker exited with status {code}\n{}", tail(stderr)),
                     signal: None,
+                    exit: Some(*code),
                     evidence: Evidence::Call,
                 });
             }
             Status::Failed
         }
         Execution::TimedOut { millis } => {
-            if enabled("hang") && case.input_elements() < LARGE_INPUT_ELEMENTS {
-                detections.push(Detection { oracle: "hang", signature: "timeout".into(), message: format!("no answer after {millis} ms"), signal: None, evidence: Evidence::Call });
+            if enabled(Oracle::Hang) && case.input_elements() < LARGE_INPUT_ELEMENTS {
+                detections.push(Detection {
+                    oracle: Oracle::Hang,
+                    signature: "timeout".into(),
+                    message: format!("no answer after {millis} ms"),
+                    signal: None,
+                    exit: None,
+                    evidence: Evidence::Call,
+                });
             }
             Status::Failed
         }
@@ -200,7 +214,7 @@ fn judge_failure(api: &ApiSpec, case: &Case, exec: &Execution) -> Verdict {
 
 /// A call the worker saw to the end (returned or raised).
 fn judge_outcome(api: &ApiSpec, case: &Case, outcome: &Outcome) -> Verdict {
-    let enabled = |name: &str| api.oracles.iter().any(|o| o.name == name);
+    let enabled = |oracle| api.has_oracle(oracle);
     let mut detections = Vec::new();
     let mut error = None;
     let status = match outcome {
@@ -210,14 +224,21 @@ fn judge_outcome(api: &ApiSpec, case: &Case, outcome: &Outcome) -> Verdict {
                 ErrorKind::Argument => Status::Invalid,
                 ErrorKind::Schema => Status::Schema,
                 ErrorKind::Internal { signature } | ErrorKind::Unchecked { signature } => {
-                    if enabled("internal_error") {
-                        detections.push(Detection { oracle: "internal_error", signature, message: message.clone(), signal: None, evidence: Evidence::Call });
+                    if enabled(Oracle::InternalError) {
+                        detections.push(Detection { oracle: Oracle::InternalError, signature, message: message.clone(), signal: None, exit: None, evidence: Evidence::Call });
                     }
                     Status::Failed
                 }
                 ErrorKind::OutOfMemory => {
-                    if enabled("oom") && case.input_elements() < OOM_INPUT_ELEMENTS && largest_int(case) < OOM_INT_ARGUMENT && !explained_by_inputs(case, message) {
-                        detections.push(Detection { oracle: "oom", signature: errors::normalize(message), message: message.clone(), signal: None, evidence: Evidence::Call });
+                    if enabled(Oracle::Oom) && case.input_elements() < OOM_INPUT_ELEMENTS && largest_int(case) < OOM_INT_ARGUMENT && !explained_by_inputs(case, message) {
+                        detections.push(Detection {
+                            oracle: Oracle::Oom,
+                            signature: errors::normalize(message),
+                            message: message.clone(),
+                            signal: None,
+                            exit: None,
+                            evidence: Evidence::Call,
+                        });
                         Status::Failed
                     } else {
                         Status::Invalid
@@ -229,7 +250,7 @@ fn judge_outcome(api: &ApiSpec, case: &Case, outcome: &Outcome) -> Verdict {
             // Values outside the spec's bounds (a cliff: `gen::cliff`) may rightly give inf or
             // break a postcondition; those bounds are what make a finite result expected.
             // Asked only when something fired: evaluating bounds costs more than the call.
-            if enabled("nan_inf") && case.inputs_finite() {
+            if enabled(Oracle::NanInf) && case.inputs_finite() {
                 if let Some(d) = nonfinite(outputs).filter(|_| within_bounds(api, case)) {
                     detections.push(d);
                 }
@@ -262,11 +283,12 @@ fn nonfinite(outputs: &[Output]) -> Option<Detection> {
         };
         let dtype = t.dtype.map_or("?".to_string(), |d| d.to_string());
         Some(Detection {
-            oracle: "nan_inf",
+            oracle: Oracle::NanInf,
             // No dtype in the signature: one cause seen in float16 and float32 is one finding.
             signature: format!("{what} in output {i}"),
             message: format!("output {i} ({dtype}, shape {:?}) holds {} NaN and {} inf from finite inputs", t.shape, t.nan, t.inf),
             signal: None,
+            exit: None,
             evidence: Evidence::NonFinite { output: i },
         })
     })
@@ -331,7 +353,7 @@ fn postconditions(api: &ApiSpec, case: &Case, outputs: &[Output]) -> Vec<Detecti
         .map(|(clause, c)| {
             let domain = is_domain(&c.expr);
             Detection {
-                oracle: if domain { "nan_inf" } else { "postcondition" },
+                oracle: if domain { Oracle::NanInf } else { Oracle::Postcondition },
                 signature: format!("ensures {}", c.text),
                 message: if domain {
                     format!("NaN from finite inputs inside the domain where `{}` is defined (`ensures {}`)", api.name, c.text)
@@ -339,6 +361,7 @@ fn postconditions(api: &ApiSpec, case: &Case, outputs: &[Output]) -> Vec<Detecti
                     format!("postcondition `{}` does not hold", c.text)
                 },
                 signal: None,
+                exit: None,
                 evidence: Evidence::Postcondition { clause },
             }
         })
@@ -404,6 +427,7 @@ mod tests {
 
     #[test]
     fn a_nan_the_float64_reference_holds_too_is_no_nan_inf_finding() {
+        use crate::oracle_name::Oracle;
         use crate::outcome::{Outcome, Output, TensorInfo};
         use crate::variant::{Accuracy, Check, CheckOutcome, CheckReport, Tolerance, Tolerances, Variant};
         use crate::worker::Execution;
@@ -412,17 +436,17 @@ mod tests {
         let api = &checked.spec.apis[0];
         let zeros = Arg::Tensor(TensorRecipe { dtype: DType::Float32, shape: vec![3], fill: Fill::Constant(0.0), seed: 0, layout: Default::default(), specials: Vec::new() });
         let case = Case { op: 0, args: vec![zeros.clone(), zeros], forward: None };
-        let checks = [Check { oracle: "nan_inf".into(), variant: Variant::Defined, tolerances: Tolerances::uniform(Tolerance::EXACT), accuracy: Accuracy::Forward }];
+        let checks = [Check { oracle: Oracle::NanInf, variant: Variant::Defined, tolerances: Tolerances::uniform(Tolerance::EXACT), accuracy: Accuracy::Forward }];
         let nan = Output::Tensor(TensorInfo { dtype: Some(DType::Float32), shape: vec![3], nan: 3, inf: 0, min: None, max: None });
         let outcome = Outcome::Returned { outputs: vec![nan], micros: 1 };
         let judged = |report: CheckOutcome| {
             let exec = Execution::Checked { outcome: outcome.clone(), checks: vec![CheckReport { outcome: report, micros: 0 }] };
             super::judge(api, &checks, &case, &exec).detections.iter().map(|d| d.oracle).collect::<Vec<_>>()
         };
-        assert_eq!(judged(CheckOutcome::Agree { max_abs: 0.0, max_rel: 0.0 }), Vec::<&str>::new(), "the reference is NaN there too");
-        assert_eq!(judged(CheckOutcome::NotRun), vec!["nan_inf"]);
-        assert_eq!(judged(CheckOutcome::Skipped("no input to compute in float64".into())), vec!["nan_inf"]);
-        assert_eq!(super::judge(api, &checks, &case, &Execution::Completed(outcome.clone())).detections[0].oracle, "nan_inf");
+        assert_eq!(judged(CheckOutcome::Agree { max_abs: 0.0, max_rel: 0.0 }), Vec::<Oracle>::new(), "the reference is NaN there too");
+        assert_eq!(judged(CheckOutcome::NotRun), vec![Oracle::NanInf]);
+        assert_eq!(judged(CheckOutcome::Skipped("no input to compute in float64".into())), vec![Oracle::NanInf]);
+        assert_eq!(super::judge(api, &checks, &case, &Execution::Completed(outcome.clone())).detections[0].oracle, Oracle::NanInf);
     }
 
     #[test]

@@ -10,6 +10,7 @@ use crate::ops::catalog::Catalog;
 use crate::ops::diagnostic;
 use crate::ops::registry;
 use crate::oracle::differential::{self, PlannedCheck};
+use crate::oracle_name::Oracle;
 use crate::solve::SolveError;
 use crate::spec::{ApiSpec, Spec};
 
@@ -74,12 +75,8 @@ fn relation_check(r: &crate::spec::RelationSpec, spec: &Spec, catalog: &Catalog,
         let callee = spec.apis.iter().find(|a| a.name == name).ok_or_else(|| format!("`{name}` is not among the APIs loaded"))?;
         twins.push(registry::resolve(callee, catalog).map_err(|e| format!("`{name}` has no operator: {e}"))?);
     }
-    let check = crate::variant::Check {
-        oracle: differential::RELATION.to_string(),
-        tolerances: r.relation.tolerances,
-        variant: crate::variant::Variant::Relation(Box::new(r.relation.clone())),
-        accuracy,
-    };
+    let check =
+        crate::variant::Check { oracle: Oracle::Relation, tolerances: r.relation.tolerances, variant: crate::variant::Variant::Relation(Box::new(r.relation.clone())), accuracy };
     Ok(PlannedCheck { check, twins })
 }
 

@@ -5,6 +5,7 @@
 //! cases they saw, and one rejected rule per oracle that disagreed, with the first disagreement
 //! as its reason. A rejected rule refutes its oracle: the API no longer gets it.
 use super::{rule_text, Candidate, Judged};
+use crate::oracle_name::Oracle;
 use crate::spec::{RuleSource, RuleStatus};
 
 /// What validation concluded for one API.
@@ -14,14 +15,14 @@ pub struct OracleVerdicts {
     /// Conforming cases run.
     pub cases: u64,
     /// The oracles that stayed silent.
-    pub kept: Vec<String>,
+    pub kept: Vec<Oracle>,
     /// The oracles that disagreed on ordinary inputs, with the first disagreement.
-    pub refuted: Vec<(String, String)>,
+    pub refuted: Vec<(Oracle, String)>,
 }
 
 /// The name of the rule that keeps oracles, and of the one that refutes `oracle`.
 pub const KEPT_RULE: &str = "oracles_hold";
-pub fn refuted_rule(oracle: &str) -> String {
+pub fn refuted_rule(oracle: Oracle) -> String {
     format!("not_{oracle}")
 }
 
@@ -29,11 +30,12 @@ pub fn refuted_rule(oracle: &str) -> String {
 pub fn rules(v: &OracleVerdicts, previous: &[String]) -> (Vec<(Judged, Option<String>)>, Vec<String>) {
     let mut out = Vec::new();
     if !v.kept.is_empty() {
-        let candidate = Candidate { name: KEPT_RULE.into(), text: format!("oracles {};", v.kept.join(", ")), source: RuleSource::Inferred };
+        let candidate =
+            Candidate { name: KEPT_RULE.into(), text: format!("oracles {};", v.kept.iter().map(|o| o.as_str()).collect::<Vec<_>>().join(", ")), source: RuleSource::Inferred };
         out.push((Judged { candidate, status: RuleStatus::Validated, confidence: None, evidence: vec![("cases".into(), v.cases as i64), ("disagreed".into(), 0)] }, None));
     }
     for (oracle, reason) in &v.refuted {
-        let candidate = Candidate { name: refuted_rule(oracle), text: format!("oracles {oracle};"), source: RuleSource::Inferred };
+        let candidate = Candidate { name: refuted_rule(*oracle), text: format!("oracles {oracle};"), source: RuleSource::Inferred };
         let judged = Judged { candidate, status: RuleStatus::Rejected, confidence: None, evidence: vec![("cases".into(), v.cases as i64)] };
         out.push((judged, Some(reason.clone())));
     }
@@ -66,8 +68,8 @@ mod tests {
         let v = OracleVerdicts {
             api: "torch.round".into(),
             cases: 200,
-            kept: vec!["precision".into(), "layout".into()],
-            refuted: vec![("gradient".into(), "gradient of output 0 differs: \"x\" 0 vs 1".into())],
+            kept: vec![Oracle::Precision, Oracle::Layout],
+            refuted: vec![(Oracle::Gradient, "gradient of output 0 differs: \"x\" 0 vs 1".into())],
         };
         let (rules, replace) = rules(&v, &["not_out".into(), "small".into()]);
         assert_eq!(replace, vec!["not_out".to_string()]);

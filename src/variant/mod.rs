@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::case::{Arg, Case, DType, Layout, TensorRecipe};
+use crate::oracle_name::Oracle;
 use crate::outcome::ErrorClass;
 
 pub mod relation;
@@ -114,8 +115,9 @@ impl Tolerances {
 /// One differential check of an API: a variant and how closely it must agree.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Check {
-    /// The oracle that asked for it (`precision`, `layout`, `out`, `inplace`, `gradient`, `cuda`).
-    pub oracle: String,
+    /// The oracle that asked for it (`precision` or `overflow`, `layout`, `out`, `inplace`,
+    /// `gradient`, `cuda`, `nan_inf`, `relation`).
+    pub oracle: Oracle,
     pub variant: Variant,
     pub tolerances: Tolerances,
     /// What the float64 reference holds a result to (only `Variant::Promote` reads it).

@@ -944,6 +944,7 @@ mod tests {
     use super::*;
     use crate::check::first_api as api;
     use crate::ops::catalog::Catalog;
+    use crate::oracle_name::Oracle;
     use crate::variant::Tolerances;
 
     fn catalog() -> Catalog {
@@ -1026,8 +1027,8 @@ mod tests {
         assert!(s.contains("torch.ops.aten.sum.dim_IntList(input, None, dtype=torch.float64)"), "{s}");
     }
 
-    fn check(oracle: &str, variant: Variant) -> Check {
-        Check { oracle: oracle.into(), variant, tolerances: Tolerances::uniform(Tolerance { rtol: 1e-5, atol: 1e-6 }), accuracy: Default::default() }
+    fn check(oracle: Oracle, variant: Variant) -> Check {
+        Check { oracle, variant, tolerances: Tolerances::uniform(Tolerance { rtol: 1e-5, atol: 1e-6 }), accuracy: Default::default() }
     }
 
     fn values(output: usize) -> Evidence {
@@ -1059,7 +1060,7 @@ mod tests {
     fn a_late_death_in_a_check_repeats_the_round() {
         let exp = api("api torch.exp(input: Tensor) -> Tensor {}");
         let case = Case { op: 0, args: vec![Arg::Tensor(recipe())], forward: None };
-        let layout = check("layout", Variant::Layout);
+        let layout = check(Oracle::Layout, Variant::Layout);
         let evidence = Evidence::Differential { check: 0, what: Disagreement::VariantFails };
         let b = bind(&exp);
         let render =
@@ -1072,19 +1073,19 @@ mod tests {
     fn differential_scripts() {
         let exp = api("api torch.exp(input: Tensor) -> Tensor {}");
         let case = Case { op: 0, args: vec![Arg::Tensor(recipe())], forward: None };
-        let precision = check("precision", Variant::Promote);
+        let precision = check(Oracle::Precision, Variant::Promote);
         insta::assert_snapshot!("precision", script(&exp, &case, values(0), Some(&precision), None));
-        let layout = check("layout", Variant::Layout);
+        let layout = check(Oracle::Layout, Variant::Layout);
         insta::assert_snapshot!("layout", script(&exp, &case, values(0), Some(&layout), None));
         let b = bind(&exp);
         let out_twin = crate::ops::twins::out_binding(&b, &catalog()).unwrap();
-        let out = check("out", Variant::Out { op: 1 });
+        let out = check(Oracle::Out, Variant::Out { op: 1 });
         insta::assert_snapshot!("out_raises", script(&exp, &case, Evidence::Differential { check: 0, what: Disagreement::VariantRaises }, Some(&out), Some(&out_twin)));
         let (ip_twin, arg) = crate::ops::twins::inplace_binding(&b, &catalog()).unwrap();
-        let inplace = check("inplace", Variant::InPlace { op: 1, arg });
+        let inplace = check(Oracle::Inplace, Variant::InPlace { op: 1, arg });
         insta::assert_snapshot!("inplace", script(&exp, &case, values(0), Some(&inplace), Some(&ip_twin)));
         let gradient = Check {
-            oracle: "gradient".into(),
+            oracle: Oracle::Gradient,
             variant: Variant::Gradient { eps: 1e-6, samples: 8 },
             tolerances: Tolerances::uniform(Tolerance { rtol: 1e-3, atol: 1e-5 }),
             accuracy: Default::default(),
@@ -1092,7 +1093,7 @@ mod tests {
         let mm = api("api torch.matmul(input: Tensor, other: Tensor) -> Tensor {}");
         let case2 = Case { op: 0, args: vec![Arg::Tensor(recipe()), Arg::Tensor(TensorRecipe { shape: vec![3, 2], seed: 7, ..recipe() })], forward: None };
         insta::assert_snapshot!("gradient", script(&mm, &case2, Evidence::Differential { check: 0, what: Disagreement::Gradient }, Some(&gradient), None));
-        let cuda = check("cuda", Variant::Cuda);
+        let cuda = check(Oracle::Cuda, Variant::Cuda);
         insta::assert_snapshot!("cuda", script(&mm, &case2, values(0), Some(&cuda), None));
     }
 
@@ -1106,7 +1107,7 @@ mod tests {
             args: vec![Arg::Tensor(TensorRecipe { shape: vec![1, 4, 4], ..recipe() }), Arg::IntList(vec![2, 2]), Arg::Omitted, Arg::Omitted, Arg::Omitted, Arg::Omitted],
             forward: None,
         };
-        let s = script(&a, &case, values(1), Some(&check("out", Variant::Out { op: 1 })), Some(&twin));
+        let s = script(&a, &case, values(1), Some(&check(Oracle::Out, Variant::Out { op: 1 })), Some(&twin));
         assert!(s.contains("torch.ops.aten.max_pool2d_with_indices.out(input, [2, 2], out=out0, indices=out1)"), "{s}");
         assert!(s.contains("torch.testing.assert_close(out1, result[1], rtol=1e-5, atol=1e-6, equal_nan=True)") || s.contains("out1.double()"), "{s}");
     }
@@ -1145,7 +1146,7 @@ mod tests {
         let a = api("api torch.ops.aten.neg_(input: Tensor) -> Tensor {}");
         let case = Case { op: 0, args: vec![Arg::Tensor(recipe())], forward: None };
         let what = Evidence::Differential { check: 0, what: Disagreement::Values { output: 0, dtype: Some(DType::Float32), tolerance: Tolerance { rtol: 1e-5, atol: 1e-6 } } };
-        let s = script(&a, &case, what, Some(&check("precision", Variant::Promote)), None);
+        let s = script(&a, &case, what, Some(&check(Oracle::Precision, Variant::Promote)), None);
         let call = s.find("result = torch.ops.aten.neg_.default(input)").expect(&s);
         let rebuilt = s.find("# the call wrote into its inputs").expect(&s);
         let variant = s.find("expected = torch.ops.aten.neg_.default(").expect(&s);
