@@ -171,3 +171,17 @@ fn a_dtype_argument_casts_the_reference_inputs_too_and_unrepresentable_arguments
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_value_the_computation_dtype_cannot_hold_is_not_compared() {
+    let _rng = common::rng_lock();
+    let mut ex = executor("api torch.pow(input: Tensor, exponent: Tensor) -> Tensor {}", Accuracy::Forward);
+    let recipe = |dtype, shape: Vec<i64>, v| TensorRecipe { dtype, shape, fill: Fill::Constant(v), seed: 1, layout: Layout::Contiguous, specials: vec![] };
+    // A float64 0-dim base beside a bfloat16 exponent: the call computes in bfloat16, where 19.3
+    // is 19.25, and 19.25^19 is 5% below 19.3^19.
+    let exponent = Arg::Tensor(recipe(DType::BFloat16, vec![1], 19.0));
+    let case = |base| Case { op: 0, args: vec![Arg::Tensor(recipe(DType::Float64, vec![], base)), exponent.clone()], forward: None };
+    assert!(matches!(verdict(&mut ex, &case(19.3)), CheckOutcome::Skipped(_)), "{:?}", verdict(&mut ex, &case(19.3)));
+    // 19.25 is the same number in both: compared, and agreeing.
+    assert!(matches!(verdict(&mut ex, &case(19.25)), CheckOutcome::Agree { .. }), "{:?}", verdict(&mut ex, &case(19.25)));
+}

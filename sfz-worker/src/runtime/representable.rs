@@ -1,11 +1,28 @@
 //! Arguments the original's dtype cannot hold. A float16 call casts a scalar of 1e300 (or an
-//! int64 element of 9e18) to inf and a scalar of 5e-324 to 0, while the float64 reference keeps
-//! them: the two compute different functions, so the precision check does not compare them.
+//! int64 element of 9e18) to inf, a scalar of 5e-324 to 0 and an int16 element of 32767 to
+//! 32768, while the float64 reference keeps them: the two compute different functions, so the
+//! precision check does not compare them.
 use tch::Kind;
 
 use super::executor::{Called, Inputs};
 use sfz::case::{Arg, Case, DType};
 use sfz::outcome::{Outcome, Output};
+
+/// The real dtype of a complex one.
+fn real(d: DType) -> DType {
+    match d {
+        DType::Complex64 => DType::Float32,
+        DType::Complex128 => DType::Float64,
+        d => d,
+    }
+}
+
+/// Whether casting `t` to `kind` changes a value.
+fn changed_by(t: &tch::Tensor, kind: Kind) -> Result<bool, tch::TchError> {
+    let exact = t.f_to_kind(Kind::Double)?;
+    let cast = t.f_to_kind(kind)?.f_to_kind(Kind::Double)?;
+    Ok(!bool::try_from(cast.f_eq_tensor(&exact)?.f_all()?)?)
+}
 
 /// The narrowest floating dtype among the original's outputs.
 fn narrowest(main: &Called) -> Option<DType> {
@@ -34,14 +51,18 @@ pub(super) fn unrepresentable(case: &Case, inputs: &Inputs, main: &Called) -> Re
             return Ok(Some(format!("the argument {value:e} is not representable in {dtype:?}, which the call computes in")));
         }
     }
+    let computes = super::materialize::kind(real(dtype));
     for t in &inputs.tensors {
         let k = t.f_kind()?;
-        if t.numel() == 0 || t.is_floating_point() || t.is_complex() || k == Kind::Bool {
-            continue;
-        }
-        let largest = t.f_abs()?.f_max()?.f_to_kind(Kind::Double)?.double_value(&[]);
-        if largest > max {
-            return Ok(Some(format!("an integer input of magnitude {largest:e} is not representable in {dtype:?}, which the call computes in")));
+        // What the call casts to the dtype it computes in: integer inputs (type promotion, a
+        // `dtype` argument), and 0-dim floating ones, which take the dtype of the dimensioned
+        // inputs. Where the cast changes a value (32767 is 32768 in float16, a float64 scalar
+        // tensor of 1e-300 is 0 beside a bfloat16 one), the call computes on other numbers than
+        // the reference does.
+        let cast = !(t.numel() == 0 || k == Kind::Bool || t.is_complex() || k == computes || (t.is_floating_point() && t.dim() > 0));
+        if cast && changed_by(t, computes)? {
+            let what = if t.is_floating_point() { "a 0-dim input" } else { "an integer input" };
+            return Ok(Some(format!("{what} holds values {dtype:?}, which the call computes in, cannot represent")));
         }
     }
     Ok(None)
