@@ -56,8 +56,9 @@ fn asking_where_defined(decl: &str) -> Executor {
 fn a_nan_the_float64_reference_holds_too_is_the_functions_own() {
     let _rng = common::rng_lock();
     let mut ex = asking_where_defined("api torch.div(input: Tensor, other: Tensor) -> Tensor {}");
-    for dtype in [DType::Float32, DType::Int64] {
-        // 0 / 0 is NaN in every precision (int64 divides in float32, its reference in float64).
+    for dtype in [DType::Float32, DType::Int64, DType::Bool] {
+        // 0 / 0 is NaN in every precision (int64 and bool divide in float32, their reference in
+        // float64).
         let zeros = TensorRecipe { dtype, shape: vec![3], fill: Fill::Constant(0.0), seed: 1, layout: Layout::Contiguous, specials: vec![] };
         let case = Case { op: 0, args: vec![Arg::Tensor(zeros.clone()), Arg::Tensor(zeros)], forward: None };
         assert!(matches!(verdict(&mut ex, &case), CheckOutcome::Agree { .. }), "{dtype}");
@@ -70,6 +71,11 @@ fn a_nan_the_float64_reference_holds_too_is_the_functions_own() {
     // float32 sinc(2e38) is NaN (pi * x overflows) where the true value is about 1.5e-39.
     let case = Case { op: 0, args: vec![Arg::Tensor(f32s(&[4], 2e38, 3e38, 1))], forward: None };
     assert!(matches!(verdict(&mut ex, &case), CheckOutcome::Values(_)), "{:?}", verdict(&mut ex, &case));
+    // An `eps` bfloat16 cannot hold is 0 there: 0 / 0 of zero vectors, explained by the argument.
+    let mut cos = asking_where_defined("api torch.cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor {}");
+    let zeros = Arg::Tensor(TensorRecipe { dtype: DType::BFloat16, shape: vec![1, 2], fill: Fill::Constant(0.0), seed: 1, layout: Layout::Contiguous, specials: vec![] });
+    let tiny_eps = Case { op: 0, args: vec![zeros.clone(), zeros, Arg::Int(1), Arg::Float(1e-300)], forward: None };
+    assert!(matches!(verdict(&mut cos, &tiny_eps), CheckOutcome::Agree { .. }), "{:?}", verdict(&mut cos, &tiny_eps));
     // Finite outputs: nothing to ask; an unsampled case reports no checks at all.
     let ordinary = Case { op: 0, args: vec![Arg::Tensor(f32s(&[4], -3.0, 3.0, 1))], forward: None };
     assert!(matches!(verdict(&mut ex, &ordinary), CheckOutcome::Skipped(_)));

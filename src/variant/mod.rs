@@ -40,11 +40,12 @@ pub enum Variant {
     Cuda,
     /// A metamorphic relation between calls (`f(s * x) == f(x)`), evaluated on the case.
     Relation(Box<Relation>),
-    /// The float64 reference (`Promote`, integer inputs promoted too), asked only where the call
-    /// returned NaN or inf, and on every such case whatever the check share: it agrees when the
-    /// reference is not finite at any element where the call is not, that is, when the function
-    /// itself is undefined or infinite there (`cholesky_inverse` of a singular matrix, 0 / 0).
-    /// Never a finding itself; its agreement silences `nan_inf` on the case.
+    /// The float64 reference (`Promote`, integer and boolean inputs promoted too), asked only where
+    /// the call returned NaN or inf, and on every such case whatever the check share: it agrees
+    /// when the reference is not finite at any element where the call is not, that is, when the
+    /// function itself is undefined or infinite there (`cholesky_inverse` of a singular matrix,
+    /// 0 / 0), or when the call computes on a value its dtype cannot hold (an `eps` of 1e-308 is
+    /// 0 in bfloat16). Never a finding itself; its agreement silences `nan_inf` on the case.
     Defined,
 }
 

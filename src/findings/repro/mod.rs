@@ -415,7 +415,7 @@ impl Writer<'_> {
                     (Some(d), DType::Float16 | DType::BFloat16 | DType::Float32 | DType::Float64) if d != rec.dtype => format!("{v}.to({}).double()", py_dtype(d)),
                     (_, DType::Float16 | DType::BFloat16 | DType::Float32) => format!("{v}.double()"),
                     (_, DType::Complex64) => format!("{v}.to(torch.complex128)"),
-                    (_, DType::UInt8 | DType::Int8 | DType::Int16 | DType::Int32 | DType::Int64) if integers => format!("{v}.double()"),
+                    (_, DType::Bool | DType::UInt8 | DType::Int8 | DType::Int16 | DType::Int32 | DType::Int64) if integers => format!("{v}.double()"),
                     _ => v.to_string(),
                 });
                 // What a forward filled has the dtype of its output, known when the script runs.
