@@ -93,21 +93,15 @@ pub fn serve(config: &ServeConfig) -> Result<(), ServeError> {
                 if let Some(p) = &progress {
                     p.begin(id);
                 }
-                let response = if executor.has_checks(case.op) {
-                    let sampled = budget.admits(&case);
+                let response = if executor.has_checks(case.op) && budget.admits(&case) {
                     let start = Instant::now();
-                    let (outcome, checks) = executor.run_checked(&case, sampled, &mut |k| {
+                    let (outcome, checks) = executor.run_checked(&case, &mut |k| {
                         if let Some(p) = &progress {
                             p.check(k);
                         }
                     });
-                    match checks {
-                        Some(checks) => {
-                            budget.spent(start.elapsed());
-                            Response::Checked { id, outcome, checks }
-                        }
-                        None => Response::Done { id, outcome },
-                    }
+                    budget.spent(start.elapsed());
+                    Response::Checked { id, outcome, checks }
                 } else {
                     Response::Done { id, outcome: executor.run(&case) }
                 };

@@ -132,9 +132,6 @@ impl Counters {
     pub fn checks(&self, oracles: &[Oracle], reports: &[CheckReport]) {
         let mut all = self.checks.lock().expect("counters lock");
         for (oracle, r) in oracles.iter().zip(reports) {
-            if r.outcome == CheckOutcome::NotRun {
-                continue;
-            }
             let c = all.entry(*oracle).or_default();
             c.cases += 1;
             c.seconds += f64::from(r.micros) * 1e-6;

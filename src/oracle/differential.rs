@@ -175,7 +175,7 @@ fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outc
         return None;
     }
     match report {
-        CheckOutcome::Agree { .. } | CheckOutcome::BothRaised | CheckOutcome::Skipped(_) | CheckOutcome::NotRun => None,
+        CheckOutcome::Agree { .. } | CheckOutcome::BothRaised | CheckOutcome::Skipped(_) => None,
         CheckOutcome::Values(m) if m.premature.is_some() => {
             let p = m.premature.as_ref()?;
             let dtype = m.dtype.map_or("?".to_string(), |d| d.to_string());

@@ -145,7 +145,15 @@ pub fn judge(api: &ApiSpec, checks: &[Check], case: &Case, exec: &Execution) -> 
         Execution::InCheck { check, failure } => {
             Verdict { status: Status::Failed, detections: differential::judge_in_check(checks, *check, failure).into_iter().collect(), error: None }
         }
-        Execution::Completed(outcome) => judge_outcome(api, case, outcome),
+        Execution::Completed(outcome) => {
+            let mut v = judge_outcome(api, case, outcome);
+            // The float64 reference says whether a NaN is the function's own; unasked, the
+            // NaN is not judged (the check share left the case unchecked).
+            if checks.iter().any(|c| c.variant == crate::variant::Variant::Defined) {
+                v.detections.retain(|d| d.oracle != Oracle::NanInf);
+            }
+            v
+        }
         _ => judge_failure(api, case, exec),
     }
 }
@@ -444,9 +452,11 @@ mod tests {
             super::judge(api, &checks, &case, &exec).detections.iter().map(|d| d.oracle).collect::<Vec<_>>()
         };
         assert_eq!(judged(CheckOutcome::Agree { max_abs: 0.0, max_rel: 0.0 }), Vec::<Oracle>::new(), "the reference is NaN there too");
-        assert_eq!(judged(CheckOutcome::NotRun), vec![Oracle::NanInf]);
         assert_eq!(judged(CheckOutcome::Skipped("no input to compute in float64".into())), vec![Oracle::NanInf]);
-        assert_eq!(super::judge(api, &checks, &case, &Execution::Completed(outcome.clone())).detections[0].oracle, Oracle::NanInf);
+        // A case the check share left unchecked: the reference was not asked, nothing is judged.
+        assert!(super::judge(api, &checks, &case, &Execution::Completed(outcome.clone())).detections.is_empty());
+        // Without the reference among the checks (a probe of the call alone), the NaN speaks.
+        assert_eq!(super::judge(api, &[], &case, &Execution::Completed(outcome.clone())).detections[0].oracle, Oracle::NanInf);
     }
 
     #[test]

@@ -40,12 +40,13 @@ pub enum Variant {
     Cuda,
     /// A metamorphic relation between calls (`f(s * x) == f(x)`), evaluated on the case.
     Relation(Box<Relation>),
-    /// The float64 reference (`Promote`, integer and boolean inputs promoted too), asked only where
-    /// the call returned NaN or inf, and on every such case whatever the check share: it agrees
+    /// The float64 reference (`Promote`, integer and boolean inputs promoted too), asked where the
+    /// call returned NaN or inf (skipped at once elsewhere): it agrees
     /// when the reference is not finite at any element where the call is not, that is, when the
     /// function itself is undefined or infinite there (`cholesky_inverse` of a singular matrix,
     /// 0 / 0), or when the call computes on a value its dtype cannot hold (an `eps` of 1e-308 is
-    /// 0 in bfloat16). Never a finding itself; its agreement silences `nan_inf` on the case.
+    /// 0 in bfloat16). Never a finding itself; its agreement silences `nan_inf` on the case, and
+    /// a case the check share left unchecked is not judged by `nan_inf` at all.
     Defined,
 }
 
@@ -154,9 +155,6 @@ pub enum CheckOutcome {
     BothRaised,
     /// The check does not apply to this case, or cannot run here; why.
     Skipped(String),
-    /// The case was not among those the check share picks; a check run on demand
-    /// (`Variant::Defined`) ran. Not counted.
-    NotRun,
     /// The variant raised. The original's outcome says whether it returned (an inconsistency)
     /// or raised as well (then only an internal error of the variant is a finding).
     Raised { class: ErrorClass, message: String },

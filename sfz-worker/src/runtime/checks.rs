@@ -49,23 +49,16 @@ impl Executor {
     }
 
     /// Runs a case, then each check of its op; `phase(k)` is called before check k starts (the
-    /// worker records it, so that a crash inside a check is attributed to the check). A case the
-    /// check share did not pick (`sampled` false) runs only the checks asked for on demand
-    /// (`Variant::Defined`, where an output is not finite), the others `NotRun`; None when none ran.
-    pub fn run_checked(&mut self, case: &Case, sampled: bool, phase: &mut dyn FnMut(u32)) -> (Outcome, Option<Vec<CheckReport>>) {
+    /// worker records it, so that a crash inside a check is attributed to the check).
+    pub fn run_checked(&mut self, case: &Case, phase: &mut dyn FnMut(u32)) -> (Outcome, Vec<CheckReport>) {
         let checks = self.checks.get(case.op as usize).cloned().unwrap_or_default();
         let (main, inputs) = match self.run_inner(case, true) {
             Ok(r) => r,
-            Err(r) if !sampled => return (r.into_outcome(), None),
             Err(r) => {
                 let skipped = checks.iter().map(|_| report(CheckOutcome::Skipped("the call did not reach the operator".into()), 0)).collect();
-                return (r.into_outcome(), Some(skipped));
+                return (r.into_outcome(), skipped);
             }
         };
-        let runs: Vec<bool> = checks.iter().map(|c| sampled || (c.variant == Variant::Defined && !finite(&main.outcome))).collect();
-        if !sampled && !runs.contains(&true) {
-            return (main.outcome, None);
-        }
         // A mutating operator (`abs_`, `add.out`, `Tensor(a!)` arguments) wrote into the inputs
         // it was given: the checks start again from freshly built ones, as the original call did.
         let mutates = self.op(case.op).is_ok_and(|op| op.schema.has_mutable_args());
@@ -74,7 +67,7 @@ impl Executor {
                 Ok(fresh) => fresh,
                 Err(r) => {
                     let why = format!("the inputs could not be rebuilt after the call mutated them: {}", r.message);
-                    return (main.outcome, Some(checks.iter().map(|_| report(CheckOutcome::Skipped(why.clone()), 0)).collect()));
+                    return (main.outcome, checks.iter().map(|_| report(CheckOutcome::Skipped(why.clone()), 0)).collect());
                 }
             }
         } else {
@@ -82,10 +75,6 @@ impl Executor {
         };
         let mut reports = Vec::with_capacity(checks.len());
         for (k, check) in checks.iter().enumerate() {
-            if !runs[k] {
-                reports.push(report(CheckOutcome::NotRun, 0));
-                continue;
-            }
             phase(k as u32);
             let start = Instant::now();
             // A check must never take the worker down through a Rust panic (a tch wrapper that
@@ -94,7 +83,7 @@ impl Executor {
                 catch_unwind(AssertUnwindSafe(|| self.check(check, case, &main, &inputs))).unwrap_or_else(|_| CheckOutcome::Skipped("the check panicked (a bug in sfz)".into()));
             reports.push(report(outcome, start.elapsed().as_micros()));
         }
-        (main.outcome, Some(reports))
+        (main.outcome, reports)
     }
 
     fn check(&mut self, check: &Check, case: &Case, main: &Called, inputs: &Inputs) -> CheckOutcome {
