@@ -125,7 +125,7 @@ fn broken_indices_kill_the_unchecked_pooling_backward_and_the_reproducer_does_to
     let fed = write(dir.path(), "fed.sfz", FED);
     let out = dir.path().join("out");
     let (code, stdout, stderr) = run(sfz()
-        .args(["fuzz", "--json", "--iterations", "800", "--seed", "5", "--workers", "1", "--mutate", "none", "--mode", "violate", "--minimize", "0", "--check-share", "0"])
+        .args(["fuzz", "--json", "--iterations", "800", "--seed", "5", "--workers", "1", "--mutate", "none", "--mode", "violate", "--check-share", "none"])
         .args(["--api", "torch.max_pool2d_with_indices_backward"])
         .arg(&fed)
         .arg("--out")
@@ -153,6 +153,12 @@ fn broken_indices_kill_the_unchecked_pooling_backward_and_the_reproducer_does_to
     let (code, stdout, stderr) = run(sfz().args(["report", "--verify", "--json"]).arg(&out));
     assert_eq!(code, 0, "{stderr}");
     let j = json(&stdout);
-    let verified = j["findings"].as_array().expect("findings").iter().find(|f| f["id"] == crash["id"]).expect("the crash").clone();
-    assert_eq!(verified["verification"]["reproduced"], true, "{verified:#}");
+    // A death that recurs alone in a fresh worker reproduces under Python too. One that does not
+    // (the broken write landed in memory nothing read) is listed apart as unconfirmed: which
+    // write a process survives depends on its heap.
+    let listed: Vec<&serde_json::Value> = j["findings"].as_array().expect("findings").iter().filter(|f| f["oracle"] == "crash").collect();
+    assert!(!listed.is_empty(), "{j:#}");
+    for f in listed {
+        assert_eq!(f["verification"]["reproduced"], true, "{f:#}");
+    }
 }
