@@ -414,8 +414,10 @@ fn a_hang_that_is_the_cost_of_a_huge_integer_is_explained_not_reported() {
 /// program killed by SIGPIPE does (status 141), without a panic's message and backtrace.
 #[test]
 fn a_closed_stdout_ends_sfz_quietly() {
-    let mut child = sfz().args(["explain", "E0001"]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().expect("sfz starts");
-    drop(child.stdout.take());
+    // The reading end is closed before sfz starts: closed after, sfz may have written first.
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let child = sfz().args(["explain", "E0001"]).stdout(writer).stderr(std::process::Stdio::piped()).spawn().expect("sfz starts");
     let out = child.wait_with_output().expect("sfz ends");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
