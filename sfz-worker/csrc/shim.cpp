@@ -467,6 +467,20 @@ char* sfz_op_schema(int64_t i) {
   }
 }
 
+// Whether the i-th operator has a kernel for the CPU key once the dispatch table is computed
+// (a composite kernel counts): 1 yes, 0 no (`aten::addmm.dtype` is CUDA-only), -1 unknown.
+int32_t sfz_op_cpu_kernel(int64_t i) {
+  auto& ops = all_ops();
+  if (i < 0 || static_cast<size_t>(i) >= ops.size()) return -1;
+  try {
+    auto handle = c10::Dispatcher::singleton().findOp(ops[i]);
+    if (!handle.has_value()) return -1;
+    return handle->hasComputedKernelForDispatchKey(c10::DispatchKey::CPU) ? 1 : 0;
+  } catch (...) {
+    return -1;
+  }
+}
+
 void sfz_free(char* p) { std::free(p); }
 
 // A handle to "name.overload" (overload "" for the default), or null with *err set.

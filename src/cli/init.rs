@@ -68,7 +68,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     };
     let mut made: Vec<String> = Vec::new();
     let mut seen: Vec<String> = Vec::new();
-    let (mut unknown, mut unsupported, mut wired) = (0, 0, 0);
+    let (mut unknown, mut unsupported, mut wired, mut cuda_only) = (0, 0, 0, 0);
     for name in &names {
         match skeleton::skeleton(name, &catalog) {
             Ok(s) => {
@@ -76,6 +76,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
                     continue;
                 }
                 seen.push(s.api.clone());
+                cuda_only += usize::from(!s.cpu);
                 // A backward operator is fed by its forward, whose api item goes first.
                 match skeleton::wire(&s, &catalog) {
                     Some(w) => {
@@ -114,9 +115,10 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         }
     }
     eprintln!(
-        "sfz init: {} skeleton{}{}{}{}",
+        "sfz init: {} skeleton{}{}{}{}{}",
         made.len(),
         if made.len() == 1 { "" } else { "s" },
+        if cuda_only > 0 { format!(", {cuda_only} without a CPU kernel (CUDA only)") } else { String::new() },
         if wired > 0 { format!(", {wired} backward operator(s) fed by their forward") } else { String::new() },
         if unsupported > 0 { format!(", {unsupported} operator(s) sfz cannot generate inputs for") } else { String::new() },
         if unknown > 0 { format!(", {unknown} unknown name(s)") } else { String::new() }

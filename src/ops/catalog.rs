@@ -4,6 +4,10 @@ use std::collections::HashMap;
 
 use super::schema::{self, OpSchema, SchemaError};
 
+/// In front of a catalog line whose overload has no kernel for the CPU, composite ones counted
+/// (`aten::addmm.dtype`, `aten::_cudnn_rnn`): a CPU campaign cannot run it.
+pub const NO_CPU: &str = "!no-cpu ";
+
 /// The parsed schemas of one libtorch, by name.
 #[derive(Clone, Debug, Default)]
 pub struct Catalog {
@@ -15,13 +19,19 @@ pub struct Catalog {
 }
 
 impl Catalog {
-    /// Builds a catalog from schema strings as `sfz_op_schema` prints them. Unparsable strings
-    /// are kept aside (see `rejected`) rather than failing the whole catalog.
+    /// Builds a catalog from schema strings as `sfz_op_schema` prints them, each marked with
+    /// `NO_CPU` in front when the overload has no CPU kernel. Unparsable strings are kept aside
+    /// (see `rejected`) rather than failing the whole catalog.
     pub fn from_schemas<S: AsRef<str>>(texts: impl IntoIterator<Item = S>) -> Catalog {
         let mut catalog = Catalog::default();
         for text in texts {
-            match schema::parse(text.as_ref()) {
-                Ok(s) => {
+            let (text, cpu) = match text.as_ref().strip_prefix(NO_CPU) {
+                Some(rest) => (rest, false),
+                None => (text.as_ref(), true),
+            };
+            match schema::parse(text) {
+                Ok(mut s) => {
+                    s.cpu = cpu;
                     catalog.by_name.entry(s.name.clone()).or_default().push(catalog.schemas.len());
                     catalog.schemas.push(s);
                 }

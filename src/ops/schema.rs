@@ -132,6 +132,9 @@ pub struct OpSchema {
     pub varargs_returns: bool,
     /// The text this was parsed from.
     pub text: String,
+    /// The dispatcher has a CPU kernel for it (composite kernels count); false for CUDA-only
+    /// overloads. A catalog without the fact (test fixtures) says true.
+    pub cpu: bool,
 }
 
 impl OpSchema {
@@ -258,7 +261,7 @@ impl Parser<'_> {
         if self.pos != self.text.len() {
             return Err(self.error("expected the end of the schema".into()));
         }
-        Ok(OpSchema { name: format!("{ns}::{base}"), overload, args, returns, varargs_returns, text: self.text.to_string() })
+        Ok(OpSchema { name: format!("{ns}::{base}"), overload, args, returns, varargs_returns, text: self.text.to_string(), cpu: true })
     }
 
     /// Arguments up to and including the closing `)`. `named` says names are required.

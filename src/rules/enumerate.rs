@@ -243,6 +243,11 @@ pub fn candidates(api: &ApiSpec) -> Vec<Candidate> {
             add(format!("{idx}_indexes_{t}"), format!("{idx}.values in 0..{t}.shape[0];"));
         }
     }
+    // Volumetric operators (`conv3d`, `max_pool3d`) take 5-D batches. Last, so the candidates
+    // before keep their places (and the search its random streams) from before they existed.
+    for t in &tensors {
+        add(format!("{t}_ndim_5"), format!("{t}.ndim == 5;"));
+    }
     out
 }
 

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::{enums, reduce, Candidate, Judged};
+use super::{enums, ranks, reduce, Candidate, Judged};
 use crate::case::Arg;
 use crate::gen::{mix, values};
 use crate::oracle::Status;
@@ -221,6 +221,20 @@ fn execute(runner: &dyn Runner, index: usize, mut args: Vec<Vec<Arg>>, deadline:
         })
         .collect();
     Batch { args, ok, errors }
+}
+
+/// The rank tuple that silences the batch's most frequent complaint, looked for in the batch
+/// and in one case of each tuple `ranks::tuples` lists (`ranks::silencing`).
+fn silencing_ranks(api: &ApiSpec, batch: &Batch, runner: &dyn Runner, index: usize, config: &InferConfig, seed: u64, deadline: Instant) -> (Option<Vec<(usize, usize)>>, usize) {
+    let Some((complaint, _)) = batch.dominant_error() else { return (None, 0) };
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let args = ranks::reshaped(api, &batch.args, &ranks::tuples(api), config.limits.max_dim, &mut rng);
+    let extra = execute(runner, index, args, deadline);
+    (ranks::silencing(api, ran(batch).chain(ran(&extra)), &complaint), extra.ok.len())
+}
+
+fn ran(b: &Batch) -> impl Iterator<Item = ranks::Ran<'_>> {
+    b.args.iter().zip(&b.ok).zip(&b.errors).map(|((args, ok), e)| ranks::Ran { args, ok: *ok, error: e.as_deref() })
 }
 
 /// Whether the candidate holds on arguments: Some(false) when some constraint is broken.
@@ -489,8 +503,9 @@ fn search(
                 // complaint is progress: the next round sees the next complaint.
                 let dominant = batch.dominant_error();
                 let dominant_share = dominant.as_ref().map_or(0, |(_, c)| c * 1000 / batch.ok.len().max(1));
-                // (candidate, accepted per mille, per mille free of the dominant complaint, generality)
-                let mut scored: Option<(usize, usize, usize, usize)> = None;
+                // (candidate, accepted per mille, per mille free of the dominant complaint, per
+                // mille raising a complaint the batch did not, generality)
+                let mut scored: Option<(usize, usize, usize, usize, usize)> = None;
                 let n = batch.ok.len().max(1);
                 for &(i, _) in eligible.iter().take(config.try_candidates) {
                     // Ties go to the more general candidate: the one more current inputs obey.
@@ -510,12 +525,37 @@ fn search(
                     let ok = tried.ok.iter().filter(|&&o| o).count() * 1000 / len;
                     let hits = dominant.as_ref().map_or(0, |(key, _)| tried.errors.iter().filter(|e| e.as_deref() == Some(key.as_str())).count());
                     let relieved = 1000 - hits * 1000 / len;
-                    if scored.is_none_or(|(_, o, r, g)| (ok, relieved, general) > (o, r, g)) {
-                        scored = Some((i, ok, relieved, general));
+                    // Among equal reliefs, a complaint the batch never raised is ground not yet
+                    // covered; one it did is often an earlier check the candidate trips.
+                    let fresh = tried.errors.iter().flatten().filter(|e| !batch.errors.contains(&Some((*e).clone()))).count() * 1000 / len;
+                    if scored.is_none_or(|(_, o, r, f, g)| (ok, relieved, fresh, general) > (o, r, f, g)) {
+                        scored = Some((i, ok, relieved, fresh, general));
                     }
                 }
-                if let Some((i, _, _, _)) = scored.filter(|(_, ok, relieved, _)| *ok > 0 || 1000 - relieved < dominant_share / 2) {
+                if let Some((i, ..)) = scored.filter(|(_, ok, relieved, ..)| *ok > 0 || 1000 - relieved < dominant_share / 2) {
                     best = Some((i, 0));
+                }
+            }
+            // Nothing accepted and no one rule relieved the complaint: the ranks of several
+            // tensors may have to change together (`ranks`).
+            if accepted_inputs == 0 && !matches!(best, Some((_, 0))) {
+                let (tuple, probed) = silencing_ranks(&api, &batch, runner, index, config, mix(seed ^ 0x7a2c), search_end);
+                result.cases += probed;
+                if let Some(tuple) = tuple {
+                    let mut moved = Vec::new();
+                    for (p, r) in tuple {
+                        let name = format!("{}_ndim_{r}", api.params[p].name);
+                        if let Some(k) = remaining.iter().position(|(c, _)| c.candidate.name == name) {
+                            accepted.push(remaining.remove(k));
+                            moved.push(name);
+                        }
+                    }
+                    if !moved.is_empty() {
+                        if config.trace {
+                            result.trace.push(format!("round {round}: {} cases, valid {rate:.2}, ranks {moved:?}", batch.ok.len()));
+                        }
+                        continue;
+                    }
                 }
             }
             if config.trace {

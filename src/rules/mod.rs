@@ -11,6 +11,7 @@ pub mod enums;
 pub mod infer;
 pub mod llm;
 pub mod oracles;
+pub mod ranks;
 pub mod reduce;
 pub mod rejections;
 pub mod relations;

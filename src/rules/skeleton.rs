@@ -25,6 +25,8 @@ pub struct Skeleton {
     pub qualified: String,
     /// The `api` item's text, canonical.
     pub text: String,
+    /// The overload has a CPU kernel (else only a CUDA campaign can run it).
+    pub cpu: bool,
 }
 
 /// Why no skeleton could be made for a name.
@@ -119,7 +121,7 @@ pub fn skeleton(name: &str, catalog: &Catalog) -> Result<Skeleton, InitError> {
         match registry::resolve(spec, catalog) {
             Ok(b) if b.qualified() == qualified => {
                 let text = crate::fmt::format_text(&text).unwrap_or(text);
-                return Ok(Skeleton { api, qualified, text });
+                return Ok(Skeleton { api, qualified, text, cpu: schema.cpu });
             }
             Ok(_) => continue,
             Err(e) if explicit => return Err(unsupported(e.to_string())),
@@ -129,14 +131,15 @@ pub fn skeleton(name: &str, catalog: &Catalog) -> Result<Skeleton, InitError> {
     Err(unsupported(format!("`{qualified}` does not resolve back to itself")))
 }
 
-/// The overload of `op` whose arguments can all be generated: a functional one if any (then
+/// The overload of `op` whose arguments can all be generated: one with a CPU kernel if any
+/// (`addmm.dtype` is CUDA-only), a functional one if any (then
 /// one that writes only to `out=` arguments, then an in-place one: `abs_` has nothing else, and
 /// a worker owns its inputs), with the most arguments (more tensors first: `add.Tensor` over
 /// `add.Scalar`; fewer strings: `conv2d` over `conv2d.padding`); catalog order breaks ties.
 /// Without one, why the first overload cannot be written.
 fn best_overload<'c>(catalog: &'c Catalog, op: &str) -> Result<&'c OpSchema, String> {
     // How well an overload fits, best first.
-    type Rank = (u8, usize, usize, usize);
+    type Rank = (bool, u8, usize, usize, usize);
     let mut best: Option<(Rank, &OpSchema)> = None;
     let mut first_reason = None;
     for s in catalog.overloads(op) {
@@ -161,7 +164,7 @@ fn best_overload<'c>(catalog: &'c Catalog, op: &str) -> Result<&'c OpSchema, Str
         let tensors = s.args.iter().filter(|a| matches!(a.ty.strip_optional(), SchemaType::Tensor)).count();
         // Strings last: the generator knows no values for a free `str`.
         let strings = s.args.iter().filter(|a| matches!(a.ty.strip_optional(), SchemaType::Str)).count();
-        let key = (kind, params.len(), tensors, usize::MAX - strings);
+        let key = (s.cpu, kind, params.len(), tensors, usize::MAX - strings);
         if best.as_ref().is_none_or(|(k, _)| key > *k) {
             best = Some((key, s));
         }
@@ -335,7 +338,8 @@ fn render(api: &str, s: &OpSchema, explicit: bool) -> String {
     }
     let returns = returns_text(s).unwrap_or_default();
     let attr = if explicit { format!("#[aten(\"{}\")]\n", s.qualified()) } else { String::new() };
-    format!("/// {}\n{attr}api {api}({}){returns} {{\n}}\n", s.text, parts.join(", "))
+    let cpu = if s.cpu { "" } else { "/// No CPU kernel: only a CUDA campaign (`--device cuda`) can run it.\n" };
+    format!("/// {}\n{cpu}{attr}api {api}({}){returns} {{\n}}\n", s.text, parts.join(", "))
 }
 
 /// A `*_backward` skeleton whose `from` statement calls its forward, and the forward's own
@@ -505,6 +509,26 @@ mod tests {
         assert_eq!(s.qualified, "aten::sum.dim_IntList");
         let flat: String = s.text.lines().skip(1).map(str::trim).collect::<Vec<_>>().join(" ");
         assert!(flat.contains("api torch.sum( input: Tensor, dim: int[]?, keepdim: bool = false, *, dtype: dtype? = None, ) -> Tensor"), "{flat}");
+    }
+
+    #[test]
+    fn an_overload_without_a_cpu_kernel_is_the_last_choice() {
+        // As the worker lists them: `addmm.dtype` has more arguments but no CPU kernel.
+        let lines = include_str!("../../tests/fixtures/schemas-2.13.0.txt").lines().map(|l| {
+            if l.starts_with("aten::addmm.dtype(") || l.starts_with("aten::mm.dtype(") || l.starts_with("aten::_cudnn_rnn") {
+                format!("{}{l}", crate::ops::catalog::NO_CPU)
+            } else {
+                l.to_string()
+            }
+        });
+        let c = Catalog::from_schemas(lines);
+        assert_eq!(skeleton("torch.addmm", &c).unwrap().qualified, "aten::addmm");
+        assert_eq!(skeleton("torch.mm", &c).unwrap().qualified, "aten::mm");
+        // Without a fact, the most arguments win: the `dtype` overload.
+        assert_eq!(skeleton("torch.addmm", &catalog()).unwrap().qualified, "aten::addmm.dtype");
+        // An operator with no CPU overload still gets a skeleton, which says so.
+        let s = skeleton("aten::_cudnn_rnn", &c).unwrap();
+        assert!(s.text.contains("No CPU kernel"), "{}", s.text);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! domains, which are otherwise blind to the constraints: an int drawn from `Limits::int_range`
 //! can never meet `ms == 3000`, and a `str` parameter (drawn at its default) can never take the
 //! other values of `mode in ["reflect", "circular"]`.
-use crate::spec::{ApiSpec, BinOp, ParamSpec, TExpr, Value};
+use crate::spec::{ApiSpec, BinOp, ParamSpec, Prop, TExpr, Value};
 
 /// Per parameter, in declaration order.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -20,6 +20,63 @@ pub fn of_api(api: &ApiSpec) -> Vec<Literals> {
     }
     out
 }
+
+/// The largest rank an API's constraints name for a tensor (`x.ndim == 5`, `x.ndim in 3..=5`,
+/// `x.ndim >= 5`), so the solver's tensors can reach it although `Limits::max_ndim` is lower:
+/// `conv3d`'s weight is 5-D. At most `RANK_CAP`; None when no constraint names a rank.
+pub fn named_rank(api: &ApiSpec) -> Option<u32> {
+    fn walk(e: &TExpr, best: &mut Option<i64>) {
+        if let TExpr::Binary(op, a, b) = e {
+            for (x, y, flipped) in [(a, b, false), (b, a, true)] {
+                if matches!(&**x, TExpr::Prop(_, Prop::Ndim)) {
+                    let k = match (&**y, op) {
+                        (TExpr::Lit(Value::Int(k)), BinOp::Gt) if !flipped => Some(k + 1),
+                        (TExpr::Lit(Value::Int(k)), BinOp::Lt) if flipped => Some(k + 1),
+                        (TExpr::Lit(Value::Int(k)), _) => Some(*k),
+                        (TExpr::Range { hi, inclusive, .. }, BinOp::In) => match &**hi {
+                            TExpr::Lit(Value::Int(k)) => Some(if *inclusive { *k } else { k - 1 }),
+                            _ => None,
+                        },
+                        _ => None,
+                    };
+                    if let Some(k) = k {
+                        *best = Some(best.map_or(k, |b| b.max(k)));
+                    }
+                }
+            }
+        }
+        match e {
+            TExpr::Prop(x, _) | TExpr::Each(x) | TExpr::Unary(_, x) => walk(x, best),
+            TExpr::Index(a, b) | TExpr::Binary(_, a, b) => {
+                walk(a, best);
+                walk(b, best);
+            }
+            TExpr::Range { lo, hi, .. } => {
+                walk(lo, best);
+                walk(hi, best);
+            }
+            TExpr::List(xs) | TExpr::Call(_, xs) => xs.iter().for_each(|x| walk(x, best)),
+            TExpr::If(c, t, f) => {
+                walk(c, best);
+                walk(t, best);
+                walk(f, best);
+            }
+            TExpr::Forall { range, body, .. } | TExpr::Exists { range, body, .. } => {
+                walk(range, best);
+                walk(body, best);
+            }
+            TExpr::Lit(_) | TExpr::Param(_) | TExpr::Result(_) | TExpr::Bound(_) => {}
+        }
+    }
+    let mut best = None;
+    for c in &api.requires {
+        walk(&c.expr, &mut best);
+    }
+    best.filter(|&k| k > 0).map(|k| k.min(RANK_CAP as i64) as u32)
+}
+
+/// The highest rank a constraint can lift the solver's tensors to.
+pub const RANK_CAP: u32 = 6;
 
 /// The values a `str` parameter is drawn from: its default first, then the ones its constraints
 /// name (`lits` is its entry of `of_api`); empty when they name none (it stays at its default).
@@ -119,6 +176,28 @@ fn add(v: &Value, slot: &mut Literals) {
 #[cfg(test)]
 mod tests {
     use std::path::Path;
+
+    #[test]
+    fn the_largest_rank_a_constraint_names_lifts_the_solvers_tensors() {
+        let rank = |body: &str| {
+            let src = format!("api torch.f(input: Tensor, weight: Tensor) -> Tensor {{\n    {body}\n}}\n");
+            let checked = crate::check::check_text(Path::new("t.sfz"), &src);
+            assert!(!checked.has_errors(), "{:?}", checked.diags.iter().map(|d| &d.message).collect::<Vec<_>>());
+            let api = checked.spec.apis[0].clone();
+            (super::named_rank(&api), api)
+        };
+        assert_eq!(rank("input.ndim == 2;").0, Some(2));
+        assert_eq!(rank("input.ndim in 3..=5;").0, Some(5));
+        assert_eq!(rank("input.ndim in 3..5; weight.ndim > 5;").0, Some(6));
+        assert_eq!(rank("weight.ndim == 6 or input.ndim == 9;").0, Some(super::RANK_CAP));
+        assert_eq!(rank("input.numel > 0;").0, None);
+        // The default limits stop at 4; a 5-D weight is still drawn.
+        let (_, api) = rank("weight.ndim == 5; input.ndim == 4;");
+        let limits = crate::solve::Limits::default();
+        assert_eq!(limits.max_ndim, 4);
+        let models = crate::solve::sample(&api, &limits, 3, 1).expect("satisfiable");
+        assert!(!models.is_empty());
+    }
 
     #[test]
     fn literals_are_collected_per_parameter() {

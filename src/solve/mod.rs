@@ -40,6 +40,14 @@ pub struct Limits {
     pub rlimit: Option<u32>,
 }
 
+impl Limits {
+    /// These limits, with `max_ndim` raised to the largest rank the API's constraints name.
+    pub fn for_api(&self, api: &ApiSpec) -> Limits {
+        let named = literals::named_rank(api).unwrap_or(0);
+        Limits { max_ndim: self.max_ndim.max(named), ..self.clone() }
+    }
+}
+
 impl Default for Limits {
     fn default() -> Self {
         Limits { max_ndim: 4, max_dim: 8, max_numel: 1000, int_range: (-8, 32), max_list_len: 5, max_tensor_list: 4, timeout_ms: 2000, rlimit: None }
@@ -77,6 +85,7 @@ impl Problem {
     /// Declares the parameters and asserts the encodable constraints, each tracked by a literal
     /// so an unsat core names them. `skip` leaves constraints out (violation modes).
     pub fn new(api: &ApiSpec, limits: &Limits, skip: &[usize]) -> Problem {
+        let limits = &limits.for_api(api);
         let solver = Solver::new();
         let mut params = Params::new();
         params.set_u32("timeout", limits.timeout_ms);

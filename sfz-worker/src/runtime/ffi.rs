@@ -28,6 +28,7 @@ extern "C" {
     pub fn sfz_op_count() -> i64;
     pub fn sfz_op_schema(i: i64) -> *mut c_char;
     pub fn sfz_free(p: *mut c_char);
+    pub fn sfz_op_cpu_kernel(i: i64) -> i32;
     pub fn sfz_op_find(name: *const c_char, overload: *const c_char, err: *mut *mut c_char) -> *mut c_void;
     pub fn sfz_op_handle_schema(op: *mut c_void) -> *mut c_char;
     pub fn sfz_torch_version() -> *const c_char;

@@ -34,7 +34,8 @@ pub fn torch_version() -> String {
     unsafe { CStr::from_ptr(ffi::sfz_torch_version()) }.to_string_lossy().into_owned()
 }
 
-/// Every operator schema the dispatcher knows, as text.
+/// Every operator schema the dispatcher knows, as text; one with no CPU kernel is marked
+/// `!no-cpu ` in front (the catalog's line format, `ops::catalog::NO_CPU`).
 pub fn catalog_schemas() -> Vec<String> {
     // SAFETY: indices below the count; each returned string is freed once.
     unsafe {
@@ -46,7 +47,7 @@ pub fn catalog_schemas() -> Vec<String> {
                 }
                 let s = CStr::from_ptr(p).to_string_lossy().into_owned();
                 ffi::sfz_free(p);
-                Some(s)
+                Some(if ffi::sfz_op_cpu_kernel(i) == 0 { format!("{}{s}", sfz::ops::catalog::NO_CPU) } else { s })
             })
             .collect()
     }
