@@ -20,7 +20,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use sfz::case::Case;
 use sfz::findings::Store;
 use sfz::fuzz::{self, FuzzConfig, Observer, Summary};
 use sfz::gen::coverage::Coverage;
@@ -28,6 +27,7 @@ use sfz::gen::{GenConfig, Generator, Mode, Mutation, Strategy};
 use sfz::ops::catalog::Catalog;
 use sfz::oracle::{self, Status};
 use sfz::plan::{self, ApiPlan};
+use sfz::wire::case::Case;
 use sfz::worker::supervisor::{self, Pool, PoolConfig};
 
 fn worker_exe() -> PathBuf {

@@ -6,9 +6,9 @@
 //! constraint that mentions an optional parameter (other than in a None test) holds when that
 //! parameter is None. Tensors are known by dtype, shape and bounds on their values, never by
 //! their elements; what those cannot decide is `None` (unknown).
-use crate::case::{Arg, DType, Fill, TensorRecipe};
-use crate::outcome::{Output, TensorInfo};
 use crate::spec::{BinOp, Builtin, Prop, TExpr, UnOp, Value};
+use crate::wire::case::{Arg, DType, Fill, TensorRecipe};
+use crate::wire::outcome::{Output, TensorInfo};
 
 /// What is known of a tensor.
 #[derive(Clone, Debug, PartialEq)]
@@ -64,7 +64,16 @@ impl TensorVal {
                 nonfinite = true;
             }
         }
-        TensorVal { dtype: Some(r.dtype), shape: r.shape.clone(), min, max, max_closed: closed, nonfinite, nan, contiguous: Some(r.layout == crate::case::Layout::Contiguous) }
+        TensorVal {
+            dtype: Some(r.dtype),
+            shape: r.shape.clone(),
+            min,
+            max,
+            max_closed: closed,
+            nonfinite,
+            nan,
+            contiguous: Some(r.layout == crate::wire::case::Layout::Contiguous),
+        }
     }
 
     /// What the worker observed of an output.

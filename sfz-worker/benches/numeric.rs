@@ -11,8 +11,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use sfz::numeric::driver::{hunt_program, HuntConfig, Status};
-use sfz::program::hunt::Strategy;
-use sfz::program::soft;
+use sfz::wire::program::hunt::Strategy;
+use sfz::wire::program::soft;
 use sfz::worker::supervisor::HuntWorker;
 
 fn main() {

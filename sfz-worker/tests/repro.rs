@@ -7,12 +7,12 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use sfz::case::{Arg, Case, DType, Fill, Layout, Special, TensorRecipe};
 use sfz::findings::repro::{call, call_script, inputs, tensor_lines, vars};
 use sfz::ops::catalog::Catalog;
 use sfz::ops::registry;
-use sfz::outcome::{Outcome, Output};
 use sfz::spec::ApiSpec;
+use sfz::wire::case::{Arg, Case, DType, Fill, Layout, Special, TensorRecipe};
+use sfz::wire::outcome::{Outcome, Output};
 use sfz_worker::runtime::{self, materialize, Executor};
 use tch::Kind;
 
@@ -283,7 +283,7 @@ fn a_failing_reproducer_exits_non_zero_with_the_error() {
 /// another), breaks one as the case says, and the backward then computes what the worker's did.
 #[test]
 fn forwards_and_their_breakages_compute_what_the_worker_computed() {
-    use sfz::case::{Break, BreakKind, Forward};
+    use sfz::wire::case::{Break, BreakKind, Forward};
     let _rng = common::rng_lock();
     runtime::init(1);
     let catalog = Catalog::from_schemas(runtime::catalog_schemas());

@@ -4,9 +4,9 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use sfz::case::{Arg, Case, DType, Fill, Layout, TensorRecipe};
 use sfz::ops::binding::{ArgSource, OpBinding, Transform};
-use sfz::outcome::Outcome;
+use sfz::wire::case::{Arg, Case, DType, Fill, Layout, TensorRecipe};
+use sfz::wire::outcome::Outcome;
 use sfz::worker::supervisor::{fetch_catalog, Pool, PoolConfig, PoolError, RunStats};
 use sfz::worker::Execution;
 

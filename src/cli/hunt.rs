@@ -18,9 +18,9 @@ use crate::numeric::report::{python_reproducer, report, Report};
 use crate::numeric::script::lower::{self, Lowered};
 use crate::numeric::script::site::{self, ScriptFinding};
 use crate::numeric::script::trace::{self, TraceConfig};
-use crate::program::hunt::Strategy;
-use crate::program::soft::{self, SoftModels};
 use crate::spec::ProgramSpec;
+use crate::wire::program::hunt::Strategy;
+use crate::wire::program::soft::{self, SoftModels};
 use crate::worker::supervisor::{self, HuntWorker};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]

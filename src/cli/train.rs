@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use super::Color;
 use crate::numeric::driver::{hunt_program, HuntConfig};
-use crate::program::forest::{Forest, ForestConfig};
-use crate::program::hunt::{Record, Strategy};
-use crate::program::soft::{self, OpModel, SoftModels};
+use crate::wire::program::forest::{Forest, ForestConfig};
+use crate::wire::program::hunt::{Record, Strategy};
+use crate::wire::program::soft::{self, OpModel, SoftModels};
 use crate::worker::supervisor::{self, HuntWorker};
 
 #[derive(clap::Args, Debug)]

@@ -9,8 +9,8 @@
 //! growth takes the original integers past the timeout, the hang is explained by its input.
 use std::time::Duration;
 
-use crate::case::{Arg, Case, Special};
-use crate::outcome::Outcome;
+use crate::wire::case::{Arg, Case, Special};
+use crate::wire::outcome::Outcome;
 use crate::worker::supervisor::Pool;
 use crate::worker::Execution;
 
@@ -125,7 +125,7 @@ fn span(seconds: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::case::{DType, Fill, Layout, TensorRecipe};
+    use crate::wire::case::{DType, Fill, Layout, TensorRecipe};
 
     #[test]
     fn large_integers_are_scaled_with_their_sign_and_small_ones_kept() {

@@ -8,10 +8,10 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
-use crate::case::Case;
 use crate::oracle::{self, Detection};
 use crate::plan::ApiPlan;
-use crate::variant::Check;
+use crate::wire::case::Case;
+use crate::wire::variant::Check;
 use crate::worker::supervisor::{Pool, PoolConfig};
 use crate::worker::Execution;
 

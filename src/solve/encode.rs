@@ -14,8 +14,8 @@ use z3::ast::{Bool, Int};
 
 use super::vars::{dtype_const, ParamVars, TensorVars, Var};
 use super::Limits;
-use crate::case::DType;
 use crate::spec::{BinOp, Builtin, Prop, TExpr, UnOp, Value};
+use crate::wire::case::DType;
 
 /// Why a constraint could not be encoded.
 #[derive(Debug)]

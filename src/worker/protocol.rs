@@ -5,11 +5,11 @@ use std::io::{self, Read, Write};
 
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
-use crate::case::Case;
 use crate::ops::binding::OpBinding;
-use crate::outcome::Outcome;
-use crate::program::hunt::{HuntRequest, HuntResult};
-use crate::variant::{Check, CheckReport};
+use crate::wire::case::Case;
+use crate::wire::outcome::Outcome;
+use crate::wire::program::hunt::{HuntRequest, HuntResult};
+use crate::wire::variant::{Check, CheckReport};
 
 /// Messages larger than this are refused: a corrupt length must not allocate gigabytes.
 pub const MAX_FRAME: u32 = 64 << 20;

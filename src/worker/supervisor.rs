@@ -26,9 +26,9 @@ use super::forkserver::{self, ForkServer};
 use super::progress::{monotonic_ns, Progress};
 use super::protocol::{read_frame, write_frame, Request, Response};
 use super::{Execution, EARLIER_CASES};
-use crate::case::Case;
 use crate::ops::binding::OpBinding;
-use crate::variant::Check;
+use crate::wire::case::Case;
+use crate::wire::variant::Check;
 
 /// Bytes of a worker's stderr kept for crash reports.
 const STDERR_TAIL: usize = 16 << 10;
@@ -532,7 +532,7 @@ impl HuntWorker {
     }
 
     /// Runs one episode.
-    pub fn hunt(&mut self, request: crate::program::hunt::HuntRequest) -> Result<crate::program::hunt::HuntResult, HuntError> {
+    pub fn hunt(&mut self, request: crate::wire::program::hunt::HuntRequest) -> Result<crate::wire::program::hunt::HuntResult, HuntError> {
         let mut worker = match self.worker.take() {
             Some(w) => w,
             None => Worker::start(&self.config, None)?.0,
@@ -578,7 +578,7 @@ fn ignore_sigpipe() {
 fn describe(status: Option<&ExitStatus>) -> String {
     let Some(status) = status else { return "status unknown".into() };
     match (status.signal(), status.code()) {
-        (Some(s), _) => crate::outcome::signal_name(s),
+        (Some(s), _) => crate::wire::outcome::signal_name(s),
         (None, Some(c)) => format!("exit status {c}"),
         (None, None) => "unknown status".into(),
     }

@@ -3,9 +3,9 @@
 //! does it (`sfz-worker/src/runtime/forward.rs`). Shapes of outputs are known only when the
 //! script runs, so these lines compute them.
 use super::{ops_call, py_float, tensor_lines};
-use crate::case::{Arg, Break, BreakKind, Case, Fill, FwdArg, Layout, ShapePart, TensorRecipe};
 use crate::ops::binding::{ForwardCall, OpBinding};
 use crate::ops::schema;
+use crate::wire::case::{Arg, Break, BreakKind, Case, Fill, FwdArg, Layout, ShapePart, TensorRecipe};
 
 /// The variable holding the forward's outputs.
 pub const OUT: &str = "fwd_out";

@@ -20,13 +20,13 @@ mod relation;
 
 use std::fmt::Write as _;
 
-use crate::case::{Arg, Case, DType, Fill, Layout, Special, TensorRecipe};
 use crate::ops::binding::{ArgSource, OpBinding, Transform};
 use crate::ops::registry::{self, PyCall};
 use crate::ops::schema::{self, SchemaType};
 use crate::oracle::{Disagreement, Evidence};
 use crate::spec::{ApiSpec, BinOp, Builtin, Prop, TExpr, UnOp, Value};
-use crate::variant::{flip_layout, promote_dtype, promote_dtype_args, Check, Tolerance, Variant};
+use crate::wire::case::{Arg, Case, DType, Fill, Layout, Special, TensorRecipe};
+use crate::wire::variant::{flip_layout, promote_dtype, promote_dtype_args, Check, Tolerance, Variant};
 
 /// Everything a reproducer is made from.
 pub struct Reproducer<'a> {
@@ -944,8 +944,8 @@ mod tests {
     use super::*;
     use crate::check::first_api as api;
     use crate::ops::catalog::Catalog;
-    use crate::oracle_name::Oracle;
-    use crate::variant::Tolerances;
+    use crate::wire::oracle::Oracle;
+    use crate::wire::variant::Tolerances;
 
     fn catalog() -> Catalog {
         Catalog::from_schemas(include_str!("../../../tests/fixtures/schemas-2.13.0.txt").lines())
