@@ -16,8 +16,8 @@ use sfz::ops::catalog::Catalog;
 use sfz::ops::registry;
 use sfz::wire::case::{Arg, Case, DType, Fill, Layout, TensorRecipe};
 use sfz::wire::outcome::Outcome;
-use sfz::worker::supervisor::{Pool, PoolConfig};
 use sfz::worker::Execution;
+use sfz::worker::{Pool, PoolConfig};
 use sfz_worker::runtime::{self, materialize, Executor};
 use tch::{Kind, Tensor};
 

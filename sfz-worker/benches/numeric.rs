@@ -13,7 +13,7 @@ use std::time::Duration;
 use sfz::numeric::driver::{hunt_program, HuntConfig, Status};
 use sfz::wire::program::hunt::Strategy;
 use sfz::wire::program::soft;
-use sfz::worker::supervisor::HuntWorker;
+use sfz::worker::HuntWorker;
 
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");

@@ -9,7 +9,7 @@ use sfz::numeric::driver::{hunt_program, starting_inputs, HuntConfig, Status};
 use sfz::numeric::report::{python_reproducer, report};
 use sfz::spec::ProgramSpec;
 use sfz::wire::program::hunt::Strategy;
-use sfz::worker::supervisor::HuntWorker;
+use sfz::worker::HuntWorker;
 
 fn worker() -> HuntWorker {
     HuntWorker::start(Path::new(env!("CARGO_BIN_EXE_sfz-worker")), Duration::from_secs(60)).expect("a worker starts")

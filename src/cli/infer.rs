@@ -14,7 +14,7 @@ use crate::rules::infer::{self, ApiResult, InferConfig, Runner};
 use crate::rules::{self, enumerate, Candidate};
 use crate::spec::{ApiSpec, Origin, RuleSource, RuleStatus, Spec};
 use crate::wire::case::{Arg, Case};
-use crate::worker::supervisor::{self, Pool, PoolConfig};
+use crate::worker::{default_worker_exe, Pool, PoolConfig};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -238,7 +238,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    let worker = args.worker.clone().unwrap_or_else(supervisor::default_worker_exe);
+    let worker = args.worker.clone().unwrap_or_else(default_worker_exe);
     let catalog = super::check::catalog(&worker).map_err(|e| anyhow::anyhow!("cannot read libtorch's operator schemas: {e}"))?;
     let targets = match shard {
         Some(shard) => shard_targets(shard, &args.targets),

@@ -11,7 +11,7 @@ use crate::ops::catalog::Catalog;
 use crate::rules::oracles::{self, OracleVerdicts};
 use crate::rules::relations;
 use crate::spec::Spec;
-use crate::worker::supervisor::PoolConfig;
+use crate::worker::PoolConfig;
 
 /// What a validation campaign runs with.
 pub struct Validation<'a> {

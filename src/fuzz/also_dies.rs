@@ -8,8 +8,8 @@ use crate::findings::Finding;
 use crate::oracle::{self, Detection, Evidence};
 use crate::plan::ApiPlan;
 use crate::wire::oracle::Oracle;
-use crate::worker::supervisor::{Pool, PoolConfig};
 use crate::worker::Execution;
+use crate::worker::{Pool, PoolConfig};
 
 use super::record;
 

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use crate::wire::case::{Arg, Case, Special};
 use crate::wire::outcome::Outcome;
-use crate::worker::supervisor::Pool;
 use crate::worker::Execution;
+use crate::worker::Pool;
 
 /// Integers at least this large (in magnitude) are scaled down by the probe.
 pub const LARGE: f64 = (1u64 << 24) as f64;

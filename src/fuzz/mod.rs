@@ -25,8 +25,8 @@ pub use crate::plan::Skipped;
 use crate::wire::case::Case;
 use crate::wire::oracle::Oracle;
 use crate::wire::variant::CheckOutcome;
-use crate::worker::supervisor::{Pool, PoolConfig, PoolError};
 use crate::worker::Execution;
+use crate::worker::{Pool, PoolConfig, PoolError};
 use spec_findings::{SpecFinding, SpecStore};
 pub use stats::Summary;
 

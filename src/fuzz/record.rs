@@ -12,8 +12,8 @@ use crate::plan::ApiPlan;
 use crate::wire::case::Case;
 use crate::wire::oracle::Oracle;
 use crate::wire::variant::Check;
-use crate::worker::supervisor::{Pool, PoolConfig};
 use crate::worker::Execution;
+use crate::worker::{Pool, PoolConfig};
 
 /// The reproducer of a finding's current case.
 pub fn reproducer(plan: &ApiPlan, finding: &Finding) -> String {

@@ -14,8 +14,8 @@ use crate::plan::{self, ApiPlan};
 use crate::spec::{OracleUse, Spec};
 use crate::wire::oracle::Oracle;
 use crate::wire::outcome::Outcome;
-use crate::worker::supervisor::{self, Pool, PoolConfig};
 use crate::worker::Execution;
+use crate::worker::{fetch_catalog, Pool, PoolConfig, PoolError};
 
 /// What a replay saw.
 #[derive(Clone, Debug, Serialize)]
@@ -46,7 +46,7 @@ pub struct Replay {
 pub enum ReplayError {
     Diagnostic(Box<Diagnostic>),
     Store(findings::StoreError),
-    Pool(supervisor::PoolError),
+    Pool(PoolError),
 }
 
 /// Finds a finding by id (or unique id prefix) in `dir`. Skipped lines are returned for warnings.
@@ -116,7 +116,7 @@ pub fn plan_for(finding: &Finding, specs: &[PathBuf], catalog: &Catalog) -> Resu
 /// gets the calls in a row confirmation gave it (`record::CONFIRM_CALLS`): heap damage shows at a
 /// later free, and one call that returns proves nothing.
 pub fn replay(finding: &Finding, specs: &[PathBuf], pool: PoolConfig) -> Result<Replay, ReplayError> {
-    let catalog = Catalog::from_schemas(supervisor::fetch_catalog(&pool.worker_exe).map_err(ReplayError::Pool)?);
+    let catalog = Catalog::from_schemas(fetch_catalog(&pool.worker_exe).map_err(ReplayError::Pool)?);
     let (plan, checks) = plan_for(finding, specs, &catalog)?;
     let (ops, all_checks) = plan::op_table(std::slice::from_ref(&plan));
     // A death is replayed as confirmation ran it: the call alone, or with the check that died.

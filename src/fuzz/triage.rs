@@ -14,7 +14,7 @@ use crate::wire::case::Case;
 use crate::wire::oracle::Oracle;
 use crate::wire::outcome::signal_name;
 use crate::wire::variant::Check;
-use crate::worker::supervisor::{Pool, PoolConfig};
+use crate::worker::{Pool, PoolConfig};
 
 use super::{also_dies, cost, culprit, describe_inputs, record, stats, FuzzConfig, Meta, Observer};
 

@@ -13,7 +13,7 @@ use crate::spec::Value;
 use crate::wire::case::{Arg, Fill};
 use crate::wire::program::hunt::{Found, HuntRequest, HuntResult, SoftSignal, Strategy};
 use crate::wire::program::soft::SoftModels;
-use crate::worker::supervisor::{HuntError, HuntWorker};
+use crate::worker::{HuntError, HuntWorker};
 
 /// Settings of a hunt.
 #[derive(Clone, Debug)]
