@@ -3,7 +3,9 @@
 //! with the tolerance of the left side's dtype, where the guard holds.
 use std::fmt::Write;
 
-use super::{call, py_float, py_value, tol_args, Writer};
+use super::call::call;
+use super::python::{py_float, py_value, tol_args};
+use super::Writer;
 use crate::ops::registry::{self, PyCall};
 use crate::wire::case::Arg;
 use crate::wire::variant::relation::{case_seed, Callee, RelExpr, RelFn, RelOp, Relation};
