@@ -3,6 +3,10 @@
 //! Names are resolved (parameters are indices, dtypes are `DType`s, constraint sets are expanded
 //! inline), types are known to agree, and every constraint remembers where it came from so that a
 //! violation or a rejected rule can point back at the text. Nothing here refers to libtorch.
+//! `each` and `none_tests` walk `TExpr`s for the evaluator and the solver alike.
+mod each;
+mod none_tests;
+
 use serde::{Deserialize, Serialize};
 
 use crate::diag::Span;
