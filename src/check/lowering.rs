@@ -1,5 +1,5 @@
-//! Lowering of a `program` body's `let` statements to the IR of `program::ir`, checking each
-//! call against the table of `program::ops` (E0020).
+//! Lowering of a `program` body's `let` statements to the IR of `wire::program::ir`, checking
+//! each call against the table of `wire::program::ops` (E0020).
 use crate::ast::{self, ExprKind};
 use crate::diag::{codes, Diagnostic, Span};
 use crate::spec::{BinOp, ParamSpec, ParamType, UnOp};

@@ -20,7 +20,7 @@ pub struct Spec {
     /// Every `rule` item, whatever its status. Validated rules are also folded into their
     /// API's `requires`.
     pub rules: Vec<RuleSpec>,
-    /// Every `program` item, lowered to its IR (`program::ir`).
+    /// Every `program` item, lowered to its IR (`wire::program::ir`).
     pub programs: Vec<ProgramSpec>,
 }
 

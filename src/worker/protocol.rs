@@ -22,7 +22,7 @@ pub enum Request {
     Run { id: u64, case: Case },
     /// List every operator schema the dispatcher knows.
     Catalog,
-    /// Run one hunt episode on a program (`program::hunt`); the answer carries the same id.
+    /// Run one hunt episode on a program (`wire::program::hunt`); the answer carries the same id.
     Hunt { id: u64, request: Box<HuntRequest> },
     /// Differential checks per loaded op (parallel to the last `Load`); cases of an op with
     /// checks are answered with `Checked` instead of `Done`. Replaces earlier checks. With a
