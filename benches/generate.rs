@@ -20,7 +20,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use sfz::case::Case;
 use sfz::findings::Store;
 use sfz::fuzz::{self, FuzzConfig, Observer, Summary};
 use sfz::gen::coverage::Coverage;
@@ -28,7 +27,8 @@ use sfz::gen::{GenConfig, Generator, Mode, Mutation, Strategy};
 use sfz::ops::catalog::Catalog;
 use sfz::oracle::{self, Status};
 use sfz::plan::{self, ApiPlan};
-use sfz::worker::supervisor::{self, Pool, PoolConfig};
+use sfz::wire::case::Case;
+use sfz::worker::{fetch_catalog, Pool, PoolConfig};
 
 fn worker_exe() -> PathBuf {
     Path::new(env!("CARGO_BIN_EXE_sfz")).with_file_name("sfz-worker")
@@ -37,7 +37,7 @@ fn worker_exe() -> PathBuf {
 fn plans() -> Vec<ApiPlan> {
     let checked = sfz::check::check_paths(&[Path::new(env!("CARGO_MANIFEST_DIR")).join("specs")]);
     assert!(!checked.has_errors(), "specs/ must check clean");
-    let catalog = Catalog::from_schemas(supervisor::fetch_catalog(&worker_exe()).expect("the worker lists its operators"));
+    let catalog = Catalog::from_schemas(fetch_catalog(&worker_exe()).expect("the worker lists its operators"));
     let (plans, diags) = plan::plan(&checked.spec, &catalog);
     assert!(diags.is_empty(), "every spec plans");
     plans

@@ -6,9 +6,9 @@
 //! constraint that mentions an optional parameter (other than in a None test) holds when that
 //! parameter is None. Tensors are known by dtype, shape and bounds on their values, never by
 //! their elements; what those cannot decide is `None` (unknown).
-use crate::case::{Arg, DType, Fill, TensorRecipe};
-use crate::outcome::{Output, TensorInfo};
 use crate::spec::{BinOp, Builtin, Prop, TExpr, UnOp, Value};
+use crate::wire::case::{Arg, DType, Fill, TensorRecipe};
+use crate::wire::outcome::{Output, TensorInfo};
 
 /// What is known of a tensor.
 #[derive(Clone, Debug, PartialEq)]
@@ -64,7 +64,16 @@ impl TensorVal {
                 nonfinite = true;
             }
         }
-        TensorVal { dtype: Some(r.dtype), shape: r.shape.clone(), min, max, max_closed: closed, nonfinite, nan, contiguous: Some(r.layout == crate::case::Layout::Contiguous) }
+        TensorVal {
+            dtype: Some(r.dtype),
+            shape: r.shape.clone(),
+            min,
+            max,
+            max_closed: closed,
+            nonfinite,
+            nan,
+            contiguous: Some(r.layout == crate::wire::case::Layout::Contiguous),
+        }
     }
 
     /// What the worker observed of an output.
@@ -154,7 +163,7 @@ pub struct Bindings<'a> {
 pub fn holds(e: &TExpr, b: &Bindings, mentioned: &[usize], optional: &[bool]) -> Option<bool> {
     // The optional-parameter rule: a None parameter mentioned beyond a None test makes it vacuous.
     for &i in mentioned {
-        if optional.get(i).copied().unwrap_or(false) && b.params.get(i) == Some(&Val::None) && beyond_none_test(e, i) {
+        if optional.get(i).copied().unwrap_or(false) && b.params.get(i) == Some(&Val::None) && e.mentions_beyond_none_test(i) {
             return Some(true);
         }
     }
@@ -165,7 +174,7 @@ pub fn holds(e: &TExpr, b: &Bindings, mentioned: &[usize], optional: &[bool]) ->
 /// Whether a constraint holds only vacuously: an optional parameter it mentions (other than in a
 /// None test) is None.
 pub fn vacuous(e: &TExpr, b: &Bindings, mentioned: &[usize], optional: &[bool]) -> bool {
-    mentioned.iter().any(|&i| optional.get(i).copied().unwrap_or(false) && b.params.get(i) == Some(&Val::None) && beyond_none_test(e, i))
+    mentioned.iter().any(|&i| optional.get(i).copied().unwrap_or(false) && b.params.get(i) == Some(&Val::None) && e.mentions_beyond_none_test(i))
 }
 
 struct Evaluator<'a, 'b> {
@@ -346,7 +355,7 @@ impl Evaluator<'_, '_> {
             _ => {}
         }
         if op.is_comparison() {
-            if let Some(list) = each_list(l).or_else(|| each_list(r)) {
+            if let Some(list) = l.each_list().or_else(|| r.each_list()) {
                 return self.each_comparison(op, l, r, list);
             }
         }
@@ -378,7 +387,7 @@ impl Evaluator<'_, '_> {
         };
         let mut unknown = false;
         for k in 0..n {
-            let (l2, r2) = (substitute_each(l, list, k), substitute_each(r, list, k));
+            let (l2, r2) = (l.each_at(list, k), r.each_at(list, k));
             match self.binary(op, &l2, &r2)? {
                 Ev::Val(Val::Bool(true)) => {}
                 Ev::Val(Val::Bool(false)) | Ev::OutOfRange => return Some(Ev::Val(Val::Bool(false))),
@@ -648,47 +657,6 @@ fn arith(op: BinOp, a: &Val, b: &Val) -> Option<Val> {
     }))
 }
 
-fn each_list(e: &TExpr) -> Option<&TExpr> {
-    match e {
-        TExpr::Each(inner) => Some(inner),
-        TExpr::Prop(b, _) | TExpr::Unary(_, b) => each_list(b),
-        TExpr::Index(a, b) | TExpr::Binary(_, a, b) => each_list(a).or_else(|| each_list(b)),
-        TExpr::Call(_, args) | TExpr::List(args) => args.iter().find_map(each_list),
-        _ => None,
-    }
-}
-
-fn substitute_each(e: &TExpr, list: &TExpr, k: usize) -> TExpr {
-    let go = |x: &TExpr| Box::new(substitute_each(x, list, k));
-    match e {
-        TExpr::Each(inner) if **inner == *list => TExpr::Index(inner.clone(), Box::new(TExpr::Lit(Value::Int(k as i64)))),
-        TExpr::Prop(b, p) => TExpr::Prop(go(b), *p),
-        TExpr::Unary(op, b) => TExpr::Unary(*op, go(b)),
-        TExpr::Index(a, b) => TExpr::Index(go(a), go(b)),
-        TExpr::Binary(op, a, b) => TExpr::Binary(*op, go(a), go(b)),
-        TExpr::Call(b, args) => TExpr::Call(*b, args.iter().map(|a| substitute_each(a, list, k)).collect()),
-        TExpr::List(items) => TExpr::List(items.iter().map(|a| substitute_each(a, list, k)).collect()),
-        other => other.clone(),
-    }
-}
-
-/// Whether parameter `i` appears other than directly in a `== None` / `!= None` test.
-fn beyond_none_test(e: &TExpr, i: usize) -> bool {
-    match e {
-        TExpr::Param(j) => *j == i,
-        TExpr::Binary(BinOp::Eq | BinOp::Ne, a, b) if matches!((&**a, &**b), (TExpr::Param(j), TExpr::Lit(Value::None)) | (TExpr::Lit(Value::None), TExpr::Param(j)) if *j == i) => {
-            false
-        }
-        TExpr::Binary(_, a, b) | TExpr::Index(a, b) => beyond_none_test(a, i) || beyond_none_test(b, i),
-        TExpr::Unary(_, a) | TExpr::Prop(a, _) | TExpr::Each(a) => beyond_none_test(a, i),
-        TExpr::Range { lo, hi, .. } => beyond_none_test(lo, i) || beyond_none_test(hi, i),
-        TExpr::If(c, t, f) => beyond_none_test(c, i) || beyond_none_test(t, i) || beyond_none_test(f, i),
-        TExpr::Forall { range, body, .. } | TExpr::Exists { range, body, .. } => beyond_none_test(range, i) || beyond_none_test(body, i),
-        TExpr::List(items) | TExpr::Call(_, items) => items.iter().any(|x| beyond_none_test(x, i)),
-        TExpr::Lit(_) | TExpr::Result(_) | TExpr::Bound(_) => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -709,5 +677,16 @@ mod tests {
         assert!(broadcastable(&[vec![3, 1, 4], vec![5, 4]]));
         assert!(!broadcastable(&[vec![3, 2], vec![3]]));
         assert!(broadcastable(&[vec![], vec![2, 2]]));
+    }
+
+    #[test]
+    fn every_element_unrolls_inside_a_range_as_in_the_solver() {
+        // `k in 0..xs[*]`: one comparison per element of xs, as `solve::encode` expands it.
+        let api = crate::check::first_api("api torch.f(k: int, xs: int[]) -> Tensor {\n    k in 0..xs[*];\n}\n");
+        let c = &api.requires[0];
+        let at = |k: i64, xs: Vec<i64>| holds(&c.expr, &Bindings { params: &[Val::Int(k), Val::of_arg(&Arg::IntList(xs))], results: &[] }, &c.params, &[false, false]);
+        assert_eq!(at(2, vec![3, 5]), Some(true));
+        assert_eq!(at(2, vec![3, 1]), Some(false));
+        assert_eq!(at(-1, vec![3, 5]), Some(false));
     }
 }

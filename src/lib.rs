@@ -2,7 +2,6 @@
 //! that flow between them.
 pub mod ast;
 pub mod campaign;
-pub mod case;
 pub mod check;
 pub mod cli;
 pub mod diag;
@@ -15,15 +14,12 @@ pub mod lsp;
 pub mod numeric;
 pub mod ops;
 pub mod oracle;
-pub mod oracle_name;
-pub mod outcome;
 pub mod plan;
-pub mod program;
 pub mod rules;
 pub mod seed;
 pub mod solve;
 pub mod spec;
 pub mod stdlib;
 pub mod syntax;
-pub mod variant;
+pub mod wire;
 pub mod worker;

@@ -62,7 +62,7 @@ fn python_names_of_operators_for_completion() {
 /// is instantiated for the API applying it; rules fold in by status.
 #[test]
 fn relations_are_lowered_and_rules_fold_in_by_status() {
-    use sfz::variant::relation::{Callee, RelExpr, RelFn, RelOp, DEFAULT_TOLERANCES};
+    use sfz::wire::variant::relation::{Callee, RelExpr, RelFn, RelOp, DEFAULT_TOLERANCES};
     let c = check(
         "api torch.special.i0(input: Tensor) -> Tensor {}\n\
          api torch.special.i0e(input: Tensor) -> Tensor {\n\

@@ -3,11 +3,11 @@
 //! evaluator and the declaration checks, which share no code with the z3 encoding.
 use std::collections::{BTreeMap, HashSet};
 
-use sfz::case::Arg;
 use sfz::gen::plan::{GenPlan, Target};
 use sfz::gen::{self, values, violate, ApiPools, GenConfig, Generator, Mode, Mutation, Strategy};
 use sfz::solve::{Boundary, SolveError, SymValue};
 use sfz::spec::{ApiSpec, Category};
+use sfz::wire::case::Arg;
 
 fn spec_apis() -> Vec<ApiSpec> {
     let checked = sfz::check::check_paths(&[concat!(env!("CARGO_MANIFEST_DIR"), "/specs").into()]);

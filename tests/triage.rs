@@ -8,7 +8,7 @@
 mod common;
 use common::process::{run, sfz};
 
-use sfz::oracle_name::Oracle;
+use sfz::wire::oracle::Oracle;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -459,8 +459,8 @@ fn a_death_in_a_check_is_confirmed_with_that_check_alone() {
 /// would name `layout`).
 #[test]
 fn a_culprits_death_in_a_check_names_that_check_among_all_of_its_apis() {
-    use sfz::case::{Arg, Case, DType, Fill, Layout, TensorRecipe};
-    use sfz::worker::supervisor::{fetch_catalog, PoolConfig};
+    use sfz::wire::case::{Arg, Case, DType, Fill, Layout, TensorRecipe};
+    use sfz::worker::{fetch_catalog, PoolConfig};
     let dir = tempfile::tempdir().expect("tempdir");
     let spec = dir.path().join("nine.sfz");
     let text = "#[aten(\"sfz_test::buggy\")]\napi sfz_test.buggy(input: Tensor, bug: int) -> Tensor {\n    input.dtype in [float32];\n    bug in [9];\n    oracles crash, layout, inplace;\n}\n";

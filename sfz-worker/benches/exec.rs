@@ -11,13 +11,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use sfz::case::{Arg, Case, DType, Fill, Layout, TensorRecipe};
 use sfz::ops::binding::{ArgSource, OpBinding, Transform};
 use sfz::ops::catalog::Catalog;
 use sfz::ops::registry;
-use sfz::outcome::Outcome;
-use sfz::worker::supervisor::{Pool, PoolConfig};
+use sfz::wire::case::{Arg, Case, DType, Fill, Layout, TensorRecipe};
+use sfz::wire::outcome::Outcome;
 use sfz::worker::Execution;
+use sfz::worker::{Pool, PoolConfig};
 use sfz_worker::runtime::{self, materialize, Executor};
 use tch::{Kind, Tensor};
 

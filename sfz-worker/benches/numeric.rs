@@ -11,9 +11,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use sfz::numeric::driver::{hunt_program, HuntConfig, Status};
-use sfz::program::hunt::Strategy;
-use sfz::program::soft;
-use sfz::worker::supervisor::HuntWorker;
+use sfz::wire::program::hunt::Strategy;
+use sfz::wire::program::soft;
+use sfz::worker::HuntWorker;
 
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");

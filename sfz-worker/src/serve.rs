@@ -125,7 +125,7 @@ pub fn serve(config: &ServeConfig) -> Result<(), ServeError> {
                 budget = CheckBudget::new(share);
                 // A CUDA context takes seconds to create, more with many workers creating theirs
                 // at once: made here, under the start-up timeout, not inside the first case's.
-                if checks.iter().flatten().any(|c| matches!(c.variant, sfz::variant::Variant::Cuda)) {
+                if checks.iter().flatten().any(|c| matches!(c.variant, sfz::wire::variant::Variant::Cuda)) {
                     runtime::checks::warm_cuda();
                 }
                 Response::ChecksLoaded { errors: executor.set_checks(checks) }

@@ -4,13 +4,13 @@ mod common;
 
 use std::path::Path;
 
-use sfz::case::{Arg, Case, DType, Fill, Layout, TensorRecipe};
 use sfz::ops::binding::OpBinding;
 use sfz::ops::catalog::Catalog;
 use sfz::ops::registry;
-use sfz::outcome::{ErrorClass, Outcome, Output};
 use sfz::rules::skeleton;
-use sfz::variant::{Check, CheckOutcome, Tolerance, Tolerances, Variant};
+use sfz::wire::case::{Arg, Case, DType, Fill, Layout, TensorRecipe};
+use sfz::wire::outcome::{ErrorClass, Outcome, Output};
+use sfz::wire::variant::{Check, CheckOutcome, Tolerance, Tolerances, Variant};
 use sfz_worker::runtime::{self, materialize, Executor};
 
 fn catalog() -> &'static Catalog {
@@ -87,7 +87,7 @@ fn checks_of_a_mutating_operator_start_from_fresh_inputs() {
     // neg_ twice gives back the input: a check that reused the mutated input would disagree.
     let mut ex = executor("aten::neg_");
     let tol = Tolerances::uniform(Tolerance { rtol: 1e-5, atol: 1e-6 });
-    ex.set_checks(vec![vec![Check { oracle: sfz::oracle_name::Oracle::Precision, variant: Variant::Promote, tolerances: tol, accuracy: Default::default() }]]);
+    ex.set_checks(vec![vec![Check { oracle: sfz::wire::oracle::Oracle::Precision, variant: Variant::Promote, tolerances: tol, accuracy: Default::default() }]]);
     let case = Case { op: 0, args: vec![Arg::Tensor(f32s(&[4, 5], 11))], forward: None };
     let (outcome, reports) = ex.run_checked(&case, &mut |_| {});
     assert!(matches!(outcome, Outcome::Returned { .. }), "{outcome:?}");

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use sfz::numeric::driver::{hunt_program, starting_inputs, HuntConfig, Status};
 use sfz::numeric::report::{python_reproducer, report};
-use sfz::program::hunt::Strategy;
 use sfz::spec::ProgramSpec;
-use sfz::worker::supervisor::HuntWorker;
+use sfz::wire::program::hunt::Strategy;
+use sfz::worker::HuntWorker;
 
 fn worker() -> HuntWorker {
     HuntWorker::start(Path::new(env!("CARGO_BIN_EXE_sfz-worker")), Duration::from_secs(60)).expect("a worker starts")
@@ -109,18 +109,18 @@ fn training_records_label_non_finite_outputs() {
     let p = program("softmax.sfz", "naive_softmax");
     let o = hunt_program(&mut w, &p, &HuntConfig { strategy: Strategy::Random, episodes: 1, budget: 200, collect: true, ..config(Strategy::Random) });
     assert!(o.records.len() >= 200 * p.ir.steps.len() / 2);
-    let exp: Vec<_> = o.records.iter().filter(|r| r.op == sfz::program::ops::NumOp::Exp).collect();
+    let exp: Vec<_> = o.records.iter().filter(|r| r.op == sfz::wire::program::ops::NumOp::Exp).collect();
     // Feature 0 is the operand's maximum: exp overflows exactly above ~88.72.
     assert!(exp.iter().any(|r| r.nonfinite) && exp.iter().any(|r| !r.nonfinite));
     for r in &exp {
         assert_eq!(r.nonfinite, r.features[0] > 88.72, "{:?}", r.features);
     }
     let models = sfz::cli::train::fit(&o.records, &Default::default());
-    let m = models.models.get(&sfz::program::ops::NumOp::Exp).expect("a model for exp");
+    let m = models.models.get(&sfz::wire::program::ops::NumOp::Exp).expect("a model for exp");
     // The forest separates what it saw: overflowing inputs from the rest.
     let hot: Vec<_> = exp.iter().filter(|r| r.nonfinite).collect();
     let cold: Vec<_> = exp.iter().filter(|r| !r.nonfinite).collect();
-    let right = |rs: &[&&sfz::program::hunt::Record], want: bool| rs.iter().filter(|r| (m.nonfinite.predict(&r.features) > 0.5) == want).count();
+    let right = |rs: &[&&sfz::wire::program::hunt::Record], want: bool| rs.iter().filter(|r| (m.nonfinite.predict(&r.features) > 0.5) == want).count();
     assert!(right(&hot, true) * 10 >= hot.len() * 9, "{} of {} overflowing inputs predicted", right(&hot, true), hot.len());
     assert!(right(&cold, false) * 100 >= cold.len() * 99, "{} of {} finite inputs predicted", right(&cold, false), cold.len());
 }
@@ -130,8 +130,8 @@ fn starting_inputs_follow_the_programs_constraints() {
     let p = program("domains.sfz", "float16_sum_overflow");
     for episode in 0..4 {
         let (args, bounds) = starting_inputs(&p, 3, episode, (256, 8)).unwrap();
-        let sfz::case::Arg::Tensor(x) = &args[0] else { panic!("{args:?}") };
-        assert_eq!(x.dtype, sfz::case::DType::Float32);
+        let sfz::wire::case::Arg::Tensor(x) = &args[0] else { panic!("{args:?}") };
+        assert_eq!(x.dtype, sfz::wire::case::DType::Float32);
         assert!(x.shape.len() == 1 && x.shape[0] >= 8, "{:?}", x.shape);
         assert_eq!(bounds[0], Some((-10000.0, 10000.0)));
     }
@@ -159,5 +159,5 @@ program layer(x: Tensor, w: Tensor, b: Tensor) {
     let mut w = worker();
     let o = hunt_program(&mut w, &p, &HuntConfig { episodes: 2, budget: 200, ..config(Strategy::Gradient) });
     let Status::Found(f) = &o.status else { panic!("{:?}", o.status) };
-    assert_eq!(p.ir.steps[f.step as usize].op, sfz::program::ops::NumOp::Log, "only the naive form: {:?}", p.ir.steps[f.step as usize]);
+    assert_eq!(p.ir.steps[f.step as usize].op, sfz::wire::program::ops::NumOp::Log, "only the naive form: {:?}", p.ir.steps[f.step as usize]);
 }

@@ -5,10 +5,10 @@ mod common;
 
 use std::path::Path;
 
-use sfz::case::{Arg, Case, DType, Fill, Layout, Special, TensorRecipe};
 use sfz::ops::catalog::Catalog;
 use sfz::ops::registry;
-use sfz::variant::{Accuracy, Check, CheckOutcome, Tolerance, Tolerances, Variant};
+use sfz::wire::case::{Arg, Case, DType, Fill, Layout, Special, TensorRecipe};
+use sfz::wire::variant::{Accuracy, Check, CheckOutcome, Tolerance, Tolerances, Variant};
 use sfz_worker::runtime::{self, Executor};
 
 fn catalog() -> &'static Catalog {
@@ -22,7 +22,7 @@ fn catalog() -> &'static Catalog {
 /// An executor for `api` (declared as `decl`) whose one check is the float64 reference.
 fn executor(decl: &str, accuracy: Accuracy) -> Executor {
     let tolerances = Tolerances::uniform(Tolerance { rtol: 1e-5, atol: 1e-5 });
-    executor_checking(decl, Check { oracle: sfz::oracle_name::Oracle::Precision, variant: Variant::Promote, tolerances, accuracy })
+    executor_checking(decl, Check { oracle: sfz::wire::oracle::Oracle::Precision, variant: Variant::Promote, tolerances, accuracy })
 }
 
 fn executor_checking(decl: &str, check: Check) -> Executor {
@@ -48,7 +48,7 @@ fn verdict(ex: &mut Executor, case: &Case) -> CheckOutcome {
 fn asking_where_defined(decl: &str) -> Executor {
     executor_checking(
         decl,
-        Check { oracle: sfz::oracle_name::Oracle::NanInf, variant: Variant::Defined, tolerances: Tolerances::uniform(Tolerance::EXACT), accuracy: Accuracy::Backward },
+        Check { oracle: sfz::wire::oracle::Oracle::NanInf, variant: Variant::Defined, tolerances: Tolerances::uniform(Tolerance::EXACT), accuracy: Accuracy::Backward },
     )
 }
 

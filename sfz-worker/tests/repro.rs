@@ -7,12 +7,12 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use sfz::case::{Arg, Case, DType, Fill, Layout, Special, TensorRecipe};
 use sfz::findings::repro::{call, call_script, inputs, tensor_lines, vars};
 use sfz::ops::catalog::Catalog;
 use sfz::ops::registry;
-use sfz::outcome::{Outcome, Output};
 use sfz::spec::ApiSpec;
+use sfz::wire::case::{Arg, Case, DType, Fill, Layout, Special, TensorRecipe};
+use sfz::wire::outcome::{Outcome, Output};
 use sfz_worker::runtime::{self, materialize, Executor};
 use tch::Kind;
 
@@ -179,6 +179,27 @@ fn expected_json(outputs: &[Output]) -> serde_json::Value {
     serde_json::Value::Array(items)
 }
 
+/// Runs every script in one Python process, each in a fresh namespace, and asserts that each
+/// prints the `sfz-outputs:` line `expected` holds for it (name for messages, JSON); a script's
+/// exception is printed instead, and fails.
+fn assert_scripts_print(scripts: &[String], expected: &[(String, serde_json::Value)]) {
+    let mut driver = String::from("import sys, io, contextlib, traceback\nscripts = []\n");
+    for script in scripts {
+        driver.push_str(&format!("scripts.append({})\n", serde_json::to_string(script).unwrap()));
+    }
+    driver.push_str(
+        "for s in scripts:\n    out = io.StringIO()\n    try:\n        with contextlib.redirect_stdout(out):\n            exec(compile(s, 'repro', 'exec'), {'__name__': '__main__'})\n        line = [l for l in out.getvalue().splitlines() if l.startswith('sfz-outputs: ')][-1]\n        print(line[len('sfz-outputs: '):])\n    except Exception as e:\n        print('ERROR ' + repr(e).replace(chr(10), ' '))\n",
+    );
+    let (stdout, stderr, ok) = run_python(&driver);
+    assert!(ok, "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), expected.len(), "{stdout}\n{stderr}");
+    for ((name, want), line) in expected.iter().zip(lines) {
+        let got: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|_| panic!("{name}: {line}"));
+        assert_eq!(&got, want, "{name}");
+    }
+}
+
 #[test]
 fn reproducers_compute_what_the_worker_computed() {
     let _rng = common::rng_lock();
@@ -231,9 +252,7 @@ fn reproducers_compute_what_the_worker_computed() {
         (&pinned_softmax, vec![t(DType::Float32, &[3, 4], 27), Arg::Int(0), Arg::Omitted]),
         (&method, vec![t(DType::Float32, &[3], 28), t(DType::Float32, &[3], 29), Arg::Float(0.5)]),
     ];
-    // One Python process runs every reproducer, each in a fresh namespace, and prints its
-    // `sfz-outputs:` line; an exception is printed instead.
-    let mut driver = String::from("import sys, io, contextlib, traceback\nscripts = []\n");
+    let mut scripts = Vec::new();
     let mut expected = Vec::new();
     for (api, args) in &cases {
         let binding = registry::resolve(api, &catalog).unwrap_or_else(|e| panic!("{e}"));
@@ -249,19 +268,9 @@ fn reproducers_compute_what_the_worker_computed() {
             inputs(&case, &binding, &names),
             call(api, &binding, &case, &names)
         );
-        driver.push_str(&format!("scripts.append({})\n", serde_json::to_string(&script).unwrap()));
+        scripts.push(script);
     }
-    driver.push_str(
-        "for s in scripts:\n    out = io.StringIO()\n    try:\n        with contextlib.redirect_stdout(out):\n            exec(compile(s, 'repro', 'exec'), {'__name__': '__main__'})\n        line = [l for l in out.getvalue().splitlines() if l.startswith('sfz-outputs: ')][-1]\n        print(line[len('sfz-outputs: '):])\n    except Exception as e:\n        print('ERROR ' + repr(e).replace(chr(10), ' '))\n",
-    );
-    let (stdout, stderr, ok) = run_python(&driver);
-    assert!(ok, "{stderr}");
-    let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines.len(), expected.len(), "{stdout}\n{stderr}");
-    for ((name, want), line) in expected.iter().zip(lines) {
-        let got: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|_| panic!("{name}: {line}"));
-        assert_eq!(&got, want, "{name}");
-    }
+    assert_scripts_print(&scripts, &expected);
 }
 
 #[test]
@@ -283,7 +292,7 @@ fn a_failing_reproducer_exits_non_zero_with_the_error() {
 /// another), breaks one as the case says, and the backward then computes what the worker's did.
 #[test]
 fn forwards_and_their_breakages_compute_what_the_worker_computed() {
-    use sfz::case::{Break, BreakKind, Forward};
+    use sfz::wire::case::{Break, BreakKind, Forward};
     let _rng = common::rng_lock();
     runtime::init(1);
     let catalog = Catalog::from_schemas(runtime::catalog_schemas());
@@ -387,7 +396,7 @@ api torch.upsample_nearest2d_backward(grad_output: Tensor, output_size: int[2], 
         (up, up_args, forward(up, None)),
         (batch, batch_args, forward(batch, None)),
     ];
-    let mut driver = String::from("import sys, io, contextlib, traceback\nscripts = []\n");
+    let mut scripts = Vec::new();
     let mut expected = Vec::new();
     for (i, (plan, args, fwd)) in cases.iter().enumerate() {
         let case = Case { op: 0, args: args.clone(), forward: fwd.clone() };
@@ -404,21 +413,10 @@ api torch.upsample_nearest2d_backward(grad_output: Tensor, output_size: int[2], 
             inputs(&case, &plan.binding, &names),
             call(&plan.api, &plan.binding, &case, &names)
         );
-        driver.push_str(&format!("scripts.append({})\n", serde_json::to_string(&script).unwrap()));
+        scripts.push(script);
     }
-    driver.push_str(
-        "for s in scripts:\n    out = io.StringIO()\n    try:\n        with contextlib.redirect_stdout(out):\n            exec(compile(s, 'repro', 'exec'), {'__name__': '__main__'})\n        line = [l for l in out.getvalue().splitlines() if l.startswith('sfz-outputs: ')][-1]\n        print(line[len('sfz-outputs: '):])\n    except Exception as e:\n        print('ERROR ' + repr(e).replace(chr(10), ' '))\n",
-    );
-    let (stdout, stderr, ok) = run_python(&driver);
-    assert!(ok, "{stderr}");
-    let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines.len(), expected.len(), "{stdout}\n{stderr}");
-    let mut raised = 0;
-    for ((name, want), line) in expected.iter().zip(lines) {
-        let got: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|_| panic!("{name}: {line}"));
-        assert_eq!(&got, want, "{name}");
-        raised += usize::from(want.get("raised").is_some());
-    }
+    assert_scripts_print(&scripts, &expected);
+    let raised = expected.iter().filter(|(_, want)| want.get("raised").is_some()).count();
     // The shape breakages are refused by argument checks; the others return.
     assert!((1..=6).contains(&raised), "{expected:?}");
 }

@@ -6,11 +6,11 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::OnceLock;
 
-use sfz::case::{Arg, Case, DType, Fill, Layout, Special, TensorRecipe};
 use sfz::ops::binding::{ArgSource, OpBinding, Transform};
 use sfz::ops::catalog::Catalog;
 use sfz::ops::registry;
-use sfz::outcome::{ErrorClass, Outcome, Output};
+use sfz::wire::case::{Arg, Case, DType, Fill, Layout, Special, TensorRecipe};
+use sfz::wire::outcome::{ErrorClass, Outcome, Output};
 use sfz_worker::runtime::{self, materialize, Executor};
 use tch::{Kind, Tensor};
 

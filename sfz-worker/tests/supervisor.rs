@@ -4,11 +4,11 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use sfz::case::{Arg, Case, DType, Fill, Layout, TensorRecipe};
 use sfz::ops::binding::{ArgSource, OpBinding, Transform};
-use sfz::outcome::Outcome;
-use sfz::worker::supervisor::{fetch_catalog, Pool, PoolConfig, PoolError, RunStats};
+use sfz::wire::case::{Arg, Case, DType, Fill, Layout, TensorRecipe};
+use sfz::wire::outcome::Outcome;
 use sfz::worker::Execution;
+use sfz::worker::{fetch_catalog, Pool, PoolConfig, PoolError, RunStats};
 
 const RAISE: u32 = 0;
 const SPIN: u32 = 1;

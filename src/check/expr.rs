@@ -8,10 +8,10 @@ use super::symbols::{hover_text, BUILTINS, PROPERTIES};
 use super::types::{comparable, Ty};
 use super::Checker;
 use crate::ast::{self, ExprKind, ItemKind};
-use crate::case::DType;
 use crate::diag::suggest::closest;
 use crate::diag::{codes, Diagnostic, Span};
 use crate::spec::{BinOp, Builtin, ParamSpec, Prop, ReturnSpec, TExpr, UnOp, Value};
+use crate::wire::case::DType;
 
 /// What names mean while checking one expression.
 pub struct Env<'a> {

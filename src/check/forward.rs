@@ -15,10 +15,10 @@ use super::symbols::hover_text;
 use super::types::{const_value, value_fits, value_text};
 use super::{classify, Checker};
 use crate::ast::{self, ExprKind, ItemKind, StmtKind};
-use crate::case::{Arg, Bind, FwdArg, ShapePart};
 use crate::diag::suggest::closest;
 use crate::diag::{codes, Diagnostic, Span};
 use crate::spec::{ApiSpec, BinOp, Builtin, Constraint, FromSpec, Origin, ParamSpec, ParamType, Prop, TExpr, Value};
+use crate::wire::case::{Arg, Bind, FwdArg, ShapePart};
 
 /// The largest tensor a `like(p, shape)` argument builds: the generation limit of tensors.
 pub const LIKE_MAX_NUMEL: i64 = 1000;
@@ -516,8 +516,8 @@ fn inherit(e: &TExpr, subs: &[Sub]) -> Option<TExpr> {
 
 #[cfg(test)]
 mod tests {
-    use crate::case::{Bind, FwdArg, ShapePart};
     use crate::check::check_text;
+    use crate::wire::case::{Bind, FwdArg, ShapePart};
     use std::path::Path;
 
     const POOL: &str = r#"

@@ -6,11 +6,11 @@ use super::symbols::{hover_text, TYPES};
 use super::types::{const_value, param_type, value_fits, value_text, Ty};
 use super::{classify, Checker};
 use crate::ast::{self, ItemKind, ParamKind, StmtKind};
-use crate::case::DType;
 use crate::diag::suggest::closest;
 use crate::diag::{codes, Diagnostic, Span};
-use crate::oracle_name::Oracle;
 use crate::spec::{ApiSpec, Constraint, OracleUse, Origin, ParamSpec, ParamType, RelationSpec, ReturnSpec, RuleMeta, RuleSource, RuleSpec, RuleStatus, TExpr, Value};
+use crate::wire::case::DType;
+use crate::wire::oracle::Oracle;
 
 /// Oracles an API gets when it has no `oracles` clause.
 pub const DEFAULT_ORACLES: &[Oracle] = &[Oracle::Crash, Oracle::Hang, Oracle::InternalError, Oracle::Oom];

@@ -1,11 +1,11 @@
-//! Lowering of a `program` body's `let` statements to the IR of `program::ir`, checking each
-//! call against the table of `program::ops` (E0020).
+//! Lowering of a `program` body's `let` statements to the IR of `wire::program::ir`, checking
+//! each call against the table of `wire::program::ops` (E0020).
 use crate::ast::{self, ExprKind};
-use crate::case::DType;
 use crate::diag::{codes, Diagnostic, Span};
-use crate::program::ir::{Operand, Step};
-use crate::program::ops::{self, Kind, NumOp, OpSig};
 use crate::spec::{BinOp, ParamSpec, ParamType, UnOp};
+use crate::wire::case::DType;
+use crate::wire::program::ir::{Operand, Step};
+use crate::wire::program::ops::{self, Kind, NumOp, OpSig};
 
 /// Lowers a program body's `let` statements; errors go to `diags`. `text` returns the source of
 /// a span.

@@ -24,9 +24,9 @@ pub use items::DEFAULT_ORACLES;
 pub use types::value_text;
 
 use crate::ast::ItemKind;
-use crate::case::DType;
 use crate::diag::{self, codes, Diagnostic, FileId, SourceMap};
 use crate::spec::{ApiSpec, ParamSpec, Spec};
+use crate::wire::case::DType;
 use loader::{Loader, ModId};
 use scope::{ItemRef, Scopes};
 use symbols::Symbols;

@@ -11,12 +11,12 @@ use super::lowering::Lowerer;
 use super::symbols::{hover_text, BUILTINS};
 use super::Checker;
 use crate::ast::{self, ExprKind, StmtKind};
-use crate::case::DType;
 use crate::diag::suggest::closest;
 use crate::diag::{codes, Diagnostic, Span};
-use crate::program::ir::ProgramIr;
 use crate::spec::ProgramSpec;
 use crate::spec::{ApiSpec, Origin};
+use crate::wire::case::DType;
+use crate::wire::program::ir::ProgramIr;
 
 /// Every plain name an expression mentions.
 fn mentioned(e: &ast::Expr, out: &mut Vec<String>) {

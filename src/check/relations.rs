@@ -18,8 +18,8 @@ use crate::ast::{self, BinOp, ExprKind, ItemKind, StmtKind, UnOp};
 use crate::diag::suggest::closest;
 use crate::diag::{codes, Diagnostic, Span};
 use crate::spec::{ApiSpec, Origin, ParamSpec, ParamType, RelationSpec, ReturnSpec};
-use crate::variant::relation::{Callee, RelExpr, RelFn, RelOp, Relation, DEFAULT_TOLERANCES};
-use crate::variant::{Tolerance, Tolerances};
+use crate::wire::variant::relation::{Callee, RelExpr, RelFn, RelOp, Relation, DEFAULT_TOLERANCES};
+use crate::wire::variant::{Tolerance, Tolerances};
 
 /// What names mean in the relations of one API, rule or constraint set.
 pub struct RelCtx<'a> {

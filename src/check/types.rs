@@ -1,9 +1,9 @@
 //! The checker's types, how parameter types are read from the syntax tree, and constant
 //! evaluation of defaults.
 use crate::ast::{self, ExprKind, TypeKind};
-use crate::case::DType;
 use crate::diag::{codes, Diagnostic};
 use crate::spec::{ParamType, Value};
+use crate::wire::case::DType;
 
 /// The type of an expression.
 #[derive(Clone, Debug, PartialEq)]

@@ -43,7 +43,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     } else if checked.has_errors() {
         Err("the specs have errors".into())
     } else {
-        let worker = args.worker.clone().unwrap_or_else(crate::worker::supervisor::default_worker_exe);
+        let worker = args.worker.clone().unwrap_or_else(crate::worker::default_worker_exe);
         catalog(&worker).map(|catalog| {
             checked.diags.extend(check::signatures::compare(&checked, &catalog));
             diag::sort(&mut checked.diags);
@@ -102,7 +102,7 @@ pub(super) fn catalog(worker: &std::path::Path) -> Result<crate::ops::catalog::C
     if let Some(c) = check::signatures::cached_catalog(worker) {
         return Ok(c);
     }
-    let schemas = crate::worker::supervisor::fetch_catalog(worker).map_err(|e| e.to_string())?;
+    let schemas = crate::worker::fetch_catalog(worker).map_err(|e| e.to_string())?;
     // Not cached, the schemas are read again next time; no more harm than that.
     let _ = check::signatures::save_catalog(worker, &schemas);
     Ok(crate::ops::catalog::Catalog::from_schemas(schemas))

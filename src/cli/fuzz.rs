@@ -18,7 +18,7 @@ use crate::fuzz::{self, FuzzConfig, Observer, Skipped, Summary};
 use crate::gen::{GenConfig, Mode, Mutation, Strategy};
 use crate::ops::catalog::Catalog;
 use crate::solve::Limits;
-use crate::worker::supervisor::{self, PoolConfig};
+use crate::worker::{default_worker_exe, fetch_catalog, PoolConfig};
 use crate::{check, plan};
 
 #[derive(clap::Args, Debug)]
@@ -268,8 +268,8 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
 
-    let worker_exe = args.worker.clone().unwrap_or_else(supervisor::default_worker_exe);
-    let catalog = Catalog::from_schemas(supervisor::fetch_catalog(&worker_exe)?);
+    let worker_exe = args.worker.clone().unwrap_or_else(default_worker_exe);
+    let catalog = Catalog::from_schemas(fetch_catalog(&worker_exe)?);
     let mut spec = checked.spec;
     if !args.api.is_empty() {
         spec.apis.retain(|a| args.api.iter().any(|f| a.name.contains(f.as_str())));

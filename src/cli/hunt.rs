@@ -18,10 +18,10 @@ use crate::numeric::report::{python_reproducer, report, Report};
 use crate::numeric::script::lower::{self, Lowered};
 use crate::numeric::script::site::{self, ScriptFinding};
 use crate::numeric::script::trace::{self, TraceConfig};
-use crate::program::hunt::Strategy;
-use crate::program::soft::{self, SoftModels};
 use crate::spec::ProgramSpec;
-use crate::worker::supervisor::{self, HuntWorker};
+use crate::wire::program::hunt::Strategy;
+use crate::wire::program::soft::{self, SoftModels};
+use crate::worker::{default_worker_exe, HuntWorker};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum StrategyArg {
@@ -222,7 +222,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(2));
     }
     let models = load_models(args.models.as_deref(), args.no_soft);
-    let worker_exe = args.worker.clone().unwrap_or_else(supervisor::default_worker_exe);
+    let worker_exe = args.worker.clone().unwrap_or_else(default_worker_exe);
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).clamp(1, targets.len().max(1));
     let strategies: &[Strategy] = match args.strategy {
         StrategyArg::Gradient => &[Strategy::Gradient],

@@ -6,7 +6,6 @@ use std::time::{Duration, Instant};
 
 use super::Color;
 use crate::campaign::Shard;
-use crate::case::{Arg, Case};
 use crate::diag::{self, codes, Diagnostic, RenderConfig, SourceMap};
 use crate::ops::catalog::Catalog;
 use crate::oracle::{self, Status};
@@ -14,7 +13,8 @@ use crate::rules::domains::{self, Observe, Seen};
 use crate::rules::infer::{self, ApiResult, InferConfig, Runner};
 use crate::rules::{self, enumerate, Candidate};
 use crate::spec::{ApiSpec, Origin, RuleSource, RuleStatus, Spec};
-use crate::worker::supervisor::{self, Pool, PoolConfig};
+use crate::wire::case::{Arg, Case};
+use crate::worker::{default_worker_exe, Pool, PoolConfig};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -94,7 +94,7 @@ impl PoolRunner<'_> {
             }
             let i = next_index.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             // A `from` statement's forward fills its parameters, as in a campaign.
-            let forward = self.apis[api].from.as_ref().map(|f| crate::case::Forward { binds: f.binds.clone(), broken: None });
+            let forward = self.apis[api].from.as_ref().map(|f| crate::wire::case::Forward { binds: f.binds.clone(), broken: None });
             cases.get(i).map(|args| (i as u64, Case { op: api as u32, args: args.clone(), forward }))
         };
         let sink = |i: u64, case: &Case, exec: crate::worker::Execution| {
@@ -124,11 +124,11 @@ impl Runner for PoolRunner<'_> {
 impl Observe for PoolRunner<'_> {
     fn observe(&self, api: usize, cases: &[Vec<Arg>], deadline: Instant) -> Vec<Seen> {
         self.each(api, cases, deadline, Seen::default(), |_, exec| {
-            let crate::worker::Execution::Completed(crate::outcome::Outcome::Returned { outputs, .. }) = exec else { return Seen::default() };
-            let floating: Vec<&crate::outcome::TensorInfo> = outputs
+            let crate::worker::Execution::Completed(crate::wire::outcome::Outcome::Returned { outputs, .. }) = exec else { return Seen::default() };
+            let floating: Vec<&crate::wire::outcome::TensorInfo> = outputs
                 .iter()
                 .filter_map(|o| match o {
-                    crate::outcome::Output::Tensor(t) if t.dtype.is_some_and(|d| d.is_floating() || d.is_complex()) => Some(t),
+                    crate::wire::outcome::Output::Tensor(t) if t.dtype.is_some_and(|d| d.is_floating() || d.is_complex()) => Some(t),
                     _ => None,
                 })
                 .collect();
@@ -238,7 +238,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    let worker = args.worker.clone().unwrap_or_else(supervisor::default_worker_exe);
+    let worker = args.worker.clone().unwrap_or_else(default_worker_exe);
     let catalog = super::check::catalog(&worker).map_err(|e| anyhow::anyhow!("cannot read libtorch's operator schemas: {e}"))?;
     let targets = match shard {
         Some(shard) => shard_targets(shard, &args.targets),
@@ -415,7 +415,7 @@ fn validation<'a>(args: &Args, worker: &'a Path) -> super::infer_oracles::Valida
 fn learn_domains(path: &Path, text: &str, args: &Args, catalog: &Catalog, worker: &Path, render: RenderConfig) -> anyhow::Result<String> {
     let Some(spec) = selected(path, text, args, render) else { return Ok(text.to_string()) };
     let manual = |a: &ApiSpec| {
-        a.oracles_written && a.has_oracle(crate::oracle_name::Oracle::NanInf)
+        a.oracles_written && a.has_oracle(crate::wire::oracle::Oracle::NanInf)
             || spec.rules.iter().any(|r| r.api == a.name && r.meta.name == domains::RULE && r.meta.source == RuleSource::Manual)
     };
     let apis: Vec<ApiSpec> = spec.apis.iter().filter(|a| !manual(a)).cloned().collect();

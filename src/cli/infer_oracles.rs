@@ -11,7 +11,7 @@ use crate::ops::catalog::Catalog;
 use crate::rules::oracles::{self, OracleVerdicts};
 use crate::rules::relations;
 use crate::spec::Spec;
-use crate::worker::supervisor::PoolConfig;
+use crate::worker::PoolConfig;
 
 /// What a validation campaign runs with.
 pub struct Validation<'a> {
@@ -57,7 +57,7 @@ pub fn validate(spec: &Spec, text: &str, catalog: &Catalog, v: &Validation) -> a
     // (`rules::domains`): their checks are no oracle to keep.
     let mut plans = plans;
     for p in &mut plans {
-        p.checks.retain(|c| !matches!(c.check.variant, crate::variant::Variant::Relation(_) | crate::variant::Variant::Defined));
+        p.checks.retain(|c| !matches!(c.check.variant, crate::wire::variant::Variant::Relation(_) | crate::wire::variant::Variant::Defined));
     }
     let plans: Vec<_> = plans.into_iter().filter(|p| !p.checks.is_empty()).collect();
     if plans.is_empty() {
@@ -174,7 +174,7 @@ pub fn validate_relations(path: &Path, spec: &Spec, text: &str, catalog: &Catalo
     }
     let (mut plans, _) = crate::plan::plan(&Spec { apis, rules: Vec::new(), programs: Vec::new() }, catalog);
     for p in &mut plans {
-        p.checks.retain(|c| c.check.oracle == crate::oracle_name::Oracle::Relation);
+        p.checks.retain(|c| c.check.oracle == crate::wire::oracle::Oracle::Relation);
     }
     plans.retain(|p| !p.checks.is_empty());
     if plans.is_empty() {
@@ -188,7 +188,7 @@ pub fn validate_relations(path: &Path, spec: &Spec, text: &str, catalog: &Catalo
         let mut verdict = RelationVerdicts { api: plan.api.name.clone(), cases: s.conform_executions, ..Default::default() };
         let mut rules = Vec::new();
         for (i, c) in plan.checks.iter().enumerate() {
-            let crate::variant::Variant::Relation(rel) = &c.check.variant else { continue };
+            let crate::wire::variant::Variant::Relation(rel) = &c.check.variant else { continue };
             let Some(r) = plan.api.relations.iter().find(|r| r.relation.name == rel.name) else { continue };
             let crate::spec::Origin::Rule(m) = &r.origin else { continue };
             let Some(k) = m.name.strip_prefix("sfz_relation_").and_then(|k| k.parse::<usize>().ok()) else { continue };

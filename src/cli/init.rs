@@ -52,7 +52,7 @@ pub(super) fn unknown_operator(name: &str, suggestions: &[String]) -> Diagnostic
 }
 
 pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
-    let worker = args.worker.clone().unwrap_or_else(crate::worker::supervisor::default_worker_exe);
+    let worker = args.worker.clone().unwrap_or_else(crate::worker::default_worker_exe);
     let catalog = super::check::catalog(&worker).map_err(|e| anyhow::anyhow!("cannot read libtorch's operator schemas: {e}"))?;
     let names = requested(&args.apis, args.list.as_ref(), args.all, &catalog)?;
     let render = RenderConfig { color: color.stderr() };

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use super::Color;
 use crate::diag::{self, RenderConfig, SourceMap};
 use crate::fuzz::replay::{self, ReplayError};
-use crate::worker::supervisor::{self, PoolConfig};
+use crate::worker::{default_worker_exe, PoolConfig};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -50,7 +50,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         Err(e) => return fail(e),
     };
     eprint!("{}", super::report::skipped_lines(&loaded.path, &loaded.text, &loaded.skipped, color));
-    let pool = PoolConfig { worker_exe: args.worker.clone().unwrap_or_else(supervisor::default_worker_exe), timeout: args.timeout, ..PoolConfig::default() };
+    let pool = PoolConfig { worker_exe: args.worker.clone().unwrap_or_else(default_worker_exe), timeout: args.timeout, ..PoolConfig::default() };
     let r = match replay::replay(&finding, &args.specs, pool) {
         Ok(r) => r,
         Err(e) => return fail(e),

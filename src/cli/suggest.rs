@@ -57,7 +57,7 @@ pub struct Args {
 
 /// Workers running the APIs of one file, for the errors of their rejected inputs.
 struct Probe {
-    pool: crate::worker::supervisor::Pool,
+    pool: crate::worker::Pool,
     apis: Vec<crate::spec::ApiSpec>,
 }
 
@@ -68,9 +68,8 @@ impl Probe {
         if plans.is_empty() {
             return None;
         }
-        let config =
-            crate::worker::supervisor::PoolConfig { worker_exe: worker.to_path_buf(), workers: 1, ops: plans.iter().map(|p| p.binding.clone()).collect(), ..Default::default() };
-        let pool = crate::worker::supervisor::Pool::start(config).ok()?;
+        let config = crate::worker::PoolConfig { worker_exe: worker.to_path_buf(), workers: 1, ops: plans.iter().map(|p| p.binding.clone()).collect(), ..Default::default() };
+        let pool = crate::worker::Pool::start(config).ok()?;
         Some(Probe { pool, apis: plans.into_iter().map(|p| p.api).collect() })
     }
 
@@ -100,7 +99,7 @@ struct ApiFigures {
 
 pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     let render = RenderConfig { color: color.stderr() };
-    let worker = args.worker.clone().unwrap_or_else(crate::worker::supervisor::default_worker_exe);
+    let worker = args.worker.clone().unwrap_or_else(crate::worker::default_worker_exe);
     let catalog = super::check::catalog(&worker).map_err(|e| anyhow::anyhow!("cannot read libtorch's operator schemas: {e}"))?;
     let files = super::infer::files(&args.targets, args.out.as_ref(), &catalog, render)?;
     let settings = llm::Settings { endpoint: args.endpoint.clone(), model: args.model.clone(), api_key: args.api_key.clone(), timeout: Some(args.timeout) };

@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use super::Color;
 use crate::numeric::driver::{hunt_program, HuntConfig};
-use crate::program::forest::{Forest, ForestConfig};
-use crate::program::hunt::{Record, Strategy};
-use crate::program::soft::{self, OpModel, SoftModels};
-use crate::worker::supervisor::{self, HuntWorker};
+use crate::wire::program::forest::{Forest, ForestConfig};
+use crate::wire::program::hunt::{Record, Strategy};
+use crate::wire::program::soft::{self, OpModel, SoftModels};
+use crate::worker::{default_worker_exe, HuntWorker};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -71,7 +71,7 @@ pub fn fit(records: &[Record], config: &ForestConfig) -> SoftModels {
 
 pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     let Some(programs) = super::hunt::programs(&args.paths, &[], color)? else { return Ok(ExitCode::from(1)) };
-    let worker_exe = args.worker.clone().unwrap_or_else(supervisor::default_worker_exe);
+    let worker_exe = args.worker.clone().unwrap_or_else(default_worker_exe);
     let mut worker = HuntWorker::start(&worker_exe, Duration::from_secs(60))?;
     let config = HuntConfig { strategy: Strategy::Random, budget: args.budget, episodes: args.episodes, seed: args.seed, models: None, collect: true, max_numel: 256, max_dim: 8 };
     let mut records = Vec::new();

@@ -9,8 +9,8 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use crate::case::{Arg, Case, Fill, Layout, TensorRecipe};
 use crate::spec::ApiSpec;
+use crate::wire::case::{Arg, Case, Fill, Layout, TensorRecipe};
 
 /// How much a minimization may spend.
 #[derive(Clone, Copy, Debug)]
@@ -293,8 +293,8 @@ fn map_tensors(case: &Case, mut f: impl FnMut(&mut TensorRecipe)) -> Case {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::case::DType;
     use crate::check::first_api as api;
+    use crate::wire::case::DType;
 
     fn t(shape: &[i64]) -> Arg {
         Arg::Tensor(TensorRecipe { dtype: DType::Float32, shape: shape.to_vec(), fill: Fill::Uniform { lo: -1.0, hi: 1.0 }, seed: 3, layout: Layout::Strided, specials: vec![] })

@@ -4,10 +4,10 @@
 //! included) is the finding's JSON line, which `sfz replay` runs.
 use std::fmt::Write as _;
 
-use crate::case::{Arg, Case, Fill, FwdArg, Layout, ShapePart, Special, TensorRecipe};
-use crate::oracle_name::Oracle;
 use crate::spec::{ApiSpec, FromSpec, ParamType};
-use crate::variant::Check;
+use crate::wire::case::{Arg, Case, Fill, FwdArg, Layout, ShapePart, Special, TensorRecipe};
+use crate::wire::oracle::Oracle;
+use crate::wire::variant::Check;
 
 /// The pinned spec text. `oracle` is the oracle that fired (with the check's tolerances for a
 /// differential one); `ensures` are the postcondition clauses to keep.
@@ -219,13 +219,13 @@ fn special_text(v: Special) -> String {
 fn oracle_text(oracle: Oracle, check: Option<&Check>) -> String {
     let Some(c) = check else { return oracle.to_string() };
     match c.variant {
-        crate::variant::Variant::Gradient { eps, samples } => {
+        crate::wire::variant::Variant::Gradient { eps, samples } => {
             let t = c.tolerances.float64;
             format!("{oracle}(eps = {eps:?}, rtol = {:?}, atol = {:?}, samples = {samples})", t.rtol, t.atol)
         }
         _ => {
             let t = &c.tolerances;
-            let pair = |x: crate::variant::Tolerance| format!("[{:?}, {:?}]", x.rtol, x.atol);
+            let pair = |x: crate::wire::variant::Tolerance| format!("[{:?}, {:?}]", x.rtol, x.atol);
             format!("{oracle}(float16 = {}, bfloat16 = {}, float32 = {}, float64 = {})", pair(t.float16), pair(t.bfloat16), pair(t.float32), pair(t.float64))
         }
     }
@@ -238,8 +238,8 @@ fn type_text(t: &ParamType) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::case::DType;
     use crate::check::first_api as api;
+    use crate::wire::case::DType;
 
     /// The pinned case says where its special values are, as the reproducer places them (the
     /// index modulo the element count).

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::verify::Verification;
 use super::{finding_id, Finding, Loaded};
-use crate::oracle_name::Oracle;
+use crate::wire::oracle::Oracle;
 
 /// One line per oracle: what it looks for (SARIF rule descriptions, the markdown legend).
 pub fn oracle_description(oracle: Oracle) -> &'static str {

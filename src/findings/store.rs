@@ -9,10 +9,10 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
-use crate::case::Case;
 use crate::oracle::Evidence;
-use crate::oracle_name::Oracle;
-use crate::variant::Check;
+use crate::wire::case::Case;
+use crate::wire::oracle::Oracle;
+use crate::wire::variant::Check;
 
 /// The format of the lines this sfz writes. Lines of earlier formats are read (missing fields
 /// take their defaults); lines of a later one are skipped with a warning.
@@ -377,7 +377,7 @@ mod tests {
 
     #[test]
     fn ids_name_the_operator() {
-        let id = |api: &str| finding_id(&Key { api: api.into(), oracle: crate::oracle_name::Oracle::Crash, signature: "SIGSEGV".into() });
+        let id = |api: &str| finding_id(&Key { api: api.into(), oracle: crate::wire::oracle::Oracle::Crash, signature: "SIGSEGV".into() });
         assert!(id("torch.linalg.inv").starts_with("crash-inv-"));
         assert!(id("torch.ops.aten.add.out").starts_with("crash-add.out-"), "{}", id("torch.ops.aten.add.out"));
         assert!(id("torch.ops.aten.abs_").starts_with("crash-abs_-"));
@@ -411,13 +411,13 @@ mod tests {
     fn a_finding_reads_back_as_written() {
         let (found, _) = super::parse_lines(&line("internal_error", "INTERNAL ASSERT a.cpp:1", None));
         let mut f = found[0].clone();
-        assert_eq!((f.oracle, f.exit), (crate::oracle_name::Oracle::InternalError, None));
+        assert_eq!((f.oracle, f.exit), (crate::wire::oracle::Oracle::InternalError, None));
         let text = serde_json::to_string(&f).unwrap();
         assert!(text.contains(r#""oracle":"internal_error""#) && !text.contains("exit"), "{text}");
-        f.oracle = crate::oracle_name::Oracle::Crash;
+        f.oracle = crate::wire::oracle::Oracle::Crash;
         f.exit = Some(7);
         let (again, _) = super::parse_lines(&serde_json::to_string(&f).unwrap());
-        assert_eq!((again[0].oracle, again[0].exit), (crate::oracle_name::Oracle::Crash, Some(7)));
+        assert_eq!((again[0].oracle, again[0].exit), (crate::wire::oracle::Oracle::Crash, Some(7)));
         let (unknown, skipped) = super::parse_lines(&line("no_such_oracle", "s", None));
         assert!(unknown.is_empty() && skipped.len() == 1, "an oracle sfz never wrote is an unreadable line");
     }

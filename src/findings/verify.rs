@@ -11,8 +11,8 @@ use serde::Serialize;
 use super::Finding;
 use crate::oracle::errors::{normalize, normalize_all};
 use crate::oracle::{Disagreement, Evidence};
-use crate::oracle_name::Oracle;
-use crate::outcome::signal_name;
+use crate::wire::oracle::Oracle;
+use crate::wire::outcome::signal_name;
 
 /// Whether a reproducer showed its bug.
 #[derive(Clone, Debug, PartialEq, Serialize)]

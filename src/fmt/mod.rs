@@ -16,7 +16,7 @@ mod doc;
 use doc::{concat, group, if_break, nest, text, Doc};
 
 use crate::ast::*;
-use crate::diag::{Diagnostic, FileId};
+use crate::diag::{Diagnostic, FileId, Span};
 
 /// Lines are broken to fit in this many columns where the grammar allows.
 pub const WIDTH: usize = 100;
@@ -147,6 +147,24 @@ fn joined(parts: Vec<Doc>) -> Doc {
     concat(out)
 }
 
+/// Something printed on its own line in a braced block (`Printer::block`), the comments around
+/// it anchored to it.
+trait Anchor {
+    fn span(&self) -> Span;
+}
+
+impl Anchor for Stmt {
+    fn span(&self) -> Span {
+        self.span
+    }
+}
+
+impl Anchor for FromBind {
+    fn span(&self) -> Span {
+        self.span
+    }
+}
+
 struct Printer<'a> {
     src: &'a str,
     comments: &'a [Comment],
@@ -178,7 +196,7 @@ impl<'a> Printer<'a> {
 
     /// Where a node's last token ends. pest spans of rules that end in an optional part
     /// (`x: T` before an absent `= default`) also cover the whitespace and comments after them.
-    fn content_end(&self, span: crate::diag::Span) -> u32 {
+    fn content_end(&self, span: Span) -> u32 {
         let mut end = span.hi as usize;
         loop {
             let trimmed = self.src.get(span.lo as usize..end).map_or(0, |s| s.trim_end().len());
@@ -198,7 +216,7 @@ impl<'a> Printer<'a> {
     }
 
     /// The source text of a span ("" if the span is not on character boundaries).
-    fn slice(&self, span: crate::diag::Span) -> &'a str {
+    fn slice(&self, span: Span) -> &'a str {
         self.src.get(span.range()).unwrap_or("")
     }
 
@@ -300,8 +318,15 @@ impl<'a> Printer<'a> {
     }
 
     fn body(&mut self, body: &Body) -> Doc {
+        self.block(&body.stmts, body.span, Printer::stmt)
+    }
+
+    /// A braced block of `items` one per line (a body's statements, a `from` statement's
+    /// bindings), each with its comments: those before it keep their blank lines, those inside it
+    /// move before it (after its blank line), one after it on its line stays there.
+    fn block<T: Anchor>(&mut self, items: &[T], braces: Span, print: impl Fn(&mut Self, &T) -> Doc) -> Doc {
         let mut inner = Vec::new();
-        let mut last_end = body.span.lo + 1;
+        let mut last_end = braces.lo + 1;
         let mut first = true;
         let mut push = |inner: &mut Vec<Doc>, blank: bool, d: Doc| {
             inner.push(Doc::HardLine);
@@ -311,33 +336,33 @@ impl<'a> Printer<'a> {
             inner.push(d);
             first = false;
         };
-        for stmt in &body.stmts {
-            let before = self.take_before(stmt.span.lo);
-            for c in &before {
+        for item in items {
+            let span = item.span();
+            for c in self.take_before(span.lo) {
                 let blank = self.blank_between(last_end, c.span.lo);
                 push(&mut inner, blank, text(c.text.clone()));
                 last_end = c.span.hi;
             }
-            let d = self.stmt(stmt);
-            // Comments inside the statement move before it, after its blank line.
-            let mut blank = self.blank_between(last_end, stmt.span.lo);
-            for c in self.take_before(stmt.span.hi) {
+            // Printed first: an item with a block of its own (`from`) takes the comments in it.
+            let d = print(self, item);
+            let mut blank = self.blank_between(last_end, span.lo);
+            for c in self.take_before(span.hi) {
                 push(&mut inner, blank, text(c.text.clone()));
                 blank = false;
             }
-            let d = match self.trailing(stmt.span.hi) {
+            let d = match self.trailing(span.hi) {
                 Some(c) => {
                     last_end = c.span.hi;
                     concat([d, text(format!(" {}", c.text))])
                 }
                 None => {
-                    last_end = stmt.span.hi;
+                    last_end = span.hi;
                     d
                 }
             };
             push(&mut inner, blank, d);
         }
-        for c in self.take_before(body.span.hi) {
+        for c in self.take_before(braces.hi) {
             let blank = self.blank_between(last_end, c.span.lo);
             push(&mut inner, blank, text(c.text.clone()));
             last_end = c.span.hi;
@@ -388,53 +413,13 @@ impl<'a> Printer<'a> {
     /// The bindings of a `from` statement, one per line, with comments anchored to them as
     /// statements are in a body.
     fn forward_block(&mut self, f: &From) -> Doc {
-        let mut inner = Vec::new();
-        let mut last_end = f.block.lo + 1;
-        let mut first = true;
-        let mut push = |inner: &mut Vec<Doc>, blank: bool, d: Doc| {
-            inner.push(Doc::HardLine);
-            if blank && !first {
-                inner.push(Doc::HardLine);
-            }
-            inner.push(d);
-            first = false;
-        };
-        for b in &f.binds {
-            for c in self.take_before(b.span.lo) {
-                let blank = self.blank_between(last_end, c.span.lo);
-                push(&mut inner, blank, text(c.text.clone()));
-                last_end = c.span.hi;
-            }
-            let mut parts = self.docs(&b.docs);
+        self.block(&f.binds, f.block, |p, b| {
+            let mut parts = p.docs(&b.docs);
             parts.push(text(format!("{}: ", b.param.name)));
-            parts.push(self.expr(&b.value));
+            parts.push(p.expr(&b.value));
             parts.push(text(";"));
-            let mut blank = self.blank_between(last_end, b.span.lo);
-            for c in self.take_before(b.span.hi) {
-                push(&mut inner, blank, text(c.text.clone()));
-                blank = false;
-            }
-            let d = match self.trailing(b.span.hi) {
-                Some(c) => {
-                    last_end = c.span.hi;
-                    concat([concat(parts), text(format!(" {}", c.text))])
-                }
-                None => {
-                    last_end = b.span.hi;
-                    concat(parts)
-                }
-            };
-            push(&mut inner, blank, d);
-        }
-        for c in self.take_before(f.block.hi) {
-            let blank = self.blank_between(last_end, c.span.lo);
-            push(&mut inner, blank, text(c.text.clone()));
-            last_end = c.span.hi;
-        }
-        if inner.is_empty() {
-            return text("{}");
-        }
-        concat([text("{"), nest(INDENT, concat(inner)), Doc::HardLine, text("}")])
+            concat(parts)
+        })
     }
 
     fn oracle_ref(&self, r: &OracleRef) -> Doc {

@@ -6,10 +6,10 @@
 //! death (or finds it recorded) and the finding names it (`Finding::same_as`).
 use crate::findings::Finding;
 use crate::oracle::{self, Detection, Evidence};
-use crate::oracle_name::Oracle;
 use crate::plan::ApiPlan;
-use crate::worker::supervisor::{Pool, PoolConfig};
+use crate::wire::oracle::Oracle;
 use crate::worker::Execution;
+use crate::worker::{Pool, PoolConfig};
 
 use super::record;
 

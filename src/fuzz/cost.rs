@@ -9,10 +9,10 @@
 //! growth takes the original integers past the timeout, the hang is explained by its input.
 use std::time::Duration;
 
-use crate::case::{Arg, Case, Special};
-use crate::outcome::Outcome;
-use crate::worker::supervisor::Pool;
+use crate::wire::case::{Arg, Case, Special};
+use crate::wire::outcome::Outcome;
 use crate::worker::Execution;
+use crate::worker::Pool;
 
 /// Integers at least this large (in magnitude) are scaled down by the probe.
 pub const LARGE: f64 = (1u64 << 24) as f64;
@@ -125,7 +125,7 @@ fn span(seconds: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::case::{DType, Fill, Layout, TensorRecipe};
+    use crate::wire::case::{DType, Fill, Layout, TensorRecipe};
 
     #[test]
     fn large_integers_are_scaled_with_their_sign_and_small_ones_kept() {

@@ -8,12 +8,12 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
-use crate::case::Case;
 use crate::oracle::{self, Detection};
 use crate::plan::ApiPlan;
-use crate::variant::Check;
-use crate::worker::supervisor::{Pool, PoolConfig};
+use crate::wire::case::Case;
+use crate::wire::variant::Check;
 use crate::worker::Execution;
+use crate::worker::{Pool, PoolConfig};
 
 use super::record;
 

@@ -16,17 +16,17 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::case::Case;
 use crate::findings::{self, finding_id, Finding, Key, SpecLocation, Store};
 use crate::gen::coverage::Coverage;
 use crate::gen::{ApiPools, GenConfig, Generated, Generator, Strategy};
 use crate::oracle::{self, Status};
-use crate::oracle_name::Oracle;
 use crate::plan::ApiPlan;
 pub use crate::plan::Skipped;
-use crate::variant::CheckOutcome;
-use crate::worker::supervisor::{Pool, PoolConfig, PoolError};
+use crate::wire::case::Case;
+use crate::wire::oracle::Oracle;
+use crate::wire::variant::CheckOutcome;
 use crate::worker::Execution;
+use crate::worker::{Pool, PoolConfig, PoolError};
 use spec_findings::{SpecFinding, SpecStore};
 pub use stats::Summary;
 
@@ -386,7 +386,7 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
 /// The worker time of an execution: the call and every check (a hang: its timeout).
 fn worker_micros(exec: &Execution) -> u64 {
     let call = exec.outcome().map_or(0, |o| match o {
-        crate::outcome::Outcome::Returned { micros, .. } | crate::outcome::Outcome::Raised { micros, .. } => u64::from(*micros),
+        crate::wire::outcome::Outcome::Returned { micros, .. } | crate::wire::outcome::Outcome::Raised { micros, .. } => u64::from(*micros),
     });
     match exec {
         Execution::TimedOut { millis } => millis * 1000,
@@ -427,8 +427,8 @@ fn record_spec_finding(spec_store: &SpecStore, counters: &stats::Counters, plan:
 
 /// Each argument in words: `input = float32[2, 3] uniform in [-10, 10)`.
 pub fn describe_inputs(plan: &ApiPlan, case: &Case) -> Vec<String> {
-    use crate::case::{Arg, Fill};
-    let tensor = |t: &crate::case::TensorRecipe| {
+    use crate::wire::case::{Arg, Fill};
+    let tensor = |t: &crate::wire::case::TensorRecipe| {
         let fill = match t.fill {
             Fill::Uniform { lo, hi } => format!("uniform in [{lo}, {hi})"),
             Fill::Int { lo, hi } => format!("integers in [{lo}, {hi})"),
@@ -436,7 +436,7 @@ pub fn describe_inputs(plan: &ApiPlan, case: &Case) -> Vec<String> {
         };
         let specials = if t.specials.is_empty() { String::new() } else { format!(", {} special values", t.specials.len()) };
         let layout = match t.layout {
-            crate::case::Layout::Contiguous => String::new(),
+            crate::wire::case::Layout::Contiguous => String::new(),
             other => format!(", {} layout", format!("{other:?}").to_lowercase()),
         };
         format!("{}{:?} {fill}{specials}{layout} (seed {})", t.dtype, t.shape, t.seed)

@@ -3,17 +3,17 @@
 //! campaign and its minimizer.
 use std::time::Duration;
 
-use crate::case::Case;
 use crate::findings::minimize::{self, Budget};
 use crate::findings::pinned::pinned_spec;
 use crate::findings::repro::Reproducer;
 use crate::findings::{Finding, Minimization, Original, Store};
 use crate::oracle::{self, Evidence};
-use crate::oracle_name::Oracle;
 use crate::plan::ApiPlan;
-use crate::variant::Check;
-use crate::worker::supervisor::{Pool, PoolConfig};
+use crate::wire::case::Case;
+use crate::wire::oracle::Oracle;
+use crate::wire::variant::Check;
 use crate::worker::Execution;
+use crate::worker::{Pool, PoolConfig};
 
 /// The reproducer of a finding's current case.
 pub fn reproducer(plan: &ApiPlan, finding: &Finding) -> String {
@@ -253,7 +253,7 @@ pub fn same_cause(finding: &Finding, d: &oracle::Detection) -> bool {
     let place = |signature: &str| signature.split(": ").next().unwrap_or("").to_string();
     d.oracle == finding.oracle
         && match (&finding.signal, d.signal) {
-            (Some(name), Some(sig)) => crate::outcome::signal_name(sig) == *name && place(&d.signature) == place(&finding.signature),
+            (Some(name), Some(sig)) => crate::wire::outcome::signal_name(sig) == *name && place(&d.signature) == place(&finding.signature),
             _ => d.signature == finding.signature,
         }
 }

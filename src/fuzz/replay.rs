@@ -10,12 +10,12 @@ use crate::findings::{self, Finding};
 use crate::fuzz::{also_dies, record};
 use crate::ops::catalog::Catalog;
 use crate::oracle;
-use crate::oracle_name::Oracle;
-use crate::outcome::Outcome;
 use crate::plan::{self, ApiPlan};
 use crate::spec::{OracleUse, Spec};
-use crate::worker::supervisor::{self, Pool, PoolConfig};
+use crate::wire::oracle::Oracle;
+use crate::wire::outcome::Outcome;
 use crate::worker::Execution;
+use crate::worker::{fetch_catalog, Pool, PoolConfig, PoolError};
 
 /// What a replay saw.
 #[derive(Clone, Debug, Serialize)]
@@ -46,7 +46,7 @@ pub struct Replay {
 pub enum ReplayError {
     Diagnostic(Box<Diagnostic>),
     Store(findings::StoreError),
-    Pool(supervisor::PoolError),
+    Pool(PoolError),
 }
 
 /// Finds a finding by id (or unique id prefix) in `dir`. Skipped lines are returned for warnings.
@@ -73,7 +73,7 @@ pub fn find(dir: &Path, id: &str) -> Result<(Finding, findings::Loaded), ReplayE
 
 /// The plan to replay a finding with: its API from `specs` (default: the file the finding
 /// records), with the finding's oracle on and its recorded check.
-pub fn plan_for(finding: &Finding, specs: &[PathBuf], catalog: &Catalog) -> Result<(ApiPlan, Vec<crate::variant::Check>), ReplayError> {
+pub fn plan_for(finding: &Finding, specs: &[PathBuf], catalog: &Catalog) -> Result<(ApiPlan, Vec<crate::wire::variant::Check>), ReplayError> {
     let gone = |note: String, help: &str| {
         ReplayError::Diagnostic(Box::new(
             Diagnostic::new(codes::E0102, format!("`{}` of finding {} is no longer known", finding.api, finding.id)).with_note(note).with_help(help.to_string()),
@@ -103,7 +103,7 @@ pub fn plan_for(finding: &Finding, specs: &[PathBuf], catalog: &Catalog) -> Resu
     if let Some(recorded) = &finding.check {
         if let Some(planned) = plan.checks.iter_mut().find(|c| c.check.oracle == recorded.oracle) {
             planned.check.tolerances = recorded.tolerances;
-            if matches!(recorded.variant, crate::variant::Variant::Gradient { .. }) {
+            if matches!(recorded.variant, crate::wire::variant::Variant::Gradient { .. }) {
                 planned.check.variant = recorded.variant.clone();
             }
         }
@@ -116,13 +116,13 @@ pub fn plan_for(finding: &Finding, specs: &[PathBuf], catalog: &Catalog) -> Resu
 /// gets the calls in a row confirmation gave it (`record::CONFIRM_CALLS`): heap damage shows at a
 /// later free, and one call that returns proves nothing.
 pub fn replay(finding: &Finding, specs: &[PathBuf], pool: PoolConfig) -> Result<Replay, ReplayError> {
-    let catalog = Catalog::from_schemas(supervisor::fetch_catalog(&pool.worker_exe).map_err(ReplayError::Pool)?);
+    let catalog = Catalog::from_schemas(fetch_catalog(&pool.worker_exe).map_err(ReplayError::Pool)?);
     let (plan, checks) = plan_for(finding, specs, &catalog)?;
     let (ops, all_checks) = plan::op_table(std::slice::from_ref(&plan));
     // A death is replayed as confirmation ran it: the call alone, or with the check that died.
     let pool = Pool::start(record::alone_config(&PoolConfig { ops, checks: all_checks, ..pool }, finding, 0)).map_err(ReplayError::Pool)?;
     let checks = record::judged_alone(finding, &checks);
-    let case = crate::case::Case { op: 0, ..finding.case.clone() };
+    let case = crate::wire::case::Case { op: 0, ..finding.case.clone() };
     // A finding listed under a death shows either outcome, and gets the calls its probe had.
     let runs = if finding.same_as.is_some() { record::calls_for(finding).max(also_dies::PROBE_CALLS) } else { record::calls_for(finding) };
     let other = |d: &oracle::Detection| finding.same_as.is_some() && also_dies::is_death(d);
@@ -165,7 +165,7 @@ fn describe(exec: &Execution) -> String {
     match exec {
         Execution::Completed(o) => outcome(o),
         Execution::Checked { outcome: o, checks } => format!("{} ({} differential checks ran)", outcome(o), checks.len()),
-        Execution::Crashed { signal, .. } => format!("the worker died with {}", crate::outcome::signal_name(*signal)),
+        Execution::Crashed { signal, .. } => format!("the worker died with {}", crate::wire::outcome::signal_name(*signal)),
         Execution::Exited { code, .. } => format!("the worker exited with status {code}"),
         Execution::TimedOut { millis } => format!("no answer after {millis} ms"),
         Execution::InCheck { check, failure } => format!("the call returned, then check {check} failed: {}", describe(failure)),

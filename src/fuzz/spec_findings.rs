@@ -10,7 +10,7 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
-use crate::case::Case;
+use crate::wire::case::Case;
 
 /// One input the spec allows and libtorch refuses.
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -10,8 +10,8 @@ use crate::gen::coverage::CoverageReport;
 use crate::gen::Mutation;
 use crate::oracle::device::DeviceError;
 use crate::oracle::Status;
-use crate::oracle_name::Oracle;
-use crate::variant::{CheckOutcome, CheckReport};
+use crate::wire::oracle::Oracle;
+use crate::wire::variant::{CheckOutcome, CheckReport};
 
 /// Per-API counters.
 #[derive(Default)]
@@ -400,7 +400,7 @@ fn rate(part: u64, whole: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outcome::ErrorClass;
+    use crate::wire::outcome::ErrorClass;
 
     #[test]
     fn cuda_only_errors_that_are_no_bug_are_counted_apart() {

@@ -6,15 +6,15 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use crate::case::Case;
 use crate::findings::{finding_id, Finding, Key, Store};
 use crate::gen::Generator;
 use crate::oracle;
-use crate::oracle_name::Oracle;
-use crate::outcome::signal_name;
 use crate::plan::ApiPlan;
-use crate::variant::Check;
-use crate::worker::supervisor::{Pool, PoolConfig};
+use crate::wire::case::Case;
+use crate::wire::oracle::Oracle;
+use crate::wire::outcome::signal_name;
+use crate::wire::variant::Check;
+use crate::worker::{Pool, PoolConfig};
 
 use super::{also_dies, cost, culprit, describe_inputs, record, stats, FuzzConfig, Meta, Observer};
 

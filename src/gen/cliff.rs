@@ -16,7 +16,7 @@
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::case::{Arg, Fill, Layout, TensorRecipe};
+use crate::wire::case::{Arg, Fill, Layout, TensorRecipe};
 
 /// The cliffs, in the order `pick` draws them from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,7 +132,7 @@ mod tests {
     use rand::SeedableRng;
 
     use super::*;
-    use crate::case::DType;
+    use crate::wire::case::DType;
 
     fn recipe(dtype: DType, n: i64) -> TensorRecipe {
         TensorRecipe { dtype, shape: vec![n], fill: Fill::Uniform { lo: -3.0, hi: 3.0 }, seed: 1, layout: Layout::Contiguous, specials: Vec::new() }

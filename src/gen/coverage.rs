@@ -12,9 +12,9 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 
-use crate::case::{Arg, DType, Layout, Special, TensorRecipe};
 use crate::eval::{self, Bindings, Val};
 use crate::spec::{ApiSpec, BinOp, Category, ParamType, TExpr, UnOp};
+use crate::wire::case::{Arg, DType, Layout, Special, TensorRecipe};
 
 use super::values::{arg_vals, eval_number};
 
@@ -648,14 +648,14 @@ pub struct BranchCoverage {
 /// (one that is also the source of a `like(p, shape)` argument does).
 fn placeholders(api: &ApiSpec) -> Vec<usize> {
     let Some(from) = &api.from else { return Vec::new() };
-    let sources: Vec<usize> = from.args.iter().filter_map(|a| if let crate::case::FwdArg::Like { param, .. } = a { Some(*param) } else { None }).collect();
+    let sources: Vec<usize> = from.args.iter().filter_map(|a| if let crate::wire::case::FwdArg::Like { param, .. } = a { Some(*param) } else { None }).collect();
     from.binds.iter().map(|b| b.param).filter(|p| !sources.contains(p)).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::case::Fill;
+    use crate::wire::case::Fill;
 
     fn t(dtype: DType, shape: &[i64]) -> TensorRecipe {
         TensorRecipe { dtype, shape: shape.to_vec(), fill: Fill::Uniform { lo: 0.0, hi: 1.0 }, seed: 0, layout: Layout::Contiguous, specials: vec![] }

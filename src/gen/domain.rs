@@ -71,11 +71,11 @@ mod tests {
         let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(3);
         for m in &models {
             let args = super::super::values::concretize(&s[0], &plan, m, None, &mut rng);
-            let crate::case::Arg::Tensor(t) = &args[0] else { panic!("a tensor") };
+            let crate::wire::case::Arg::Tensor(t) = &args[0] else { panic!("a tensor") };
             match t.fill {
-                crate::case::Fill::Uniform { lo, .. } => assert!(lo > 0.0, "{t:?}"),
-                crate::case::Fill::Int { lo, .. } => assert!(lo > 0, "{t:?}"),
-                crate::case::Fill::Constant(v) => assert!(v > 0.0, "{t:?}"),
+                crate::wire::case::Fill::Uniform { lo, .. } => assert!(lo > 0.0, "{t:?}"),
+                crate::wire::case::Fill::Int { lo, .. } => assert!(lo > 0, "{t:?}"),
+                crate::wire::case::Fill::Constant(v) => assert!(v > 0.0, "{t:?}"),
             }
         }
     }

@@ -19,9 +19,9 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::case::{Arg, Break, DType, Forward};
 use crate::solve::{self, Boundary, Limits, SolveError, SymModel};
 use crate::spec::{ApiSpec, Category};
+use crate::wire::case::{Arg, Break, DType, Forward};
 pub use mutate::Mutation;
 use plan::{GenPlan, Target};
 

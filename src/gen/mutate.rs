@@ -20,9 +20,9 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use super::violate::{holds_exactly, int_extreme, EXTREME_INTS};
-use crate::case::{Arg, DType, Layout, Special, TensorRecipe};
 use crate::solve::{value_target, SymModel, SymValue};
 use crate::spec::{ApiSpec, ParamType};
+use crate::wire::case::{Arg, DType, Layout, Special, TensorRecipe};
 
 /// Probability per case of each mutator.
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -5,9 +5,9 @@
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::case::DType;
 use crate::solve::{Limits, SymModel, SymValue};
 use crate::spec::{ApiSpec, ParamType};
+use crate::wire::case::DType;
 
 /// Draws before the naive generator gives up on conforming and sends the last draw.
 pub const NAIVE_TRIES: usize = 8;

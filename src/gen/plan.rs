@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::case::BreakKind;
 use crate::solve::value_target;
 use crate::spec::{ApiSpec, Category, ParamType};
+use crate::wire::case::BreakKind;
 
 /// A constraint the declarations imply.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

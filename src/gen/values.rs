@@ -5,10 +5,10 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::plan::GenPlan;
-use crate::case::{Arg, DType, Fill, TensorRecipe};
 use crate::eval::{self, Bindings, TensorVal, Val};
 use crate::solve::{SymModel, SymValue};
 use crate::spec::{ApiSpec, BinOp, ParamType, Prop, TExpr, Value};
+use crate::wire::case::{Arg, DType, Fill, TensorRecipe};
 
 /// Default element range when the spec gives none.
 const DEFAULT_SPAN: f64 = 10.0;

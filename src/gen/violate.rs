@@ -9,9 +9,9 @@ use rand_chacha::ChaCha8Rng;
 
 use super::plan::Declared;
 use super::values::{arg_vals, bounds_of_one};
-use crate::case::{Arg, DType, Special, TensorRecipe};
 use crate::solve::value_target;
 use crate::spec::{ApiSpec, Builtin, Category, ParamType, TExpr};
+use crate::wire::case::{Arg, DType, Special, TensorRecipe};
 
 /// Ints that break ranges in interesting ways: the ends of int32 and int64, and just past them.
 pub const EXTREME_INTS: [i64; 8] = [i64::MAX, i64::MIN, i32::MAX as i64, i32::MIN as i64, 1 << 31, -(1 << 31) - 1, 1 << 40, -(1 << 40)];

@@ -4,9 +4,9 @@
 //! few characters' drift; that is enough to know which parameters are in scope.
 use lsp_types::{CompletionItem, CompletionItemKind, Documentation, MarkupContent, MarkupKind};
 
-use crate::case::DType;
 use crate::check::symbols::{BodyScope, Visible, BUILTINS, PROPERTIES, TYPES};
 use crate::stdlib;
+use crate::wire::case::DType;
 
 /// What the analysis knows that completion needs.
 pub struct Names<'a> {

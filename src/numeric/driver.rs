@@ -6,14 +6,14 @@ use std::time::{Duration, Instant};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::case::{Arg, Fill};
 use crate::gen::{mix, values::concretize};
-use crate::program::hunt::{Found, HuntRequest, HuntResult, SoftSignal, Strategy};
-use crate::program::soft::SoftModels;
 use crate::solve::Limits;
 use crate::spec::ProgramSpec;
 use crate::spec::Value;
-use crate::worker::supervisor::{HuntError, HuntWorker};
+use crate::wire::case::{Arg, Fill};
+use crate::wire::program::hunt::{Found, HuntRequest, HuntResult, SoftSignal, Strategy};
+use crate::wire::program::soft::SoftModels;
+use crate::worker::{HuntError, HuntWorker};
 
 /// Settings of a hunt.
 #[derive(Clone, Debug)]
@@ -71,7 +71,7 @@ pub struct Outcome {
     pub soft: Option<SoftSignal>,
     pub imprecise: Option<SoftSignal>,
     /// Training records of every episode (when collecting).
-    pub records: Vec<crate::program::hunt::Record>,
+    pub records: Vec<crate::wire::program::hunt::Record>,
 }
 
 /// The box a tensor input is searched in (lo, hi), None for other parameters.

@@ -6,12 +6,12 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::driver::{Outcome, Status};
-use crate::case::Arg;
 use crate::findings::repro::py_float;
-use crate::program::hunt::{InputValues, PathPoint, Strategy};
-use crate::program::ir::{Operand, ProgramIr};
-use crate::program::ops::{Kind, NumOp};
 use crate::spec::ProgramSpec;
+use crate::wire::case::Arg;
+use crate::wire::program::hunt::{InputValues, PathPoint, Strategy};
+use crate::wire::program::ir::{Operand, ProgramIr};
+use crate::wire::program::ops::{Kind, NumOp};
 
 /// One program's report, as `sfz hunt` writes it (JSON) and prints it.
 #[derive(Clone, Debug, Serialize)]
@@ -60,7 +60,7 @@ pub struct SoftReport {
     pub eval: u32,
 }
 
-fn soft_report(ir: &ProgramIr, s: &crate::program::hunt::SoftSignal) -> Option<SoftReport> {
+fn soft_report(ir: &ProgramIr, s: &crate::wire::program::hunt::SoftSignal) -> Option<SoftReport> {
     let st = ir.steps.get(s.step as usize)?;
     Some(SoftReport { step: st.name.clone(), op: st.op.short().to_string(), probability: s.probability, eval: s.eval })
 }
@@ -177,10 +177,10 @@ pub fn py_step(ir: &ProgramIr, k: usize) -> String {
             let mut args = Vec::new();
             for (i, ((name, kind, default), text)) in sig.params.iter().zip(&a).enumerate() {
                 let is_default = match default {
-                    Some(crate::program::ops::Default::None) => step.args[i] == Operand::None,
-                    Some(crate::program::ops::Default::Int(v)) => step.args[i] == Operand::Int(*v),
-                    Some(crate::program::ops::Default::Float(v)) => step.args[i] == Operand::Float(*v),
-                    Some(crate::program::ops::Default::Bool(v)) => step.args[i] == Operand::Bool(*v),
+                    Some(crate::wire::program::ops::Default::None) => step.args[i] == Operand::None,
+                    Some(crate::wire::program::ops::Default::Int(v)) => step.args[i] == Operand::Int(*v),
+                    Some(crate::wire::program::ops::Default::Float(v)) => step.args[i] == Operand::Float(*v),
+                    Some(crate::wire::program::ops::Default::Bool(v)) => step.args[i] == Operand::Bool(*v),
                     None => false,
                 };
                 if is_default {
@@ -260,7 +260,7 @@ for name, value, inputs in steps:
         let _ = writeln!(out, "stable = {}", py_step(&with_stable, ir.steps.len()));
         let _ = writeln!(out, "a, b = {naive}.double(), stable.double()");
         let _ = writeln!(out, "ok = torch.isfinite(a) & torch.isfinite(b)");
-        let _ = writeln!(out, "bad = ok & ((a - b).abs() > {} + {} * b.abs())", py_float(crate::program::rewrite::ATOL), py_float(crate::program::rewrite::RTOL));
+        let _ = writeln!(out, "bad = ok & ((a - b).abs() > {} + {} * b.abs())", py_float(crate::wire::program::rewrite::ATOL), py_float(crate::wire::program::rewrite::RTOL));
         let _ = writeln!(out, "if bool(bad.any()):");
         let _ = writeln!(out, "    print(\"sfz-rewrite:\", {:?}, \"differs from {}\")", ir.steps[rw.stable.step as usize].name, rw.stable.stable.name);
         let _ = writeln!(out, "    print(a[bad], b[bad])");

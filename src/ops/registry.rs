@@ -20,8 +20,8 @@ use std::fmt;
 use super::binding::{ArgSource, OpBinding, Transform};
 use super::catalog::{split_qualified, Catalog};
 use super::schema::{OpSchema, SchemaType};
-use crate::case::Arg;
 use crate::spec::{ApiSpec, ParamType, Value};
+use crate::wire::case::Arg;
 
 /// A Python-level wrapper around ATen operators.
 struct Wrapper {

@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 use super::errors::{classify, ErrorKind};
-use crate::outcome::ErrorClass;
+use crate::wire::outcome::ErrorClass;
 
 /// Why only the CUDA side raised, when that is no bug.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -7,16 +7,16 @@
 //! `precision` and `cuda`, whose variants legitimately support more dtypes (a float64 or CUDA
 //! kernel where the float16 CPU one is missing). Out-of-memory and schema errors of a variant are
 //! never findings: they are about the machine or about sfz's binding of the twin.
-use crate::case::Case;
 use crate::diag::{codes, Diagnostic};
 use crate::ops::binding::OpBinding;
 use crate::ops::catalog::Catalog;
 use crate::ops::tags::{self, OpClass};
 use crate::ops::twins;
-use crate::oracle_name::Oracle;
-use crate::outcome::{signal_name, Outcome};
 use crate::spec::{ApiSpec, OracleUse, Value};
-use crate::variant::{Accuracy, Check, CheckOutcome, CheckReport, Tolerance, Tolerances, Variant};
+use crate::wire::case::Case;
+use crate::wire::oracle::Oracle;
+use crate::wire::outcome::{signal_name, Outcome};
+use crate::wire::variant::{Accuracy, Check, CheckOutcome, CheckReport, Tolerance, Tolerances, Variant};
 use crate::worker::Execution;
 
 use super::errors::{self, ErrorKind};
@@ -205,7 +205,7 @@ fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outc
         CheckOutcome::Values(m) if matches!(check.variant, Variant::Relation(_)) => {
             let Variant::Relation(r) = &check.variant else { return None };
             let dtype = m.dtype.map_or("scalar".to_string(), |d| d.to_string());
-            let s = r.scalar_for(crate::variant::relation::case_seed(case)).map_or(String::new(), |s| format!(" with s = {s}"));
+            let s = r.scalar_for(crate::wire::variant::relation::case_seed(case)).map_or(String::new(), |s| format!(" with s = {s}"));
             detection(
                 format!("relation {} does not hold", r.name),
                 format!(

@@ -1,7 +1,7 @@
 //! What a libtorch error means for a fuzzer. Argument validation (TORCH_CHECK and its typed
 //! variants) is libtorch doing its job; a mistyped call is the spec's fault; only a failed
 //! internal assertion or a C++ exception that escaped every check is a libtorch bug.
-use crate::outcome::ErrorClass;
+use crate::wire::outcome::ErrorClass;
 
 /// The meaning of an error.
 #[derive(Clone, Debug, PartialEq, Eq)]

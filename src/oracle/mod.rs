@@ -7,12 +7,12 @@ pub mod errors;
 
 use serde::{Deserialize, Serialize};
 
-use crate::case::{Arg, Case, DType};
 use crate::eval::{self, Bindings, Val};
-use crate::oracle_name::Oracle;
-use crate::outcome::{signal_name, Outcome, Output};
 use crate::spec::ApiSpec;
-use crate::variant::{Check, Tolerance};
+use crate::wire::case::{Arg, Case, DType};
+use crate::wire::oracle::Oracle;
+use crate::wire::outcome::{signal_name, Outcome, Output};
+use crate::wire::variant::{Check, Tolerance};
 use crate::worker::Execution;
 use errors::ErrorKind;
 
@@ -149,7 +149,7 @@ pub fn judge(api: &ApiSpec, checks: &[Check], case: &Case, exec: &Execution) -> 
             let mut v = judge_outcome(api, case, outcome);
             // The float64 reference says whether a NaN is the function's own; unasked, the
             // NaN is not judged (the check share left the case unchecked).
-            if checks.iter().any(|c| c.variant == crate::variant::Variant::Defined) {
+            if checks.iter().any(|c| c.variant == crate::wire::variant::Variant::Defined) {
                 v.detections.retain(|d| d.oracle != Oracle::NanInf);
             }
             v
@@ -317,10 +317,10 @@ pub fn is_domain(e: &crate::spec::TExpr) -> bool {
 /// that the result's dtype can hold: a NaN from an inf, a complex pole, the mean of nothing, or
 /// an input cast to a dtype it overflows (`log_softmax(9e18, dtype=float16)`) is no finding of it.
 fn domain_applies(case: &Case, outputs: &[Output]) -> bool {
-    let tensors: Vec<&crate::case::TensorRecipe> = case.args.iter().flat_map(crate::case::Arg::tensors).collect();
+    let tensors: Vec<&crate::wire::case::TensorRecipe> = case.args.iter().flat_map(crate::wire::case::Arg::tensors).collect();
     let complex = tensors.iter().any(|t| t.dtype.is_complex())
         || outputs.iter().any(|o| matches!(o, Output::Tensor(t) if t.dtype.is_some_and(|d| d.is_complex())))
-        || case.args.iter().any(|a| matches!(a, crate::case::Arg::Dtype(d) if d.is_complex()));
+        || case.args.iter().any(|a| matches!(a, crate::wire::case::Arg::Dtype(d) if d.is_complex()));
     if !case.inputs_finite() || complex || tensors.iter().any(|t| t.numel() == 0) {
         return false;
     }
@@ -346,7 +346,7 @@ fn postconditions(api: &ApiSpec, case: &Case, outputs: &[Output]) -> Vec<Detecti
         .iter()
         .zip(&api.params)
         .map(|(a, p)| match a {
-            crate::case::Arg::Omitted => p.default.as_ref().map(crate::gen::values::value_val).unwrap_or(Val::None),
+            crate::wire::case::Arg::Omitted => p.default.as_ref().map(crate::gen::values::value_val).unwrap_or(Val::None),
             a => Val::of_arg(a),
         })
         .collect();
@@ -408,7 +408,7 @@ fn tail(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use crate::case::{Arg, Case, DType, Fill, TensorRecipe};
+    use crate::wire::case::{Arg, Case, DType, Fill, TensorRecipe};
 
     fn vector(n: i64) -> Arg {
         Arg::Tensor(TensorRecipe { dtype: DType::Complex128, shape: vec![n], fill: Fill::Constant(0.0), seed: 0, layout: Default::default(), specials: Vec::new() })
@@ -435,9 +435,9 @@ mod tests {
 
     #[test]
     fn a_nan_the_float64_reference_holds_too_is_no_nan_inf_finding() {
-        use crate::oracle_name::Oracle;
-        use crate::outcome::{Outcome, Output, TensorInfo};
-        use crate::variant::{Accuracy, Check, CheckOutcome, CheckReport, Tolerance, Tolerances, Variant};
+        use crate::wire::oracle::Oracle;
+        use crate::wire::outcome::{Outcome, Output, TensorInfo};
+        use crate::wire::variant::{Accuracy, Check, CheckOutcome, CheckReport, Tolerance, Tolerances, Variant};
         use crate::worker::Execution;
         let checked = crate::check::check_text(std::path::Path::new("t.sfz"), "api torch.div(input: Tensor, other: Tensor) -> Tensor {\n    oracles crash, nan_inf;\n}\n");
         assert!(!checked.has_errors(), "{:?}", checked.diags);

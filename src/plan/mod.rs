@@ -10,9 +10,9 @@ use crate::ops::catalog::Catalog;
 use crate::ops::diagnostic;
 use crate::ops::registry;
 use crate::oracle::differential::{self, PlannedCheck};
-use crate::oracle_name::Oracle;
 use crate::solve::SolveError;
 use crate::spec::{ApiSpec, Spec};
+use crate::wire::oracle::Oracle;
 
 /// One API, ready to run.
 #[derive(Clone, Debug)]
@@ -69,21 +69,25 @@ pub fn plan(spec: &Spec, catalog: &Catalog) -> (Vec<ApiPlan>, Vec<Diagnostic>) {
 }
 
 /// A relation's check, with the operators of the APIs it calls.
-fn relation_check(r: &crate::spec::RelationSpec, spec: &Spec, catalog: &Catalog, accuracy: crate::variant::Accuracy) -> Result<PlannedCheck, String> {
+fn relation_check(r: &crate::spec::RelationSpec, spec: &Spec, catalog: &Catalog, accuracy: crate::wire::variant::Accuracy) -> Result<PlannedCheck, String> {
     let mut twins = Vec::new();
     for name in r.relation.apis() {
         let callee = spec.apis.iter().find(|a| a.name == name).ok_or_else(|| format!("`{name}` is not among the APIs loaded"))?;
         twins.push(registry::resolve(callee, catalog).map_err(|e| format!("`{name}` has no operator: {e}"))?);
     }
-    let check =
-        crate::variant::Check { oracle: Oracle::Relation, tolerances: r.relation.tolerances, variant: crate::variant::Variant::Relation(Box::new(r.relation.clone())), accuracy };
+    let check = crate::wire::variant::Check {
+        oracle: Oracle::Relation,
+        tolerances: r.relation.tolerances,
+        variant: crate::wire::variant::Variant::Relation(Box::new(r.relation.clone())),
+        accuracy,
+    };
     Ok(PlannedCheck { check, twins })
 }
 
 /// The op table and per-op checks a worker pool loads for `plans`: the APIs' operators first
 /// (case `op` i is plan i), then the twins their checks call. Also returns each plan's checks
 /// as the workers run them (twin indices resolved), for judging.
-pub fn op_table(plans: &[ApiPlan]) -> (Vec<OpBinding>, Vec<Vec<crate::variant::Check>>) {
+pub fn op_table(plans: &[ApiPlan]) -> (Vec<OpBinding>, Vec<Vec<crate::wire::variant::Check>>) {
     let mut ops: Vec<OpBinding> = plans.iter().map(|p| p.binding.clone()).collect();
     let mut checks = vec![Vec::new(); ops.len()];
     for (i, p) in plans.iter().enumerate() {

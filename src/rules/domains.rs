@@ -14,10 +14,10 @@ use rand_chacha::ChaCha8Rng;
 
 use super::infer::sample;
 use super::{Candidate, Judged};
-use crate::case::Arg;
 use crate::gen::{cliff, mix, values};
 use crate::solve::Limits;
 use crate::spec::{ApiSpec, BinOp, Category, Constraint, Origin, ParamType, Prop, RuleSource, RuleStatus, TExpr, Value};
+use crate::wire::case::Arg;
 
 /// What became of one case: whether it returned, a floating output, a NaN in one.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]

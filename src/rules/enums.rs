@@ -9,11 +9,11 @@ use std::time::Instant;
 
 use super::infer::{sample, InferConfig, Runner};
 use super::Candidate;
-use crate::case::Arg;
 use crate::gen::mix;
 use crate::ops::docs;
 use crate::oracle::Status;
 use crate::spec::{ApiSpec, BinOp, Category, Constraint, Origin, ParamType, RuleSource, TExpr, Value};
+use crate::wire::case::Arg;
 
 /// A value no API accepts for a string parameter.
 pub const PROBE: &str = "sfz_probe_value";

@@ -16,11 +16,11 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::{enums, ranks, reduce, Candidate, Judged};
-use crate::case::Arg;
 use crate::gen::{mix, values};
 use crate::oracle::Status;
 use crate::solve::{self, Limits};
 use crate::spec::{ApiSpec, Constraint, RuleStatus};
+use crate::wire::case::Arg;
 
 /// Runs argument lists of one API and says how each ended.
 pub trait Runner {

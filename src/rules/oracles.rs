@@ -5,8 +5,8 @@
 //! cases they saw, and one rejected rule per oracle that disagreed, with the first disagreement
 //! as its reason. A rejected rule refutes its oracle: the API no longer gets it.
 use super::{rule_text, Candidate, Judged};
-use crate::oracle_name::Oracle;
 use crate::spec::{RuleSource, RuleStatus};
+use crate::wire::oracle::Oracle;
 
 /// What validation concluded for one API.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]

@@ -4,9 +4,9 @@
 //! of their tensors finds the combination whose cases libtorch no longer says that of.
 use rand::Rng;
 
-use crate::case::Arg;
 use crate::gen::values;
 use crate::spec::{ApiSpec, ParamType};
+use crate::wire::case::Arg;
 
 /// The highest rank a probe tries: volumetric operators take 5-D batches (beyond
 /// `solve::Limits::max_ndim`, which a rule naming the rank lifts: `named_rank`).
@@ -124,7 +124,7 @@ fn tensors(api: &ApiSpec) -> impl Iterator<Item = usize> + '_ {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::case::{DType, Fill, Layout, TensorRecipe};
+    use crate::wire::case::{DType, Fill, Layout, TensorRecipe};
     use rand::SeedableRng;
 
     fn api(text: &str) -> ApiSpec {

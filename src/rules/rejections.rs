@@ -5,11 +5,11 @@
 use std::time::Instant;
 
 use super::infer::{sample, Runner};
-use crate::case::Arg;
 use crate::gen::mix;
 use crate::oracle::Status;
 use crate::solve::Limits;
 use crate::spec::ApiSpec;
+use crate::wire::case::Arg;
 
 /// One cause of rejection: libtorch's error with its numbers made uniform, how many of the
 /// inputs raised it, and the first input that did.
@@ -61,7 +61,7 @@ pub fn prompt_text(ran: usize, rejections: &[Rejection], max: usize) -> String {
 
 /// Arguments in words: dtypes and shapes of tensors, values of the rest.
 pub fn describe(api: &ApiSpec, args: &[Arg]) -> String {
-    let tensor = |t: &crate::case::TensorRecipe| format!("{}{:?}", t.dtype, t.shape);
+    let tensor = |t: &crate::wire::case::TensorRecipe| format!("{}{:?}", t.dtype, t.shape);
     api.params
         .iter()
         .zip(args)

@@ -13,7 +13,7 @@ use z3::{Params, SatResult};
 
 use super::vars::{self, TensorVars, Var, VarKind};
 use super::{Problem, SolveError, SymModel};
-use crate::case::DType;
+use crate::wire::case::DType;
 
 /// Per-check time limit while exploring, in milliseconds: exploration is best effort.
 const EXPLORE_TIMEOUT_MS: u32 = 300;

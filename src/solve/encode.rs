@@ -14,8 +14,8 @@ use z3::ast::{Bool, Int};
 
 use super::vars::{dtype_const, ParamVars, TensorVars, Var};
 use super::Limits;
-use crate::case::DType;
 use crate::spec::{BinOp, Builtin, Prop, TExpr, UnOp, Value};
+use crate::wire::case::DType;
 
 /// Why a constraint could not be encoded.
 #[derive(Debug)]
@@ -67,10 +67,9 @@ impl<'a> Encoder<'a> {
     /// Encodes one constraint, applying the optional-parameter rule.
     pub fn constraint(&mut self, e: &TExpr, mentioned: &[usize]) -> R<Bool> {
         let body = self.boolean(e)?;
-        let mut none_tested = Vec::new();
-        none_tests(e, &mut none_tested);
+        let none_tested = e.none_tested();
         let guards: Vec<Bool> =
-            mentioned.iter().filter(|i| !none_tested.contains(i) || mentions_beyond_none_test(e, **i)).filter_map(|&i| self.vars.get(i).and_then(|v| v.present.clone())).collect();
+            mentioned.iter().filter(|i| !none_tested.contains(i) || e.mentions_beyond_none_test(**i)).filter_map(|&i| self.vars.get(i).and_then(|v| v.present.clone())).collect();
         Ok(if guards.is_empty() { body } else { Bool::and(&guards).implies(&body) })
     }
 
@@ -292,7 +291,7 @@ impl<'a> Encoder<'a> {
 
     /// A comparison, expanding `xs[*]` into one comparison per element.
     fn comparison(&mut self, op: BinOp, l: &TExpr, r: &TExpr) -> R<Bool> {
-        if let Some(list) = find_each(l).or_else(|| find_each(r)) {
+        if let Some(list) = l.each_list().or_else(|| r.each_list()) {
             let mut g = Vec::new();
             let (len, n) = match strip(self.term(list, &mut g)?) {
                 Term::IntList { len, items } => (len, items.len()),
@@ -302,8 +301,8 @@ impl<'a> Encoder<'a> {
             };
             let mut parts = Vec::new();
             for k in 0..n {
-                let l2 = replace_each(l, list, k);
-                let r2 = replace_each(r, list, k);
+                let l2 = l.each_at(list, k);
+                let r2 = r.each_at(list, k);
                 let c = self.comparison(op, &l2, &r2)?;
                 parts.push(Int::from_i64(k as i64).lt(&len).implies(&c));
             }
@@ -504,76 +503,4 @@ fn member(a: Term, b: Term) -> R<Bool> {
         }
         _ => return Err(Concrete),
     })
-}
-
-/// The list under the first `xs[*]` in an expression (not inside a nested quantifier).
-fn find_each(e: &TExpr) -> Option<&TExpr> {
-    match e {
-        TExpr::Each(inner) => Some(inner),
-        TExpr::Prop(b, _) | TExpr::Unary(_, b) => find_each(b),
-        TExpr::Index(a, b) | TExpr::Binary(_, a, b) => find_each(a).or_else(|| find_each(b)),
-        TExpr::Range { lo, hi, .. } => find_each(lo).or_else(|| find_each(hi)),
-        TExpr::Call(_, args) | TExpr::List(args) => args.iter().find_map(find_each),
-        _ => None,
-    }
-}
-
-/// Replaces `list[*]` with `list[k]`.
-fn replace_each(e: &TExpr, list: &TExpr, k: usize) -> TExpr {
-    let go = |x: &TExpr| Box::new(replace_each(x, list, k));
-    match e {
-        TExpr::Each(inner) if **inner == *list => TExpr::Index(inner.clone(), Box::new(TExpr::Lit(Value::Int(k as i64)))),
-        TExpr::Prop(b, p) => TExpr::Prop(go(b), *p),
-        TExpr::Unary(op, b) => TExpr::Unary(*op, go(b)),
-        TExpr::Index(a, b) => TExpr::Index(go(a), go(b)),
-        TExpr::Binary(op, a, b) => TExpr::Binary(*op, go(a), go(b)),
-        TExpr::Range { lo, hi, inclusive } => TExpr::Range { lo: go(lo), hi: go(hi), inclusive: *inclusive },
-        TExpr::Call(b, args) => TExpr::Call(*b, args.iter().map(|a| replace_each(a, list, k)).collect()),
-        TExpr::List(items) => TExpr::List(items.iter().map(|a| replace_each(a, list, k)).collect()),
-        other => other.clone(),
-    }
-}
-
-/// Parameters compared with None somewhere in the expression.
-fn none_tests(e: &TExpr, out: &mut Vec<usize>) {
-    match e {
-        TExpr::Binary(BinOp::Eq | BinOp::Ne, a, b) => {
-            for (x, y) in [(a, b), (b, a)] {
-                if let (TExpr::Param(i), TExpr::Lit(Value::None)) = (&**x, &**y) {
-                    out.push(*i);
-                }
-            }
-            none_tests(a, out);
-            none_tests(b, out);
-        }
-        TExpr::Binary(_, a, b) | TExpr::Index(a, b) => {
-            none_tests(a, out);
-            none_tests(b, out);
-        }
-        TExpr::Unary(_, a) | TExpr::Prop(a, _) | TExpr::Each(a) => none_tests(a, out),
-        TExpr::If(c, t, f) => {
-            none_tests(c, out);
-            none_tests(t, out);
-            none_tests(f, out);
-        }
-        TExpr::Forall { body, .. } | TExpr::Exists { body, .. } => none_tests(body, out),
-        _ => {}
-    }
-}
-
-/// Whether parameter `i` appears somewhere other than directly in a None test.
-fn mentions_beyond_none_test(e: &TExpr, i: usize) -> bool {
-    match e {
-        TExpr::Param(j) => *j == i,
-        TExpr::Binary(BinOp::Eq | BinOp::Ne, a, b) if matches!((&**a, &**b), (TExpr::Param(j), TExpr::Lit(Value::None)) | (TExpr::Lit(Value::None), TExpr::Param(j)) if *j == i) => {
-            false
-        }
-        TExpr::Binary(_, a, b) | TExpr::Index(a, b) => mentions_beyond_none_test(a, i) || mentions_beyond_none_test(b, i),
-        TExpr::Unary(_, a) | TExpr::Prop(a, _) | TExpr::Each(a) => mentions_beyond_none_test(a, i),
-        TExpr::Range { lo, hi, .. } => mentions_beyond_none_test(lo, i) || mentions_beyond_none_test(hi, i),
-        TExpr::If(c, t, f) => mentions_beyond_none_test(c, i) || mentions_beyond_none_test(t, i) || mentions_beyond_none_test(f, i),
-        TExpr::Forall { range, body, .. } | TExpr::Exists { range, body, .. } => mentions_beyond_none_test(range, i) || mentions_beyond_none_test(body, i),
-        TExpr::List(items) | TExpr::Call(_, items) => items.iter().any(|x| mentions_beyond_none_test(x, i)),
-        TExpr::Lit(_) | TExpr::Result(_) | TExpr::Bound(_) => false,
-    }
 }

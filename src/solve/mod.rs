@@ -247,7 +247,7 @@ impl Problem {
             let feasible = self.domains.finite.get(&name);
             let value = match (kind, feasible) {
                 (VarKind::Dtype | VarKind::Ndim | VarKind::Enum | VarKind::Len, Some(values)) if !values.is_empty() => values[rng.random_range(0..values.len())],
-                (VarKind::Dtype, _) => rng.random_range(0..crate::case::DType::ALL.len() as i64),
+                (VarKind::Dtype, _) => rng.random_range(0..crate::wire::case::DType::ALL.len() as i64),
                 (VarKind::Ndim, _) => rng.random_range(0..=self.limits.max_ndim as i64),
                 (VarKind::Len, _) => rng.random_range(0..=self.limits.max_list_len as i64),
                 (VarKind::Enum, _) => 0,
@@ -377,7 +377,7 @@ pub struct Solved {
     pub boundary: Vec<(Boundary, SymModel)>,
     /// Per parameter: the dtypes a conforming input can give it (tensors, tensor lists, dtype
     /// parameters; empty for the others). Coverage reports against it.
-    pub dtypes: Vec<Vec<crate::case::DType>>,
+    pub dtypes: Vec<Vec<crate::wire::case::DType>>,
 }
 
 /// Models, boundary models and feasible dtypes of an API, in one fresh z3 context.

@@ -5,8 +5,8 @@ use z3::ast::{Bool, Int};
 use z3::{Model, Solver};
 
 use super::{literals, Limits};
-use crate::case::DType;
 use crate::spec::{ApiSpec, ParamType};
+use crate::wire::case::DType;
 
 /// The value a `str` parameter takes to be none of those its constraints name.
 pub const OTHER_STRING: &str = "sfz_other_value";

@@ -2,8 +2,8 @@
 //! worker's death or hang around it. Only the parent sees it; the worker sends `outcome`s.
 use serde::{Deserialize, Serialize};
 
-use crate::outcome::Outcome;
-use crate::variant::CheckReport;
+use crate::wire::outcome::Outcome;
+use crate::wire::variant::CheckReport;
 
 /// How many cases a worker answered before it died the supervisor keeps with the death.
 pub const EARLIER_CASES: usize = 256;
@@ -19,14 +19,14 @@ pub enum Execution {
         signal: i32,
         stderr: String,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        earlier: Vec<(u64, crate::case::Case)>,
+        earlier: Vec<(u64, crate::wire::case::Case)>,
     },
     /// The worker exited (not by signal) while running the case, e.g. `exit()` from inside torch.
     Exited {
         code: i32,
         stderr: String,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        earlier: Vec<(u64, crate::case::Case)>,
+        earlier: Vec<(u64, crate::wire::case::Case)>,
     },
     /// The case ran past the per-case timeout; the worker was killed.
     TimedOut {
@@ -56,7 +56,7 @@ impl Execution {
     }
 
     /// The cases the worker that died answered before this one, oldest first: empty unless it died.
-    pub fn earlier(&self) -> &[(u64, crate::case::Case)] {
+    pub fn earlier(&self) -> &[(u64, crate::wire::case::Case)] {
         match self {
             Execution::Crashed { earlier, .. } | Execution::Exited { earlier, .. } => earlier,
             Execution::InCheck { failure, .. } => failure.earlier(),

@@ -1,10 +1,24 @@
 //! Isolated execution seen from the parent: the protocol spoken with `sfz-worker` processes
-//! (the `sfz-worker` package), the shared progress page, and the supervisor that feeds workers,
+//! (the `sfz-worker` package), the shared progress page, and the pool that feeds workers,
 //! watches them die, and restarts them.
+//!
+//! **Invariant:** nothing a worker does can panic or kill the parent. Writes to a dead worker
+//! fail with EPIPE (SIGPIPE is ignored), reads see EOF, and every failure ends in a restart.
+//! This module never links libtorch.
+mod catalog;
+mod config;
+mod drive;
 pub mod execution;
 pub mod forkserver;
+mod handle;
+mod hunt;
+mod pool;
+mod process;
 pub mod progress;
 pub mod protocol;
-pub mod supervisor;
 
+pub use catalog::fetch_catalog;
+pub use config::{default_worker_exe, PoolConfig, PoolError};
 pub use execution::{Execution, EARLIER_CASES};
+pub use hunt::{HuntError, HuntWorker};
+pub use pool::{Pool, RunStats};

@@ -5,11 +5,11 @@ use std::io::{self, Read, Write};
 
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
-use crate::case::Case;
 use crate::ops::binding::OpBinding;
-use crate::outcome::Outcome;
-use crate::program::hunt::{HuntRequest, HuntResult};
-use crate::variant::{Check, CheckReport};
+use crate::wire::case::Case;
+use crate::wire::outcome::Outcome;
+use crate::wire::program::hunt::{HuntRequest, HuntResult};
+use crate::wire::variant::{Check, CheckReport};
 
 /// Messages larger than this are refused: a corrupt length must not allocate gigabytes.
 pub const MAX_FRAME: u32 = 64 << 20;
@@ -22,7 +22,7 @@ pub enum Request {
     Run { id: u64, case: Case },
     /// List every operator schema the dispatcher knows.
     Catalog,
-    /// Run one hunt episode on a program (`program::hunt`); the answer carries the same id.
+    /// Run one hunt episode on a program (`wire::program::hunt`); the answer carries the same id.
     Hunt { id: u64, request: Box<HuntRequest> },
     /// Differential checks per loaded op (parallel to the last `Load`); cases of an op with
     /// checks are answered with `Checked` instead of `Done`. Replaces earlier checks. With a

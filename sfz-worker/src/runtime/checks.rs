@@ -14,12 +14,12 @@ use super::conditioning;
 use super::executor::{Called, Executor, Inputs, Rejected};
 use super::materialize::{kind, materialize};
 use super::representable;
-use sfz::case::{Arg, Case, DType, Layout};
 use sfz::ops::binding::ArgSource;
 use sfz::oracle::errors::{classify, ErrorKind};
-use sfz::outcome::{ErrorClass, Outcome, Output};
-use sfz::variant::relation::case_seed;
-use sfz::variant::{flip_layout, promote_dtype_args, Accuracy, Check, CheckOutcome, CheckReport, GradientMismatch, Tolerance, Tolerances, ValueMismatch, Variant};
+use sfz::wire::case::{Arg, Case, DType, Layout};
+use sfz::wire::outcome::{ErrorClass, Outcome, Output};
+use sfz::wire::variant::relation::case_seed;
+use sfz::wire::variant::{flip_layout, promote_dtype_args, Accuracy, Check, CheckOutcome, CheckReport, GradientMismatch, Tolerance, Tolerances, ValueMismatch, Variant};
 
 impl Executor {
     /// Installs the differential checks of each loaded op (parallel to the last `load`). Per op:

@@ -20,9 +20,9 @@ use tch::{Kind, Tensor};
 
 use super::checks::Failure;
 use super::executor::{Called, Executor, Inputs};
-use sfz::case::{Case, DType};
-use sfz::outcome::Outcome;
 use sfz::seed::mix;
+use sfz::wire::case::{Case, DType};
+use sfz::wire::outcome::Outcome;
 
 /// Moved copies of the inputs the reference is recomputed on: a few, since one pattern of signs
 /// may keep a structure (a rank-1 matrix stays rank 1 when its rows move alike).
@@ -149,7 +149,7 @@ pub(super) fn beyond_safe_range(original: &Inputs) -> Result<Option<String>, tch
 pub(super) fn result_beyond_range(main: &Called, reference: &Called) -> Result<Option<String>, tch::TchError> {
     let Outcome::Returned { outputs, .. } = &main.outcome else { return Ok(None) };
     for (k, output) in outputs.iter().enumerate() {
-        let sfz::outcome::Output::Tensor(info) = output else { continue };
+        let sfz::wire::outcome::Output::Tensor(info) = output else { continue };
         let (Some(dtype), Some(Some(r))) = (info.dtype, reference.tensors.get(k)) else { continue };
         let Some((max, ..)) = (dtype.is_floating() || dtype.is_complex()).then(|| dtype.limits()).flatten() else { continue };
         let magnitude = r.f_abs()?.f_to_kind(Kind::Double)?;

@@ -8,8 +8,8 @@
 //! direct binding copied contiguous, and the breakage with the seed the case carries.
 use tch::{Device, Kind, Tensor};
 
-use sfz::case::{broken_shape, plane, Arg, Bind, Break, BreakKind, Case, DType, FwdArg, ShapePart, TensorRecipe};
-use sfz::outcome::{ErrorClass, Outcome};
+use sfz::wire::case::{broken_shape, plane, Arg, Bind, Break, BreakKind, Case, DType, FwdArg, ShapePart, TensorRecipe};
+use sfz::wire::outcome::{ErrorClass, Outcome};
 
 use super::executor::{schema_error, Executor, Inputs, LoadedForward, Rejected};
 use super::materialize::kind;

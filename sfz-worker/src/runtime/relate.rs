@@ -11,11 +11,11 @@
 //! there, so an inf on the left is honest).
 use tch::{Kind, Tensor};
 
-use sfz::case::{Arg, Case, DType, TensorRecipe};
 use sfz::ops::binding::ArgSource;
-use sfz::outcome::{Outcome, Output};
-use sfz::variant::relation::{case_seed, Callee, RelExpr, RelFn, RelOp};
-use sfz::variant::{Accuracy, CheckOutcome, Relation};
+use sfz::wire::case::{Arg, Case, DType, TensorRecipe};
+use sfz::wire::outcome::{Outcome, Output};
+use sfz::wire::variant::relation::{case_seed, Callee, RelExpr, RelFn, RelOp};
+use sfz::wire::variant::{Accuracy, CheckOutcome, Relation};
 
 use super::checks::Failure;
 use super::compare::{compare_with, Extra};
@@ -338,5 +338,5 @@ fn dtype_of(t: &Tensor) -> Option<DType> {
 
 /// A recipe standing for a computed tensor: the call reads the tensor, not the recipe.
 fn placeholder(dtype: DType, shape: Vec<i64>) -> TensorRecipe {
-    TensorRecipe { dtype, shape, fill: sfz::case::Fill::Constant(0.0), seed: 0, layout: Default::default(), specials: Vec::new() }
+    TensorRecipe { dtype, shape, fill: sfz::wire::case::Fill::Constant(0.0), seed: 0, layout: Default::default(), specials: Vec::new() }
 }

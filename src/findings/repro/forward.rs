@@ -2,10 +2,12 @@
 //! then the bound arguments made from its outputs and broken as the case says, as the worker
 //! does it (`sfz-worker/src/runtime/forward.rs`). Shapes of outputs are known only when the
 //! script runs, so these lines compute them.
-use super::{ops_call, py_float, tensor_lines};
-use crate::case::{Arg, Break, BreakKind, Case, Fill, FwdArg, Layout, ShapePart, TensorRecipe};
+use super::call::ops_call;
+use super::inputs::tensor_lines;
+use super::python::py_float;
 use crate::ops::binding::{ForwardCall, OpBinding};
 use crate::ops::schema;
+use crate::wire::case::{Arg, Break, BreakKind, Case, Fill, FwdArg, Layout, ShapePart, TensorRecipe};
 
 /// The variable holding the forward's outputs.
 pub const OUT: &str = "fwd_out";

@@ -3,11 +3,13 @@
 //! with the tolerance of the left side's dtype, where the guard holds.
 use std::fmt::Write;
 
-use super::{call, py_float, py_value, tol_args, Writer};
-use crate::case::Arg;
+use super::call::call;
+use super::python::{py_float, py_value, tol_args};
+use super::Writer;
 use crate::ops::registry::{self, PyCall};
-use crate::variant::relation::{case_seed, Callee, RelExpr, RelFn, RelOp, Relation};
-use crate::variant::Tolerance;
+use crate::wire::case::Arg;
+use crate::wire::variant::relation::{case_seed, Callee, RelExpr, RelFn, RelOp, Relation};
+use crate::wire::variant::Tolerance;
 
 impl Writer<'_> {
     /// The script's body for a relation that did not hold.
@@ -93,7 +95,7 @@ impl Writer<'_> {
 }
 
 /// The value of an expression made of numbers only (a scalar argument's new value).
-fn number(e: &RelExpr, case: &crate::case::Case, s: Option<f64>) -> Option<f64> {
+fn number(e: &RelExpr, case: &crate::wire::case::Case, s: Option<f64>) -> Option<f64> {
     Some(match e {
         RelExpr::Scalar => s?,
         RelExpr::Const(c) => *c,

@@ -10,8 +10,8 @@ use serde::Serialize;
 use serde_json::Value as Json;
 
 use super::trace::{Trace, TracedOp, TracedValue};
-use crate::case::DType;
-use crate::program::ops::{self, Kind, NumOp, OpSig};
+use crate::wire::case::DType;
+use crate::wire::program::ops::{self, Kind, NumOp, OpSig};
 
 /// How far a float input's range reaches beyond what the script showed: the hunt searches
 /// `[-m*WIDEN, m*WIDEN]` (or `[0, m*WIDEN]` when every value seen was non-negative), with `m`

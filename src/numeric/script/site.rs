@@ -4,10 +4,10 @@
 use serde::Serialize;
 
 use super::lower::{Lowered, Site};
-use crate::program::hunt::Found;
-use crate::program::ir::Operand;
-use crate::program::ops::NumOp;
 use crate::spec::ProgramSpec;
+use crate::wire::program::hunt::Found;
+use crate::wire::program::ir::Operand;
+use crate::wire::program::ops::NumOp;
 
 /// The script side of a finding.
 #[derive(Clone, Debug, Serialize)]

@@ -3,11 +3,15 @@
 //! Names are resolved (parameters are indices, dtypes are `DType`s, constraint sets are expanded
 //! inline), types are known to agree, and every constraint remembers where it came from so that a
 //! violation or a rejected rule can point back at the text. Nothing here refers to libtorch.
+//! `each` and `none_tests` walk `TExpr`s for the evaluator and the solver alike.
+mod each;
+mod none_tests;
+
 use serde::{Deserialize, Serialize};
 
-use crate::case::DType;
 use crate::diag::Span;
-use crate::oracle_name::Oracle;
+use crate::wire::case::DType;
+use crate::wire::oracle::Oracle;
 
 /// All APIs and programs of the checked files, in source order.
 #[derive(Clone, Debug, Default)]
@@ -16,7 +20,7 @@ pub struct Spec {
     /// Every `rule` item, whatever its status. Validated rules are also folded into their
     /// API's `requires`.
     pub rules: Vec<RuleSpec>,
-    /// Every `program` item, lowered to its IR (`program::ir`).
+    /// Every `program` item, lowered to its IR (`wire::program::ir`).
     pub programs: Vec<ProgramSpec>,
 }
 
@@ -70,15 +74,15 @@ pub struct FromSpec {
     /// The statement.
     pub span: Span,
     /// Per parameter of the callee: where its argument comes from.
-    pub args: Vec<crate::case::FwdArg>,
+    pub args: Vec<crate::wire::case::FwdArg>,
     /// The parameters its outputs fill.
-    pub binds: Vec<crate::case::Bind>,
+    pub binds: Vec<crate::wire::case::Bind>,
 }
 
 /// A `relation` statement, checked.
 #[derive(Clone, Debug)]
 pub struct RelationSpec {
-    pub relation: crate::variant::Relation,
+    pub relation: crate::wire::variant::Relation,
     pub span: Span,
     pub origin: Origin,
 }
@@ -284,8 +288,8 @@ pub enum TExpr {
 impl Value {
     /// The constant as the case argument of a parameter of type `ty` (an int for a float is a
     /// float); None for a dtype set, or a list of the wrong elements.
-    pub fn to_arg(&self, ty: &ParamType) -> Option<crate::case::Arg> {
-        use crate::case::Arg;
+    pub fn to_arg(&self, ty: &ParamType) -> Option<crate::wire::case::Arg> {
+        use crate::wire::case::Arg;
         Some(match self {
             Value::None => Arg::None,
             Value::Bool(b) => Arg::Bool(*b),
@@ -482,7 +486,7 @@ pub struct ProgramSpec {
     pub name: String,
     pub span: Span,
     pub inputs: ApiSpec,
-    pub ir: crate::program::ir::ProgramIr,
+    pub ir: crate::wire::program::ir::ProgramIr,
     /// The source text of each step's expression, for reports.
     pub step_text: Vec<String>,
     /// False when lowering reported an error: such a program is never run.

@@ -15,7 +15,7 @@ use super::ops::NumOp;
 pub const VERSION: u32 = 1;
 
 /// The models `sfz train` wrote into the standard library.
-pub const EMBEDDED: &str = include_str!("../../stdlib/soft_assertions.json");
+pub const EMBEDDED: &str = include_str!("../../../stdlib/soft_assertions.json");
 
 /// One op's models and what they were trained on.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -1,5 +1,5 @@
 //! The oracles sfz implements, by name: what a detection, a finding and a differential check say
-//! fired. A leaf (the wire carries it in `variant::Check`), so the worker and every stage of the
+//! fired. Part of the wire (`variant::Check` carries it), so the worker and every stage of the
 //! parent share one type. It is written as the name a spec uses (`nan_inf`, `internal_error`), in
 //! findings.jsonl and on the wire alike; a spec's `oracles` clause stays text until the plan and
 //! the oracles read it (`Oracle::parse`), since the checker reports names it does not know.

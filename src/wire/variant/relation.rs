@@ -156,9 +156,9 @@ pub const DEFAULT_TOLERANCES: Tolerances = Tolerances {
 
 /// A seed of a case: its tensors' seeds mixed, so the same case chooses the same scalar (and
 /// the gradient check the same elements) in the worker and in its reproducer.
-pub fn case_seed(case: &crate::case::Case) -> u64 {
+pub fn case_seed(case: &crate::wire::case::Case) -> u64 {
     let mut h = 0x9e37_79b9_7f4a_7c15u64;
-    for r in case.args.iter().flat_map(crate::case::Arg::tensors) {
+    for r in case.args.iter().flat_map(crate::wire::case::Arg::tensors) {
         h = crate::seed::mix(h ^ r.seed);
     }
     h

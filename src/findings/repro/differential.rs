@@ -1,0 +1,123 @@
+//! The body of a differential finding's script: the original call, the variant's, and the
+//! assertion that fails while they disagree as the worker saw (values, structure, one side
+//! raising, a variant failing, an infinity the float64 reference extrapolates past).
+use std::fmt::Write as _;
+
+use super::call::call;
+use super::inputs::inputs;
+use super::python::{comparable, py_str, tol_args};
+use super::Writer;
+use crate::ops::schema;
+use crate::oracle::Disagreement;
+use crate::wire::variant::{Check, Variant};
+
+impl Writer<'_> {
+    pub(super) fn differential(&mut self, check: &Check, what: &Disagreement, original: &str) -> String {
+        if let Variant::Gradient { eps, .. } = check.variant {
+            return self.gradient(eps, check.tolerances.float64);
+        }
+        if let (Variant::Relation(r), Disagreement::Values { tolerance, .. }) = (&check.variant, what) {
+            return self.relation(r, *tolerance);
+        }
+        let v = self.variant_call(check, what);
+        let mut out = String::new();
+        let mut setup = v.setup.iter().map(|l| format!("{l}\n")).collect::<String>();
+        if schema::parse(&self.r.binding.schema).is_ok_and(|s| s.has_mutable_args()) {
+            // The original call wrote into its inputs (`abs_`, `out=`); the variant starts from
+            // the same values, as in sfz's worker.
+            setup = format!("# the call wrote into its inputs: build them again\n{}{setup}", inputs(self.r.case, self.r.binding, &self.vars));
+        }
+        let name = match check.variant {
+            Variant::Promote => "expected",
+            _ => "variant",
+        };
+        let describe = check.variant.describe();
+        let api = &self.r.api.name;
+        match what {
+            Disagreement::Values { output, dtype, tolerance } => {
+                let _ = writeln!(out, "result = {original}");
+                out.push_str(&setup);
+                let _ = writeln!(out, "{name} = {}", v.call);
+                let ours = self.output("result", *output);
+                let theirs = (v.value)(self, name, *output);
+                let (actual, expected) = match check.variant {
+                    // The float64 reference, rounded to the original's dtype.
+                    Variant::Promote => (comparable(&ours, *dtype), comparable(&format!("{theirs}.to({ours}.dtype)"), *dtype)),
+                    _ => (comparable(&theirs, *dtype), comparable(&ours, *dtype)),
+                };
+                let _ = writeln!(out, "torch.testing.assert_close({actual}, {expected}, {}, equal_nan=True)", tol_args(*tolerance));
+            }
+            Disagreement::Structure { output } => {
+                let _ = writeln!(out, "result = {original}");
+                out.push_str(&setup);
+                let _ = writeln!(out, "{name} = {}", v.call);
+                let ours = self.output("result", *output);
+                let theirs = (v.value)(self, name, *output);
+                let same = if check.variant == Variant::Promote { "shape" } else { "dtype and shape" };
+                let cond = if check.variant == Variant::Promote {
+                    format!("{theirs}.shape == {ours}.shape")
+                } else {
+                    format!("({theirs}.dtype, {theirs}.shape) == ({ours}.dtype, {ours}.shape)")
+                };
+                let _ = writeln!(out, "assert {cond}, {}", py_str(&format!("output {output}: the {describe} has another {same}")));
+            }
+            Disagreement::VariantRaises => {
+                let _ = writeln!(out, "result = {original}  # returns");
+                out.push_str(&setup);
+                let _ = writeln!(out, "try:\n    {}\nexcept Exception as e:", v.call);
+                let _ = writeln!(out, "    raise AssertionError({}) from e", py_str(&format!("{api} returns but its {describe} raises")));
+            }
+            Disagreement::OriginalRaises => {
+                out.push_str(&setup);
+                let _ = writeln!(out, "{name} = {}  # returns", v.call);
+                let _ = writeln!(out, "try:\n    {original}\nexcept Exception as e:");
+                let _ = writeln!(out, "    raise AssertionError({}) from e", py_str(&format!("{api} raises but its {describe} returns")));
+            }
+            Disagreement::Extrapolated { output } => out.push_str(&self.extrapolated(original, *output)),
+            Disagreement::VariantFails | Disagreement::Gradient => {
+                let _ = writeln!(
+                    out,
+                    "try:\n    result = {original}\nexcept Exception as e:  # what matters is the {describe}\n    result = None\n    print(\"the original raises:\", e)"
+                );
+                out.push_str(&setup);
+                let _ = writeln!(out, "{}  # fails", v.call);
+            }
+        }
+        out
+    }
+
+    /// A float64 result that is infinite although the same call just below the input, along
+    /// `t · inputs`, extrapolates to a representable value: the worker's arithmetic
+    /// (`sfz-worker/src/runtime/ray.rs`) repeated in Python.
+    fn extrapolated(&self, original: &str, output: usize) -> String {
+        let r = self.r;
+        let vars = self.tensor_exprs(|v, rec| if rec.dtype.is_floating() { format!("{v} * t") } else { v.to_string() });
+        let scaled = call(r.api, r.binding, r.case, &vars);
+        let mut out = String::new();
+        let _ = writeln!(out, "result = {original}");
+        let _ = writeln!(out, "r = {}.double()", self.output("result", output));
+        let _ = writeln!(out, "\n\ndef at(t):\n    out = {scaled}\n    return {}.double()\n\n", self.output("out", output));
+        out.push_str(concat!(
+            "# float64 has no wider dtype: the same call at (1 - k*h) * inputs, k = 1, 2, 3, where log|f|\n",
+            "# grows smoothly, extrapolated to the input itself; per element the first h whose three\n",
+            "# values are finite and nonzero\n",
+            "limit = torch.tensor(torch.finfo(torch.float64).max, dtype=torch.float64).log()\n",
+            "decided = torch.zeros_like(r, dtype=torch.bool)\n",
+            "early = torch.zeros_like(decided)\n",
+            "value = torch.zeros_like(r)\n",
+            "for h in (2.0**-12, 2.0**-10, 2.0**-8, 2.0**-6):\n",
+            "    near = [at(1.0 - k * h) for k in (1, 2, 3)]\n",
+            "    use = ~decided & near[0].isfinite() & near[1].isfinite() & near[2].isfinite() & (near[0] != 0) & (near[1] != 0) & (near[2] != 0)\n",
+            "    l1, l2, l3 = (v.abs().log() for v in near)\n",
+            "    d1, d2 = l1 - l2, l2 - l3\n",
+            "    signs = (near[0].sign() == near[1].sign()) & (near[1].sign() == near[2].sign()) & (near[0].sign() == r.sign())\n",
+            "    smooth = (d1 > 0) & (d2 > 0) & ((d1 - d2).abs() <= 0.1 * d1)\n",
+            "    extrapolated = l1 + d1 + (d1 - d2)\n",
+            "    early |= use & r.isinf() & signs & smooth & (extrapolated < limit - 0.01 - 2 * (d1 - d2).abs())\n",
+            "    value = torch.where(use, extrapolated, value)\n",
+            "    decided |= use\n",
+            "assert not early.any(), f\"{int(early.sum())} element(s) are inf although the value there is about {value[early].exp().tolist()[:3]}, below float64's largest value\"\n",
+        ));
+        out
+    }
+}
