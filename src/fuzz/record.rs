@@ -43,6 +43,7 @@ pub fn reproducer(plan: &ApiPlan, finding: &Finding) -> String {
         header: &header,
         expect: &expect,
         calls: finding.calls.unwrap_or(1),
+        damaged_heap: finding.oracle == Oracle::Crash && finding.message.lines().any(crate::oracle::errors::heap_damage),
     }
     .render()
 }

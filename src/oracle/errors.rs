@@ -63,11 +63,13 @@ pub fn normalize(message: &str) -> String {
     normalize_all(message).chars().take(240).collect()
 }
 
-/// One name for one cause in a crash's last line: glibc's many words for a corrupted heap (which
-/// depend on where the corruption is noticed, not on what corrupted it) are one, and a LAPACK
-/// routine's dtype letter (`SGEBAL`, `CGEBAL`, `ZGEBAL`) is dropped.
-pub fn crash_cause(line: &str) -> String {
-    const HEAP: [&str; 13] = [
+/// The cause `crash_cause` gives every message of glibc's about a damaged heap.
+pub const HEAP_DAMAGE: &str = "heap corruption detected by glibc";
+
+/// Whether a line is glibc saying it found its heap damaged: something wrote where it should
+/// not, and this free or malloc is merely where it showed.
+pub fn heap_damage(line: &str) -> bool {
+    const HEAP: [&str; 14] = [
         "free(): invalid",
         "malloc_consolidate(): ",
         "realloc(): invalid",
@@ -77,13 +79,21 @@ pub fn crash_cause(line: &str) -> String {
         "malloc(): corrupted",
         "malloc(): invalid",
         "malloc(): unaligned",
+        "malloc(): memory corruption",
         "invalid fastbin entry",
         "corrupted size vs. prev_size",
         "corrupted double-linked list",
         "munmap_chunk(): invalid pointer",
     ];
-    if HEAP.iter().any(|h| line.contains(h)) {
-        return "heap corruption detected by glibc".into();
+    HEAP.iter().any(|h| line.contains(h))
+}
+
+/// One name for one cause in a crash's last line: glibc's many words for a corrupted heap (which
+/// depend on where the corruption is noticed, not on what corrupted it) are one, and a LAPACK
+/// routine's dtype letter (`SGEBAL`, `CGEBAL`, `ZGEBAL`) is dropped.
+pub fn crash_cause(line: &str) -> String {
+    if heap_damage(line) {
+        return HEAP_DAMAGE.into();
     }
     if let Some(at) = line.find("on entry to ") {
         let (head, routine) = line.split_at(at + "on entry to ".len());

@@ -465,6 +465,8 @@ mod tests {
         assert_eq!(super::crash_signature("SIGFPE", stderr), "SIGFPE");
         let heap = format!("{stderr}malloc_consolidate(): invalid chunk size\n");
         assert_eq!(super::crash_signature("SIGABRT", &heap), "SIGABRT: heap corruption detected by glibc");
+        // glibc's "memory corruption (fast)" is the same cause in other words.
+        assert_eq!(super::crash_signature("SIGABRT", "malloc(): memory corruption (fast)\n"), "SIGABRT: heap corruption detected by glibc");
         // A warning over two lines: its second line is no cause either.
         let var = "[W1123 10:50:01.1 ReduceOps.cpp:1818] Warning: var(): degrees of freedom is <= 0. Correction should be strictly less\nthan the reduction factor (input numel divided by output numel). (function operator())\n";
         assert_eq!(super::crash_signature("SIGFPE", var), "SIGFPE");

@@ -45,28 +45,7 @@ pub fn named_rank(api: &ApiSpec) -> Option<u32> {
                 }
             }
         }
-        match e {
-            TExpr::Prop(x, _) | TExpr::Each(x) | TExpr::Unary(_, x) => walk(x, best),
-            TExpr::Index(a, b) | TExpr::Binary(_, a, b) => {
-                walk(a, best);
-                walk(b, best);
-            }
-            TExpr::Range { lo, hi, .. } => {
-                walk(lo, best);
-                walk(hi, best);
-            }
-            TExpr::List(xs) | TExpr::Call(_, xs) => xs.iter().for_each(|x| walk(x, best)),
-            TExpr::If(c, t, f) => {
-                walk(c, best);
-                walk(t, best);
-                walk(f, best);
-            }
-            TExpr::Forall { range, body, .. } | TExpr::Exists { range, body, .. } => {
-                walk(range, best);
-                walk(body, best);
-            }
-            TExpr::Lit(_) | TExpr::Param(_) | TExpr::Result(_) | TExpr::Bound(_) => {}
-        }
+        e.children().into_iter().for_each(|x| walk(x, best));
     }
     let mut best = None;
     for c in &api.requires {
@@ -105,28 +84,7 @@ fn walk(e: &TExpr, out: &mut [Literals]) {
             compared(*op, i, a, out);
         }
     }
-    match e {
-        TExpr::Prop(x, _) | TExpr::Each(x) | TExpr::Unary(_, x) => walk(x, out),
-        TExpr::Index(a, b) | TExpr::Binary(_, a, b) => {
-            walk(a, out);
-            walk(b, out);
-        }
-        TExpr::Range { lo, hi, .. } => {
-            walk(lo, out);
-            walk(hi, out);
-        }
-        TExpr::List(xs) | TExpr::Call(_, xs) => xs.iter().for_each(|x| walk(x, out)),
-        TExpr::If(c, t, f) => {
-            walk(c, out);
-            walk(t, out);
-            walk(f, out);
-        }
-        TExpr::Forall { range, body, .. } | TExpr::Exists { range, body, .. } => {
-            walk(range, out);
-            walk(body, out);
-        }
-        TExpr::Lit(_) | TExpr::Param(_) | TExpr::Result(_) | TExpr::Bound(_) => {}
-    }
+    e.children().into_iter().for_each(|x| walk(x, out));
 }
 
 /// The parameter an operand stands for: itself, or each element of it (`xs[*]`).

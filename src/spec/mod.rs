@@ -331,6 +331,18 @@ impl TExpr {
             e => vec![e],
         }
     }
+
+    /// The expressions directly inside this one, left to right.
+    pub fn children(&self) -> Vec<&TExpr> {
+        match self {
+            TExpr::Prop(x, _) | TExpr::Each(x) | TExpr::Unary(_, x) => vec![x],
+            TExpr::Index(a, b) | TExpr::Binary(_, a, b) | TExpr::Range { lo: a, hi: b, .. } => vec![a, b],
+            TExpr::List(xs) | TExpr::Call(_, xs) => xs.iter().collect(),
+            TExpr::If(c, t, f) => vec![c, t, f],
+            TExpr::Forall { range, body, .. } | TExpr::Exists { range, body, .. } => vec![range, body],
+            TExpr::Lit(_) | TExpr::Param(_) | TExpr::Result(_) | TExpr::Bound(_) => Vec::new(),
+        }
+    }
 }
 
 /// A property of a tensor or a list.

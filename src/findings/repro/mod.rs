@@ -60,6 +60,9 @@ pub struct Reproducer<'a> {
     /// For `Evidence::Call`, the call on which sfz's worker died (`Finding::calls`): above 1,
     /// the script repeats the call, as the damage shows at a later free.
     pub calls: u32,
+    /// glibc said the worker's heap was damaged: the script repeats the call even where the
+    /// worker died on the first, as under Python another free may be the one that notices.
+    pub damaged_heap: bool,
 }
 
 /// How many times a reproducer calls an API whose damage shows late, at least: Python's
@@ -96,7 +99,7 @@ impl Reproducer<'_> {
 /// The reproducer of a plain call (no oracle verdict to assert): the inputs and the call, with
 /// `header` as opening comments. Spec findings use it: the script shows libtorch's error.
 pub fn call_script(api: &ApiSpec, binding: &OpBinding, case: &Case, header: &str) -> String {
-    Reproducer { api, binding, case, evidence: &Evidence::Call, check: None, twin: None, header, expect: "", calls: 1 }.render()
+    Reproducer { api, binding, case, evidence: &Evidence::Call, check: None, twin: None, header, expect: "", calls: 1, damaged_heap: false }.render()
 }
 
 /// One script being written: what it is made from, a variable per argument, and whether it
@@ -113,14 +116,18 @@ impl Writer<'_> {
         let r = self.r;
         let call = call(r.api, r.binding, r.case, &self.vars);
         match r.evidence {
-            Evidence::Call if r.calls > 1 => {
+            Evidence::Call if r.calls > 1 || r.damaged_heap => {
                 let n = REPEAT_CALLS.max(4 * r.calls);
                 let expect = if r.expect.is_empty() { String::new() } else { format!("  # {} within a few calls", r.expect) };
+                let when = if r.calls > 1 {
+                    format!("sfz's worker died on call {} of this input", r.calls)
+                } else {
+                    "sfz's worker died on the first call; under Python another free may be the one that notices".into()
+                };
                 format!(
                     "# One call damages the heap and may still return or raise; glibc notices at a later free\n\
-                     # (sfz's worker died on call {} of this input), so the call is repeated.\n\
-                     for _ in range({n}):\n    try:\n        {call}{expect}\n    except RuntimeError:\n        pass  # raising does not undo the damage\n",
-                    r.calls
+                     # ({when}), so the call is repeated.\n\
+                     for _ in range({n}):\n    try:\n        {call}{expect}\n    except RuntimeError:\n        pass  # raising does not undo the damage\n"
                 )
             }
             Evidence::Call => {
@@ -215,7 +222,7 @@ mod tests {
 
     fn script(a: &ApiSpec, case: &Case, evidence: Evidence, check: Option<&Check>, twin: Option<&OpBinding>) -> String {
         let b = bind(a);
-        Reproducer { api: a, binding: &b, case, evidence: &evidence, check, twin, header: "sfz finding t", expect: "", calls: 1 }.render()
+        Reproducer { api: a, binding: &b, case, evidence: &evidence, check, twin, header: "sfz finding t", expect: "", calls: 1, damaged_heap: false }.render()
     }
 
     #[test]
@@ -300,13 +307,28 @@ mod tests {
             forward: None,
         };
         let b = bind(&eig);
-        let render = |calls| {
-            Reproducer { api: &eig, binding: &b, case: &case, evidence: &Evidence::Call, check: None, twin: None, header: "sfz finding t", expect: "dies with SIGABRT", calls }
-                .render()
+        let render_heap = |calls, damaged_heap| {
+            Reproducer {
+                api: &eig,
+                binding: &b,
+                case: &case,
+                evidence: &Evidence::Call,
+                check: None,
+                twin: None,
+                header: "sfz finding t",
+                expect: "dies with SIGABRT",
+                calls,
+                damaged_heap,
+            }
+            .render()
         };
+        let render = |calls| render_heap(calls, false);
         insta::assert_snapshot!("late_death", render(25));
         assert!(render(1).ends_with("torch.linalg.eig(input)  # dies with SIGABRT\n"), "{}", render(1));
         assert!(render(40).contains("for _ in range(160):"), "four times the worker's calls when that is more");
+        // glibc saw a damaged heap at the worker's first call: Python may notice later.
+        let first = render_heap(1, true);
+        assert!(first.contains("for _ in range(64):") && first.contains("died on the first call"), "{first}");
     }
 
     /// A death in a check that showed in a later round (call and check): the round is repeated.
@@ -317,8 +339,21 @@ mod tests {
         let layout = check(Oracle::Layout, Variant::Layout);
         let evidence = Evidence::Differential { check: 0, what: Disagreement::VariantFails };
         let b = bind(&exp);
-        let render =
-            |calls| Reproducer { api: &exp, binding: &b, case: &case, evidence: &evidence, check: Some(&layout), twin: None, header: "sfz finding t", expect: "", calls }.render();
+        let render = |calls| {
+            Reproducer {
+                api: &exp,
+                binding: &b,
+                case: &case,
+                evidence: &evidence,
+                check: Some(&layout),
+                twin: None,
+                header: "sfz finding t",
+                expect: "",
+                calls,
+                damaged_heap: false,
+            }
+            .render()
+        };
         insta::assert_snapshot!("late_death_in_check", render(3));
         assert!(!render(1).contains("for _ in range"), "{}", render(1));
     }
