@@ -133,4 +133,14 @@ fn relations_have_hovers_and_partial_ones_do_not_panic() {
     for cut in (text.find("relation").unwrap()..text.len()).step_by(3) {
         check(&text[..cut]);
     }
+    // An API whose return type did not parse has no outputs: `result` is an error, not a panic
+    // (found by tests/robustness.rs's mutated specs).
+    let c = check(
+        "api torch.mH(input: Tensor) -> apiTensor {}
+rule r for torch.mH {
+    relation odd: self(input = -input) == -result;
+}
+",
+    );
+    assert!(c.diags.iter().any(|d| d.message.contains("has no outputs")), "{:?}", c.diags.iter().map(|d| &d.message).collect::<Vec<_>>());
 }

@@ -379,6 +379,10 @@ impl Checker<'_> {
                     self.reference(span, None, hover_text(&format!("result: {ty}"), "The output of the original call."));
                     Some((RelExpr::Result(0), Kind::Num))
                 }
+                Some([]) => {
+                    self.error(Diagnostic::new(codes::E0021, format!("{} has no outputs", ctx.owner)).with_label(span, "nothing to compare"));
+                    None
+                }
                 Some(many) => {
                     self.error(
                         Diagnostic::new(codes::E0021, format!("{} has {} outputs", ctx.owner, many.len()))
