@@ -506,6 +506,7 @@ fn search(
                 // (candidate, accepted per mille, per mille free of the dominant complaint, per
                 // mille raising a complaint the batch did not, generality)
                 let mut scored: Option<(usize, usize, usize, usize, usize)> = None;
+                let complaints: std::collections::HashSet<&str> = batch.errors.iter().flatten().map(String::as_str).collect();
                 let n = batch.ok.len().max(1);
                 for &(i, _) in eligible.iter().take(config.try_candidates) {
                     // Ties go to the more general candidate: the one more current inputs obey.
@@ -527,7 +528,7 @@ fn search(
                     let relieved = 1000 - hits * 1000 / len;
                     // Among equal reliefs, a complaint the batch never raised is ground not yet
                     // covered; one it did is often an earlier check the candidate trips.
-                    let fresh = tried.errors.iter().flatten().filter(|e| !batch.errors.contains(&Some((*e).clone()))).count() * 1000 / len;
+                    let fresh = tried.errors.iter().flatten().filter(|e| !complaints.contains(e.as_str())).count() * 1000 / len;
                     if scored.is_none_or(|(_, o, r, f, g)| (ok, relieved, fresh, general) > (o, r, f, g)) {
                         scored = Some((i, ok, relieved, fresh, general));
                     }

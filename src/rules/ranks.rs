@@ -12,30 +12,19 @@ use crate::wire::case::Arg;
 /// `solve::Limits::max_ndim`, which a rule naming the rank lifts: `named_rank`).
 pub const PROBED: usize = 5;
 
-/// How many tuples a probe tries at most (one solver call and one case each).
+/// How many tuples a probe tries at most (one reshaped case each).
 pub const TUPLES: usize = 125;
 
 /// The rank tuples to try on the API's first tensor parameters (at most three; the others stay
-/// free), lowest ranks first: every tuple of ranks up to 2, then up to 3, and so on to
-/// `PROBED`, at most `TUPLES`.
+/// free), lowest ranks first: every tuple of ranks 1 and 2, then those with a 3, and so on to
+/// `PROBED`, each group in lexicographic order; at most `TUPLES`.
 pub fn tuples(api: &ApiSpec) -> Vec<Vec<(usize, usize)>> {
     let params: Vec<usize> = tensors(api).take(3).collect();
-    let mut out: Vec<Vec<(usize, usize)>> = Vec::new();
-    for top in 2..=PROBED {
-        let mut tuple = vec![1; params.len()];
-        loop {
-            if tuple.contains(&top) || (top == 2 && !out.iter().any(|t| t.iter().all(|(_, r)| *r == 1))) {
-                let t: Vec<(usize, usize)> = params.iter().copied().zip(tuple.iter().copied()).collect();
-                if !out.contains(&t) {
-                    out.push(t);
-                }
-            }
-            // The next tuple of ranks in 1..=top, odometer order.
-            let Some(k) = tuple.iter().rposition(|&r| r < top) else { break };
-            tuple[k] += 1;
-            tuple[k + 1..].iter_mut().for_each(|r| *r = 1);
-        }
-    }
+    let count = PROBED.pow(params.len() as u32);
+    // The n-th tuple in lexicographic order: n's digits in base PROBED, each plus one.
+    let mut out: Vec<Vec<(usize, usize)>> =
+        (0..count).map(|n| params.iter().enumerate().map(|(k, &p)| (p, n / PROBED.pow((params.len() - 1 - k) as u32) % PROBED + 1)).collect()).collect();
+    out.sort_by_key(|t: &Vec<(usize, usize)>| t.iter().map(|&(_, r)| r).max().unwrap_or(0).max(2));
     out.truncate(TUPLES);
     out
 }

@@ -25,7 +25,7 @@ pub struct Skeleton {
     pub qualified: String,
     /// The `api` item's text, canonical.
     pub text: String,
-    /// The overload has a CPU kernel (else only a CUDA campaign can run it).
+    /// The overload has a CPU kernel (else the worker, which calls on the CPU, cannot run it).
     pub cpu: bool,
 }
 
@@ -338,7 +338,7 @@ fn render(api: &str, s: &OpSchema, explicit: bool) -> String {
     }
     let returns = returns_text(s).unwrap_or_default();
     let attr = if explicit { format!("#[aten(\"{}\")]\n", s.qualified()) } else { String::new() };
-    let cpu = if s.cpu { "" } else { "/// No CPU kernel: only a CUDA campaign (`--device cuda`) can run it.\n" };
+    let cpu = if s.cpu { "" } else { "/// No CPU kernel: sfz calls operators on the CPU, so every case of this one fails.\n" };
     format!("/// {}\n{cpu}{attr}api {api}({}){returns} {{\n}}\n", s.text, parts.join(", "))
 }
 
