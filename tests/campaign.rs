@@ -82,6 +82,11 @@ fn shards_cover_the_campaign_once_and_merge_to_the_keys_of_one_process() {
     assert!(stderr.contains("merged 2 folders") && stderr.contains("2 runs with 1200 executions"), "{stderr}");
     assert!(!stderr.contains("W0103"), "one campaign's shards agree: {stderr}");
     assert!(stdout.contains("unique finding"), "{stdout}");
+    // Each API's coverage from the shard that ran it.
+    let coverage: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(merged.join("coverage.json")).expect("coverage.json")).expect("JSON");
+    let covered: Vec<&String> = coverage.as_object().expect("an object per API").keys().collect();
+    assert_eq!(covered, ["sfz_test.buggy", "sfz_test.raise_signal", "torch.exp"], "{coverage}");
+    assert!(coverage["torch.exp"]["cases"].as_u64() > Some(0) && coverage["torch.exp"]["dtypes"]["input"].as_array().is_some_and(|d| !d.is_empty()), "{coverage}");
 
     let whole = dir.path().join("whole");
     let (code, _, stderr) = run(sfz().args(FIXED).args(["--iterations", "1200"]).arg(&spec).arg("--out").arg(&whole));

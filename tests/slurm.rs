@@ -2,7 +2,9 @@
 //! machine (`scripts/slurm/local-cluster.sh`, which installs slurmctld, slurmd and munge from
 //! Debian packages when they are missing), a 2-shard campaign array plus its dependent merge job
 //! submitted with `scripts/slurm/submit.sh`, and the merged report compared with one process
-//! running the same total cases. The cluster is shut down at the end, pass or fail.
+//! running the same total cases; then a 2-shard `sfz infer` array over two operators and its
+//! merge job, whose spec file must hold each operator once and check. The cluster is shut down
+//! at the end, pass or fail.
 //!
 //! Where Slurm cannot be installed (not root, no apt-get), the test says so loudly and passes,
 //! unless `SFZ_REQUIRE_SLURM=1` asks for a failure instead.
@@ -61,6 +63,30 @@ fn start(dir: &Path) -> Option<Cluster> {
     }
 }
 
+/// Waits until a job (the merge, which depends on the array) has left the queue.
+fn wait(cluster: &Cluster, job: &str) {
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        let q = Command::new("squeue").args(["-h", "-j", job]).env("SLURM_CONF", &cluster.conf).output().expect("squeue runs");
+        if String::from_utf8_lossy(&q.stdout).trim().is_empty() {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the jobs did not finish within ten minutes");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// The jobs' logs under a submission's folder, for a failing assertion.
+fn logs_of(out: &Path) -> String {
+    std::fs::read_dir(out)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
+        .map(|e| format!("== {}\n{}", e.path().display(), std::fs::read_to_string(e.path()).unwrap_or_default()))
+        .collect()
+}
+
 #[test]
 fn a_two_shard_array_and_its_merge_job_find_what_one_process_finds() {
     let started = Instant::now();
@@ -87,25 +113,8 @@ fn a_two_shard_array_and_its_merge_job_find_what_one_process_finds() {
     let ids = String::from_utf8_lossy(&submitted.stdout).trim().to_string();
     let merge_id = ids.split_whitespace().nth(1).unwrap_or_else(|| panic!("two job ids: {ids}")).to_string();
 
-    // Wait until the merge job has left the queue.
-    let deadline = Instant::now() + Duration::from_secs(600);
-    loop {
-        let q = Command::new("squeue").args(["-h", "-j", &merge_id]).env("SLURM_CONF", &cluster.conf).output().expect("squeue runs");
-        if String::from_utf8_lossy(&q.stdout).trim().is_empty() {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the jobs did not finish within ten minutes");
-        std::thread::sleep(Duration::from_millis(500));
-    }
-    let logs = || {
-        std::fs::read_dir(&out)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
-            .map(|e| format!("== {}\n{}", e.path().display(), std::fs::read_to_string(e.path()).unwrap_or_default()))
-            .collect::<String>()
-    };
+    wait(&cluster, &merge_id);
+    let logs = || logs_of(&out);
     let merged = out.join("merged");
     assert!(merged.join("report.md").is_file(), "the merge job wrote the report:\n{}", logs());
     assert!(out.join("shard-1/campaign.json").is_file() && out.join("shard-2/campaign.json").is_file(), "{}", logs());
@@ -114,6 +123,31 @@ fn a_two_shard_array_and_its_merge_job_find_what_one_process_finds() {
     let status = Command::new(env!("CARGO_BIN_EXE_sfz")).args(FIXED).args(["--iterations", "1200"]).arg(&spec).arg("--out").arg(&whole).output().expect("sfz runs");
     assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
     assert_eq!(keys(&merged), keys(&whole), "the merged shards and one process find the same keys\n{}", logs());
+
+    // `sfz infer` over operators as an array and its merge: each shard's operators in one
+    // checked, formatted spec file.
+    let inferred = dir.path().join("infer");
+    let submitted = Command::new(script("submit.sh"))
+        .args(["infer", "2"])
+        .arg(&inferred)
+        .args(["--budget", "2s", "-j", "1", "--seed", "3", "torch.exp", "torch.abs"])
+        .env("SLURM_CONF", &cluster.conf)
+        .env("SFZ", env!("CARGO_BIN_EXE_sfz"))
+        .env("SBATCH_ARGS", "--cpus-per-task=1")
+        .current_dir(dir.path())
+        .output()
+        .expect("submit.sh runs");
+    assert!(submitted.status.success(), "{}", String::from_utf8_lossy(&submitted.stderr));
+    let ids = String::from_utf8_lossy(&submitted.stdout).trim().to_string();
+    wait(&cluster, ids.split_whitespace().nth(1).unwrap_or_else(|| panic!("two job ids: {ids}")));
+    let text = std::fs::read_to_string(inferred.join("inferred.sfz")).unwrap_or_else(|e| panic!("the merge job wrote inferred.sfz ({e}):\n{}", logs_of(&inferred)));
+    for api in ["api torch.exp(", "api torch.abs("] {
+        assert_eq!(text.matches(api).count(), 1, "{api} in one shard's part:\n{text}");
+    }
+    let parts = (1..=2).filter(|k| inferred.join(format!("inferred-{k}.sfz")).is_file()).count();
+    assert_eq!(parts, 2, "one part per shard:\n{}", logs_of(&inferred));
+    let check = Command::new(env!("CARGO_BIN_EXE_sfz")).arg("check").arg(inferred.join("inferred.sfz")).output().expect("sfz runs");
+    assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stderr));
     drop(cluster);
     eprintln!("tests/slurm.rs: cluster, array, merge and comparison took {:.1} s", started.elapsed().as_secs_f64());
 }

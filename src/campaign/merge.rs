@@ -1,6 +1,7 @@
 //! Several findings folders (the shards of a campaign, runs on different machines) into one:
 //! a finding per key, as within a run, with its reproducer, original and pinned case; spec
-//! findings per (API, signature); every run's summary line kept, so statistics sum.
+//! findings per (API, signature); every run's summary line kept, so statistics sum, and each
+//! API's coverage over the runs in `coverage.json`.
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -11,6 +12,8 @@ use crate::findings::{load, Finding, Key, StoreError};
 /// One line per run (and resumption) of `sfz fuzz` in a folder: its `--json` summary.
 pub const SUMMARIES: &str = "summaries.jsonl";
 const SPEC_FINDINGS: &str = "spec-findings.jsonl";
+/// Each API's coverage over the merged runs (`campaign::coverage`).
+pub const COVERAGE: &str = "coverage.json";
 
 /// What merging did.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -25,6 +28,8 @@ pub struct Merged {
     pub seconds: f64,
     /// Executions per API over all runs.
     pub api_executions: BTreeMap<String, u64>,
+    /// APIs whose coverage over all runs went to `coverage.json`.
+    pub coverage_apis: usize,
     /// Folders that disagree on what made them (merged all the same).
     pub disagreements: Vec<Disagreement>,
 }
@@ -128,6 +133,12 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
         }
     }
     write(&out.join(SUMMARIES), &summaries)?;
+    let coverage = super::coverage::over_summaries(summaries.lines());
+    merged.coverage_apis = coverage.len();
+    if !coverage.is_empty() {
+        let text = serde_json::to_string_pretty(&coverage).map_err(|e| MergeError::Write { path: out.join(COVERAGE), source: std::io::Error::other(e) })?;
+        write(&out.join(COVERAGE), &text)?;
+    }
     Ok(merged)
 }
 

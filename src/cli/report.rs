@@ -47,7 +47,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
             let merged = merge::merge(dirs, out)?;
             eprint!("{}", disagreement_warnings(&merged.disagreements, color));
             eprintln!(
-                "merged {} folder{} into {} in {:.2} s: {} findings ({} duplicates dropped), {} spec findings, {} runs with {} executions",
+                "merged {} folder{} into {} in {:.2} s: {} findings ({} duplicates dropped), {} spec findings, {} runs with {} executions, coverage of {} APIs in {}",
                 dirs.len(),
                 if dirs.len() == 1 { "" } else { "s" },
                 out.display(),
@@ -56,7 +56,9 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
                 merged.duplicates,
                 merged.spec_findings,
                 merged.runs,
-                merged.executions
+                merged.executions,
+                merged.coverage_apis,
+                merge::COVERAGE
             );
             out.clone()
         }

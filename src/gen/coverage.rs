@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Mutex;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::eval::{self, Bindings, Val};
 use crate::spec::{ApiSpec, BinOp, Category, ParamType, TExpr, UnOp};
@@ -598,7 +598,7 @@ impl Coverage {
 }
 
 /// One API's coverage, as the JSON summary holds it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CoverageReport {
     pub cases: u64,
     /// Per parameter, the dtypes the cases gave it.
@@ -622,7 +622,7 @@ pub struct CoverageReport {
     pub accepted_combos: usize,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ConstraintCoverage {
     pub text: String,
     pub category: Category,
@@ -635,7 +635,7 @@ pub struct ConstraintCoverage {
     pub branches: Vec<BranchCoverage>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct BranchCoverage {
     pub text: String,
     /// Cases where it was true.
