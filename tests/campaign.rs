@@ -139,10 +139,22 @@ fn merging_folders_of_different_versions_warns_and_merges_where_keys_agree() {
 
 #[test]
 fn a_campaign_killed_by_sigkill_resumes_where_it_stopped_and_loses_no_finding() {
+    killed_and_resumed(&[]);
+}
+
+#[test]
+fn a_shard_killed_by_sigkill_resumes_its_own_cases_and_loses_no_finding() {
+    killed_and_resumed(&["--shard", "2/2"]);
+}
+
+/// Kills a campaign of 3000 cases (`extra` arguments added) with SIGKILL past case 1000,
+/// resumes it, and compares it with the same campaign never killed.
+fn killed_and_resumed(extra: &[&str]) {
     let dir = tempfile::tempdir().expect("tempdir");
     let spec = spec(dir.path());
     let out = dir.path().join("out");
-    let mut child = sfz().args(FIXED).args(["--iterations", "3000"]).arg(&spec).arg("--out").arg(&out).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("sfz starts");
+    let mut child =
+        sfz().args(FIXED).args(["--iterations", "3000"]).args(extra).arg(&spec).arg("--out").arg(&out).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("sfz starts");
     let progress = out.join("progress.json");
     let deadline = Instant::now() + Duration::from_secs(180);
     let next_case = |p: &Path| std::fs::read_to_string(p).ok().and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok()).and_then(|v| v["next_case"].as_u64()).unwrap_or(0);
@@ -167,9 +179,14 @@ fn a_campaign_killed_by_sigkill_resumes_where_it_stopped_and_loses_no_finding() 
 
     // The same campaign, never killed, finds the same keys.
     let whole = dir.path().join("whole");
-    let (code, _, stderr) = run(sfz().args(FIXED).args(["--iterations", "3000"]).arg(&spec).arg("--out").arg(&whole));
+    let (code, _, stderr) = run(sfz().args(FIXED).args(["--iterations", "3000"]).args(extra).arg(&spec).arg("--out").arg(&whole));
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(after, keys(&whole));
+
+    // The killed run wrote no summary; merging counts its cases from the progress file.
+    let (code, _, stderr) = run(sfz().arg("report").arg(&out).arg("--out").arg(dir.path().join("merged")));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains(&format!("1 runs with 3000 executions ({stopped_at} of them by runs killed before their summary")), "{stderr}");
 
     // A finished campaign has nothing left.
     let (code, _, stderr) = run(sfz().args(["fuzz", "--resume"]).arg(&out));

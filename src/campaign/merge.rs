@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::Manifest;
+use super::{Manifest, Progress};
 use crate::findings::{load, Finding, Key, StoreError};
 
 /// One line per run (and resumption) of `sfz fuzz` in a folder: its `--json` summary.
@@ -25,6 +25,9 @@ pub struct Merged {
     /// Runs whose summaries were summed, and their executions and seconds.
     pub runs: usize,
     pub executions: u64,
+    /// Of those executions, the ones of runs killed before their summary, counted from the
+    /// folder's progress (not in the per-API figures).
+    pub unsummarized: u64,
     pub seconds: f64,
     /// Executions per API over all runs.
     pub api_executions: BTreeMap<String, u64>,
@@ -117,13 +120,15 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
         write(&out.join(SPEC_FINDINGS), &spec_lines)?;
     }
 
-    // Statistics: every run's summary, summed.
+    // Statistics: every run's summary, summed; a run killed before it wrote its summary (kill
+    // -9) left only the progress file, whose case count covers every run of the folder.
     let mut summaries = String::new();
     for (dir, _) in &loaded {
+        let mut summed = 0;
         for line in fs::read_to_string(dir.join(SUMMARIES)).unwrap_or_default().lines() {
             let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
             merged.runs += 1;
-            merged.executions += v["executions"].as_u64().unwrap_or(0);
+            summed += v["executions"].as_u64().unwrap_or(0);
             merged.seconds += v["seconds"].as_f64().unwrap_or(0.0);
             for a in v["apis"].as_array().into_iter().flatten() {
                 *merged.api_executions.entry(a["api"].as_str().unwrap_or("").to_string()).or_insert(0) += a["executions"].as_u64().unwrap_or(0);
@@ -131,6 +136,9 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
             summaries.push_str(line);
             summaries.push('\n');
         }
+        let unsummarized = Progress::load(dir).next_case.saturating_sub(summed);
+        merged.executions += summed + unsummarized;
+        merged.unsummarized += unsummarized;
     }
     write(&out.join(SUMMARIES), &summaries)?;
     let coverage = super::coverage::over_summaries(summaries.lines());

@@ -47,7 +47,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
             let merged = merge::merge(dirs, out)?;
             eprint!("{}", disagreement_warnings(&merged.disagreements, color));
             eprintln!(
-                "merged {} folder{} into {} in {:.2} s: {} findings ({} duplicates dropped), {} spec findings, {} runs with {} executions, coverage of {} APIs in {}",
+                "merged {} folder{} into {} in {:.2} s: {} findings ({} duplicates dropped), {} spec findings, {} runs with {} executions{}, coverage of {} APIs in {}",
                 dirs.len(),
                 if dirs.len() == 1 { "" } else { "s" },
                 out.display(),
@@ -57,6 +57,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
                 merged.spec_findings,
                 merged.runs,
                 merged.executions,
+                if merged.unsummarized > 0 { format!(" ({} of them by runs killed before their summary, counted from progress.json)", merged.unsummarized) } else { String::new() },
                 merged.coverage_apis,
                 merge::COVERAGE
             );
