@@ -122,8 +122,9 @@ fn scripts_that_cannot_be_hunted_say_why() {
     let out = dir.path().join("out");
     // It raises before the markers: the script's own traceback.
     let raises = write(dir.path(), "raises.py", "import torch, sfz_trace\ndef load():\n    raise FileNotFoundError('data.csv')\nx = load()\nsfz_trace.start()\ny = torch.log(x)\n");
-    let (code, _, stderr) = hunt(&raises, &out, &[]);
+    let (code, _, stderr) = hunt(&raises, &out, &["--color=never"]);
     assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("error[E0107]: cannot hunt"), "a coded error: {stderr}");
     assert!(stderr.contains("raised before any torch operation") && stderr.contains("raises.py\", line 3, in load") && stderr.contains("FileNotFoundError: data.csv"), "{stderr}");
     assert!(!stderr.contains("tracer.py"), "the tracer's frames are not the user's: {stderr}");
     // It does not parse.
@@ -133,9 +134,14 @@ fn scripts_that_cannot_be_hunted_say_why() {
     assert!(stderr.contains("SyntaxError"), "{stderr}");
     // It does not import torch.
     let plain = write(dir.path(), "plain.py", "print('hello')\n");
-    let (code, _, stderr) = hunt(&plain, &out, &[]);
+    let (code, _, stderr) = hunt(&plain, &out, &["--color=never"]);
     assert_eq!(code, 2);
-    assert!(stderr.contains("does not import torch"), "{stderr}");
+    insta::assert_snapshot!(stderr.replace(&dir.path().display().to_string(), "<tmp>"));
+    // Nothing it calls can be replayed.
+    let opaque = write(dir.path(), "opaque.py", "import torch\nx = torch.rand(4, 3)\ny = x[:, 0]\n");
+    let (code, _, stderr) = hunt(&opaque, &out, &["--color=never"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("error[E0107]") && stderr.contains("none of its 2 traced calls is an operation sfz can replay"), "{stderr}");
     // It never reaches end(): what was traced is hunted, and the user is told.
     let open = write(dir.path(), "open.py", "import torch, sfz_trace\nx = torch.rand(8)\nsfz_trace.start()\ny = torch.sqrt(x - 0.5)\n");
     let (code, reports, stderr) = hunt(&open, &out, &[]);

@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::fuzz::parse_duration;
 use super::Color;
 use crate::check;
-use crate::diag::{self, RenderConfig};
+use crate::diag::{self, codes, Diagnostic, RenderConfig};
 use crate::findings::verify;
 use crate::numeric::driver::{hunt_program, HuntConfig, Outcome, Status};
 use crate::numeric::report::{python_reproducer, report, Report};
@@ -156,7 +156,8 @@ fn trace_script(script: &Path, args: &Args, color: Color) -> anyhow::Result<Opti
     let trace = match trace::run(script, &args.script_args, &config) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("error: cannot hunt {}: {e}", script.display());
+            let d = Diagnostic::new(codes::E0107, format!("cannot hunt {}", script.display())).with_note(e.to_string()).with_help(e.help());
+            eprint!("{}", diag::render(&diag::SourceMap::default(), &d, RenderConfig { color: color.stderr() }));
             return Ok(None);
         }
     };
@@ -182,7 +183,10 @@ fn trace_script(script: &Path, args: &Args, color: Color) -> anyhow::Result<Opti
         }
     }
     if lowered.lets.is_empty() {
-        eprintln!("error: cannot hunt {}: none of its {} traced calls is an operation sfz can replay (see NUMERIC.md for the list)", script.display(), trace.ops.len());
+        let d = Diagnostic::new(codes::E0107, format!("cannot hunt {}", script.display()))
+            .with_note(format!("none of its {} traced calls is an operation sfz can replay", trace.ops.len()))
+            .with_help("docs/NUMERIC.md lists the operations a hunt replays; write the chain to hunt as a `program` item, or trace a part of the script that uses them");
+        eprint!("{}", diag::render(&diag::SourceMap::default(), &d, RenderConfig { color: color.stderr() }));
         return Ok(None);
     }
     let sfz = args.out.join(format!("{name}.sfz"));

@@ -124,6 +124,21 @@ pub enum TraceError {
     NoOps(&'static str),
 }
 
+impl TraceError {
+    /// What the user can do about it.
+    pub fn help(&self) -> &'static str {
+        match self {
+            TraceError::Missing { .. } => "give the path of a Python script (`sfz hunt train.py`)",
+            TraceError::Python { .. } => "run scripts/setup.sh, which installs torch into ~/.cache/sfz/venv, or set SFZ_PYTHON",
+            TraceError::Timeout(_) => "mark the part to hunt with `sfz_trace.start()`/`end()`, or raise --trace-timeout",
+            TraceError::NoRecord(_) | TraceError::Write { .. } => "check that the --out folder is writable and has space",
+            TraceError::Raised(_) => "fix the error the traceback shows (the script must run under the venv's Python: `SFZ_PYTHON=... python script.py`), or move `sfz_trace.start()` past the part that needs what is missing",
+            TraceError::NoTorch => "hunt a script that computes with torch, or write a `program` item in a .sfz file",
+            TraceError::NoOps(_) => "make sure the marked part (or the script) runs torch operations; arguments for the script go after `--`",
+        }
+    }
+}
+
 /// Writes the tracer next to the findings (`dir/sfz_trace/`) and returns the folder to put on
 /// PYTHONPATH.
 fn install(dir: &Path) -> Result<PathBuf, TraceError> {
