@@ -3,8 +3,9 @@
 //! `let`, a quantified variable, a dtype, a visible item, a built-in function or the root of a
 //! dotted path (`torch.softmax`); a `let` name is bound once; each `let` lowers to steps of the
 //! program IR (wrong calls are E0020); `requires` over parameters only become the inputs'
-//! constraints, checked as an API's are. `ensures` and `requires` that read a `let` are checked
-//! for names only.
+//! constraints, checked as an API's are. An `ensures` bounding a `let`'s values is a range the
+//! hunt's range oracle checks; other `ensures` and `requires` that read a `let` are checked for
+//! names only.
 use std::collections::HashMap;
 
 use super::lowering::Lowerer;
@@ -17,6 +18,7 @@ use crate::spec::ProgramSpec;
 use crate::spec::{ApiSpec, Origin};
 use crate::wire::case::DType;
 use crate::wire::program::ir::ProgramIr;
+use crate::wire::program::range::StepRange;
 
 /// Every plain name an expression mentions.
 fn mentioned(e: &ast::Expr, out: &mut Vec<String>) {
@@ -47,6 +49,40 @@ fn mentioned(e: &ast::Expr, out: &mut Vec<String>) {
     }
 }
 
+/// The range an `ensures` declares for a value's elements, in the forms the range oracle runs:
+/// `v.values in LO..HI`, `v.values >= C`, `v.values <= C` (and `>`,
+/// `<`, which round to the same test), with number literals. Other `ensures` are checked for names only.
+fn declared_range(e: &ast::Expr) -> Option<(String, f64, f64)> {
+    fn values_of(e: &ast::Expr) -> Option<String> {
+        match &e.kind {
+            ExprKind::Field(base, f) if f.name == "values" => match &base.kind {
+                ExprKind::Name(n) => Some(n.clone()),
+                _ => None,
+            },
+            ExprKind::Paren(inner) => values_of(inner),
+            _ => None,
+        }
+    }
+    fn number(e: &ast::Expr) -> Option<f64> {
+        match &e.kind {
+            ExprKind::Int(i) => Some(*i as f64),
+            ExprKind::Float { value, .. } => Some(*value),
+            ExprKind::Unary(ast::UnOp::Neg, inner) => number(inner).map(|v| -v),
+            ExprKind::Paren(inner) => number(inner),
+            _ => None,
+        }
+    }
+    let inf = f64::INFINITY;
+    let ExprKind::Binary(op, a, b) = &e.kind else { return None };
+    let name = values_of(a)?;
+    match (op, &b.kind) {
+        (ast::BinOp::In, ExprKind::Range { lo, hi, .. }) => Some((name, number(lo)?, number(hi)?)),
+        (ast::BinOp::Ge | ast::BinOp::Gt, _) => Some((name, number(b)?, inf)),
+        (ast::BinOp::Le | ast::BinOp::Lt, _) => Some((name, -inf, number(b)?)),
+        _ => None,
+    }
+}
+
 impl Checker<'_> {
     pub fn check_program(&mut self, module: usize, program: &ast::Program) -> ProgramSpec {
         let params = self.params(module, &program.params);
@@ -55,6 +91,7 @@ impl Checker<'_> {
         let text = move |s: Span| loader.map.get(file).slice(s).to_string();
         let mut lowerer = Lowerer::new(&params, &text);
         let mut requires = Vec::new();
+        let mut ranges = Vec::new();
         let errors_before = self.diags.iter().filter(|d| d.is_error()).count();
         self.body_scope(program.body.span, &params, false);
         // Name → where it is bound.
@@ -86,7 +123,12 @@ impl Checker<'_> {
                         requires.extend(self.requirement(module, &params, expr, file, Origin::Inline));
                     }
                 }
-                StmtKind::Ensure(expr) => self.program_names(module, expr, &names, &mut Vec::new()),
+                StmtKind::Ensure(expr) => {
+                    self.program_names(module, expr, &names, &mut Vec::new());
+                    if let Some(r) = declared_range(expr) {
+                        ranges.push((r, text(expr.span)));
+                    }
+                }
                 StmtKind::Oracles(refs) => {
                     for r in refs {
                         self.oracle_use(module, r);
@@ -114,7 +156,15 @@ impl Checker<'_> {
             relations: Vec::new(),
             from: None,
         };
-        let ir = ProgramIr { params: params.iter().map(|p| p.name.clone()).collect(), steps };
+        // A declared range holds for the step that computes the `let`'s value.
+        let ensures = ranges
+            .into_iter()
+            .filter_map(|((name, lo, hi), declared)| {
+                let step = steps.iter().rposition(|s| s.name == name)? as u32;
+                Some(StepRange { step, lo, hi, declared: Some(declared) })
+            })
+            .collect();
+        let ir = ProgramIr { params: params.iter().map(|p| p.name.clone()).collect(), steps, ensures };
         ProgramSpec { name: program.name.name.clone(), span: program.name.span, inputs, ir, step_text, runnable }
     }
 

@@ -9,7 +9,7 @@ use super::driver::{Outcome, Status};
 use crate::findings::repro::py_float;
 use crate::spec::ProgramSpec;
 use crate::wire::case::Arg;
-use crate::wire::program::hunt::{InputValues, PathPoint, Strategy};
+use crate::wire::program::hunt::{Fired, InputValues, PathPoint, Strategy};
 use crate::wire::program::ir::{Operand, ProgramIr};
 use crate::wire::program::ops::{Kind, NumOp};
 
@@ -19,7 +19,7 @@ pub struct Report {
     pub program: String,
     /// `bug`, `clean`, `rejected`, `crashed` or `hang`.
     pub status: &'static str,
-    /// The oracle that fired: `nan_inf` (or `crash`).
+    /// The oracle that fired: `nan_inf`, `rewrite`, `range`, `wider`, `crash` or `hang`.
     pub oracle: Option<&'static str>,
     /// The step whose output went non-finite, its op and source text.
     pub step: Option<String>,
@@ -94,7 +94,7 @@ pub fn report(program: &ProgramSpec, outcome: &Outcome, strategy: Strategy) -> R
     match &outcome.status {
         Status::Found(f) => {
             r.status = "bug";
-            r.oracle = Some(if f.rewrite.is_some() { "rewrite" } else { "nan_inf" });
+            r.oracle = Some(f.fired.name());
             if let Some(st) = step_of(f.step) {
                 r.step = Some(st.name.clone());
                 r.op = Some(st.op.python());
@@ -103,9 +103,27 @@ pub fn report(program: &ProgramSpec, outcome: &Outcome, strategy: Strategy) -> R
             r.nan = f.nan;
             r.inf = f.inf;
             r.severity = if f.nan > 0 { "high" } else { "medium" };
-            if let Some(rw) = &f.rewrite {
-                r.message = Some(format!("finite but {} where the stable form {} gives {}", py_float(rw.naive), rw.stable.stable.name, py_float(rw.stable_value)));
-            }
+            r.message = match &f.fired {
+                Fired::NonFinite => None,
+                Fired::Rewrite(rw) => Some(format!("finite but {} where the stable form {} gives {}", py_float(rw.naive), rw.stable.stable.name, py_float(rw.stable_value))),
+                Fired::Range(rf) => Some(format!(
+                    "{} is outside [{}, {}], {}",
+                    py_float(rf.value),
+                    bound(rf.range.lo),
+                    bound(rf.range.hi),
+                    match (&rf.range.declared, step_of(f.step)) {
+                        (Some(text), _) => format!("which `{text}` declares"),
+                        (None, Some(st)) => format!("the range of {}", st.op.python()),
+                        (None, None) => "its op's range".to_string(),
+                    }
+                )),
+                Fired::Wider(w) => Some(format!(
+                    "{} in {}, where the same program in float64 gives {}",
+                    py_float(w.got),
+                    f.steps.get(f.step as usize).and_then(|s| s.dtype).map_or("its dtype", |d| d.name()),
+                    py_float(w.want)
+                )),
+            };
             r.time_to_find_us = Some(f.micros);
             r.input = f.inputs.iter().enumerate().filter_map(|(i, v)| Some((ir.params[i].clone(), v.clone()?))).collect();
         }
@@ -128,6 +146,15 @@ pub fn report(program: &ProgramSpec, outcome: &Outcome, strategy: Strategy) -> R
         }
     }
     r
+}
+
+/// A range's bound as people read it (`inf`, not Python's `float("inf")`).
+fn bound(v: f64) -> String {
+    if v.is_infinite() {
+        v.to_string()
+    } else {
+        py_float(v)
+    }
 }
 
 /// A Python name for value `v`: a `let` keeps its name, an intermediate is `_sK`.
@@ -252,7 +279,48 @@ for name, value, inputs in steps:
         sys.exit(1)
 "#,
     );
-    if let Some(rw) = &found.rewrite {
+    let dtype = found.steps.get(found.step as usize).and_then(|s| s.dtype);
+    let fired_name = ir.steps.get(found.step as usize).map_or("", |s| s.name.as_str());
+    let fired_value = py_name(ir, ir.params.len() as u32 + found.step);
+    if let Fired::Range(rf) = &found.fired {
+        // The range oracle: the step's finite values against the range, as the worker compared.
+        let (lo, hi) = crate::wire::program::range::limits(rf.range.lo, rf.range.hi, dtype);
+        let _ = writeln!(out, "v = {fired_value}.double()");
+        let _ = writeln!(out, "bad = torch.isfinite(v) & ((v < {}) | (v > {}))", py_float(lo), py_float(hi));
+        let _ = writeln!(out, "if bool(bad.any()):");
+        let _ = writeln!(out, "    print(\"sfz-range:\", {fired_name:?}, \"outside [{}, {}]\")", bound(rf.range.lo), bound(rf.range.hi));
+        let _ = writeln!(out, "    print(v[bad])");
+        let _ = writeln!(out, "    sys.exit(1)");
+    }
+    if let Fired::Wider(_) = &found.fired {
+        // The wider-float oracle: the same chain with its floating inputs in float64.
+        let params: Vec<String> = (0..ir.params.len()).map(|i| py_name(ir, i as u32)).collect();
+        out.push_str("\ndef _to(t, dtype, wide):\n    return t.to(dtype).double() if wide and dtype.is_floating_point else t.to(dtype)\n\n");
+        let _ = writeln!(out, "def program(wide, {}):", params.join(", "));
+        for (k, step) in ir.steps.iter().enumerate().take(found.step as usize + 1) {
+            let name = py_name(ir, (ir.params.len() + k) as u32);
+            let text = match step.op {
+                NumOp::To => format!("_to({}, {}, wide)", py_operand(ir, &step.args[0]), py_operand(ir, &step.args[1])),
+                _ => py_step(ir, k),
+            };
+            let _ = writeln!(out, "    {name} = {text}");
+        }
+        let _ = writeln!(out, "    return {fired_value}\n");
+        let _ = writeln!(out, "wide = [p.double() if isinstance(p, torch.Tensor) and p.is_floating_point() else p for p in ({},)]", params.join(", "));
+        let _ = writeln!(out, "a, b = {fired_value}.double(), program(True, *wide)");
+        let _ = writeln!(out, "scale = float(b[torch.isfinite(b)].abs().max()) if bool(torch.isfinite(b).any()) else 0.0");
+        let _ = writeln!(
+            out,
+            "bad = torch.isfinite(a) & torch.isfinite(b) & ((a - b).abs() > {} * b.abs() + max(1e-6 * scale, {}))",
+            py_float(crate::wire::program::hunt::wider_tolerance(dtype)),
+            py_float(crate::wire::program::hunt::wider_atol(dtype))
+        );
+        let _ = writeln!(out, "if bool(bad.any()):");
+        let _ = writeln!(out, "    print(\"sfz-wider:\", {fired_name:?}, \"differs from the same program in float64\")");
+        let _ = writeln!(out, "    print(a[bad], b[bad])");
+        let _ = writeln!(out, "    sys.exit(1)");
+    }
+    if let Fired::Rewrite(rw) = &found.fired {
         // The formula-rewrite oracle: the chain against its stable form, as the worker compared.
         let mut with_stable = ir.clone();
         with_stable.steps.push(rw.stable.stable.clone());

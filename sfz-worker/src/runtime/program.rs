@@ -9,10 +9,12 @@ use tch::{Kind, Tensor};
 
 use super::materialize::{kind, materialize};
 use sfz::wire::case::{Arg, DType};
-use sfz::wire::program::hunt::{self, Found, HuntRequest, HuntResult, InputValues, PathPoint, Record, RewriteFound, SoftSignal, Stats, StepObs, Strategy, MAX_PATH};
+use sfz::wire::program::hunt::{
+    self, Fired, Found, HuntRequest, HuntResult, InputValues, PathPoint, RangeFound, Record, RewriteFound, SoftSignal, Stats, StepObs, Strategy, WiderFound, MAX_PATH,
+};
 use sfz::wire::program::ir::{Operand, ProgramIr, Step};
 use sfz::wire::program::ops::NumOp;
-use sfz::wire::program::rewrite;
+use sfz::wire::program::{range, rewrite};
 
 /// A value of a running program.
 enum V {
@@ -209,9 +211,18 @@ fn apply(op: NumOp, a: &[V]) -> R<Tensor> {
 
 /// Runs every step; `vals` holds the parameters and gets one value per step appended.
 fn forward(ir: &ProgramIr, vals: &mut Vec<V>) -> R<()> {
+    forward_in(ir, vals, false)
+}
+
+/// `forward`, where `widen` makes every cast to a floating dtype round to it and come back to
+/// float64 (the wider-float oracle's run of the same program: the values a program rounds on
+/// purpose stay rounded, the arithmetic after them is float64).
+fn forward_in(ir: &ProgramIr, vals: &mut Vec<V>, widen: bool) -> R<()> {
     for step in &ir.steps {
         let args: Vec<V> = step.args.iter().map(|o| operand(vals, o)).collect();
-        vals.push(V::T(apply(step.op, &args)?));
+        let out = apply(step.op, &args)?;
+        let back = widen && step.op == NumOp::To && matches!(args.get(1), Some(V::D(d)) if d.is_floating());
+        vals.push(V::T(if back { out.f_to_kind(Kind::Double)? } else { out }));
     }
     Ok(())
 }
@@ -289,6 +300,116 @@ fn rewrite_oracle(ir: &ProgramIr, vals: &[V]) -> Option<(u32, RewriteFound)> {
         }
     }
     None
+}
+
+/// The range oracle: the first step whose tensor operands are finite and whose finite output
+/// leaves its range (an op's own range on floating outputs only: integer arithmetic wraps by
+/// design), with the value furthest out.
+fn range_oracle(ir: &ProgramIr, vals: &[V], obs: &[Option<Stats>]) -> Option<(u32, RangeFound)> {
+    let n = ir.params.len();
+    let mut ranges = range::of_program(ir);
+    ranges.sort_by_key(|r| r.step);
+    for r in ranges {
+        let k = r.step as usize;
+        let (Some(step), Some(Some(out))) = (ir.steps.get(k), obs.get(n + k)) else { continue };
+        let dtype = step_dtype(vals, ir, k);
+        let floating = dtype.is_some_and(DType::is_floating);
+        let inputs_finite = ProgramIr::reads(step).all(|v| obs[v as usize].is_none_or(|s| s.finite() && s.numel > 0));
+        if !inputs_finite || out.numel == out.nan + out.inf || (r.declared.is_none() && !floating) {
+            continue;
+        }
+        let worst = [out.min, out.max].into_iter().filter(|v| range::outside(r.lo, r.hi, *v, dtype)).max_by(|a, b| {
+            let dist = |v: f64| (r.lo - v).max(v - r.hi);
+            dist(*a).total_cmp(&dist(*b))
+        });
+        if let Some(value) = worst {
+            return Some((r.step, RangeFound { range: r, value }));
+        }
+    }
+    None
+}
+
+/// The wider-float oracle: the program again with its floating inputs in float64; the first
+/// output (a step no later step reads) in a narrower dtype that differs from its float64 run
+/// beyond `hunt::wider_differs`, with the element that differs most.
+fn wider_oracle(ir: &ProgramIr, vals: &[V]) -> Option<(u32, WiderFound)> {
+    let n = ir.params.len();
+    let mut widened = false;
+    let mut wide: Vec<V> = vals[..n]
+        .iter()
+        .map(|v| match v {
+            V::T(t) if t.is_floating_point() && t.kind() != Kind::Double => {
+                widened = true;
+                V::T(t.detach().to_kind(Kind::Double))
+            }
+            V::T(t) => V::T(t.detach()),
+            v => v.shallow(),
+        })
+        .collect();
+    if !widened || tch::no_grad(|| forward_in(ir, &mut wide, true)).is_err() {
+        return None;
+    }
+    let read: Vec<u32> = ir.steps.iter().flat_map(ProgramIr::reads).collect();
+    for k in (0..ir.steps.len()).filter(|k| !read.contains(&((n + k) as u32))) {
+        let (Some(got), Some(want)) = (vals[n + k].tensor(), wide[n + k].tensor()) else { continue };
+        let dtype = dtype_of(got);
+        if !got.is_floating_point() || got.kind() == Kind::Double || got.size() != want.size() {
+            continue;
+        }
+        let (a, b) = (values(got), values(want));
+        let scale = b.iter().filter(|v| v.is_finite()).fold(0.0f64, |m, v| m.max(v.abs()));
+        if !a.iter().zip(&b).any(|(x, y)| hunt::wider_differs(*x, *y, scale, dtype)) {
+            continue;
+        }
+        // An error the problem's conditioning explains is no finding: the same program in
+        // float64 on inputs moved by the narrow dtype's rounding moves its output as far.
+        let spread = perturbed_spread(ir, &wide, n + k, dtype)?;
+        let worst = a
+            .iter()
+            .zip(&b)
+            .zip(&spread)
+            .filter(|((x, y), s)| hunt::wider_differs(**x, **y, scale, dtype) && (*x - *y).abs() > hunt::WIDER_CONDITIONING * **s)
+            .max_by(|((x1, y1), _), ((x2, y2), _)| (*x1 - *y1).abs().total_cmp(&(*x2 - *y2).abs()));
+        if let Some(((got, want), _)) = worst {
+            return Some((k as u32, WiderFound { got: *got, want: *want }));
+        }
+    }
+    None
+}
+
+/// Per element of value `v`, how far the float64 program's output moves when every floating
+/// input moves by up to the unit roundoff of `dtype` (a few seeded random draws): the error
+/// that rounding the inputs alone would cause, which no algorithm in that dtype avoids.
+fn perturbed_spread(ir: &ProgramIr, wide: &[V], v: usize, dtype: Option<DType>) -> Option<Vec<f64>> {
+    let n = ir.params.len();
+    let u = hunt::unit_roundoff(dtype);
+    let base = values(wide[v].tensor()?);
+    let mut spread = vec![0.0f64; base.len()];
+    let _guard = tch::no_grad_guard();
+    for draw in 0..hunt::WIDER_DRAWS {
+        let mut moved: Vec<V> = wide[..n]
+            .iter()
+            .enumerate()
+            .map(|(i, x)| match x {
+                V::T(t) if t.kind() == Kind::Double => {
+                    // Seeded here, not from libtorch's global generator, which the hunt leaves alone.
+                    let mut rng = ChaCha8Rng::seed_from_u64(draw * 1_000_003 + i as u64);
+                    let factors: Vec<f64> = (0..t.numel()).map(|_| 1.0 + u * rng.random_range(-1.0..=1.0)).collect();
+                    V::T(t * Tensor::from_slice(&factors).reshape(t.size()))
+                }
+                x => x.shallow(),
+            })
+            .collect();
+        forward_in(ir, &mut moved, true).ok()?;
+        for (s, (m, b)) in spread.iter_mut().zip(values(moved[v].tensor()?).iter().zip(&base)) {
+            if m.is_finite() {
+                *s = s.max((m - b).abs());
+            } else {
+                *s = f64::INFINITY;
+            }
+        }
+    }
+    Some(spread)
 }
 
 fn operand_stats(step: &Step, obs: &[Option<Stats>]) -> Vec<Stats> {
@@ -446,18 +567,25 @@ impl Episode<'_> {
             self.collect(&vals, &obs);
         }
         if self.result.found.is_none() {
-            if let Some((step, out)) = oracle(ir, &obs) {
-                let inputs = (0..ir.params.len()).map(|i| vals[i].tensor().and_then(|t| Some(InputValues { dtype: dtype_of(t)?, shape: t.size(), values: values(t) }))).collect();
-                let steps = (0..ir.steps.len()).map(|k| StepObs { dtype: step_dtype(&vals, ir, k), out: obs[ir.params.len() + k].unwrap_or_default() }).collect();
-                self.result.found =
-                    Some(Found { step, eval: self.evals, nan: out.nan, inf: out.inf, inputs, steps, micros: self.start.elapsed().as_micros() as u64, rewrite: None });
-            } else if let Some((step, rewrite)) = rewrite_oracle(ir, &vals) {
-                let inputs = (0..ir.params.len()).map(|i| vals[i].tensor().and_then(|t| Some(InputValues { dtype: dtype_of(t)?, shape: t.size(), values: values(t) }))).collect();
-                let steps = (0..ir.steps.len()).map(|k| StepObs { dtype: step_dtype(&vals, ir, k), out: obs[ir.params.len() + k].unwrap_or_default() }).collect();
-                self.result.found = Some(Found { step, eval: self.evals, nan: 0, inf: 0, inputs, steps, micros: self.start.elapsed().as_micros() as u64, rewrite: Some(rewrite) });
+            // The oracles in order: NaN/INF, then the finite-but-wrong ones.
+            let fired = oracle(ir, &obs)
+                .map(|(step, out)| (step, out.nan, out.inf, Fired::NonFinite))
+                .or_else(|| rewrite_oracle(ir, &vals).map(|(step, rw)| (step, 0, 0, Fired::Rewrite(rw))))
+                .or_else(|| range_oracle(ir, &vals, &obs).map(|(step, r)| (step, 0, 0, Fired::Range(r))))
+                .or_else(|| wider_oracle(ir, &vals).map(|(step, w)| (step, 0, 0, Fired::Wider(w))));
+            if let Some((step, nan, inf, fired)) = fired {
+                self.result.found = Some(self.found(&vals, &obs, step, nan, inf, fired));
             }
         }
         Ok(Eval { vals, obs })
+    }
+
+    /// A finding at this evaluation: the inputs and every step's statistics.
+    fn found(&self, vals: &[V], obs: &[Option<Stats>], step: u32, nan: u64, inf: u64, fired: Fired) -> Found {
+        let ir = &self.req.program;
+        let inputs = (0..ir.params.len()).map(|i| vals[i].tensor().and_then(|t| Some(InputValues { dtype: dtype_of(t)?, shape: t.size(), values: values(t) }))).collect();
+        let steps = (0..ir.steps.len()).map(|k| StepObs { dtype: step_dtype(vals, ir, k), out: obs[ir.params.len() + k].unwrap_or_default() }).collect();
+        Found { step, eval: self.evals, nan, inf, inputs, steps, micros: self.start.elapsed().as_micros() as u64, fired }
     }
 
     fn collect(&mut self, vals: &[V], obs: &[Option<Stats>]) {

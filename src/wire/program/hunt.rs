@@ -119,10 +119,93 @@ pub struct Found {
     pub steps: Vec<StepObs>,
     /// Microseconds from the episode's start.
     pub micros: u64,
-    /// Set when the formula-rewrite oracle fired instead: the chain ending at `step` is finite
-    /// but differs from its stable form.
+    /// Which oracle fired at `step`, and what it compared.
     #[serde(default)]
-    pub rewrite: Option<RewriteFound>,
+    pub fired: Fired,
+}
+
+/// The oracle that fired, with what it saw.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub enum Fired {
+    /// The step's output holds NaN or INF although its inputs are finite.
+    #[default]
+    NonFinite,
+    /// The chain ending at the step is finite but differs from its stable form.
+    Rewrite(RewriteFound),
+    /// The step's finite output left its range (the op's own, or one the program declares).
+    Range(RangeFound),
+    /// The program's output (a step no other step reads) in its own dtype is far from the same
+    /// program run in float64 on the same inputs.
+    Wider(WiderFound),
+}
+
+impl Fired {
+    /// The oracle's name in reports.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Fired::NonFinite => "nan_inf",
+            Fired::Rewrite(_) => "rewrite",
+            Fired::Range(_) => "range",
+            Fired::Wider(_) => "wider",
+        }
+    }
+}
+
+/// The range oracle fired: the range and the value furthest outside it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RangeFound {
+    pub range: super::range::StepRange,
+    pub value: f64,
+}
+
+/// The wider-float oracle fired: the element that differs most, in the program's dtype and in
+/// float64.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WiderFound {
+    pub got: f64,
+    pub want: f64,
+}
+
+/// The wider-float oracle's tolerance, relative to the float64 value: far above the rounding of
+/// a well-conditioned chain (float32 ~1e-7, half types ~1e-3 per step), far below the error of
+/// a cancellation that leaves only noise.
+pub fn wider_tolerance(dtype: Option<DType>) -> f64 {
+    match dtype {
+        Some(DType::Float16) | Some(DType::BFloat16) => 1e-1,
+        _ => 1e-2,
+    }
+}
+
+/// The wider-float oracle fires only where the error is this many times what rounding the
+/// inputs alone moves the float64 result by (`WIDER_DRAWS` random draws underestimate the worst
+/// case, hence the margin): an unstable formula, not an ill-conditioned problem.
+pub const WIDER_CONDITIONING: f64 = 32.0;
+pub const WIDER_DRAWS: u64 = 4;
+
+/// The unit roundoff of a narrower float (half its machine epsilon).
+pub fn unit_roundoff(dtype: Option<DType>) -> f64 {
+    match dtype {
+        Some(DType::Float16) => 4.9e-4,
+        Some(DType::BFloat16) => 3.9e-3,
+        _ => 6.0e-8,
+    }
+}
+
+/// Whether a value computed in a narrower float is far from its float64 counterpart. `scale`
+/// is the largest float64 magnitude of the same output: an element a millionth of it (a
+/// probability beside the likely ones) is excused.
+pub fn wider_differs(got: f64, want: f64, scale: f64, dtype: Option<DType>) -> bool {
+    got.is_finite() && want.is_finite() && (got - want).abs() > wider_tolerance(dtype) * want.abs() + (1e-6 * scale).max(wider_atol(dtype))
+}
+
+/// The absolute part of the tolerance, as in `torch.testing`'s closeness: a loss of 6e-10 that
+/// float32 rounds to 0 next to terms of magnitude 1 is float32's resolution, not an unstable
+/// formula.
+pub fn wider_atol(dtype: Option<DType>) -> f64 {
+    match dtype {
+        Some(DType::Float16) | Some(DType::BFloat16) => 1e-2,
+        _ => 1e-4,
+    }
 }
 
 /// The formula-rewrite oracle fired: the stable form and the largest difference seen.

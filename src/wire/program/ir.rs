@@ -35,6 +35,9 @@ pub struct ProgramIr {
     /// Parameter names, in order (value `i` is parameter `i`).
     pub params: Vec<String>,
     pub steps: Vec<Step>,
+    /// Ranges the program's `ensures` declare for its `let`s (the range oracle).
+    #[serde(default)]
+    pub ensures: Vec<super::range::StepRange>,
 }
 
 impl ProgramIr {

@@ -65,7 +65,7 @@ mod tests {
     use super::*;
 
     fn ir(steps: Vec<Step>) -> ProgramIr {
-        ProgramIr { params: vec!["x".into()], steps }
+        ProgramIr { params: vec!["x".into()], steps, ensures: Vec::new() }
     }
 
     fn step(name: &str, op: NumOp, args: Vec<Operand>) -> Step {
