@@ -1,5 +1,6 @@
 //! Numerical-bug hunting on the programs of `examples/numerical`: per strategy (random
-//! mutation, gradient guidance, gradient guidance with soft assertions), how many bug programs
+//! mutation, gradient guidance with targets by round robin, at random, and by the soft
+//! assertions, which are trained on one-op sweeps, not on these programs), how many bug programs
 //! are found, the mean and maximum time to find one, and false alarms on the fixed variants
 //! (`*_fixed`, target 0).
 //!
@@ -32,8 +33,14 @@ fn main() {
     let mut worker = HuntWorker::start(&PathBuf::from(env!("CARGO_BIN_EXE_sfz-worker")), Duration::from_secs(60)).expect("a worker starts");
     println!("numerical-bug hunting: {bugs} bug programs, {fixed} fixed variants, seeds {seeds:?}, budget {budget} evaluations x {episodes} episodes");
     println!("{:<18} {:>9} {:>10} {:>10} {:>12} {:>11} {:>13}", "strategy", "found", "mean ms", "max ms", "worker ms", "evals", "false alarms");
-    let runs = [("random", Strategy::Random, false), ("gradient", Strategy::Gradient, false), ("gradient+soft", Strategy::Gradient, true)];
-    for (name, strategy, with_soft) in runs {
+    // Targets: round robin (no models), at random, by the soft assertions.
+    let runs = [
+        ("random", Strategy::Random, false, false),
+        ("gradient", Strategy::Gradient, false, false),
+        ("gradient+random", Strategy::Gradient, false, true),
+        ("gradient+soft", Strategy::Gradient, true, false),
+    ];
+    for (name, strategy, with_soft, random_targets) in runs {
         if with_soft && models.is_none() {
             println!("{name:<18} (no soft-assertion models)");
             continue;
@@ -41,7 +48,7 @@ fn main() {
         let (mut found, mut total, mut alarms) = (0usize, 0usize, 0usize);
         let (mut times, mut worker_times, mut evals) = (Vec::new(), Vec::new(), Vec::new());
         for &seed in &seeds {
-            let config = HuntConfig { strategy, budget, episodes, seed, models: if with_soft { models.clone() } else { None }, ..HuntConfig::default() };
+            let config = HuntConfig { strategy, budget, episodes, seed, models: if with_soft { models.clone() } else { None }, random_targets, ..HuntConfig::default() };
             for p in &programs {
                 let o = hunt_program(&mut worker, p, &config);
                 let is_fixed = p.name.ends_with("_fixed");

@@ -161,3 +161,38 @@ program layer(x: Tensor, w: Tensor, b: Tensor) {
     let Status::Found(f) = &o.status else { panic!("{:?}", o.status) };
     assert_eq!(p.ir.steps[f.step as usize].op, sfz::wire::program::ops::NumOp::Log, "only the naive form: {:?}", p.ir.steps[f.step as usize]);
 }
+
+/// The soft assertions choose the gradient search's target: with no models the first target is
+/// the first risky step (round robin); with models that give `log` a high probability of a
+/// non-finite output and `exp` none, the first target is the `log` step.
+#[test]
+fn a_soft_assertion_model_changes_the_target_the_search_takes_first() {
+    use sfz::wire::program::forest::{Forest, ForestConfig};
+    use sfz::wire::program::ops::NumOp;
+    use sfz::wire::program::soft::{self, OpModel, SoftModels};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = dir.path().join("two.sfz");
+    std::fs::write(&spec, "program two(x: Tensor) {\n    x.dtype == float32;\n    x.ndim == 1;\n    x.shape[0] == 4;\n    x.values in 0.5..2.0;\n    let a = torch.exp(x);\n    let b = torch.log(x);\n}\n").expect("write");
+    let checked = sfz::check::check_paths(&[spec]);
+    assert!(!checked.has_errors());
+    let p = checked.spec.programs.into_iter().next().expect("the program");
+    let constant = |fires: bool| {
+        let xs = vec![vec![0.0; soft::feature_names().len()]; 20];
+        OpModel {
+            nonfinite: Forest::fit(&xs, &[fires; 20], &ForestConfig { trees: 1, max_depth: 1, min_leaf: 1, seed: 0 }),
+            imprecise: None,
+            samples: 20,
+            positives: if fires { 20 } else { 0 },
+        }
+    };
+    let models =
+        SoftModels { version: soft::VERSION, features: soft::feature_names(), models: [(NumOp::Exp, constant(false)), (NumOp::Log, constant(true))].into_iter().collect() };
+    let first_target = |models: Option<SoftModels>| {
+        let mut w = worker();
+        let o = hunt_program(&mut w, &p, &HuntConfig { episodes: 1, budget: 4, models, ..config(Strategy::Gradient) });
+        let path = o.last.expect("an episode ran").path;
+        path.iter().find_map(|pt| pt.target).map(|k| p.ir.steps[k as usize].name.clone())
+    };
+    assert_eq!(first_target(None).as_deref(), Some("a"), "round robin starts at the first risky step");
+    assert_eq!(first_target(Some(models)).as_deref(), Some("b"), "the model points at log");
+}

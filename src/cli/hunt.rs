@@ -65,6 +65,10 @@ pub struct Args {
     /// Run without soft assertions.
     #[arg(long)]
     pub no_soft: bool,
+    /// Gradient search: pick each target at random, ignoring the soft assertions (a baseline
+    /// to measure them against).
+    #[arg(long)]
+    pub random_targets: bool,
     /// Only programs whose name contains one of these strings.
     #[arg(long)]
     pub program: Vec<String>,
@@ -235,7 +239,16 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     };
     let mut reports: Vec<Report> = Vec::new();
     for &strategy in strategies {
-        let base = HuntConfig { strategy, budget: args.budget, episodes: args.episodes, seed: args.seed, models: models.clone(), collect: false, ..HuntConfig::default() };
+        let base = HuntConfig {
+            strategy,
+            budget: args.budget,
+            episodes: args.episodes,
+            seed: args.seed,
+            models: models.clone(),
+            collect: false,
+            random_targets: args.random_targets,
+            ..HuntConfig::default()
+        };
         let mut outcomes: Vec<(usize, Outcome)> = Vec::new();
         // Programs spread over `jobs` workers; each finishing program is written and printed at once.
         let next = std::sync::atomic::AtomicUsize::new(0);

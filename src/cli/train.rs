@@ -1,7 +1,9 @@
-//! `sfz train`: learn soft assertions from sfz's own executions. Runs the programs of spec files
-//! under random mutation, records every op's input statistics and what its output did (NaN/INF,
-//! or imprecise against float64), fits a random forest per op and writes the versioned model
-//! file (by default the standard library's, which `sfz hunt` embeds).
+//! `sfz train`: learn soft assertions from sfz's own executions. Runs programs under random
+//! mutation — by default the one-op sweep of `numeric::sweep` (each op alone, over ordinary
+//! values and the dtype's cliffs), else the programs of the spec files given — records every
+//! op's input statistics and what its output did (NaN/INF, or imprecise against float64), fits
+//! a random forest per op and writes the versioned model file (by default the standard
+//! library's, which `sfz hunt` embeds).
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -16,9 +18,12 @@ use crate::worker::{default_worker_exe, HuntWorker};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Spec files, or directories to search for `*.sfz`, whose programs are executed.
-    #[arg(required = true)]
+    /// Spec files, or directories to search for `*.sfz`, whose programs are executed instead
+    /// of the one-op sweep.
     pub paths: Vec<PathBuf>,
+    /// Write the sweep's programs to this file too (to read or edit them).
+    #[arg(long)]
+    pub sweep_out: Option<PathBuf>,
     /// Where the models go.
     #[arg(long, default_value = "stdlib/soft_assertions.json")]
     pub out: PathBuf,
@@ -70,10 +75,32 @@ pub fn fit(records: &[Record], config: &ForestConfig) -> SoftModels {
 }
 
 pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
-    let Some(programs) = super::hunt::programs(&args.paths, &[], color)? else { return Ok(ExitCode::from(1)) };
+    let scratch = std::env::temp_dir().join(format!("sfz-sweep-{}.sfz", std::process::id()));
+    let paths = if args.paths.is_empty() {
+        let (text, n) = crate::numeric::sweep::programs();
+        let file = args.sweep_out.clone().unwrap_or_else(|| scratch.clone());
+        std::fs::write(&file, text)?;
+        eprintln!("sfz train: {n} one-op sweep programs ({})", file.display());
+        vec![file]
+    } else {
+        args.paths.clone()
+    };
+    let programs = super::hunt::programs(&paths, &[], color);
+    let _ = std::fs::remove_file(&scratch);
+    let Some(programs) = programs? else { return Ok(ExitCode::from(1)) };
     let worker_exe = args.worker.clone().unwrap_or_else(default_worker_exe);
     let mut worker = HuntWorker::start(&worker_exe, Duration::from_secs(60))?;
-    let config = HuntConfig { strategy: Strategy::Random, budget: args.budget, episodes: args.episodes, seed: args.seed, models: None, collect: true, max_numel: 256, max_dim: 8 };
+    let config = HuntConfig {
+        strategy: Strategy::Random,
+        budget: args.budget,
+        episodes: args.episodes,
+        seed: args.seed,
+        models: None,
+        collect: true,
+        random_targets: false,
+        max_numel: 256,
+        max_dim: 8,
+    };
     let mut records = Vec::new();
     for p in &programs {
         let mut o = hunt_program(&mut worker, p, &config);

@@ -27,6 +27,8 @@ pub struct HuntConfig {
     pub models: Option<SoftModels>,
     /// Return training records (for `sfz train`).
     pub collect: bool,
+    /// Gradient search with targets picked at random (a baseline for soft assertions).
+    pub random_targets: bool,
     /// The solver's bound on a tensor's element count (a traced program's shapes are fixed and
     /// may be larger than the default's).
     pub max_numel: i64,
@@ -36,7 +38,7 @@ pub struct HuntConfig {
 
 impl Default for HuntConfig {
     fn default() -> Self {
-        HuntConfig { strategy: Strategy::Gradient, budget: 400, episodes: 5, seed: 0, models: None, collect: false, max_numel: 256, max_dim: 8 }
+        HuntConfig { strategy: Strategy::Gradient, budget: 400, episodes: 5, seed: 0, models: None, collect: false, random_targets: false, max_numel: 256, max_dim: 8 }
     }
 }
 
@@ -163,6 +165,7 @@ pub fn hunt_program(worker: &mut HuntWorker, program: &ProgramSpec, config: &Hun
             seed: mix(config.seed ^ mix(0xB00 + episode as u64)),
             models: models.clone(),
             collect: config.collect,
+            random_targets: config.random_targets,
         };
         out.episodes += 1;
         out.inputs = inputs;

@@ -412,6 +412,20 @@ fn perturbed_spread(ir: &ProgramIr, wide: &[V], v: usize, dtype: Option<DType>) 
     Some(spread)
 }
 
+/// A step's first two number arguments (literals or number parameters), 0 where absent.
+fn scalars(step: &Step, vals: &[V]) -> [f64; 2] {
+    let mut out = [0.0; 2];
+    let numbers = step.args.iter().filter_map(|o| match operand(vals, o) {
+        V::F(v) => Some(v),
+        V::I(v) => Some(v as f64),
+        _ => None,
+    });
+    for (slot, v) in out.iter_mut().zip(numbers) {
+        *slot = v;
+    }
+    out
+}
+
 fn operand_stats(step: &Step, obs: &[Option<Stats>]) -> Vec<Stats> {
     ProgramIr::reads(step).filter_map(|v| obs[v as usize]).collect()
 }
@@ -550,7 +564,7 @@ impl Episode<'_> {
         let obs = observe(&vals);
         if let Some(models) = &self.req.models {
             for (k, step) in ir.steps.iter().enumerate() {
-                let f = hunt::features(&operand_stats(step, &obs), step_dtype(&vals, ir, k));
+                let f = hunt::features(&operand_stats(step, &obs), scalars(step, &vals), step_dtype(&vals, ir, k));
                 let evals = self.evals;
                 let warn = |slot: &mut Option<SoftSignal>, p: Option<f64>| {
                     let Some(p) = p else { return };
@@ -618,7 +632,7 @@ impl Episode<'_> {
                 }
                 _ => false,
             };
-            self.result.records.push(Record { op: step.op, features: hunt::features(&ops, dtype), nonfinite: !out.finite(), imprecise });
+            self.result.records.push(Record { op: step.op, features: hunt::features(&ops, scalars(step, vals), dtype), nonfinite: !out.finite(), imprecise });
         }
     }
 
@@ -683,11 +697,14 @@ impl Episode<'_> {
     /// Picks the step to aim at: the soft assertion's most probable one, else a round robin.
     fn target(&mut self, ev: &Eval, candidates: &[usize], round: usize) -> usize {
         let ir = &self.req.program;
+        if self.req.random_targets {
+            return candidates[self.rng.random_range(0..candidates.len())];
+        }
         if let Some(models) = &self.req.models {
             let mut best: Option<(f64, usize)> = None;
             for &k in candidates {
                 let step = &ir.steps[k];
-                let f = hunt::features(&operand_stats(step, &ev.obs), step_dtype(&ev.vals, ir, k));
+                let f = hunt::features(&operand_stats(step, &ev.obs), scalars(step, &ev.vals), step_dtype(&ev.vals, ir, k));
                 if let Some(p) = models.nonfinite(step.op, &f) {
                     if best.is_none_or(|(q, _)| p > q) {
                         best = Some((p, k));

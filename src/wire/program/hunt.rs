@@ -45,6 +45,10 @@ pub struct HuntRequest {
     pub models: Option<SoftModels>,
     /// Return one training record per step and evaluation (for `sfz train`).
     pub collect: bool,
+    /// Gradient search: pick each target at random instead of by the soft assertions or a
+    /// round robin (the baseline the soft assertions are measured against).
+    #[serde(default)]
+    pub random_targets: bool,
 }
 
 /// Statistics of one tensor, cheap to compute and enough for soft assertions.
@@ -245,10 +249,12 @@ pub struct HuntResult {
 /// Path points kept per episode.
 pub const MAX_PATH: usize = 64;
 
-/// Input features of an op from the statistics of its (up to two) tensor operands and the
-/// dtype: per operand max, min, abs-min, abs-max, log10 magnitude; then dtype code, log10 size.
-pub fn features(operands: &[Stats], dtype: Option<DType>) -> Vec<f64> {
-    let mut f = Vec::with_capacity(12);
+/// Input features of an op from the statistics of its (up to two) tensor operands, its (up to
+/// two) number arguments (an exponent, a clamp bound, an eps; 0 when absent) and the dtype: per
+/// operand max, min, abs-min, abs-max, log10 magnitude; then dtype code, log10 size, the
+/// numbers.
+pub fn features(operands: &[Stats], scalars: [f64; 2], dtype: Option<DType>) -> Vec<f64> {
+    let mut f = Vec::with_capacity(14);
     for k in 0..2 {
         match operands.get(k) {
             Some(s) => {
@@ -259,6 +265,7 @@ pub fn features(operands: &[Stats], dtype: Option<DType>) -> Vec<f64> {
     }
     f.push(dtype.map_or(0.0, |d| d.aten_id() as f64));
     f.push((operands.first().map_or(1, |s| s.numel).max(1) as f64).log10());
+    f.extend(scalars);
     f.iter().map(|v| v.clamp(-1e300, 1e300)).collect()
 }
 

@@ -11,8 +11,9 @@ use serde::{Deserialize, Serialize};
 use super::forest::Forest;
 use super::ops::NumOp;
 
-/// The format version; files of another version are not read.
-pub const VERSION: u32 = 1;
+/// The format version; files of another version are not read. (2: number arguments are
+/// features.)
+pub const VERSION: u32 = 2;
 
 /// The models `sfz train` wrote into the standard library.
 pub const EMBEDDED: &str = include_str!("../../../stdlib/soft_assertions.json");
@@ -104,6 +105,8 @@ pub fn feature_names() -> Vec<String> {
     }
     v.push("dtype".into());
     v.push("log10_numel".into());
+    v.push("scalar0".into());
+    v.push("scalar1".into());
     v
 }
 
@@ -132,7 +135,7 @@ mod tests {
         let missing = dir.path().join("none.json");
         assert!(matches!(load(Some(&missing)), Err(LoadError::Read { .. })));
         let broken = dir.path().join("broken.json");
-        std::fs::write(&broken, "{\"version\": 1, \"models\": 3}").unwrap();
+        std::fs::write(&broken, format!("{{\"version\": {VERSION}, \"models\": 3}}")).unwrap();
         assert!(matches!(load(Some(&broken)), Err(LoadError::Invalid { .. })));
         // The hunt command falls back to no soft assertions.
         assert!(crate::cli::hunt::load_models(Some(&missing), false).is_none());
