@@ -63,7 +63,14 @@ impl Writer<'_> {
             other => w.expr(other),
         };
         if values(a) || values(b) {
+            // A complex tensor's values are its components, as the worker bounds them.
             let x = tensor_of(self, a)?;
+            let x = if values(a) {
+                self.uses_components = true;
+                format!("components({x})")
+            } else {
+                x
+            };
             return Some(match (op, b) {
                 (BinOp::In | BinOp::NotIn, TExpr::Range { lo, hi, inclusive }) => {
                     let upper = if *inclusive { "<=" } else { "<" };
@@ -74,7 +81,16 @@ impl Writer<'_> {
                         format!("bool((~{inside}).all())")
                     }
                 }
-                _ if op.is_comparison() => format!("bool(({x} {} {}).all())", op.symbol(), tensor_of(self, b)?),
+                _ if op.is_comparison() => {
+                    let y = tensor_of(self, b)?;
+                    let y = if values(b) {
+                        self.uses_components = true;
+                        format!("components({y})")
+                    } else {
+                        y
+                    };
+                    format!("bool(({x} {} {y}).all())", op.symbol())
+                }
                 _ => return None,
             });
         }

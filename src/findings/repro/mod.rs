@@ -73,7 +73,7 @@ const REPEAT_CALLS: u32 = 64;
 impl Reproducer<'_> {
     /// The script.
     pub fn render(&self) -> String {
-        let mut w = Writer { r: self, vars: vars(self.api, self.case), uses_math: false };
+        let mut w = Writer { r: self, vars: vars(self.api, self.case), uses_math: false, uses_components: false };
         let body = w.body();
         let mut out = String::new();
         for line in self.header.lines() {
@@ -87,6 +87,9 @@ impl Reproducer<'_> {
         out.push_str("torch.set_num_threads(1)  # as in sfz's workers: reductions may round differently on more threads\n");
         if matches!(self.check.map(|c| &c.variant), Some(Variant::Cuda)) {
             out.push_str("torch.backends.cuda.matmul.allow_tf32 = False\ntorch.backends.cudnn.allow_tf32 = False\n");
+        }
+        if w.uses_components {
+            out.push_str("\n\ndef components(t):\n    \"\"\"The values a spec bounds: a complex tensor's real and imaginary parts.\"\"\"\n    return torch.view_as_real(t) if t.is_complex() else t\n\n");
         }
         out.push('\n');
         out.push_str(&inputs(self.case, self.binding, &w.vars));
@@ -108,6 +111,8 @@ struct Writer<'a> {
     r: &'a Reproducer<'a>,
     vars: Vec<String>,
     uses_math: bool,
+    /// Whether a `values` bound was written, which reads complex tensors by their parts.
+    uses_components: bool,
 }
 
 impl Writer<'_> {
@@ -450,7 +455,7 @@ mod tests {
         let s = script(&a, &case, Evidence::Postcondition { clause: 0 }, None, None);
         assert!(s.contains("assert (list(result.shape) == list(input.shape)), \"postcondition `result.shape == input.shape` does not hold\""), "{s}");
         let s = script(&a, &case, Evidence::Postcondition { clause: 1 }, None, None);
-        assert!(s.contains("assert bool(((result >= 0.0) & (result <= 1.0)).all())"), "{s}");
+        assert!(s.contains("assert bool(((components(result) >= 0.0) & (components(result) <= 1.0)).all())") && s.contains("def components(t):"), "{s}");
         let s = script(&a, &case, Evidence::Postcondition { clause: 2 }, None, None);
         assert!(s.contains("assert ((not (input.numel() > 0)) or bool(torch.isfinite(result).all()))"), "{s}");
         let s = script(&a, &case, Evidence::NonFinite { output: 0 }, None, None);
