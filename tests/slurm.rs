@@ -63,6 +63,24 @@ fn start(dir: &Path) -> Option<Cluster> {
     }
 }
 
+/// Submits a 2-task array of `what` (fuzz or infer) and its merge job with `submit.sh`, as a
+/// user would; the merge job's id.
+fn submit(cluster: &Cluster, cwd: &Path, what: &str, out: &Path, args: &[String]) -> String {
+    let submitted = Command::new(script("submit.sh"))
+        .args([what, "2"])
+        .arg(out)
+        .args(args)
+        .env("SLURM_CONF", &cluster.conf)
+        .env("SFZ", env!("CARGO_BIN_EXE_sfz"))
+        .env("SBATCH_ARGS", "--cpus-per-task=1")
+        .current_dir(cwd)
+        .output()
+        .expect("submit.sh runs");
+    assert!(submitted.status.success(), "{}", String::from_utf8_lossy(&submitted.stderr));
+    let ids = String::from_utf8_lossy(&submitted.stdout).trim().to_string();
+    ids.split_whitespace().nth(1).unwrap_or_else(|| panic!("two job ids: {ids}")).to_string()
+}
+
 /// Waits until a job (the merge, which depends on the array) has left the queue.
 fn wait(cluster: &Cluster, job: &str) {
     let deadline = Instant::now() + Duration::from_secs(600);
@@ -97,22 +115,9 @@ fn a_two_shard_array_and_its_merge_job_find_what_one_process_finds() {
     let out = dir.path().join("run");
 
     // The two commands a user types (README): submit, then read the merged report.
-    let submitted = Command::new(script("submit.sh"))
-        .args(["fuzz", "2"])
-        .arg(&out)
-        .args(&FIXED[1..])
-        .args(["--iterations", "600"])
-        .arg(&spec)
-        .env("SLURM_CONF", &cluster.conf)
-        .env("SFZ", env!("CARGO_BIN_EXE_sfz"))
-        .env("SBATCH_ARGS", "--cpus-per-task=1")
-        .current_dir(dir.path())
-        .output()
-        .expect("submit.sh runs");
-    assert!(submitted.status.success(), "{}", String::from_utf8_lossy(&submitted.stderr));
-    let ids = String::from_utf8_lossy(&submitted.stdout).trim().to_string();
-    let merge_id = ids.split_whitespace().nth(1).unwrap_or_else(|| panic!("two job ids: {ids}")).to_string();
-
+    let mut args: Vec<String> = FIXED[1..].iter().map(|a| a.to_string()).collect();
+    args.extend(["--iterations".to_string(), "600".to_string(), spec.display().to_string()]);
+    let merge_id = submit(&cluster, dir.path(), "fuzz", &out, &args);
     wait(&cluster, &merge_id);
     let logs = || logs_of(&out);
     let merged = out.join("merged");
@@ -127,19 +132,8 @@ fn a_two_shard_array_and_its_merge_job_find_what_one_process_finds() {
     // `sfz infer` over operators as an array and its merge: each shard's operators in one
     // checked, formatted spec file.
     let inferred = dir.path().join("infer");
-    let submitted = Command::new(script("submit.sh"))
-        .args(["infer", "2"])
-        .arg(&inferred)
-        .args(["--budget", "2s", "-j", "1", "--seed", "3", "torch.exp", "torch.abs"])
-        .env("SLURM_CONF", &cluster.conf)
-        .env("SFZ", env!("CARGO_BIN_EXE_sfz"))
-        .env("SBATCH_ARGS", "--cpus-per-task=1")
-        .current_dir(dir.path())
-        .output()
-        .expect("submit.sh runs");
-    assert!(submitted.status.success(), "{}", String::from_utf8_lossy(&submitted.stderr));
-    let ids = String::from_utf8_lossy(&submitted.stdout).trim().to_string();
-    wait(&cluster, ids.split_whitespace().nth(1).unwrap_or_else(|| panic!("two job ids: {ids}")));
+    let args = ["--budget", "2s", "-j", "1", "--seed", "3", "torch.exp", "torch.abs"].map(String::from);
+    wait(&cluster, &submit(&cluster, dir.path(), "infer", &inferred, &args));
     let text = std::fs::read_to_string(inferred.join("inferred.sfz")).unwrap_or_else(|e| panic!("the merge job wrote inferred.sfz ({e}):\n{}", logs_of(&inferred)));
     for api in ["api torch.exp(", "api torch.abs("] {
         assert_eq!(text.matches(api).count(), 1, "{api} in one shard's part:\n{text}");
