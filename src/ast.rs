@@ -282,6 +282,19 @@ pub struct Expr {
     pub span: Span,
 }
 
+impl Expr {
+    /// The value of a number literal, possibly negated or in parentheses.
+    pub fn number(&self) -> Option<f64> {
+        match &self.kind {
+            ExprKind::Int(v) => Some(*v as f64),
+            ExprKind::Float { value, .. } => Some(*value),
+            ExprKind::Unary(UnOp::Neg, inner) => inner.number().map(|v| -v),
+            ExprKind::Paren(inner) => inner.number(),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum ExprKind {
     Int(i64),

@@ -63,22 +63,13 @@ fn declared_range(e: &ast::Expr) -> Option<(String, f64, f64)> {
             _ => None,
         }
     }
-    fn number(e: &ast::Expr) -> Option<f64> {
-        match &e.kind {
-            ExprKind::Int(i) => Some(*i as f64),
-            ExprKind::Float { value, .. } => Some(*value),
-            ExprKind::Unary(ast::UnOp::Neg, inner) => number(inner).map(|v| -v),
-            ExprKind::Paren(inner) => number(inner),
-            _ => None,
-        }
-    }
     let inf = f64::INFINITY;
     let ExprKind::Binary(op, a, b) = &e.kind else { return None };
     let name = values_of(a)?;
     match (op, &b.kind) {
-        (ast::BinOp::In, ExprKind::Range { lo, hi, .. }) => Some((name, number(lo)?, number(hi)?)),
-        (ast::BinOp::Ge | ast::BinOp::Gt, _) => Some((name, number(b)?, inf)),
-        (ast::BinOp::Le | ast::BinOp::Lt, _) => Some((name, -inf, number(b)?)),
+        (ast::BinOp::In, ExprKind::Range { lo, hi, .. }) => Some((name, lo.number()?, hi.number()?)),
+        (ast::BinOp::Ge | ast::BinOp::Gt, _) => Some((name, b.number()?, inf)),
+        (ast::BinOp::Le | ast::BinOp::Lt, _) => Some((name, -inf, b.number()?)),
         _ => None,
     }
 }

@@ -603,17 +603,6 @@ fn path_text(e: &ast::Expr) -> Option<String> {
     }
 }
 
-/// A number literal, possibly negated.
-fn number(e: &ast::Expr) -> Option<f64> {
-    match &e.kind {
-        ExprKind::Int(v) => Some(*v as f64),
-        ExprKind::Float { value, .. } => Some(*value),
-        ExprKind::Unary(UnOp::Neg, inner) => number(inner).map(|v| -v),
-        ExprKind::Paren(inner) => number(inner),
-        _ => None,
-    }
-}
-
 /// The values of `forall s in [..]`, or where and why it is not a list of numbers.
 fn scalar_list(range: &ast::Expr) -> Result<Vec<f64>, (Span, String)> {
     let ExprKind::List(items) = &strip(range).kind else {
@@ -622,7 +611,7 @@ fn scalar_list(range: &ast::Expr) -> Result<Vec<f64>, (Span, String)> {
     if items.is_empty() {
         return Err((range.span, "the list is empty".into()));
     }
-    items.iter().map(|i| number(i).ok_or((i.span, "not a number".into()))).collect()
+    items.iter().map(|i| i.number().ok_or((i.span, "not a number".into()))).collect()
 }
 
 /// `[rtol, atol]`: two numbers, neither negative nor NaN.
@@ -634,7 +623,7 @@ fn tolerance_pair(e: &ast::Expr) -> Result<(f64, f64), String> {
     let mut v = [0.0; 2];
     for (k, item) in items.iter().enumerate() {
         let which = ["rtol", "atol"][k];
-        match number(item) {
+        match item.number() {
             Some(x) if x >= 0.0 => v[k] = x,
             Some(x) if x < 0.0 => return Err(format!("{which} is negative")),
             Some(_) => return Err(format!("{which} is not a number")),
