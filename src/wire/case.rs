@@ -110,6 +110,18 @@ impl DType {
         })
     }
 
+    /// Half the distance from 1 to the next value of a floating dtype (complex ones: their
+    /// components').
+    pub fn unit_roundoff(self) -> Option<f64> {
+        Some(match self {
+            DType::Float16 => 2f64.powi(-11),
+            DType::BFloat16 => 2f64.powi(-8),
+            DType::Float32 | DType::Complex64 => 2f64.powi(-24),
+            DType::Float64 | DType::Complex128 => 2f64.powi(-53),
+            _ => return None,
+        })
+    }
+
     pub fn is_floating(self) -> bool {
         matches!(self, DType::Float16 | DType::BFloat16 | DType::Float32 | DType::Float64)
     }

@@ -217,7 +217,7 @@ impl Executor {
                 continue;
             };
             let shape_ok = m.size() == info.shape;
-            let Some(u) = info.dtype.and_then(unit_roundoff).filter(|_| shape_ok && m.f_kind().is_ok_and(|k| k == Kind::Double)) else {
+            let Some(u) = info.dtype.and_then(DType::unit_roundoff).filter(|_| shape_ok && m.f_kind().is_ok_and(|k| k == Kind::Double)) else {
                 out.push(None);
                 continue;
             };
@@ -512,17 +512,6 @@ fn report(outcome: CheckOutcome, micros: u128) -> CheckReport {
 
 fn first_line(s: &str) -> &str {
     s.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim()
-}
-
-/// Half the distance from 1 to the next value of a floating dtype.
-fn unit_roundoff(d: DType) -> Option<f64> {
-    Some(match d {
-        DType::Float16 => 2f64.powi(-11),
-        DType::BFloat16 => 2f64.powi(-8),
-        DType::Float32 | DType::Complex64 => 2f64.powi(-24),
-        DType::Float64 | DType::Complex128 => 2f64.powi(-53),
-        _ => return None,
-    })
 }
 
 /// How many honest roundings of `rounding_allowance` a difference between two summation orders

@@ -382,7 +382,7 @@ fn wider_oracle(ir: &ProgramIr, vals: &[V]) -> Option<(u32, WiderFound)> {
 /// that rounding the inputs alone would cause, which no algorithm in that dtype avoids.
 fn perturbed_spread(ir: &ProgramIr, wide: &[V], v: usize, dtype: Option<DType>) -> Option<Vec<f64>> {
     let n = ir.params.len();
-    let u = hunt::unit_roundoff(dtype);
+    let u = dtype.and_then(DType::unit_roundoff).unwrap_or(f32::EPSILON as f64 / 2.0);
     let base = values(wide[v].tensor()?);
     let mut spread = vec![0.0f64; base.len()];
     let _guard = tch::no_grad_guard();

@@ -186,15 +186,6 @@ pub fn wider_tolerance(dtype: Option<DType>) -> f64 {
 pub const WIDER_CONDITIONING: f64 = 32.0;
 pub const WIDER_DRAWS: u64 = 4;
 
-/// The unit roundoff of a narrower float (half its machine epsilon).
-pub fn unit_roundoff(dtype: Option<DType>) -> f64 {
-    match dtype {
-        Some(DType::Float16) => 4.9e-4,
-        Some(DType::BFloat16) => 3.9e-3,
-        _ => 6.0e-8,
-    }
-}
-
 /// Whether a value computed in a narrower float is far from its float64 counterpart. `scale`
 /// is the largest float64 magnitude of the same output: an element a millionth of it (a
 /// probability beside the likely ones) is excused.

@@ -48,12 +48,8 @@ pub fn of_program(ir: &ProgramIr) -> Vec<StepRange> {
 /// `[lo, hi]` widened by the rounding of a bound to `dtype` (a float32 π is above π) and a few
 /// of its units: what a value must leave to be outside.
 pub fn limits(lo: f64, hi: f64, dtype: Option<DType>) -> (f64, f64) {
-    let eps = match dtype {
-        Some(DType::Float16) => 9.8e-4,
-        Some(DType::BFloat16) => 7.9e-3,
-        Some(DType::Float64) => 2.3e-16,
-        _ => 1.2e-7,
-    };
+    // The dtype's machine epsilon (twice its unit roundoff); float32's where it is unknown.
+    let eps = 2.0 * dtype.and_then(DType::unit_roundoff).unwrap_or(f32::EPSILON as f64 / 2.0);
     let slack = |b: f64| 4.0 * eps * b.abs().max(f64::MIN_POSITIVE);
     (lo - slack(lo), hi + slack(hi))
 }
