@@ -131,8 +131,9 @@ pub struct Check {
 /// excuses a difference from the float64 reference.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Accuracy {
-    /// Close to the exact result of the exact input, however ill-conditioned the point: what
-    /// pointwise math (`sin`, `lgamma`) promises; a large error at a pole is a finding.
+    /// Close to the exact result of the exact input: what pointwise math (`sin`, `lgamma`)
+    /// promises. A large error at a pole is a finding; an error within a few times what
+    /// moving the input by its rounding explains is the kernel's own float32 arithmetic.
     #[default]
     Forward,
     /// The exact result of an input within a few roundings of the given one (backward
