@@ -208,3 +208,17 @@ fn a_pointwise_error_the_inputs_rounding_explains_is_not_a_finding_but_an_overfl
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn singular_vectors_are_not_held_to_the_references_signs_but_singular_values_are_compared() {
+    let _rng = common::rng_lock();
+    let mut ex = executor("api torch.svd(input: Tensor, some: bool = true, compute_uv: bool = true) -> (U: Tensor, S: Tensor, V: Tensor) {}", Accuracy::BackwardInSafeRange);
+    // Each singular vector is unique only up to its phase; float32 and float64 LAPACK pick
+    // different phases for some well-conditioned complex matrices (about 1 in 100).
+    for seed in 0..300 {
+        let recipe = TensorRecipe { dtype: DType::Complex64, shape: vec![5, 3], fill: Fill::Uniform { lo: -10.0, hi: 10.0 }, seed, layout: Layout::Contiguous, specials: vec![] };
+        let case = Case { op: 0, args: vec![Arg::Tensor(recipe), Arg::Bool(true), Arg::Bool(true)], forward: None };
+        let v = verdict(&mut ex, &case);
+        assert!(matches!(v, CheckOutcome::Agree { .. }), "seed {seed}: {v:?}");
+    }
+}

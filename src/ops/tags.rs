@@ -29,13 +29,36 @@ pub fn class(name: &str) -> OpClass {
     }
 }
 
+/// The outputs of operator `name` that its math does not determine, only up to the sign or
+/// phase of each column or the order of the values: the singular vectors of an SVD, the
+/// eigenvectors and (of a general matrix) the eigenvalues of an eigendecomposition. Two correct
+/// computations (float32 and float64 LAPACK) may return different ones, so no reference judges
+/// them element by element.
+pub fn not_unique(name: &str) -> &'static [usize] {
+    match name.strip_prefix("aten::").unwrap_or(name) {
+        "svd" | "linalg_svd" | "_linalg_svd" => &[0, 2],
+        "linalg_eig" | "_linalg_eig" => &[0, 1],
+        "linalg_eigvals" | "_linalg_eigvals" => &[0],
+        "linalg_eigh" | "_linalg_eigh" => &[1],
+        _ => &[],
+    }
+}
+
 fn names(text: &'static str) -> HashSet<&'static str> {
     text.lines().filter(|l| !l.starts_with('#')).collect()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{class, OpClass};
+    use super::{class, not_unique, OpClass};
+
+    #[test]
+    fn singular_vectors_and_eigenvectors_are_not_unique_but_singular_values_are() {
+        assert_eq!(not_unique("aten::svd"), [0, 2]);
+        assert_eq!(not_unique("linalg_eigh"), [1]);
+        assert!(not_unique("linalg_svdvals").is_empty());
+        assert!(not_unique("linalg_eigvalsh").is_empty());
+    }
 
     #[test]
     fn operators_fall_in_the_classes_their_kernels_promise() {
