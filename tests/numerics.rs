@@ -48,6 +48,16 @@ api torch.special.i0(input: Tensor) -> Tensor {
     oracles crash;
 }
 
+api torch.pdist(input: Tensor, p: float = 2.0) -> Tensor {
+    input.dtype == float32;
+    input.ndim == 2;
+    input.shape[0] in 2..5;
+    input.values in 1.0..10.0;
+    p == 0.0;
+    positively_homogeneous(input);
+    oracles crash;
+}
+
 api torch.abs(input: Tensor) -> Tensor {
     input.dtype == float32;
     input.values in -10.0..10.0;
@@ -79,6 +89,14 @@ fn relations_find_what_breaks_them_and_their_reproducers_fire() {
     let i0e = on("torch.special.i0e").unwrap_or_else(|| panic!("i0 overflows before its value does: {found:?}"));
     // A relation that holds is silent.
     assert!(on("torch.abs").is_none(), "abs is even: {found:?}");
+    // A relation that fails in float64 too does not hold at that input: pdist with p = 0
+    // counts the differing elements, which scaling does not change. (With p != 0, drawn where
+    // the constraint is violated, pdist's powers overflow float32 at 2^60: a finding.)
+    if let Some(pdist) = on("torch.pdist") {
+        let inputs = pdist["inputs"].to_string();
+        assert!(!inputs.contains("p = 0.0") && !inputs.contains("p = (default)"), "pdist with p = 0 is not homogeneous, in any precision: {pdist}");
+        assert!(pdist["message"].as_str().unwrap().contains("inf on the left"), "{pdist}");
+    }
     // Eigenvalues are accurate relative to the largest one, not each to itself: those of a
     // matrix of twos are n and 0s, and the 0s are rounding noise on both sides of the relation.
     assert!(on("torch.linalg.eigvalsh").is_none(), "eigvalsh is homogeneous in norm: {found:?}");

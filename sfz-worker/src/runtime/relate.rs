@@ -8,17 +8,18 @@
 //! to zero or a subnormal (it is no longer the input the relation speaks of), when a call of
 //! either side raises, or when the guard holds nowhere; and an element says nothing where the
 //! right side is not finite or beyond the left side's dtype (the exact value is not representable
-//! there, so an inf on the left is honest).
+//! there, so an inf on the left is honest). A low-precision case that breaks the relation is a
+//! finding only where the same values in double precision keep it.
 use tch::{Kind, Tensor};
 
 use sfz::ops::binding::ArgSource;
 use sfz::wire::case::{Arg, Case, DType, TensorRecipe};
 use sfz::wire::outcome::{Outcome, Output};
 use sfz::wire::variant::relation::{case_seed, Callee, RelExpr, RelFn, RelOp};
-use sfz::wire::variant::{Accuracy, CheckOutcome, Relation};
+use sfz::wire::variant::{promote_dtype_args, Accuracy, CheckOutcome, Relation, Tolerance};
 
 use super::checks::Failure;
-use super::compare::{compare_with, Extra};
+use super::compare::{compare_with, Comparison, Extra};
 use super::executor::{Called, Executor, Inputs};
 use super::materialize::kind;
 
@@ -51,15 +52,54 @@ impl Executor {
             return Err(Failure::Skip("the call raised".into()));
         }
         let scope = Scope { case, main, inputs, scalar: relation.scalar_for(case_seed(case)).unwrap_or(0.0) };
-        let lhs = self.eval(&scope, &relation.lhs)?.tensor()?;
-        let rhs = self.eval(&scope, &relation.rhs)?.tensor()?;
-        let dtype = dtype_of(&lhs);
+        let (c, dtype, tol) = self.sides(&scope, relation, accuracy, None)?;
+        // No premature verdict: `sides` asks for none.
+        let Some(m) = c.mismatch(0, dtype, tol) else {
+            return Ok(CheckOutcome::Agree { max_abs: c.max_abs, max_rel: c.max_rel });
+        };
+        if dtype.and_then(DType::unit_roundoff).is_some_and(|u| u > f64::EPSILON) && self.fails_in_float64(&scope, relation, accuracy, dtype)? {
+            return Err(Failure::Skip("the relation fails in float64 too at this input: it does not hold here, whatever the precision".into()));
+        }
+        Ok(CheckOutcome::Values(m))
+    }
+
+    /// Whether the relation also fails, by the tolerance and the range of `dtype`, when the
+    /// case's float16, bfloat16, float32 and complex64 inputs are computed in double precision.
+    /// Where it does, the relation itself does not hold at this input (`pdist` with p = 0 is not
+    /// homogeneous, whatever the default p it was validated with) or the input is too
+    /// ill-conditioned to tell; a low-precision failure is a finding only where float64 keeps
+    /// the relation. False when the float64 evaluation cannot tell (a call raised, a guard
+    /// holds nowhere).
+    fn fails_in_float64(&mut self, scope: &Scope, relation: &Relation, accuracy: Accuracy, dtype: Option<DType>) -> Result<bool, Failure> {
+        let case = promote_dtype_args(&widened(scope.case));
+        let inputs = scope.inputs.map(|_, t| match t.f_kind()? {
+            Kind::Half | Kind::BFloat16 | Kind::Float => t.f_to_kind(Kind::Double),
+            Kind::ComplexHalf | Kind::ComplexFloat => t.f_to_kind(Kind::ComplexDouble),
+            _ => Ok(t.shallow_clone()),
+        })?;
+        let main = self.invoke(case.op, &case, &inputs, &[], true)?;
+        if !matches!(main.outcome, Outcome::Returned { .. }) {
+            return Ok(false);
+        }
+        let wide = Scope { case: &case, main: &main, inputs: &inputs, scalar: scope.scalar };
+        Ok(match self.sides(&wide, relation, accuracy, Some(dtype)) {
+            Ok((c, dtype, tol)) => c.mismatch(0, dtype, tol).is_some(),
+            Err(_) => false,
+        })
+    }
+
+    /// Both sides evaluated and compared in float64, with the tolerance and range of the left
+    /// side's dtype, or of `judged_as` when given.
+    fn sides(&mut self, scope: &Scope, relation: &Relation, accuracy: Accuracy, judged_as: Option<Option<DType>>) -> Result<(Comparison, Option<DType>, Tolerance), Failure> {
+        let lhs = self.eval(scope, &relation.lhs)?.tensor()?;
+        let rhs = self.eval(scope, &relation.rhs)?.tensor()?;
+        let dtype = judged_as.unwrap_or_else(|| dtype_of(&lhs));
         let tol = relation.tolerances.for_dtype(dtype);
         let (mut lhs, mut rhs) = (lhs.f_to_kind(Kind::Double)?, rhs.f_to_kind(Kind::Double)?);
         let shape = Tensor::f_broadcast_tensors(&[&lhs, &rhs]).map_err(|e| Failure::Skip(format!("the two sides do not broadcast: {e}")))?;
         (lhs, rhs) = (shape[0].shallow_clone(), shape[1].shallow_clone());
         if let Some(g) = &relation.guard {
-            let holds = self.eval(&scope, g)?.tensor()?.f_to_kind(Kind::Bool)?.f_broadcast_to(lhs.size())?;
+            let holds = self.eval(scope, g)?.tensor()?.f_to_kind(Kind::Bool)?.f_broadcast_to(lhs.size())?;
             if !bool::try_from(holds.f_any()?)? {
                 return Err(Failure::Skip("the guard holds for no element".into()));
             }
@@ -97,11 +137,7 @@ impl Executor {
             _ => Some(rhs.f_abs()?.f_max()?.f_mul_scalar(tol.rtol)?),
         };
         let c = compare_with(&lhs, &rhs, tol, Extra { allowance: normwise.as_ref(), ..Extra::default() })?;
-        // No premature verdict: `Extra::default` asks for none.
-        Ok(match c.mismatch(0, dtype, tol) {
-            Some(m) => CheckOutcome::Values(m),
-            None => CheckOutcome::Agree { max_abs: c.max_abs, max_rel: c.max_rel },
-        })
+        Ok((c, dtype, tol))
     }
 
     fn eval(&mut self, scope: &Scope, e: &RelExpr) -> Result<Val, Failure> {
@@ -195,6 +231,27 @@ impl Executor {
         let case = Case { op, args, forward: None };
         Ok(self.invoke(op, &case, &Inputs { tensors, ranges }, &[], true)?)
     }
+}
+
+/// `case` with its float16, bfloat16 and float32 tensors float64 and its complex64 ones
+/// complex128 (recipes only: the values are the caller's).
+fn widened(case: &Case) -> Case {
+    let widen = |r: &mut TensorRecipe| {
+        r.dtype = match r.dtype {
+            DType::Float16 | DType::BFloat16 | DType::Float32 => DType::Float64,
+            DType::Complex64 => DType::Complex128,
+            d => d,
+        }
+    };
+    let mut case = case.clone();
+    for arg in &mut case.args {
+        match arg {
+            Arg::Tensor(r) => widen(r),
+            Arg::TensorList(rs) => rs.iter_mut().for_each(widen),
+            _ => {}
+        }
+    }
+    case
 }
 
 /// Output `k` of a call: a tensor, or a number.
