@@ -27,6 +27,7 @@ fn fuzz(spec: &Path, out: &Path, extra: &[&str]) {
 /// overflow although the norm itself (about 2^64) is representable.
 const NORMS: &str = r#"
 use std::relations::positively_homogeneous;
+use std::relations::scale_invariant;
 
 api torch.linalg.vector_norm(input: Tensor) -> Tensor {
     input.dtype == float32;
@@ -55,6 +56,16 @@ api torch.pdist(input: Tensor, p: float = 2.0) -> Tensor {
     input.values in 1.0..10.0;
     p == 0.0;
     positively_homogeneous(input);
+    oracles crash;
+}
+
+api torch.linalg.cond(input: Tensor) -> Tensor {
+    input.dtype == float64;
+    input.ndim == 2;
+    input.shape[0] == input.shape[1];
+    input.shape[0] in 2..4;
+    input.values in -4.5e-321..-1.1e-321;
+    scale_invariant(input);
     oracles crash;
 }
 
@@ -92,6 +103,9 @@ fn relations_find_what_breaks_them_and_their_reproducers_fire() {
     // A relation that fails in float64 too does not hold at that input: pdist with p = 0
     // counts the differing elements, which scaling does not change. (With p != 0, drawn where
     // the constraint is violated, pdist's powers overflow float32 at 2^60: a finding.)
+    // LAPACK does not scale its products: on subnormal matrices (here about 1e-321, ten bits)
+    // cond loses what cond of the same matrix times 2^60 keeps, as documented for BLAS/LAPACK.
+    assert!(on("torch.linalg.cond").is_none(), "cond beyond LAPACK's safe range: {found:?}");
     if let Some(pdist) = on("torch.pdist") {
         let inputs = pdist["inputs"].to_string();
         assert!(!inputs.contains("p = 0.0") && !inputs.contains("p = (default)"), "pdist with p = 0 is not homogeneous, in any precision: {pdist}");

@@ -140,8 +140,14 @@ impl Conditioning {
 /// Why `original`'s inputs are beyond the range in which BLAS and LAPACK form products safely
 /// (see the module's doc), or None when every finite nonzero magnitude is within it.
 pub(super) fn beyond_safe_range(original: &Inputs) -> Result<Option<String>, tch::TchError> {
-    for t in &original.tensors {
-        let Some(dtype) = low_precision(t.f_kind()?) else { continue };
+    beyond_safe_range_of(&original.tensors)
+}
+
+/// `beyond_safe_range` of any tensors, float64 and complex128 ones included (a relation
+/// scales a float64 matrix of 1e140 by 2^60, where double-precision LAPACK overflows too).
+pub(super) fn beyond_safe_range_of(tensors: &[Tensor]) -> Result<Option<String>, tch::TchError> {
+    for t in tensors {
+        let Some(dtype) = floating(t.f_kind()?) else { continue };
         let Some((max, normal, _)) = dtype.limits() else { continue };
         // In double precision: a complex64 modulus may overflow float32 where its parts do not.
         let wide = if dtype.is_complex() { Kind::ComplexDouble } else { Kind::Double };
@@ -178,6 +184,15 @@ pub(super) fn result_beyond_range(main: &Called, reference: &Called) -> Result<O
         }
     }
     Ok(None)
+}
+
+/// The dtype of a floating or complex tensor.
+fn floating(k: Kind) -> Option<DType> {
+    match k {
+        Kind::Double => Some(DType::Float64),
+        Kind::ComplexDouble => Some(DType::Complex128),
+        k => low_precision(k),
+    }
 }
 
 /// The dtype of a tensor the reference promotes.

@@ -20,6 +20,7 @@ use sfz::wire::variant::{promote_dtype_args, Accuracy, CheckOutcome, Relation, T
 
 use super::checks::Failure;
 use super::compare::{compare_with, Comparison, Extra};
+use super::conditioning;
 use super::executor::{Called, Executor, Inputs};
 use super::materialize::kind;
 
@@ -44,6 +45,8 @@ struct Scope<'a> {
     main: &'a Called,
     inputs: &'a Inputs,
     scalar: f64,
+    /// BLAS and LAPACK: a changed argument beyond the safe range of products says nothing.
+    safe_range_only: bool,
 }
 
 impl Executor {
@@ -51,7 +54,13 @@ impl Executor {
         if !matches!(main.outcome, Outcome::Returned { .. }) {
             return Err(Failure::Skip("the call raised".into()));
         }
-        let scope = Scope { case, main, inputs, scalar: relation.scalar_for(case_seed(case)).unwrap_or(0.0) };
+        let safe_range_only = accuracy == Accuracy::BackwardInSafeRange;
+        if safe_range_only {
+            if let Some(why) = conditioning::beyond_safe_range_of(&inputs.tensors)? {
+                return Err(Failure::Skip(why));
+            }
+        }
+        let scope = Scope { case, main, inputs, scalar: relation.scalar_for(case_seed(case)).unwrap_or(0.0), safe_range_only };
         let (c, dtype, tol) = self.sides(&scope, relation, accuracy, None)?;
         // No premature verdict: `sides` asks for none.
         let Some(m) = c.mismatch(0, dtype, tol) else {
@@ -81,7 +90,7 @@ impl Executor {
         if !matches!(main.outcome, Outcome::Returned { .. }) {
             return Ok(false);
         }
-        let wide = Scope { case: &case, main: &main, inputs: &inputs, scalar: scope.scalar };
+        let wide = Scope { case: &case, main: &main, inputs: &inputs, ..*scope };
         Ok(match self.sides(&wide, relation, accuracy, Some(dtype)) {
             Ok((c, dtype, tol)) => c.mismatch(0, dtype, tol).is_some(),
             Err(_) => false,
@@ -190,6 +199,11 @@ impl Executor {
                     if let Some(before) = scope.inputs.of(p).first() {
                         if underflowed(before, &t)? {
                             return Err(Failure::Skip("a changed argument underflowed (an element became zero or subnormal)".into()));
+                        }
+                    }
+                    if scope.safe_range_only {
+                        if let Some(why) = conditioning::beyond_safe_range_of(std::slice::from_ref(&t))? {
+                            return Err(Failure::Skip(format!("a changed argument: {why}")));
                         }
                     }
                     replaced.push((p, t));
