@@ -24,6 +24,15 @@ const DTYPE_GROUPS: &[(&str, &str)] = &[
 ];
 
 const FULL: &str = "[float32, float64, complex64, complex128]";
+const INTEGRAL: &str = "[uint8, int8, int16, int32, int64]";
+const FLOATING: &str = "[float16, bfloat16, float32, float64]";
+const COMPLEX: &str = "[complex64, complex128]";
+
+/// `abs_`, `mul_`, `_foreach_add_`: written in place (not a dunder like `__iand__`).
+fn is_in_place(api: &str) -> bool {
+    let base = api.rsplit('.').next().unwrap_or(api);
+    base.ends_with('_') && !base.ends_with("__")
+}
 const HALF: &str = "[float16, bfloat16]";
 
 /// Every candidate for an API, deduplicated by text, in a stable order (weakest of a family
@@ -61,7 +70,8 @@ pub fn candidates(api: &ApiSpec) -> Vec<Candidate> {
     }
     for l in &lists {
         add(format!("{l}_nonempty_list"), format!("len({l}) >= 1;"));
-        for (group, list) in DTYPE_GROUPS.iter().filter(|(g, _)| matches!(*g, "floating" | "numeric" | "full_floating")) {
+        // Every group, as for a tensor: `_foreach_exp_` takes complex elements too.
+        for (group, list) in DTYPE_GROUPS {
             add(format!("{l}_{group}"), format!("{l}[*].dtype in {list};"));
         }
         add(format!("{l}_same_dtype"), format!("forall i in 0..len({l}): {l}[i].dtype == {l}[0].dtype;"));
@@ -124,6 +134,18 @@ pub fn candidates(api: &ApiSpec) -> Vec<Candidate> {
                 add(format!("{a}_{b}_promote_{group}"), format!("{a}.dtype in {list} or {b}.dtype in {list};"));
             }
             add(format!("{a}_{b}_promote_not_half"), format!("{a}.dtype in {FULL} or {b}.dtype in {FULL} or ({a}.dtype not in {HALF} and {b}.dtype not in {HALF});"));
+        }
+    }
+    // An in-place operator writes its result into its first tensor: the promoted dtype must
+    // cast into it (`int_tensor.mul_(float_tensor)` raises; a bool or integer operand is fine).
+    if let (true, Some(into)) = (is_in_place(&api.name), tensors.first()) {
+        for o in tensors.iter().skip(1) {
+            add(
+                format!("{o}_casts_into_{into}"),
+                format!(
+                    "{o}.dtype == bool or ({into}.dtype in {INTEGRAL} and {o}.dtype in {INTEGRAL}) or ({into}.dtype in {FLOATING} and {o}.dtype not in {COMPLEX}) or {into}.dtype in {COMPLEX};"
+                ),
+            );
         }
     }
     relations(api, &tensors, &ints, &mut add);
@@ -337,6 +359,11 @@ mod tests {
             ("api torch.broadcast_tensors(tensors: Tensor[]) -> Tensor[] {}\n", "forall a in tensors: forall b in tensors: broadcastable(a, b);"),
             ("api torch._foreach_add(input: Tensor[], other: Tensor[], *, alpha: Scalar = 1) -> Tensor[] {}\n", "len(input) == len(other);\n    forall i in 0..len(input): input[i].shape == other[i].shape;"),
             ("api torch._foreach_mul(input: Tensor[], other: Tensor) -> Tensor[] {}\n", "forall a in input: broadcastable(a, other);"),
+            ("api torch._foreach_exp_(input: Tensor[]) {}\n", "input[*].dtype in [float16, bfloat16, float32, float64, complex64, complex128];"),
+            (
+                "api torch.mul_(input: Tensor, other: Tensor) -> Tensor {}\n",
+                "other.dtype == bool or (input.dtype in [uint8, int8, int16, int32, int64] and other.dtype in [uint8, int8, int16, int32, int64]) or (input.dtype in [float16, bfloat16, float32, float64] and other.dtype not in [complex64, complex128]) or input.dtype in [complex64, complex128];",
+            ),
             (
                 "api torch.layer_norm(input: Tensor, normalized_shape: int[], weight: Tensor? = None) -> Tensor {}\n",
                 "len(normalized_shape) <= input.ndim;\n    forall i in 0..len(normalized_shape): normalized_shape[i] == input.shape[input.ndim - len(normalized_shape) + i];",
