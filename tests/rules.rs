@@ -190,6 +190,26 @@ fn infer_from_operator_names_enumerates_offline() {
     assert!(stderr.contains("error[E0019]") && stderr.contains("torch.transpose"), "{stderr}");
 }
 
+/// A backward operator named to infer comes with its forward, as `sfz init` writes it: the
+/// forward's rules, inferred first, become the backward's (`huber_loss_backward` needs the
+/// forward's positive delta and broadcasting target), and pruning keeps a forward while a kept
+/// backward calls it.
+#[test]
+fn infer_feeds_a_backward_operator_from_its_forwards_rules() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("bw.sfz");
+    let (code, _, stderr) =
+        run(sfz().args(["infer", "--color=never", "--prune", "--budget", "10s", "--workers", "1", "--seed", "0", "torch.huber_loss_backward", "-o"]).arg(&file));
+    assert_eq!(code, 0, "{stderr}");
+    let text = std::fs::read_to_string(&file).expect("written");
+    assert!(text.contains("from torch.huber_loss(input = input, target = target, reduction = reduction, delta = delta)"), "{text}");
+    assert!(text.contains("api torch.huber_loss(") && text.contains("rule input_target_broadcast for torch.huber_loss {"), "{text}");
+    let line = stderr.lines().find(|l| l.starts_with("torch.huber_loss_backward: proposed")).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(line.contains("-> 100%") || line.contains("-> 9"), "{line}");
+    let (code, _, stderr) = run(sfz().args(["check", "--color=never"]).arg(&file));
+    assert_eq!(code, 0, "{stderr}");
+}
+
 /// String parameters learn their value sets: qr's from libtorch's error for an unknown mode,
 /// fft's from the docs (its error lists none); each value was tried against libtorch. The budget
 /// is a ceiling: a loaded machine needs more than the 6 s an idle one takes.

@@ -180,6 +180,21 @@ fn candidates_for(path: &Path, text: &str, spec: &Spec, api: &ApiSpec, enumerate
     out
 }
 
+/// API `name` of the file's current `text`, planned again: a backward operator's requires then
+/// hold the rules this run wrote for its forward. None when it no longer checks or plans.
+fn refreshed(path: &Path, text: &str, name: &str, revalidate: bool, catalog: &Catalog) -> Option<ApiSpec> {
+    let checked = crate::check::check_text(path, text);
+    let api = checked.spec.apis.iter().find(|a| a.name == name)?;
+    let spec = Spec { apis: vec![base_of(api, revalidate)], rules: Vec::new(), programs: Vec::new() };
+    crate::plan::plan(&spec, catalog).0.into_iter().next().map(|p| p.api)
+}
+
+/// The APIs of the file's `text` whose `from` statement calls `name`.
+fn callers(path: &Path, text: &str, name: &str) -> Vec<String> {
+    let checked = crate::check::check_text(path, text);
+    checked.spec.apis.iter().filter(|a| a.from.as_ref().is_some_and(|f| f.callee.name == name)).map(|a| a.name.clone()).collect()
+}
+
 /// The API as inference starts from it: with `--revalidate`, without the rules to validate again.
 fn base_of(api: &ApiSpec, revalidate: bool) -> ApiSpec {
     let mut base = api.clone();
@@ -201,15 +216,19 @@ pub(super) fn files(targets: &[String], out: Option<&PathBuf>, catalog: &Catalog
     };
     let existing = std::fs::read_to_string(out).unwrap_or_default();
     let mut text = existing.clone();
+    let mut defined: Vec<String> = crate::check::check_text(out, &existing).spec.apis.into_iter().map(|a| a.name).collect();
     let mut unknown = 0;
     for name in names {
         match rules::skeleton::skeleton(name, catalog) {
-            Ok(s) if existing.contains(&format!("api {}(", s.api)) => {}
+            Ok(s) if defined.contains(&s.api) => {}
             Ok(s) => {
-                if !text.is_empty() {
-                    text.push('\n');
+                // As `sfz init` writes them: a backward operator with its forward.
+                for item in rules::skeleton::items_for(s, catalog, &mut defined).0 {
+                    if !text.is_empty() {
+                        text.push('\n');
+                    }
+                    text.push_str(&item);
                 }
-                text.push_str(&s.text);
             }
             Err(rules::skeleton::InitError::Unknown { suggestions, .. }) => {
                 unknown += 1;
@@ -276,8 +295,14 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         let apis: Vec<ApiSpec> = plans.iter().map(|p| p.api.clone()).collect();
         let runner = PoolRunner { pool: &pool, apis: &apis };
         let mut text = text;
+        // APIs pruned below --min-valid but kept while another API's `from` calls them.
+        let mut callees_below: Vec<String> = Vec::new();
         for (i, plan) in plans.iter().enumerate() {
             let original = spec.apis.iter().find(|a| a.name == plan.api.name).unwrap_or(&plan.api);
+            // A backward operator's inputs obey its forward's rules, which this run may have
+            // just written: its search starts from the file as it is now.
+            let refreshed = if original.from.is_some() { refreshed(path, &text, &plan.api.name, args.revalidate, &catalog) } else { None };
+            let plan = &crate::plan::ApiPlan { api: refreshed.unwrap_or_else(|| plan.api.clone()), ..plan.clone() };
             let cands = candidates_for(path, &text, &checked.spec, original, !args.no_enumerate, args.revalidate);
             if cands.is_empty() {
                 // Nothing to validate (a second run with --no-enumerate): no execution needed.
@@ -303,7 +328,11 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
             }
             replace.extend(result.rules.iter().map(|r| r.candidate.name.clone()));
             let below = !result.conclusive || result.valid_after.is_none_or(|v| v < args.min_valid);
-            let written = if args.prune && below {
+            let called = args.prune && below && !callers(path, &text, &plan.api.name).is_empty();
+            if called {
+                callees_below.push(plan.api.name.clone());
+            }
+            let written = if args.prune && below && !called {
                 eprintln!("{}: pruned (valid inputs {} < {:.0}%)", plan.api.name, pct(result.valid_after), 100.0 * args.min_valid);
                 rules::remove_api(&text, &plan.api.name)
             } else {
@@ -316,6 +345,15 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
             results.push(result);
         }
         drop(pool);
+        // A forward kept for its backward goes once no API calls it any more.
+        for name in callees_below {
+            if callers(path, &text, &name).is_empty() {
+                eprintln!("{name}: pruned (no API left that it feeds)");
+                if let Some(t) = rules::remove_api(&text, &name) {
+                    text = t;
+                }
+            }
+        }
         if args.oracles {
             text = validate_oracles(path, &text, &args, &catalog, &worker, render)?;
             text = learn_domains(path, &text, &args, &catalog, &worker, render)?;

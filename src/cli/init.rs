@@ -67,28 +67,18 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         module.items.iter().filter_map(|i| if let crate::ast::ItemKind::Api(a) = &i.kind { Some(a.path.name.clone()) } else { None }).collect()
     };
     let mut made: Vec<String> = Vec::new();
-    let mut seen: Vec<String> = Vec::new();
+    let mut defined = defined;
     let (mut unknown, mut unsupported, mut wired, mut cuda_only) = (0, 0, 0, 0);
     for name in &names {
         match skeleton::skeleton(name, &catalog) {
             Ok(s) => {
-                if defined.contains(&s.api) || seen.contains(&s.api) {
+                if defined.contains(&s.api) {
                     continue;
                 }
-                seen.push(s.api.clone());
                 cuda_only += usize::from(!s.cpu);
-                // A backward operator is fed by its forward, whose api item goes first.
-                match skeleton::wire(&s, &catalog) {
-                    Some(w) => {
-                        wired += 1;
-                        if !defined.contains(&w.forward.api) && !seen.contains(&w.forward.api) {
-                            seen.push(w.forward.api.clone());
-                            made.push(w.forward.text);
-                        }
-                        made.push(w.backward.text);
-                    }
-                    None => made.push(s.text),
-                }
+                let (items, was_wired) = skeleton::items_for(s, &catalog, &mut defined);
+                wired += usize::from(was_wired);
+                made.extend(items);
             }
             Err(InitError::Unknown { suggestions, .. }) => {
                 unknown += 1;

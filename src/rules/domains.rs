@@ -131,8 +131,10 @@ pub fn learn(api: &ApiSpec, index: usize, runner: &dyn Observe, seed: u64, limit
 
 /// The names of the API's results when all are tensors (`result` for one).
 fn result_names(api: &ApiSpec) -> Option<Vec<String>> {
-    // `result.0` is no name an `ensures` can use.
-    if api.returns.is_empty() || api.returns.iter().any(|r| r.ty != ParamType::Tensor || r.name.contains('.')) {
+    // `result.0` is no name an `ensures` can use, nor, among several outputs, one called
+    // `result` (`_linalg_solve_ex`'s): there `result` is all of them.
+    let ambiguous = |r: &crate::spec::ReturnSpec| r.name.contains('.') || (api.returns.len() > 1 && r.name == "result");
+    if api.returns.is_empty() || api.returns.iter().any(|r| r.ty != ParamType::Tensor || ambiguous(r)) {
         return None;
     }
     Some(api.returns.iter().map(|r| r.name.clone()).collect())
@@ -176,6 +178,17 @@ mod tests {
         assert_eq!(c[1..3].to_vec(), vec![vec![0, 1], vec![1, 0]]);
         assert_eq!(c.len(), BOUNDS.len() * BOUNDS.len());
         assert_eq!(combinations(1).len(), BOUNDS.len());
+    }
+
+    #[test]
+    fn outputs_are_named_as_an_ensures_can_name_them() {
+        let api = |src: &str| crate::check::check_text(std::path::Path::new("t.sfz"), src).spec.apis.remove(0);
+        assert_eq!(result_names(&api("api torch.exp(input: Tensor) -> Tensor {}\n")), Some(vec!["result".to_string()]));
+        let lu = api("api torch.linalg.lu_factor(A: Tensor) -> (LU: Tensor, pivots: Tensor) {}\n");
+        assert_eq!(result_names(&lu), Some(vec!["LU".to_string(), "pivots".to_string()]));
+        // Among several outputs, `result` is the tuple: no output of that name can be judged.
+        let solve = api("api torch._linalg_solve_ex(A: Tensor, B: Tensor) -> (result: Tensor, LU: Tensor, pivots: Tensor) {}\n");
+        assert_eq!(result_names(&solve), None);
     }
 
     /// log on real libtorch is tested in tests/numerics.rs; here a runner that returns NaN

@@ -392,6 +392,26 @@ pub fn wire(backward: &Skeleton, catalog: &Catalog) -> Option<Wired> {
     forward_candidates(op).into_iter().filter(|f| catalog.contains(f)).find_map(|f| wire_to(backward, &f, catalog))
 }
 
+/// The api items skeleton `s` adds to a file that defines the APIs in `defined` (which grows by
+/// what is added): a backward operator wired to its forward, whose item goes first unless the
+/// file has it (its rules then feed the backward's inputs); any other operator alone. The flag
+/// says whether it was wired.
+pub fn items_for(s: Skeleton, catalog: &Catalog, defined: &mut Vec<String>) -> (Vec<String>, bool) {
+    defined.push(s.api.clone());
+    match wire(&s, catalog) {
+        Some(w) => {
+            let mut items = Vec::new();
+            if !defined.contains(&w.forward.api) {
+                defined.push(w.forward.api.clone());
+                items.push(w.forward.text);
+            }
+            items.push(w.backward.text);
+            (items, true)
+        }
+        None => (vec![s.text], false),
+    }
+}
+
 /// `wire` with this forward operator.
 fn wire_to(backward: &Skeleton, forward_op: &str, catalog: &Catalog) -> Option<Wired> {
     let forward = skeleton(forward_op, catalog).ok()?;
