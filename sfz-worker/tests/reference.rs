@@ -222,3 +222,25 @@ fn singular_vectors_are_not_held_to_the_references_signs_but_singular_values_are
         assert!(matches!(v, CheckOutcome::Agree { .. }), "seed {seed}: {v:?}");
     }
 }
+
+#[test]
+fn a_relation_is_not_judged_where_rounding_the_input_moves_its_right_side_beyond_the_tolerance() {
+    let _rng = common::rng_lock();
+    let decl = "api torch.pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor {\n    relation odd: self(input = -input) == -result;\n}\n";
+    let checked = sfz::check::check_text(Path::new("t.sfz"), decl);
+    let relation = checked.spec.apis[0].relations[0].relation.clone();
+    let tolerances = relation.tolerances;
+    let check = Check { oracle: sfz::wire::oracle::Oracle::Relation, variant: Variant::Relation(Box::new(relation)), tolerances, accuracy: Accuracy::BackwardInSafeRange };
+    let mut ex = executor_checking(decl, check);
+    // Small integer matrices are often singular; with rcond 0 the pseudo-inverse inverts their
+    // rounding noise, and -A and A give different noise (a campaign's case, seen as a finding).
+    let singular =
+        TensorRecipe { dtype: DType::Complex128, shape: vec![4, 6, 3, 3], fill: Fill::Int { lo: -8, hi: 1 }, seed: 4939525667268305, layout: Layout::Contiguous, specials: vec![] };
+    let case = Case { op: 0, args: vec![Arg::Tensor(singular), Arg::Float(0.0)], forward: None };
+    let v = verdict(&mut ex, &case);
+    assert!(matches!(&v, CheckOutcome::Skipped(why) if why.contains("ill-conditioned")), "{v:?}");
+    // Well-conditioned matrices are judged, and the relation holds.
+    let case = Case { op: 0, args: vec![Arg::Tensor(TensorRecipe { dtype: DType::Complex128, ..f32s(&[4, 3, 3], -10.0, 10.0, 3) }), Arg::Float(0.0)], forward: None };
+    let v = verdict(&mut ex, &case);
+    assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
+}

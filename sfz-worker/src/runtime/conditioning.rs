@@ -217,6 +217,21 @@ fn roundoff(k: Kind) -> Option<f64> {
     low_precision(k).and_then(DType::unit_roundoff)
 }
 
+/// `t` moved by a quarter to two roundings of dtype `of` (its own before a widening; float64
+/// too), per element as `moves` draws them from `seed`; other tensors as they are.
+pub(super) fn nudged(t: &Tensor, of: Kind, seed: u64) -> Result<Tensor, tch::TchError> {
+    let Some(u) = floating(of).and_then(DType::unit_roundoff) else { return Ok(t.shallow_clone()) };
+    let factor = Tensor::from_slice(&moves(t.numel(), seed)).f_reshape(t.size())?.f_mul_scalar(u)?.f_add_scalar(1.0)?;
+    // The factor in the tensor's own (real) precision, so that the product keeps its dtype.
+    let real = match t.f_kind()? {
+        Kind::ComplexHalf => Kind::Half,
+        Kind::ComplexFloat => Kind::Float,
+        Kind::ComplexDouble => Kind::Double,
+        k => k,
+    };
+    t.f_mul(&factor.f_to_kind(real)?)
+}
+
 /// `n` moves in roundings, each of either sign and a size between 1/4 and 2, the same for the
 /// same `seed`. The sizes vary: where the result oscillates faster than one rounding moves the
 /// input (j1 at 1e9, where a rounding is close to 20 pi), moves of one size can all land on the

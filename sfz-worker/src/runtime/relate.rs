@@ -9,7 +9,8 @@
 //! either side raises, or when the guard holds nowhere; and an element says nothing where the
 //! right side is not finite or beyond the left side's dtype (the exact value is not representable
 //! there, so an inf on the left is honest). A low-precision case that breaks the relation is a
-//! finding only where the same values in double precision keep it.
+//! finding only where the same values in double precision keep it, and no failure is judged
+//! where moving the inputs by their rounding moves the right side beyond the tolerance.
 use tch::{Kind, Tensor};
 
 use sfz::ops::binding::ArgSource;
@@ -69,7 +70,43 @@ impl Executor {
         if dtype.and_then(DType::unit_roundoff).is_some_and(|u| u > f64::EPSILON) && self.fails_in_float64(&scope, relation, accuracy, dtype)? {
             return Err(Failure::Skip("the relation fails in float64 too at this input: it does not hold here, whatever the precision".into()));
         }
+        if self.ill_conditioned(&scope, relation, accuracy, dtype)? {
+            return Err(Failure::Skip("moving the inputs by their rounding moves the right side beyond the tolerance: the input is too ill-conditioned to judge".into()));
+        }
         Ok(CheckOutcome::Values(m))
+    }
+
+    /// Whether the right side at this input is ill-conditioned: computed in double precision
+    /// (the function, not its low-precision kernel, whose own defect may flip at a nearby input),
+    /// moving the case's floating inputs by a rounding of their original dtype moves the right
+    /// side beyond the relation's tolerance (the pseudo-inverse of a singular matrix with rcond
+    /// 0, whose inverted noise no relation can speak of), or makes the call raise.
+    fn ill_conditioned(&mut self, scope: &Scope, relation: &Relation, accuracy: Accuracy, dtype: Option<DType>) -> Result<bool, Failure> {
+        let case = promote_dtype_args(&widened(scope.case));
+        let inputs = scope.inputs.map(|_, t| wide(t))?;
+        let mut index = 0u64;
+        let moved = scope.inputs.map(|_, t| {
+            index += 1;
+            conditioning::nudged(&wide(t)?, t.f_kind()?, case_seed(scope.case) ^ index)
+        })?;
+        let here_called = self.invoke(case.op, &case, &inputs, &[], true)?;
+        let there_called = self.invoke(case.op, &case, &moved, &[], true)?;
+        match (&here_called.outcome, &there_called.outcome) {
+            (Outcome::Returned { .. }, Outcome::Returned { .. }) => {}
+            (Outcome::Returned { .. }, _) => return Ok(true),
+            _ => return Ok(false),
+        }
+        let here = Scope { case: &case, main: &here_called, inputs: &inputs, ..*scope };
+        let there = Scope { case: &case, main: &there_called, inputs: &moved, ..*scope };
+        let (Ok(a), Ok(b)) = (self.eval(&here, &relation.rhs).and_then(|v| Ok(v.tensor()?)), self.eval(&there, &relation.rhs).and_then(|v| Ok(v.tensor()?))) else {
+            return Ok(false);
+        };
+        let (a, b) = (a.f_to_kind(Kind::Double)?, b.f_to_kind(Kind::Double)?);
+        if a.size() != b.size() {
+            return Ok(true);
+        }
+        let tol = relation.tolerances.for_dtype(dtype);
+        Ok(compare_sides(&b, &a, tol, accuracy)?.mismatch(0, dtype, tol).is_some())
     }
 
     /// Whether the relation also fails, by the tolerance and the range of `dtype`, when the
@@ -81,11 +118,7 @@ impl Executor {
     /// holds nowhere).
     fn fails_in_float64(&mut self, scope: &Scope, relation: &Relation, accuracy: Accuracy, dtype: Option<DType>) -> Result<bool, Failure> {
         let case = promote_dtype_args(&widened(scope.case));
-        let inputs = scope.inputs.map(|_, t| match t.f_kind()? {
-            Kind::Half | Kind::BFloat16 | Kind::Float => t.f_to_kind(Kind::Double),
-            Kind::ComplexHalf | Kind::ComplexFloat => t.f_to_kind(Kind::ComplexDouble),
-            _ => Ok(t.shallow_clone()),
-        })?;
+        let inputs = scope.inputs.map(|_, t| wide(t))?;
         let main = self.invoke(case.op, &case, &inputs, &[], true)?;
         if !matches!(main.outcome, Outcome::Returned { .. }) {
             return Ok(false);
@@ -138,15 +171,9 @@ impl Executor {
         if dtype == Some(DType::Bool) && bool::try_from(rhs.f_eq_tensor(&rhs.f_flatten(0, -1)?.f_get(0)?)?.f_all()?)? {
             return Err(Failure::Skip("the right side is one boolean everywhere".into()));
         }
-        // Only pointwise math promises each element to its own precision; a reduction or a
-        // factorization promises a result close in norm: the smallest eigenvalues of a scaled
-        // rank-one matrix are rounding noise of the largest one, on both sides.
-        let normwise = match accuracy {
-            Accuracy::Forward => None,
-            _ => Some(rhs.f_abs()?.f_max()?.f_mul_scalar(tol.rtol)?),
-        };
-        let c = compare_with(&lhs, &rhs, tol, Extra { allowance: normwise.as_ref(), ..Extra::default() })?;
-        Ok((c, dtype, tol))
+        // In norm for reductions: the smallest eigenvalues of a scaled rank-one matrix are
+        // rounding noise of the largest one, on both sides.
+        Ok((compare_sides(&lhs, &rhs, tol, accuracy)?, dtype, tol))
     }
 
     fn eval(&mut self, scope: &Scope, e: &RelExpr) -> Result<Val, Failure> {
@@ -244,6 +271,27 @@ impl Executor {
         }
         let case = Case { op, args, forward: None };
         Ok(self.invoke(op, &case, &Inputs { tensors, ranges }, &[], true)?)
+    }
+}
+
+/// `lhs` against `rhs` (float64, same shape) with `tol`. Only pointwise math promises each
+/// element to its own precision; a reduction or a factorization promises a result close in
+/// norm, so there an element may differ by `rtol` times the right side's largest magnitude.
+fn compare_sides(lhs: &Tensor, rhs: &Tensor, tol: Tolerance, accuracy: Accuracy) -> Result<Comparison, tch::TchError> {
+    let normwise = match accuracy {
+        Accuracy::Forward => None,
+        _ => Some(rhs.f_abs()?.f_max()?.f_mul_scalar(tol.rtol)?),
+    };
+    compare_with(lhs, rhs, tol, Extra { allowance: normwise.as_ref(), ..Extra::default() })
+}
+
+/// A float16, bfloat16 or float32 tensor in float64, a complex64 one in complex128; others as
+/// they are.
+fn wide(t: &Tensor) -> Result<Tensor, tch::TchError> {
+    match t.f_kind()? {
+        Kind::Half | Kind::BFloat16 | Kind::Float => t.f_to_kind(Kind::Double),
+        Kind::ComplexHalf | Kind::ComplexFloat => t.f_to_kind(Kind::ComplexDouble),
+        _ => Ok(t.shallow_clone()),
     }
 }
 
