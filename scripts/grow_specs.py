@@ -7,6 +7,7 @@ inferred spec stays below 90% valid inputs.
 Usage: python3 scripts/grow_specs.py [--sfz target/debug/sfz] [--budget 8s] [--jobs 2] [AREA...]
        python3 scripts/grow_specs.py --retry [--best] [--budget 12s] [AREA...]
        python3 scripts/grow_specs.py --new [--budget 10s] [AREA...]
+       python3 scripts/grow_specs.py --aten [--budget 6s] [--chunk 40] [AREA...]
 
 `--retry` runs again, with another seed, the operators of the first pass that ended between
 `--lo` (75%) and `--hi` (90%) valid inputs, and appends those that now pass to the area's file;
@@ -26,6 +27,18 @@ specs/inferred/ was grown by, in order:
 5. torch.transpose_copy regrown alone (`sfz infer --prune --seed 0 --budget 10s --workers 1`,
    figures in data/ops/elementwise-regrow.json) once the enumerator stopped bounding a dimension
    index by another dimension's size: pass 4 had kept `dim0 <= input.shape[dim1]` there.
+
+`--aten` reaches past the public selection: every base operator of libtorch's schemas
+(tests/fixtures/schemas-2.13.0.txt) with a skeleton, a CPU kernel and no spec yet, that no
+earlier pass tried and ATEN_SKIP does not leave out: in-place forms (`abs_`), backward
+operators (their inputs come from the forward through `from`), internal `_x` operators and
+`_foreach` lists. Areas: inplace, backward, internal, public. It runs in chunks of `--chunk`
+operators, each appended as it ends, so a stopped run keeps what it did.
+
+6. `--aten --sfz target/release/sfz --budget 6s --jobs 2 --seed 0 --tag aten`; then, once
+   `sfz infer` wrote backward operators with their forwards as `sfz init` does, `--aten --redo
+   --tag wired backward`, and `--retry --best --lo 0 --hi 0.9 --seed 13 --tag retry-aten
+   inplace public internal`; then `sfz infer --no-enumerate --oracles` on the four files.
 
 The operator lists go to data/ops/<area>.txt (committed, so a run is reproducible), the figures
 of each area's run to data/ops/<area>.json.
@@ -63,6 +76,19 @@ SKIP = re.compile(
 # repeat legitimately build huge outputs from small inputs (oom, hang); threshold on uint8 with an
 # out-of-range threshold raises a conversion error that is an argument error in disguise.
 NOISY = {"combinations", "tile", "repeat", "threshold"}
+
+# Left out of `--aten` (narrower than SKIP): random or uninitialised results, inputs sfz does
+# not make (quantized, sparse, nested, mkldnn tensors), other backends, and operators that
+# change storage, metadata or autograd state rather than compute.
+ATEN_SKIP = re.compile(
+    r"rand|rrelu|normal|bernoulli|dropout|multinomial|poisson|cauchy|geometric|exponential_|uniform|"
+    r"binomial|empty|quantiz|^q_|qscheme|int_repr|fbgemm|mkldnn|onednn|cudnn|miopen|cuda|mps|xpu|"
+    r"vulkan|nnpack|sparse|coalesce|crow|ccol|col_ind|row_ind|^indices|^values|nested|resize|^set_|"
+    r"storage|^record|^retain|requires_grad|_version|^lift|^detach_|^sym_|^_assert|^_print|"
+    r"^_functional_assert|^_make_dep_token|^_fused_|^_amp_|^_cummax_helper|^_cummin_helper|"
+    r"fake_quant|^_local_scalar|^_nnz|^_dimI|^_dimV|^_chunk_cat|^_propagate|^_conj_copy|"
+    r"_jvp$|^_neg_view|^_to_cpu|^_pin_memory|^is_pinned|^_has_same_storage|^_unsafe_"
+)
 
 AREAS = [
     ("fft", lambda n: n.startswith("torch.fft.")),
@@ -102,10 +128,17 @@ def main():
                     help="with --retry: judge --lo/--hi on the best run of every pass so far, and skip the operators already kept")
     ap.add_argument("--new", action="store_true",
                     help="only the operators the selection has and data/ops/<area>.txt lacks (after SKIP changed); appended")
+    ap.add_argument("--aten", action="store_true",
+                    help="every base operator with a skeleton that no earlier pass tried (see the docstring)")
+    ap.add_argument("--chunk", type=int, default=40, help="with --aten: operators per `sfz infer` run")
+    ap.add_argument("--redo", action="store_true",
+                    help="with --aten: run the named areas' listed operators again into emptied files")
     ap.add_argument("areas", nargs="*")
     args = ap.parse_args()
     if args.retry:
         return retry(args)
+    if args.aten:
+        return aten(args)
     groups = selection(args.sfz)
     if args.new:
         return new(args, groups)
@@ -167,13 +200,13 @@ def runs_of(area):
     return [r for f in files if f.exists() for r in json.loads(f.read_text() or "[]")]
 
 
-def grow(args, area, ops):
+def grow(args, area, ops, tag=None):
     """Runs `sfz infer --prune` on `ops` in a scratch file and appends what it kept to the area's
     file; the figures go to data/ops/<area>-<tag>.json."""
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "grow.sfz"
-        infer(args, ["--seed", args.seed], ops, out, ROOT / f"data/ops/{area}-{args.tag}.json")
+        infer(args, ["--seed", args.seed], ops, out, ROOT / f"data/ops/{area}-{tag or args.tag}.json")
         gained = out.read_text() if out.exists() else ""
     target = ROOT / f"specs/inferred/{area}.sfz"
     text = target.read_text() if target.exists() else ""
@@ -184,13 +217,14 @@ def grow(args, area, ops):
 
 
 def retry(args):
-    for area, _ in AREAS:
+    for area in [a for a, _ in AREAS] + ATEN_AREAS:
         if args.areas and area not in args.areas:
             continue
         if args.best:
             best, kept = {}, kept_in(area)
             for r in runs_of(area):
-                if r["api"] not in kept and base(r["api"]) not in NOISY and not SKIP.search(base(r["api"])):
+                skip = ATEN_SKIP if area in ATEN_AREAS else SKIP
+                if r["api"] not in kept and base(r["api"]) not in NOISY and not skip.search(base(r["api"])):
                     best[r["api"]] = max(best.get(r["api"], 0.0), r["valid_after"] or 0.0)
             near = [a for a, v in best.items() if args.lo <= v < args.hi]
         else:
@@ -219,6 +253,66 @@ def new(args, groups):
         print(f"{area}: {len(fresh)} new operators", file=sys.stderr, flush=True)
         kept = grow(args, area, fresh)
         print(f"{area}: kept {kept} of {len(fresh)}", file=sys.stderr, flush=True)
+
+
+ATEN_AREAS = ["backward", "inplace", "internal", "public"]
+
+
+def aten_area(name):
+    b = base(name)
+    if b.endswith("backward") or "_backward_" in b:
+        return "backward"
+    if b.endswith("_") and not b.endswith("__"):
+        return "inplace"
+    if b.startswith("_") and not b.startswith("__"):
+        return "internal"
+    return "public"
+
+
+def aten(args):
+    """Grows specs for the base operators no earlier pass tried; see the docstring."""
+    schemas = (ROOT / "tests/fixtures/schemas-2.13.0.txt").read_text()
+    bases = sorted({m for m in re.findall(r"^aten::(\w+)", schemas, re.M)})
+    import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".txt") as listing:
+        listing.write("".join(f"{b}\n" for b in bases))
+        listing.flush()
+        init = subprocess.run([args.sfz, "init", "--color=never", "--list", listing.name],
+                              capture_output=True, text=True, check=True)
+    redo = set(args.areas) if args.redo else set()
+    tried = set()
+    for f in (ROOT / "data/ops").glob("*.txt"):
+        if f.stem not in redo:
+            tried.update(f.read_text().split())
+    for area in redo:
+        (ROOT / f"specs/inferred/{area}.sfz").unlink(missing_ok=True)
+    for f in (ROOT / "specs").rglob("*.sfz"):
+        # Forwards written beside their backward operators are in the backward area's file.
+        if f.stem not in redo:
+            tried.update(re.findall(r"^api ([\w.]+)\(", f.read_text(), re.M))
+    groups = {}
+    # A skeleton is its doc comment and its body; the CPU mark is in the comment before `api`.
+    for block in re.split(r"\n(?=///)", "\n" + init.stdout):
+        m = re.search(r"^api ([\w.]+)\(", block, re.M)
+        if not m or "No CPU kernel" in block:
+            continue
+        name = m.group(1)
+        if name in tried or ATEN_SKIP.search(base(name)) or base(name) in NOISY:
+            continue
+        groups.setdefault(aten_area(name), []).append(name)
+    for area, ops in sorted(groups.items()):
+        if args.areas and area not in args.areas:
+            continue
+        listed = ROOT / f"data/ops/{area}.txt"
+        known = listed.read_text().split() if listed.exists() and area not in redo else []
+        fresh = [o for o in ops if o not in known]
+        listed.write_text("".join(f"{o}\n" for o in known + fresh))
+        print(f"{area}: {len(fresh)} operators", file=sys.stderr, flush=True)
+        kept = 0
+        for i in range(0, len(fresh), args.chunk):
+            part = fresh[i:i + args.chunk]
+            kept += grow(args, area, part, f"{args.tag}-{i // args.chunk:02}")
+            print(f"{area}: kept {kept} of {i + len(part)}", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":
