@@ -34,6 +34,13 @@ pub fn classify(class: ErrorClass, message: &str) -> ErrorKind {
     }
 }
 
+/// libtorch refusing to write in place into a tensor whose elements share memory (an expanded,
+/// stride-0 input): what the input's layout makes invalid, as documented, so a layout variant
+/// that copies the input apart is expected to succeed where the original raised this.
+pub fn is_overlapping_write(message: &str) -> bool {
+    message.contains("more than one element of the written-to tensor refers to a single memory location")
+}
+
 fn is_range_check(message: &str) -> bool {
     // The worker prefixes a std exception's message with its type (`St13runtime_error: `).
     let first = first_line(message);

@@ -460,6 +460,30 @@ mod tests {
     }
 
     #[test]
+    fn an_in_place_write_into_an_expanded_input_that_raises_is_no_layout_finding() {
+        use crate::wire::oracle::Oracle;
+        use crate::wire::outcome::{ErrorClass, Outcome};
+        use crate::wire::variant::{Accuracy, Check, CheckOutcome, CheckReport, Tolerance, Tolerances, Variant};
+        use crate::worker::Execution;
+        let checked = crate::check::check_text(std::path::Path::new("t.sfz"), "api torch.abs_(input: Tensor) -> Tensor {\n    oracles crash, layout;\n}\n");
+        assert!(!checked.has_errors(), "{:?}", checked.diags);
+        let api = &checked.spec.apis[0];
+        let x = Arg::Tensor(TensorRecipe { dtype: DType::Float32, shape: vec![3, 2], fill: Fill::Constant(1.0), seed: 0, layout: Default::default(), specials: Vec::new() });
+        let case = Case { op: 0, args: vec![x], forward: None };
+        let checks = [Check { oracle: Oracle::Layout, variant: Variant::Layout, tolerances: Tolerances::uniform(Tolerance::EXACT), accuracy: Accuracy::Forward }];
+        let raised = |message: &str| Outcome::Raised { class: ErrorClass::C10, message: message.into(), micros: 1 };
+        let judged = |outcome: Outcome| {
+            let exec = Execution::Checked { outcome, checks: vec![CheckReport { outcome: CheckOutcome::Returned, micros: 0 }] };
+            super::judge(api, &checks, &case, &exec).detections.iter().map(|d| d.oracle).collect::<Vec<_>>()
+        };
+        let overlap =
+            "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.";
+        assert!(judged(raised(overlap)).is_empty(), "the expanded input is what made the write invalid");
+        // Any other argument error that only one layout raises is a finding.
+        assert_eq!(judged(raised("view size is not compatible with input tensor's size and stride")), vec![Oracle::Layout]);
+    }
+
+    #[test]
     fn a_warning_left_by_an_earlier_case_is_no_crash_cause() {
         let stderr = "[W1123 08:12:01.123456789 Resize.cpp:31] Warning: An output with one or more elements was resized since it had shape [2], which does not match the required output shape [3]. (function _resize_output_check)\n";
         assert_eq!(super::crash_signature("SIGFPE", stderr), "SIGFPE");
