@@ -61,28 +61,34 @@ impl Executor {
             }
         };
         // A mutating operator (`abs_`, `add.out`, `Tensor(a!)` arguments) wrote into the inputs
-        // it was given: the checks start again from freshly built ones, as the original call did.
+        // it was given: each check starts again from freshly built ones, as the original call
+        // did (a check's own calls write into what they are given too: a float64 reference of
+        // float64 inputs is called on the inputs themselves).
         let mutates = self.op(case.op).is_ok_and(|op| op.schema.has_mutable_args());
-        let inputs = if mutates && !checks.is_empty() {
-            match self.materialize(case.op, case, &mut |r| materialize(r)) {
-                Ok(fresh) => fresh,
-                Err(r) => {
-                    let why = format!("the inputs could not be rebuilt after the call mutated them: {}", r.message);
-                    return (main.outcome, checks.iter().map(|_| report(CheckOutcome::Skipped(why.clone()), 0)).collect());
-                }
-            }
-        } else {
-            inputs
-        };
+        let mut inputs = Some(inputs);
         let mut reports = Vec::with_capacity(checks.len());
         for (k, check) in checks.iter().enumerate() {
             phase(k as u32);
             let start = Instant::now();
+            let given = match inputs.take().filter(|_| !mutates) {
+                Some(given) => given,
+                None => match self.materialize(case.op, case, &mut |r| materialize(r)) {
+                    Ok(fresh) => fresh,
+                    Err(r) => {
+                        let why = format!("the inputs could not be rebuilt after the call mutated them: {}", r.message);
+                        reports.push(report(CheckOutcome::Skipped(why), 0));
+                        continue;
+                    }
+                },
+            };
             // A check must never take the worker down through a Rust panic (a tch wrapper that
             // unwraps); that would be reported as a crash of libtorch.
             let outcome =
-                catch_unwind(AssertUnwindSafe(|| self.check(check, case, &main, &inputs))).unwrap_or_else(|_| CheckOutcome::Skipped("the check panicked (a bug in sfz)".into()));
+                catch_unwind(AssertUnwindSafe(|| self.check(check, case, &main, &given))).unwrap_or_else(|_| CheckOutcome::Skipped("the check panicked (a bug in sfz)".into()));
             reports.push(report(outcome, start.elapsed().as_micros()));
+            if !mutates {
+                inputs = Some(given);
+            }
         }
         (main.outcome, reports)
     }
