@@ -70,8 +70,7 @@ pub fn candidates(api: &ApiSpec) -> Vec<Candidate> {
     }
     for l in &lists {
         add(format!("{l}_nonempty_list"), format!("len({l}) >= 1;"));
-        // Every group, as for a tensor: `_foreach_exp_` takes complex elements too.
-        for (group, list) in DTYPE_GROUPS {
+        for (group, list) in DTYPE_GROUPS.iter().filter(|(g, _)| matches!(*g, "floating" | "numeric" | "full_floating")) {
             add(format!("{l}_{group}"), format!("{l}[*].dtype in {list};"));
         }
         add(format!("{l}_same_dtype"), format!("forall i in 0..len({l}): {l}[i].dtype == {l}[0].dtype;"));
@@ -269,6 +268,10 @@ pub fn candidates(api: &ApiSpec) -> Vec<Candidate> {
     // before keep their places (and the search its random streams) from before they existed.
     for t in &tensors {
         add(format!("{t}_ndim_5"), format!("{t}.ndim == 5;"));
+    }
+    // `_foreach_exp_` takes complex elements too. Last, for the same reason.
+    for l in &lists {
+        add(format!("{l}_floating_or_complex"), format!("{l}[*].dtype in [float16, bfloat16, float32, float64, complex64, complex128];"));
     }
     out
 }
