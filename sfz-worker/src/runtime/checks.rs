@@ -536,7 +536,7 @@ fn first_line(s: &str) -> &str {
 pub const REORDERINGS: f64 = 2.0;
 
 /// The dtype a promoted input gets, or None when it stays.
-fn promoted_kind(k: Kind, integers: bool) -> Option<Kind> {
+pub(super) fn promoted_kind(k: Kind, integers: bool) -> Option<Kind> {
     match k {
         Kind::Half | Kind::BFloat16 | Kind::Float => Some(Kind::Double),
         Kind::Bool | Kind::Int8 | Kind::Int16 | Kind::Int | Kind::Int64 | Kind::Uint8 if integers => Some(Kind::Double),

@@ -19,7 +19,7 @@ use sfz::wire::outcome::{Outcome, Output};
 use sfz::wire::variant::relation::{case_seed, Callee, RelExpr, RelFn, RelOp};
 use sfz::wire::variant::{promote_dtype_args, Accuracy, CheckOutcome, Relation, Tolerance};
 
-use super::checks::Failure;
+use super::checks::{promoted_kind, Failure};
 use super::compare::{compare_with, Comparison, Extra};
 use super::conditioning;
 use super::executor::{Called, Executor, Inputs};
@@ -67,10 +67,15 @@ impl Executor {
         let Some(m) = c.mismatch(0, dtype, tol) else {
             return Ok(CheckOutcome::Agree { max_abs: c.max_abs, max_rel: c.max_rel });
         };
-        if dtype.and_then(DType::unit_roundoff).is_some_and(|u| u > f64::EPSILON) && self.fails_in_float64(&scope, relation, accuracy, dtype)? {
+        // The case in double precision, called once for both questions below.
+        let case = promote_dtype_args(&widened(scope.case));
+        let inputs = scope.inputs.map(|_, t| wide(t))?;
+        let main = self.invoke(case.op, &case, &inputs, &[], true)?;
+        let double = Scope { case: &case, main: &main, inputs: &inputs, ..scope };
+        if dtype.and_then(DType::unit_roundoff).is_some_and(|u| u > f64::EPSILON) && self.fails_in_float64(&double, relation, accuracy, dtype)? {
             return Err(Failure::Skip("the relation fails in float64 too at this input: it does not hold here, whatever the precision".into()));
         }
-        if self.ill_conditioned(&scope, relation, accuracy, dtype)? {
+        if self.ill_conditioned(&scope, &double, relation, accuracy, dtype)? {
             return Err(Failure::Skip("moving the inputs by their rounding moves the right side beyond the tolerance: the input is too ill-conditioned to judge".into()));
         }
         Ok(CheckOutcome::Values(m))
@@ -81,24 +86,20 @@ impl Executor {
     /// moving the case's floating inputs by a rounding of their original dtype moves the right
     /// side beyond the relation's tolerance (the pseudo-inverse of a singular matrix with rcond
     /// 0, whose inverted noise no relation can speak of), or makes the call raise.
-    fn ill_conditioned(&mut self, scope: &Scope, relation: &Relation, accuracy: Accuracy, dtype: Option<DType>) -> Result<bool, Failure> {
-        let case = promote_dtype_args(&widened(scope.case));
-        let inputs = scope.inputs.map(|_, t| wide(t))?;
+    fn ill_conditioned(&mut self, original: &Scope, double: &Scope, relation: &Relation, accuracy: Accuracy, dtype: Option<DType>) -> Result<bool, Failure> {
         let mut index = 0u64;
-        let moved = scope.inputs.map(|_, t| {
+        let moved = original.inputs.map(|_, t| {
             index += 1;
-            conditioning::nudged(&wide(t)?, t.f_kind()?, case_seed(scope.case) ^ index)
+            conditioning::nudged(&wide(t)?, t.f_kind()?, case_seed(original.case) ^ index)
         })?;
-        let here_called = self.invoke(case.op, &case, &inputs, &[], true)?;
-        let there_called = self.invoke(case.op, &case, &moved, &[], true)?;
-        match (&here_called.outcome, &there_called.outcome) {
+        let there_called = self.invoke(double.case.op, double.case, &moved, &[], true)?;
+        match (&double.main.outcome, &there_called.outcome) {
             (Outcome::Returned { .. }, Outcome::Returned { .. }) => {}
             (Outcome::Returned { .. }, _) => return Ok(true),
             _ => return Ok(false),
         }
-        let here = Scope { case: &case, main: &here_called, inputs: &inputs, ..*scope };
-        let there = Scope { case: &case, main: &there_called, inputs: &moved, ..*scope };
-        let (Ok(a), Ok(b)) = (self.eval(&here, &relation.rhs).and_then(|v| Ok(v.tensor()?)), self.eval(&there, &relation.rhs).and_then(|v| Ok(v.tensor()?))) else {
+        let (here, there) = (double, &Scope { main: &there_called, inputs: &moved, ..*double });
+        let (Ok(a), Ok(b)) = (self.eval(here, &relation.rhs).and_then(|v| Ok(v.tensor()?)), self.eval(there, &relation.rhs).and_then(|v| Ok(v.tensor()?))) else {
             return Ok(false);
         };
         let (a, b) = (a.f_to_kind(Kind::Double)?, b.f_to_kind(Kind::Double)?);
@@ -116,15 +117,11 @@ impl Executor {
     /// ill-conditioned to tell; a low-precision failure is a finding only where float64 keeps
     /// the relation. False when the float64 evaluation cannot tell (a call raised, a guard
     /// holds nowhere).
-    fn fails_in_float64(&mut self, scope: &Scope, relation: &Relation, accuracy: Accuracy, dtype: Option<DType>) -> Result<bool, Failure> {
-        let case = promote_dtype_args(&widened(scope.case));
-        let inputs = scope.inputs.map(|_, t| wide(t))?;
-        let main = self.invoke(case.op, &case, &inputs, &[], true)?;
-        if !matches!(main.outcome, Outcome::Returned { .. }) {
+    fn fails_in_float64(&mut self, double: &Scope, relation: &Relation, accuracy: Accuracy, dtype: Option<DType>) -> Result<bool, Failure> {
+        if !matches!(double.main.outcome, Outcome::Returned { .. }) {
             return Ok(false);
         }
-        let wide = Scope { case: &case, main: &main, inputs: &inputs, ..*scope };
-        Ok(match self.sides(&wide, relation, accuracy, Some(dtype)) {
+        Ok(match self.sides(double, relation, accuracy, Some(dtype)) {
             Ok((c, dtype, tol)) => c.mismatch(0, dtype, tol).is_some(),
             Err(_) => false,
         })
@@ -285,14 +282,11 @@ fn compare_sides(lhs: &Tensor, rhs: &Tensor, tol: Tolerance, accuracy: Accuracy)
     compare_with(lhs, rhs, tol, Extra { allowance: normwise.as_ref(), ..Extra::default() })
 }
 
-/// A float16, bfloat16 or float32 tensor in float64, a complex64 one in complex128; others as
-/// they are.
+/// A copy of a tensor as the float64 reference takes it (`checks::promoted_kind`, integers as
+/// they are). Always a copy: a mutating operator called on it must leave the case's inputs alone.
 fn wide(t: &Tensor) -> Result<Tensor, tch::TchError> {
-    match t.f_kind()? {
-        Kind::Half | Kind::BFloat16 | Kind::Float => t.f_to_kind(Kind::Double),
-        Kind::ComplexHalf | Kind::ComplexFloat => t.f_to_kind(Kind::ComplexDouble),
-        _ => Ok(t.shallow_clone()),
-    }
+    let k = t.f_kind()?;
+    t.f_to_dtype(promoted_kind(k, false).unwrap_or(k), false, true)
 }
 
 /// `case` with its float16, bfloat16 and float32 tensors float64 and its complex64 ones
