@@ -244,3 +244,27 @@ fn a_relation_is_not_judged_where_rounding_the_input_moves_its_right_side_beyond
     let v = verdict(&mut ex, &case);
     assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
 }
+
+#[test]
+fn lu_factors_and_pivots_are_not_held_to_the_references_pivoting_but_the_determinant_is() {
+    let _rng = common::rng_lock();
+    let mut ex = executor("api torch._linalg_det(A: Tensor) -> (result: Tensor, LU: Tensor, pivots: Tensor) {}", Accuracy::BackwardInSafeRange);
+    // Small integers tie pivots; once a step of elimination has rounded (a third), float32 and
+    // float64 break the ties apart and pick other rows: both factorizations are right.
+    for seed in 0..100 {
+        let recipe = TensorRecipe { dtype: DType::Float32, shape: vec![8, 3, 3], fill: Fill::Int { lo: -3, hi: 4 }, seed, layout: Layout::Contiguous, specials: vec![] };
+        let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(recipe)], forward: None });
+        assert!(matches!(v, CheckOutcome::Agree { .. }), "seed {seed}: {v:?}");
+    }
+}
+
+#[test]
+fn a_nan_argument_asks_for_no_value_to_judge() {
+    let _rng = common::rng_lock();
+    let mut ex = executor("api torch.nn.functional.hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor {}", Accuracy::Forward);
+    let case = |max: f64| Case { op: 0, args: vec![Arg::Tensor(f32s(&[16], -3.0, 3.0, 1)), Arg::Float(-1.0), Arg::Float(max)], forward: None };
+    let v = verdict(&mut ex, &case(f64::NAN));
+    assert!(matches!(&v, CheckOutcome::Skipped(why) if why.contains("NaN")), "{v:?}");
+    let v = verdict(&mut ex, &case(2.0));
+    assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
+}

@@ -31,7 +31,8 @@ pub fn class(name: &str) -> OpClass {
 
 /// The outputs of operator `name` that its math does not determine, only up to the sign or
 /// phase of each column or the order of the values: the singular vectors of an SVD, the
-/// eigenvectors and (of a general matrix) the eigenvalues of an eigendecomposition. Two correct
+/// eigenvectors and (of a general matrix) the eigenvalues of an eigendecomposition, the factors
+/// and pivots of a pivoted LU or LDL factorization. Two correct
 /// computations (float32 and float64 LAPACK) may return different ones, so no reference judges
 /// them element by element.
 pub fn not_unique(name: &str) -> &'static [usize] {
@@ -40,6 +41,13 @@ pub fn not_unique(name: &str) -> &'static [usize] {
         "linalg_eig" | "_linalg_eig" => &[0, 1],
         "linalg_eigvals" | "_linalg_eigvals" => &[0],
         "linalg_eigh" | "_linalg_eigh" => &[1],
+        // LU with partial pivoting: where two candidate pivots are (nearly) tied, each
+        // precision's rounding picks its own row, and the factors and pivots differ throughout.
+        "linalg_lu_factor" | "linalg_lu_factor_ex" | "_lu_with_info" | "linalg_ldl_factor" | "linalg_ldl_factor_ex" => &[0, 1],
+        "linalg_lu" => &[0, 1, 2],
+        "_linalg_det" => &[1, 2],
+        "_linalg_slogdet" => &[2, 3],
+        "_linalg_solve_ex" => &[1, 2],
         _ => &[],
     }
 }
@@ -58,6 +66,8 @@ mod tests {
         assert_eq!(not_unique("linalg_eigh"), [1]);
         assert!(not_unique("linalg_svdvals").is_empty());
         assert!(not_unique("linalg_eigvalsh").is_empty());
+        // A determinant is unique; the LU factors it was computed from are not.
+        assert_eq!(not_unique("aten::_linalg_det"), [1, 2]);
     }
 
     #[test]
