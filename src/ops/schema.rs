@@ -152,6 +152,20 @@ impl OpSchema {
         self.args.iter().position(|a| a.name == name)
     }
 
+    /// True when every return is an int or bool (or a list of them), not a tensor or a float:
+    /// a fact about the inputs' sizes, strides or storage (`stride`, `is_contiguous`,
+    /// `_debug_has_internal_overlap`), which a promoted or relaid copy legitimately changes.
+    pub fn returns_only_facts(&self) -> bool {
+        fn fact(t: &SchemaType) -> bool {
+            match t {
+                SchemaType::Int | SchemaType::SymInt | SchemaType::Bool => true,
+                SchemaType::List(e, _) | SchemaType::Optional(e) => fact(e),
+                _ => false,
+            }
+        }
+        !self.returns.is_empty() && self.returns.iter().all(|r| fact(&r.ty))
+    }
+
     /// True when some argument is written to (`out=` variants, in-place ops).
     pub fn has_mutable_args(&self) -> bool {
         self.args.iter().any(|a| a.mutable)

@@ -188,3 +188,25 @@ fn gave_up(api: &ApiSpec, limit: &str, reason: String, flag: &str) -> (Diagnosti
         .with_help(format!("simplify its constraints (nonlinear products of several variables are slow), or raise `{flag}`"));
     (d, Skipped { api: api.name.clone(), reason })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An API without an `oracles` clause gets no precision or layout check where its operator
+    /// returns sizes, strides or flags: a float64 or relaid copy has other ones, honestly.
+    #[test]
+    fn facts_about_the_inputs_get_no_precision_or_layout_check() {
+        let catalog = Catalog::from_schemas(include_str!("../../tests/fixtures/schemas-2.13.0.txt").lines());
+        let src = "api torch._debug_has_internal_overlap(input: Tensor) -> int {}\napi torch.Tensor.stride(input: Tensor, dim: int) -> int {}\napi torch.sin(input: Tensor) -> Tensor {}\n";
+        let checked = crate::check::check_text(std::path::Path::new("t.sfz"), src);
+        assert!(!checked.has_errors(), "{:?}", checked.diags);
+        let (plans, diags) = plan(&checked.spec, &catalog);
+        assert_eq!(plans.len(), 3, "{diags:?}");
+        let oracles = |p: &ApiPlan| p.checks.iter().map(|c| c.check.oracle).collect::<Vec<_>>();
+        for facts in &plans[..2] {
+            assert!(!oracles(facts).iter().any(|o| matches!(o, Oracle::Precision | Oracle::Layout)), "{}: {:?}", facts.api.name, oracles(facts));
+        }
+        assert!(oracles(&plans[2]).contains(&Oracle::Precision) && oracles(&plans[2]).contains(&Oracle::Layout), "{:?}", oracles(&plans[2]));
+    }
+}
