@@ -17,7 +17,7 @@ use super::{Candidate, Judged};
 use crate::gen::{cliff, mix, values};
 use crate::solve::Limits;
 use crate::spec::{ApiSpec, BinOp, Category, Constraint, Origin, ParamType, Prop, RuleSource, RuleStatus, TExpr, Value};
-use crate::wire::case::Arg;
+use crate::wire::case::{Arg, Fill};
 
 /// What became of one case: whether it returned, a floating output, a NaN in one.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -64,6 +64,19 @@ impl Bound {
         }
     }
 
+    /// The bound's closed low end everywhere, or the integers at its low end that lie inside.
+    fn edge(self, rng: &mut ChaCha8Rng) -> Fill {
+        let (lo, hi) = match self {
+            Bound::AtLeast(v) => (v, v + 2.0),
+            Bound::Above(v) => (v.floor() + 1.0, v.floor() + 3.0),
+            Bound::Within(lo, hi) => (lo.ceil(), hi.min(lo + 2.0)),
+        };
+        match self {
+            Bound::AtLeast(v) | Bound::Within(v, _) if rng.random_bool(0.5) => Fill::Constant(v),
+            _ => Fill::Int { lo: lo.ceil() as i64, hi: hi.floor() as i64 + 1 },
+        }
+    }
+
     fn constraint(self, api: &ApiSpec, p: usize) -> Constraint {
         let values = Box::new(TExpr::Prop(Box::new(TExpr::Param(p)), Prop::Values));
         let lit = |v: f64| Box::new(TExpr::Lit(Value::Float(v)));
@@ -76,9 +89,12 @@ impl Bound {
     }
 }
 
-/// Cases per domain tried, and the share of them moved to a cliff.
+/// Cases per domain tried, the share of them moved to a cliff, and the share whose bounded
+/// tensor holds the integers at the domain's closed end (-1 and 0 for `x >= -1`): a pole
+/// there (digamma's at -1) must refute the domain, and a random draw seldom lands on it.
 const CASES: usize = 64;
 const CLIFF: f64 = 0.35;
+const EDGE: f64 = 0.2;
 /// A domain is kept only when this many of its cases returned a floating output.
 const MIN_EVIDENCE: usize = 24;
 /// Domains tried at most (two parameters have 49 combinations; the widest come first).
@@ -105,7 +121,7 @@ pub fn learn(api: &ApiSpec, index: usize, runner: &dyn Observe, seed: u64, limit
         let text = if atoms.is_empty() { format!("ensures {consequent};") } else { format!("ensures {} => {consequent};", atoms.join(" and ")) };
         let mut probe = api.clone();
         probe.requires.extend(bounds.iter().map(|(b, p)| b.constraint(api, *p)));
-        let cases = draw(&probe, mix(seed ^ mix(index as u64) ^ mix(tried as u64)), limits);
+        let cases = draw(&probe, &bounds, mix(seed ^ mix(index as u64) ^ mix(tried as u64)), limits);
         let seen = runner.observe(index, &cases, deadline);
         let judged = seen.iter().filter(|s| s.returned && s.floating).count();
         if judged == 0 && atoms.is_empty() {
@@ -152,16 +168,30 @@ fn combinations(n: usize) -> Vec<Vec<usize>> {
     all
 }
 
-/// Conforming cases of `probe`, a share of them at a cliff that stays inside its bounds.
-fn draw(probe: &ApiSpec, seed: u64, limits: &Limits) -> Vec<Vec<Arg>> {
+/// Conforming cases of `probe`, a share of them at a cliff or at the edge of `bounds` that
+/// stays inside them.
+fn draw(probe: &ApiSpec, bounds: &[(Bound, usize)], seed: u64, limits: &Limits) -> Vec<Vec<Arg>> {
     let mut rng = ChaCha8Rng::seed_from_u64(mix(seed ^ 0xd0));
     let mut cases = sample(probe, CASES, seed, limits, None);
     for args in &mut cases {
-        if rng.random_bool(CLIFF) {
-            let before = args.clone();
-            if cliff::cliff_among(args, &cliff::OF_THE_FUNCTION, &mut rng).is_none() || values::conforms(probe, args).contains(&Some(false)) {
-                *args = before;
+        let before = args.clone();
+        let moved = if rng.random_bool(EDGE) {
+            // On the whole line, the edges are the poles.
+            match bounds.get(rng.random_range(0..bounds.len().max(1))) {
+                None => cliff::cliff_among(args, &[cliff::Cliff::Poles], &mut rng).is_some(),
+                Some(&(bound, p)) => match args.get_mut(p) {
+                    Some(Arg::Tensor(t)) if t.numel() > 0 && t.dtype.limits().is_some() => {
+                        t.fill = bound.edge(&mut rng);
+                        true
+                    }
+                    _ => false,
+                },
             }
+        } else {
+            rng.random_bool(CLIFF) && cliff::cliff_among(args, &cliff::OF_THE_FUNCTION, &mut rng).is_some()
+        };
+        if moved && values::conforms(probe, args).contains(&Some(false)) {
+            *args = before;
         }
     }
     cases
@@ -204,6 +234,36 @@ mod tests {
                     Seen { returned: true, floating: true, nan: v.min < 0.0 || v.nan }
                 })
                 .collect()
+        }
+    }
+
+    /// A runner with digamma's poles: NaN at the negative integers, which a uniform draw never
+    /// holds (an integer fill is taken to hold its lowest value).
+    struct PolesLike;
+    impl Observe for PolesLike {
+        fn observe(&self, _: usize, cases: &[Vec<Arg>], _: Instant) -> Vec<Seen> {
+            cases
+                .iter()
+                .map(|args| {
+                    let Arg::Tensor(t) = &args[0] else { return Seen::default() };
+                    let nan = match t.fill {
+                        Fill::Int { lo, .. } => lo < 0,
+                        Fill::Constant(v) => v < 0.0 && v.fract() == 0.0,
+                        Fill::Uniform { .. } => false,
+                    };
+                    Seen { returned: true, floating: true, nan }
+                })
+                .collect()
+        }
+    }
+
+    #[test]
+    fn a_pole_at_the_end_of_a_domain_refutes_it() {
+        let checked = crate::check::check_text(std::path::Path::new("t.sfz"), "api torch.digamma(input: Tensor) -> Tensor {\n    input.dtype in [float32, float64];\n}\n");
+        let api = &checked.spec.apis[0];
+        for seed in 0..8 {
+            let rule = learn(api, 0, &PolesLike, seed, &Limits::default(), Instant::now() + std::time::Duration::from_secs(30)).expect("a domain");
+            assert_eq!(rule.candidate.text, "ensures input.values >= 0.0 => no_nan(result);", "seed {seed}: -1 is a pole");
         }
     }
 
