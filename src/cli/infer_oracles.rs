@@ -153,7 +153,9 @@ pub fn validate_relations(path: &Path, spec: &Spec, text: &str, catalog: &Catalo
     }
     let mut proposed: Vec<(String, String, String)> = Vec::new();
     for api in &spec.apis {
-        for (name, statement) in relations::candidates(api, &inferred(&api.name)) {
+        let candidates = relations::candidates(api, &inferred(&api.name));
+        let control = relations::control(api).filter(|_| !candidates.is_empty()).map(|c| (relations::CONTROL.to_string(), c));
+        for (name, statement) in candidates.into_iter().chain(control) {
             let k = proposed.len();
             synthetic.push_str(&format!("\n#[status(validated)]\nrule sfz_relation_{k} for {} {{\n    {statement}\n}}\n", api.name));
             proposed.push((api.name.clone(), name, statement));
@@ -187,14 +189,27 @@ pub fn validate_relations(path: &Path, spec: &Spec, text: &str, catalog: &Catalo
         let Some(s) = summary.apis.iter().find(|a| a.api == plan.api.name) else { continue };
         let mut verdict = RelationVerdicts { api: plan.api.name.clone(), cases: s.conform_executions, ..Default::default() };
         let mut rules = Vec::new();
-        for (i, c) in plan.checks.iter().enumerate() {
-            let crate::wire::variant::Variant::Relation(rel) = &c.check.variant else { continue };
-            let Some(r) = plan.api.relations.iter().find(|r| r.relation.name == rel.name) else { continue };
-            let crate::spec::Origin::Rule(m) = &r.origin else { continue };
-            let Some(k) = m.name.strip_prefix("sfz_relation_").and_then(|k| k.parse::<usize>().ok()) else { continue };
-            let (_, name, statement) = &proposed[k];
-            // Held: compared and agreed on enough cases, never disagreed.
-            let agreed = s.checks_agreed.get(i).copied().unwrap_or(0);
+        // Per check: the proposal it runs and the cases it agreed on.
+        let runs: Vec<(&(String, String, String), u64, &crate::spec::RelationSpec)> = plan
+            .checks
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| {
+                let crate::wire::variant::Variant::Relation(rel) = &c.check.variant else { return None };
+                let r = plan.api.relations.iter().find(|r| r.relation.name == rel.name)?;
+                let crate::spec::Origin::Rule(m) = &r.origin else { return None };
+                let k = m.name.strip_prefix("sfz_relation_").and_then(|k| k.parse::<usize>().ok())?;
+                Some((&proposed[k], s.checks_agreed.get(i).copied().unwrap_or(0), r))
+            })
+            .collect();
+        let vacuous = runs.iter().find(|((_, name, _), ..)| name == relations::CONTROL).map_or(0, |(_, agreed, _)| *agreed);
+        for &((_, name, statement), agreed, r) in &runs {
+            if name == relations::CONTROL {
+                continue;
+            }
+            // Held: compared and agreed on enough cases where the input mattered, never
+            // disagreed.
+            let agreed = relations::evidence(agreed, vacuous);
             let broken = findings.iter().any(|f| f.api == plan.api.name && f.signature == format!("relation {} does not hold", r.relation.name));
             if broken {
                 verdict.refuted.push(name.clone());

@@ -21,10 +21,7 @@ pub const PREFIX: &str = "relation_";
 /// tensor or it has no tensor parameter. A relation of the same name is not proposed again,
 /// unless it comes from one of the `inferred` rules (judged again).
 pub fn candidates(api: &ApiSpec, inferred: &[String]) -> Vec<(String, String)> {
-    if api.returns.first().is_none_or(|r| r.ty != ParamType::Tensor) {
-        return Vec::new();
-    }
-    let Some(x) = api.params.iter().find(|p| p.ty == ParamType::Tensor && !p.optional).map(|p| p.name.as_str()) else { return Vec::new() };
+    let Some(x) = subject(api) else { return Vec::new() };
     let taken = |name: &str| api.relations.iter().any(|r| r.relation.name == name && !matches!(&r.origin, Origin::Rule(m) if inferred.contains(&m.name)));
     [
         ("odd", format!("relation odd: self({x} = -{x}) == -result;")),
@@ -36,6 +33,32 @@ pub fn candidates(api: &ApiSpec, inferred: &[String]) -> Vec<(String, String)> {
     .filter(|(name, _)| !taken(name))
     .map(|(name, text)| (name.to_string(), text))
     .collect()
+}
+
+/// The tensor parameter the relations are about: the first required one, where the first
+/// output is a tensor.
+fn subject(api: &ApiSpec) -> Option<&str> {
+    if api.returns.first().is_none_or(|r| r.ty != ParamType::Tensor) {
+        return None;
+    }
+    api.params.iter().find(|p| p.ty == ParamType::Tensor && !p.optional).map(|p| p.name.as_str())
+}
+
+/// The control's name: validation runs it beside the candidates and never keeps it.
+pub const CONTROL: &str = "control";
+
+/// A relation that no output depending on its input keeps: `f(-3.75 x) == f(x)`. Where it holds
+/// (softmax over a dimension of one element is 1 whatever x; an empty input), every relation
+/// holds and says nothing, so a candidate's evidence is the cases it held on beyond the
+/// control's.
+pub fn control(api: &ApiSpec) -> Option<String> {
+    subject(api).map(|x| format!("relation {CONTROL}: self({x} = {x} * -3.75) == result;"))
+}
+
+/// The cases a candidate that held on `agreed` cases has held on where its input mattered,
+/// when the control held on `vacuous` of the same cases.
+pub fn evidence(agreed: u64, vacuous: u64) -> u64 {
+    agreed.saturating_sub(vacuous)
 }
 
 /// The scales of a relation that validation tries: those of ordinary magnitude (all of them
