@@ -423,3 +423,17 @@ fn a_closed_stdout_ends_sfz_quietly() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_eq!(out.status.code(), Some(141), "{stderr}");
 }
+
+/// Operators that write files (`from_file` with `shared = True` creates the file it maps) write
+/// them into the workers' scratch folder, never into the directory sfz was started from.
+#[test]
+fn files_operators_write_land_outside_the_working_directory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = write(dir.path(), "from_file.sfz", "api torch.from_file(filename: str, shared: bool? = None, size: int? = 0) -> Tensor {\n    shared == true;\n    size == 8;\n}\n");
+    let (code, stdout, stderr) = run(sfz().current_dir(dir.path()).args(["fuzz", "from_file.sfz", "--iterations", "50", "-j", "1", "--json", "--out", "out"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(json(&stdout)["apis"][0]["executions"].as_u64() > Some(0), "the operator ran: {stdout}");
+    let mut left: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    left.sort();
+    assert_eq!(left, ["from_file.sfz", "out"]);
+}

@@ -16,6 +16,12 @@ enum Mode {
 }
 
 fn main() -> ExitCode {
+    // Operators that write files (`_sobol_engine`'s probes, `save`-like ops given a name) write
+    // them into a scratch folder, not into the user's working directory.
+    let scratch = std::env::temp_dir().join("sfz-worker-scratch");
+    if std::fs::create_dir_all(&scratch).and_then(|()| std::env::set_current_dir(&scratch)).is_err() {
+        eprintln!("sfz-worker: cannot enter the scratch folder {}; files operators write land in the working directory", scratch.display());
+    }
     let config = match parse_args(std::env::args().skip(1)) {
         Ok(Mode::Worker(c)) => c,
         Ok(Mode::ForkServer { control_fd }) => {
