@@ -429,7 +429,7 @@ fn a_closed_stdout_ends_sfz_quietly() {
 #[test]
 fn files_operators_write_land_outside_the_working_directory() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let spec = write(dir.path(), "from_file.sfz", "api torch.from_file(filename: str, shared: bool? = None, size: int? = 0) -> Tensor {\n    shared == true;\n    size == 8;\n}\n");
+    write(dir.path(), "from_file.sfz", "api torch.from_file(filename: str, shared: bool? = None, size: int? = 0) -> Tensor {\n    shared == true;\n    size == 8;\n}\n");
     let (code, stdout, stderr) = run(sfz().current_dir(dir.path()).args(["fuzz", "from_file.sfz", "--iterations", "50", "-j", "1", "--json", "--out", "out"]));
     assert_eq!(code, 0, "{stderr}");
     assert!(json(&stdout)["apis"][0]["executions"].as_u64() > Some(0), "the operator ran: {stdout}");
