@@ -231,6 +231,10 @@ fn judge_outcome(api: &ApiSpec, case: &Case, outcome: &Outcome) -> Verdict {
             match errors::classify(*class, message) {
                 ErrorKind::Argument => Status::Invalid,
                 ErrorKind::Schema => Status::Schema,
+                // A private operator asserts the preconditions its callers keep: an assert
+                // reached from outside them is a mistyped call (`_is_any_true` of a float
+                // tensor), not a bug. The public operators reaching the same code are fuzzed too.
+                ErrorKind::Internal { .. } if api.is_private() => Status::Invalid,
                 ErrorKind::Internal { signature } | ErrorKind::Unchecked { signature } => {
                     if enabled(Oracle::InternalError) {
                         detections.push(Detection { oracle: Oracle::InternalError, signature, message: message.clone(), signal: None, exit: None, evidence: Evidence::Call });
@@ -481,6 +485,25 @@ mod tests {
         assert!(judged(raised(overlap)).is_empty(), "the expanded input is what made the write invalid");
         // Any other argument error that only one layout raises is a finding.
         assert_eq!(judged(raised("view size is not compatible with input tensor's size and stride")), vec![Oracle::Layout]);
+    }
+
+    #[test]
+    fn an_internal_assert_of_a_private_operator_is_a_mistyped_call() {
+        use crate::wire::outcome::{ErrorClass, Outcome};
+        let assert = "self.scalar_type() == at::kBool INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/aten/src/ATen/native/ReduceOps.cpp\":2148, please report a bug to PyTorch.";
+        let raised = Outcome::Raised { class: ErrorClass::C10, message: assert.into(), micros: 1 };
+        let case = Case { op: 0, args: vec![vector(2)], forward: None };
+        for (src, bug) in [
+            ("api torch._is_any_true(input: Tensor) -> Tensor {}\n", false),
+            ("api torch.ops.aten._is_any_true(input: Tensor) -> Tensor {}\n", false),
+            ("#[aten(\"aten::_is_all_true\")]\napi torch.all_true(input: Tensor) -> Tensor {}\n", false),
+            ("api torch.any(input: Tensor) -> Tensor {}\n", true),
+        ] {
+            let api = crate::check::first_api(src);
+            let v = super::judge_outcome(&api, &case, &raised);
+            assert_eq!(v.status == super::Status::Failed, bug, "{src}");
+            assert_eq!(v.detections.len(), usize::from(bug), "{src}");
+        }
     }
 
     #[test]

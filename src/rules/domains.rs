@@ -97,8 +97,9 @@ const CLIFF: f64 = 0.35;
 const EDGE: f64 = 0.2;
 /// A domain is kept only when this many of its cases returned a floating output.
 const MIN_EVIDENCE: usize = 24;
-/// Domains tried at most (two parameters have 49 combinations; the widest come first).
-const MAX_TRIES: usize = 14;
+/// Domains tried at most (two parameters have 49 combinations; the widest come first, and 21
+/// reach `x > 0 and y >= 0`, gammainc's).
+const MAX_TRIES: usize = 21;
 
 /// The learned domain of `api` as a validated rule, or None (no floating output, too few
 /// returned cases, or NaN in every domain tried).

@@ -88,6 +88,17 @@ pub struct RelationSpec {
 }
 
 impl ApiSpec {
+    /// A private operator (`torch._is_any_true`, `torch.ops.aten._conj`): its callers inside
+    /// PyTorch uphold its preconditions, which it asserts rather than checks.
+    pub fn is_private(&self) -> bool {
+        let last = |path: &str| path.rsplit(['.', ':']).find(|s| !s.is_empty()).map(str::to_string).unwrap_or_default();
+        let base = match &self.aten {
+            Some(aten) => last(aten.split('.').next().unwrap_or(aten)),
+            None => last(self.name.strip_prefix("torch.ops.aten.").map_or(&self.name, |rest| rest.split('.').next().unwrap_or(rest))),
+        };
+        base.starts_with('_') && !base.starts_with("__")
+    }
+
     pub fn param_index(&self, name: &str) -> Option<usize> {
         self.params.iter().position(|p| p.name == name)
     }
