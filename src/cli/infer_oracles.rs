@@ -133,6 +133,18 @@ pub struct RelationVerdicts {
     pub refuted: Vec<String>,
 }
 
+/// What one proposed relation did in the validation campaign.
+struct RelationRun<'a> {
+    /// The proposal's name (`odd`, `relations::CONTROL`) and statement.
+    name: &'a str,
+    statement: &'a str,
+    /// The relation's name in the scratch spec, as its findings' signatures give it.
+    relation: &'a str,
+    /// Cases it held on, and cases it failed on in float64 too.
+    agreed: u64,
+    refuted: u64,
+}
+
 /// Cases a relation must have been compared and held on to be kept.
 const MIN_RELATION_CASES: u64 = 30;
 
@@ -189,8 +201,8 @@ pub fn validate_relations(path: &Path, spec: &Spec, text: &str, catalog: &Catalo
         let Some(s) = summary.apis.iter().find(|a| a.api == plan.api.name) else { continue };
         let mut verdict = RelationVerdicts { api: plan.api.name.clone(), cases: s.conform_executions, ..Default::default() };
         let mut rules = Vec::new();
-        // Per check: the proposal it runs and the cases it agreed on.
-        let runs: Vec<(&(String, String, String), u64, &crate::spec::RelationSpec)> = plan
+        // Per check: the proposal it runs, what it did.
+        let runs: Vec<RelationRun> = plan
             .checks
             .iter()
             .enumerate()
@@ -199,22 +211,29 @@ pub fn validate_relations(path: &Path, spec: &Spec, text: &str, catalog: &Catalo
                 let r = plan.api.relations.iter().find(|r| r.relation.name == rel.name)?;
                 let crate::spec::Origin::Rule(m) = &r.origin else { return None };
                 let k = m.name.strip_prefix("sfz_relation_").and_then(|k| k.parse::<usize>().ok())?;
-                Some((&proposed[k], s.checks_agreed.get(i).copied().unwrap_or(0), r))
+                let (_, name, statement) = &proposed[k];
+                Some(RelationRun {
+                    name,
+                    statement,
+                    relation: &r.relation.name,
+                    agreed: s.checks_agreed.get(i).copied().unwrap_or(0),
+                    refuted: s.checks_refuted.get(i).copied().unwrap_or(0),
+                })
             })
             .collect();
-        let vacuous = runs.iter().find(|((_, name, _), ..)| name == relations::CONTROL).map_or(0, |(_, agreed, _)| *agreed);
-        for &((_, name, statement), agreed, r) in &runs {
-            if name == relations::CONTROL {
-                continue;
-            }
+        let vacuous = runs.iter().find(|r| r.name == relations::CONTROL).map_or(0, |r| r.agreed);
+        for run in runs.iter().filter(|r| r.name != relations::CONTROL) {
+            let (name, statement) = (run.name, run.statement);
             // Held: compared and agreed on enough cases where the input mattered, never
             // disagreed.
-            let agreed = relations::evidence(agreed, vacuous);
-            let broken = findings.iter().any(|f| f.api == plan.api.name && f.signature == format!("relation {} does not hold", r.relation.name));
+            let agreed = relations::evidence(run.agreed, vacuous);
+            // Broken: a finding, or a low-precision case that float64 breaks too (no finding in
+            // a campaign, where the relation is taken as given; here it is what is judged).
+            let broken = run.refuted > 0 || findings.iter().any(|f| f.api == plan.api.name && f.signature == format!("relation {} does not hold", run.relation));
             if broken {
-                verdict.refuted.push(name.clone());
+                verdict.refuted.push(name.to_string());
             } else if agreed >= MIN_RELATION_CASES {
-                verdict.kept.push(name.clone());
+                verdict.kept.push(name.to_string());
                 rules.push(relations::kept(name, statement, agreed));
             }
         }

@@ -248,7 +248,7 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
         }
         if let Execution::Checked { checks: reports, .. } = &exec {
             counters.checks(&oracles[api_index], reports);
-            counters.agreed(api_index, reports);
+            counters.per_check(api_index, reports);
         }
         let rejected = matches!(verdict.status, Status::Invalid | Status::Schema);
         let c = &counters.apis[api_index];

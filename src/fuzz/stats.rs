@@ -44,6 +44,8 @@ pub struct ApiCounters {
     pub quarantined_cases: AtomicU64,
     /// Per check of the API's plan, the cases where both sides returned and agreed.
     pub agreed: Mutex<Vec<u64>>,
+    /// Per check, the cases a relation was skipped on because it fails in float64 too.
+    pub refuted: Mutex<Vec<u64>>,
 }
 
 /// Counters of one run.
@@ -165,16 +167,21 @@ impl Counters {
         }
     }
 
-    /// Counts, per check of API `api`, the reports that agreed.
-    pub fn agreed(&self, api: usize, reports: &[CheckReport]) {
+    /// Counts, per check of API `api`, the reports that agreed and the relations that fail in
+    /// float64 too.
+    pub fn per_check(&self, api: usize, reports: &[CheckReport]) {
         let Some(c) = self.apis.get(api) else { return };
-        let mut agreed = c.agreed.lock().expect("counters lock");
-        if agreed.len() < reports.len() {
-            agreed.resize(reports.len(), 0);
-        }
-        for (n, r) in agreed.iter_mut().zip(reports) {
-            *n += u64::from(matches!(r.outcome, CheckOutcome::Agree { .. }));
-        }
+        let count = |counts: &Mutex<Vec<u64>>, hit: &dyn Fn(&CheckOutcome) -> bool| {
+            let mut counts = counts.lock().expect("counters lock");
+            if counts.len() < reports.len() {
+                counts.resize(reports.len(), 0);
+            }
+            for (n, r) in counts.iter_mut().zip(reports) {
+                *n += u64::from(hit(&r.outcome));
+            }
+        };
+        count(&c.agreed, &|o| matches!(o, CheckOutcome::Agree { .. }));
+        count(&c.refuted, &|o| matches!(o, CheckOutcome::Skipped(why) if why == crate::wire::variant::relation::FAILS_IN_FLOAT64));
     }
 
     /// Records that libtorch accepted an input breaking `constraint`.
@@ -268,6 +275,10 @@ pub struct ApiSummary {
     /// check held on, which `sfz infer --oracles` counts as a relation's evidence.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub checks_agreed: Vec<u64>,
+    /// Per check, the cases a relation failed on in float64 too (skipped as no finding): what
+    /// `sfz infer --oracles` counts against it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub checks_refuted: Vec<u64>,
 }
 
 /// What a run did, as `--json` prints it.
@@ -351,6 +362,7 @@ impl Counters {
                     quarantined: c.quarantined.load(Ordering::Relaxed),
                     quarantined_cases: c.quarantined_cases.load(Ordering::Relaxed),
                     checks_agreed: c.agreed.lock().expect("counters lock").clone(),
+                    checks_refuted: c.refuted.lock().expect("counters lock").clone(),
                 }
             })
             .collect();

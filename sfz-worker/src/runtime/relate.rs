@@ -16,7 +16,7 @@ use tch::{Kind, Tensor};
 use sfz::ops::binding::ArgSource;
 use sfz::wire::case::{Arg, Case, DType, TensorRecipe};
 use sfz::wire::outcome::{Outcome, Output};
-use sfz::wire::variant::relation::{case_seed, Callee, RelExpr, RelFn, RelOp};
+use sfz::wire::variant::relation::{case_seed, Callee, RelExpr, RelFn, RelOp, FAILS_IN_FLOAT64};
 use sfz::wire::variant::{promote_dtype_args, Accuracy, CheckOutcome, Relation, Tolerance};
 
 use super::checks::{promoted_kind, Failure};
@@ -73,7 +73,7 @@ impl Executor {
         let main = self.invoke(case.op, &case, &inputs, &[], true)?;
         let double = Scope { case: &case, main: &main, inputs: &inputs, ..scope };
         if dtype.and_then(DType::unit_roundoff).is_some_and(|u| u > f64::EPSILON) && self.fails_in_float64(&double, relation, accuracy, dtype)? {
-            return Err(Failure::Skip("the relation fails in float64 too at this input: it does not hold here, whatever the precision".into()));
+            return Err(Failure::Skip(FAILS_IN_FLOAT64.into()));
         }
         if self.ill_conditioned(&scope, &double, relation, accuracy, dtype)? {
             return Err(Failure::Skip("moving the inputs by their rounding moves the right side beyond the tolerance: the input is too ill-conditioned to judge".into()));
