@@ -268,3 +268,18 @@ fn a_nan_argument_asks_for_no_value_to_judge() {
     let v = verdict(&mut ex, &case(2.0));
     assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
 }
+
+#[test]
+fn a_relation_on_complex_results_compares_their_imaginary_parts_too() {
+    let _rng = common::rng_lock();
+    let decl = "api torch.polar(abs: Tensor, angle: Tensor) -> Tensor {\n    relation even: self(angle = -angle) == result;\n}\n";
+    let checked = sfz::check::check_text(Path::new("t.sfz"), decl);
+    let relation = checked.spec.apis[0].relations[0].relation.clone();
+    let tolerances = relation.tolerances;
+    let check = Check { oracle: sfz::wire::oracle::Oracle::Relation, variant: Variant::Relation(Box::new(relation)), tolerances, accuracy: Accuracy::Forward };
+    let mut ex = executor_checking(decl, check);
+    // polar(r, -t) and polar(r, t) have the same real part and opposite imaginary parts.
+    let f64s = |seed| Arg::Tensor(TensorRecipe { dtype: DType::Float64, ..f32s(&[4], 0.5, 1.0, seed) });
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![f64s(1), f64s(2)], forward: None });
+    assert!(matches!(v, CheckOutcome::Values(_)), "{v:?}");
+}

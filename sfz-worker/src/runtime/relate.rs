@@ -102,7 +102,7 @@ impl Executor {
         let (Ok(a), Ok(b)) = (self.eval(here, &relation.rhs).and_then(|v| Ok(v.tensor()?)), self.eval(there, &relation.rhs).and_then(|v| Ok(v.tensor()?))) else {
             return Ok(false);
         };
-        let (a, b) = (a.f_to_kind(Kind::Double)?, b.f_to_kind(Kind::Double)?);
+        let (a, b) = in_double(&a, &b)?;
         if a.size() != b.size() {
             return Ok(true);
         }
@@ -134,11 +134,14 @@ impl Executor {
         let rhs = self.eval(scope, &relation.rhs)?.tensor()?;
         let dtype = judged_as.unwrap_or_else(|| dtype_of(&lhs));
         let tol = relation.tolerances.for_dtype(dtype);
-        let (mut lhs, mut rhs) = (lhs.f_to_kind(Kind::Double)?, rhs.f_to_kind(Kind::Double)?);
+        let complex = lhs.is_complex() || rhs.is_complex();
+        let (mut lhs, mut rhs) = in_double(&lhs, &rhs)?;
         let shape = Tensor::f_broadcast_tensors(&[&lhs, &rhs]).map_err(|e| Failure::Skip(format!("the two sides do not broadcast: {e}")))?;
         (lhs, rhs) = (shape[0].shallow_clone(), shape[1].shallow_clone());
         if let Some(g) = &relation.guard {
-            let holds = self.eval(scope, g)?.tensor()?.f_to_kind(Kind::Bool)?.f_broadcast_to(lhs.size())?;
+            let holds = self.eval(scope, g)?.tensor()?.f_to_kind(Kind::Bool)?;
+            // A complex side's parts share their element's guard.
+            let holds = if complex { holds.f_unsqueeze(-1)? } else { holds }.f_broadcast_to(lhs.size())?;
             if !bool::try_from(holds.f_any()?)? {
                 return Err(Failure::Skip("the guard holds for no element".into()));
             }
@@ -444,8 +447,24 @@ fn all_finite(t: &Tensor) -> Result<bool, tch::TchError> {
     bool::try_from(t.f_isfinite()?.f_all()?)
 }
 
+/// Both sides in double precision; complex ones (either side complex makes both so) as their
+/// real and imaginary parts in a trailing dimension of 2, so that neither part is dropped.
+fn in_double(lhs: &Tensor, rhs: &Tensor) -> Result<(Tensor, Tensor), tch::TchError> {
+    if lhs.is_complex() || rhs.is_complex() {
+        let parts = |t: &Tensor| t.f_to_kind(Kind::ComplexDouble).and_then(|c| c.f_view_as_real());
+        Ok((parts(lhs)?, parts(rhs)?))
+    } else {
+        Ok((lhs.f_to_kind(Kind::Double)?, rhs.f_to_kind(Kind::Double)?))
+    }
+}
+
 fn dtype_of(t: &Tensor) -> Option<DType> {
     let k = t.f_kind().ok()?;
+    // complex32 (`chalf`) is no dtype of a case; its components are float16's, and so are its
+    // range and rounding.
+    if k == Kind::ComplexHalf {
+        return Some(DType::Float16);
+    }
     DType::ALL.into_iter().find(|d| kind(*d) == k)
 }
 
