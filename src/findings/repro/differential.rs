@@ -89,11 +89,16 @@ impl Writer<'_> {
     /// A float64 result that is infinite although the same call just below the input, along
     /// `t · inputs`, extrapolates to a representable value: the worker's arithmetic
     /// (`sfz-worker/src/runtime/ray.rs`) repeated in Python.
-    fn extrapolated(&self, original: &str, output: usize) -> String {
+    fn extrapolated(&mut self, original: &str, output: usize) -> String {
         let r = self.r;
+        // A mutating call (`i0_`) writes into its inputs: the calls below start from copies
+        // taken before it.
+        let mutates = schema::parse(&r.binding.schema).is_ok_and(|s| s.has_mutable_args());
+        let (given, saved) = if mutates { self.given_copies() } else { (String::new(), self.vars.clone()) };
         let vars = self.tensor_exprs(|v, rec| if rec.dtype.is_floating() { format!("{v} * t") } else { v.to_string() });
+        self.vars = saved;
         let scaled = call(r.api, r.binding, r.case, &vars);
-        let mut out = String::new();
+        let mut out = given;
         let _ = writeln!(out, "result = {original}");
         let _ = writeln!(out, "r = {}.double()", self.output("result", output));
         let _ = writeln!(out, "\n\ndef at(t):\n    out = {scaled}\n    return {}.double()\n\n", self.output("out", output));
