@@ -283,3 +283,26 @@ fn a_relation_on_complex_results_compares_their_imaginary_parts_too() {
     let v = verdict(&mut ex, &Case { op: 0, args: vec![f64s(1), f64s(2)], forward: None });
     assert!(matches!(v, CheckOutcome::Values(_)), "{v:?}");
 }
+
+/// Cases whose reference computes another function than the call: no verdict either way.
+#[test]
+fn inputs_the_call_cannot_hold_or_writes_apart_from_its_reference_are_not_judged() {
+    let _rng = common::rng_lock();
+    // A `dtype` argument casting a complex128 input of 1e300 to bfloat16: inf in the call only.
+    let mut ex = executor("api torch.cumprod(input: Tensor, dim: int, *, dtype: dtype? = None) -> Tensor {}", Accuracy::Backward);
+    let huge = TensorRecipe { dtype: DType::Complex128, shape: vec![2], fill: Fill::Constant(1e300), seed: 1, layout: Layout::Contiguous, specials: vec![] };
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(huge), Arg::Int(0), Arg::Dtype(DType::BFloat16)], forward: None });
+    assert!(matches!(&v, CheckOutcome::Skipped(why) if why.contains("beyond BFloat16")), "{v:?}");
+    // An in-place fill of an expanded input writes every element sharing the diagonal's memory.
+    let mut ex = executor("api torch.fill_diagonal_(input: Tensor, fill_value: Scalar, wrap: bool = false) -> Tensor {}", Accuracy::Forward);
+    let expanded = TensorRecipe { dtype: DType::Float16, shape: vec![2, 1], fill: Fill::Constant(0.0), seed: 1, layout: Layout::Expanded, specials: vec![] };
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(expanded), Arg::Float(3.0), Arg::Omitted], forward: None });
+    assert!(matches!(&v, CheckOutcome::Skipped(why) if why.contains("expanded")), "{v:?}");
+    // BLAS beyond the safe range of products: a NaN there (inf + -inf) is no nan_inf verdict.
+    let mut ex = asking_where_defined("api torch.inner(input: Tensor, other: Tensor) -> Tensor {}");
+    let x =
+        TensorRecipe { dtype: DType::BFloat16, shape: vec![3], fill: Fill::Uniform { lo: -10.0, hi: 10.0 }, seed: 1774146642293791, layout: Layout::Contiguous, specials: vec![] };
+    let y = TensorRecipe { dtype: DType::BFloat16, shape: vec![3], fill: Fill::Constant(4.0967e37), seed: 1, layout: Layout::Contiguous, specials: vec![] };
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(x), Arg::Tensor(y)], forward: None });
+    assert!(matches!(&v, CheckOutcome::Skipped(why) if why.contains("BLAS and LAPACK")), "{v:?}");
+}
