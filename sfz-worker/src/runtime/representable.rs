@@ -58,7 +58,9 @@ pub(super) fn unrepresentable(case: &Case, inputs: &Inputs, main: &Called) -> Re
         }
     }
     let computes = super::materialize::kind(real(dtype));
-    for t in &inputs.tensors {
+    // The elements of a tensor list (`_foreach_sigmoid`) are computed each in its own dtype.
+    let singles = case.args.iter().enumerate().filter(|(_, a)| !matches!(a, Arg::TensorList(_))).flat_map(|(i, _)| inputs.of(i));
+    for t in singles {
         let k = t.f_kind()?;
         // A complex input is cast part by part.
         let parts = if t.is_complex() { t.f_view_as_real()? } else { t.shallow_clone() };
