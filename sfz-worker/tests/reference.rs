@@ -44,6 +44,14 @@ fn verdict(ex: &mut Executor, case: &Case) -> CheckOutcome {
     reports[0].outcome.clone()
 }
 
+/// An executor whose one check is the first relation of the API `decl` declares.
+fn checking_relation(decl: &str, accuracy: Accuracy) -> Executor {
+    let checked = sfz::check::check_text(Path::new("t.sfz"), decl);
+    let relation = checked.spec.apis[0].relations[0].relation.clone();
+    let tolerances = relation.tolerances;
+    executor_checking(decl, Check { oracle: sfz::wire::oracle::Oracle::Relation, variant: Variant::Relation(Box::new(relation)), tolerances, accuracy })
+}
+
 /// An executor whose one check asks the float64 reference about non-finite results.
 fn asking_where_defined(decl: &str) -> Executor {
     executor_checking(
@@ -227,11 +235,7 @@ fn singular_vectors_are_not_held_to_the_references_signs_but_singular_values_are
 fn a_relation_is_not_judged_where_rounding_the_input_moves_its_right_side_beyond_the_tolerance() {
     let _rng = common::rng_lock();
     let decl = "api torch.pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor {\n    relation odd: self(input = -input) == -result;\n}\n";
-    let checked = sfz::check::check_text(Path::new("t.sfz"), decl);
-    let relation = checked.spec.apis[0].relations[0].relation.clone();
-    let tolerances = relation.tolerances;
-    let check = Check { oracle: sfz::wire::oracle::Oracle::Relation, variant: Variant::Relation(Box::new(relation)), tolerances, accuracy: Accuracy::BackwardInSafeRange };
-    let mut ex = executor_checking(decl, check);
+    let mut ex = checking_relation(decl, Accuracy::BackwardInSafeRange);
     // Small integer matrices are often singular; with rcond 0 the pseudo-inverse inverts their
     // rounding noise, and -A and A give different noise (a campaign's case, seen as a finding).
     let singular =
@@ -273,11 +277,7 @@ fn a_nan_argument_asks_for_no_value_to_judge() {
 fn a_relation_on_complex_results_compares_their_imaginary_parts_too() {
     let _rng = common::rng_lock();
     let decl = "api torch.polar(abs: Tensor, angle: Tensor) -> Tensor {\n    relation even: self(angle = -angle) == result;\n}\n";
-    let checked = sfz::check::check_text(Path::new("t.sfz"), decl);
-    let relation = checked.spec.apis[0].relations[0].relation.clone();
-    let tolerances = relation.tolerances;
-    let check = Check { oracle: sfz::wire::oracle::Oracle::Relation, variant: Variant::Relation(Box::new(relation)), tolerances, accuracy: Accuracy::Forward };
-    let mut ex = executor_checking(decl, check);
+    let mut ex = checking_relation(decl, Accuracy::Forward);
     // polar(r, -t) and polar(r, t) have the same real part and opposite imaginary parts.
     let f64s = |seed| Arg::Tensor(TensorRecipe { dtype: DType::Float64, ..f32s(&[4], 0.5, 1.0, seed) });
     let v = verdict(&mut ex, &Case { op: 0, args: vec![f64s(1), f64s(2)], forward: None });
