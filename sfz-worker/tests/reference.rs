@@ -312,3 +312,22 @@ fn inputs_the_call_cannot_hold_or_writes_apart_from_its_reference_are_not_judged
     let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(x), Arg::Tensor(y)], forward: None });
     assert!(matches!(v, CheckOutcome::Agree { .. }), "the inputs explain the NaN: {v:?}");
 }
+
+#[test]
+fn a_denormal_inputs_rounding_explains_what_it_moves() {
+    let _rng = common::rng_lock();
+    // k0e near a float32 denormal is about -log(x): a denormal of 1e-42 holds 3 significant bits,
+    // so one rounding of it moves the value by about 1e-3 (a campaign's finding, 97.4034 against
+    // 97.4009).
+    let mut ex = executor("api torch.special.scaled_modified_bessel_k0(x: Tensor) -> Tensor {}", Accuracy::Forward);
+    let denormal = TensorRecipe {
+        dtype: DType::Float32,
+        shape: vec![2, 1, 1, 1],
+        fill: Fill::Uniform { lo: 5.071636218531673e-43, hi: 2.0286544874126693e-42 },
+        seed: 1420476902537764,
+        layout: Layout::Contiguous,
+        specials: vec![],
+    };
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(denormal)], forward: None });
+    assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
+}

@@ -60,12 +60,10 @@ impl Executor {
             let mut index = 0u64;
             let moved = promoted.map(|_, t| {
                 index += 1;
-                let Some(u) = original.tensors.get(index as usize - 1).and_then(|o| o.f_kind().ok()).and_then(roundoff) else {
+                let Some(of) = original.tensors.get(index as usize - 1).and_then(|o| o.f_kind().ok()).and_then(low_precision) else {
                     return Ok(t.shallow_clone());
                 };
-                let moves = moves(t.numel(), probe * 0x9e37_79b9 + index);
-                let factor = Tensor::from_slice(&moves).f_reshape(t.size())?.f_mul_scalar(u)?.f_add_scalar(1.0)?;
-                t.f_mul(&factor)
+                rounded_away(t, of, probe * 0x9e37_79b9 + index)
             })?;
             let called = self.invoke_variant(op, case, &moved, &[])?;
             let returned = matches!(called.outcome, Outcome::Returned { .. });
@@ -211,25 +209,38 @@ fn wide(t: &Tensor) -> bool {
     t.f_kind().is_ok_and(|k| matches!(k, Kind::Double | Kind::ComplexDouble))
 }
 
-/// The unit roundoff of an input's original dtype, when the reference promoted it (float64
-/// inputs are not moved: the reference computes in their own precision).
-fn roundoff(k: Kind) -> Option<f64> {
-    low_precision(k).and_then(DType::unit_roundoff)
-}
-
 /// `t` moved by a quarter to two roundings of dtype `of` (its own before a widening; float64
 /// too), per element as `moves` draws them from `seed`; other tensors as they are.
 pub(super) fn nudged(t: &Tensor, of: Kind, seed: u64) -> Result<Tensor, tch::TchError> {
-    let Some(u) = floating(of).and_then(DType::unit_roundoff) else { return Ok(t.shallow_clone()) };
-    let factor = Tensor::from_slice(&moves(t.numel(), seed)).f_reshape(t.size())?.f_mul_scalar(u)?.f_add_scalar(1.0)?;
-    // The factor in the tensor's own (real) precision, so that the product keeps its dtype.
-    let real = match t.f_kind()? {
-        Kind::ComplexHalf => Kind::Half,
-        Kind::ComplexFloat => Kind::Float,
-        Kind::ComplexDouble => Kind::Double,
-        k => k,
-    };
-    t.f_mul(&factor.f_to_kind(real)?)
+    match floating(of) {
+        Some(of) => rounded_away(t, of, seed),
+        None => Ok(t.shallow_clone()),
+    }
+}
+
+/// `t` moved per element by the roundings `moves` draws from `seed`, each a rounding of dtype
+/// `of`: relative to the value, but never less than `of`'s denormal spacing, which is absolute
+/// (a float32 denormal of 1e-42 is only 3 significant bits: one rounding moves it by 0.1 %).
+/// A complex tensor is moved relatively, and so is an exact zero (not at all). The result
+/// keeps `t`'s dtype.
+fn rounded_away(t: &Tensor, of: DType, seed: u64) -> Result<Tensor, tch::TchError> {
+    let (Some(u), Some((_, _, spacing))) = (of.unit_roundoff(), of.limits()) else { return Ok(t.shallow_clone()) };
+    let kind = t.f_kind()?;
+    let m = Tensor::from_slice(&moves(t.numel(), seed)).f_reshape(t.size())?;
+    if t.is_complex() {
+        // The factor in the tensor's own real precision, so that the product keeps its dtype.
+        let real = match kind {
+            Kind::ComplexHalf => Kind::Half,
+            Kind::ComplexFloat => Kind::Float,
+            _ => Kind::Double,
+        };
+        return t.f_mul(&m.f_mul_scalar(u)?.f_add_scalar(1.0)?.f_to_kind(real)?);
+    }
+    let x = t.f_to_kind(Kind::Double)?;
+    // An exact zero stays: it is no rounded value.
+    let nonzero = x.f_ne(0.0)?.f_to_kind(Kind::Double)?;
+    let step = x.f_abs()?.f_mul_scalar(u)?.f_clamp_min(spacing)?.f_mul(&nonzero)?;
+    x.f_add(&m.f_mul(&step)?)?.f_to_kind(kind)
 }
 
 /// `n` moves in roundings, each of either sign and a size between 1/4 and 2, the same for the
