@@ -78,8 +78,9 @@ SKIP = re.compile(
 NOISY = {"combinations", "tile", "repeat", "threshold"}
 
 # Left out of `--aten` (narrower than SKIP): random or uninitialised results, inputs sfz does
-# not make (quantized, sparse, nested, mkldnn tensors), other backends, and operators that
-# change storage, metadata or autograd state rather than compute.
+# not make (quantized, sparse, nested, mkldnn tensors), other backends, operators that change
+# storage, metadata or autograd state rather than compute, and PyTorch's own test operators
+# (`_test_*`, `_foobar`: no user calls them).
 ATEN_SKIP = re.compile(
     r"rand|rrelu|normal|bernoulli|dropout|multinomial|poisson|cauchy|geometric|exponential_|uniform|"
     r"binomial|empty|quantiz|^q_|qscheme|int_repr|fbgemm|mkldnn|onednn|cudnn|miopen|cuda|mps|xpu|"
@@ -87,7 +88,7 @@ ATEN_SKIP = re.compile(
     r"storage|^record|^retain|requires_grad|_version|^lift|^detach_|^sym_|^_assert|^_print|"
     r"^_functional_assert|^_make_dep_token|^_fused_|^_amp_|^_cummax_helper|^_cummin_helper|"
     r"fake_quant|^_local_scalar|^_nnz|^_dimI|^_dimV|^_chunk_cat|^_propagate|^_conj_copy|"
-    r"_jvp$|^_neg_view|^_to_cpu|^_pin_memory|^is_pinned|^_has_same_storage|^_unsafe_"
+    r"_jvp$|^_neg_view|^_to_cpu|^_pin_memory|^is_pinned|^_has_same_storage|^_unsafe_|^_test_|^_foobar$"
 )
 
 AREAS = [
