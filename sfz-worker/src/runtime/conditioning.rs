@@ -221,8 +221,7 @@ pub(super) fn nudged(t: &Tensor, of: Kind, seed: u64) -> Result<Tensor, tch::Tch
 /// `t` moved per element by the roundings `moves` draws from `seed`, each a rounding of dtype
 /// `of`: relative to the value, but never less than `of`'s denormal spacing, which is absolute
 /// (a float32 denormal of 1e-42 is only 3 significant bits: one rounding moves it by 0.1 %).
-/// A complex tensor is moved relatively, and so is an exact zero (not at all). The result
-/// keeps `t`'s dtype.
+/// A complex tensor is moved relatively. The result keeps `t`'s dtype.
 fn rounded_away(t: &Tensor, of: DType, seed: u64) -> Result<Tensor, tch::TchError> {
     let (Some(u), Some((_, _, spacing))) = (of.unit_roundoff(), of.limits()) else { return Ok(t.shallow_clone()) };
     let kind = t.f_kind()?;
@@ -237,9 +236,10 @@ fn rounded_away(t: &Tensor, of: DType, seed: u64) -> Result<Tensor, tch::TchErro
         return t.f_mul(&m.f_mul_scalar(u)?.f_add_scalar(1.0)?.f_to_kind(real)?);
     }
     let x = t.f_to_kind(Kind::Double)?;
-    // An exact zero stays: it is no rounded value.
-    let nonzero = x.f_ne(0.0)?.f_to_kind(Kind::Double)?;
-    let step = x.f_abs()?.f_mul_scalar(u)?.f_clamp_min(spacing)?.f_mul(&nonzero)?;
+    // At most a quarter of the value, so that two of them keep its sign (the smallest denormal
+    // moved by its own spacing would reach 0 or cross it); an exact zero stays.
+    let magnitude = x.f_abs()?;
+    let step = magnitude.f_mul_scalar(u)?.f_clamp_min(spacing)?.f_minimum(&magnitude.f_mul_scalar(0.25)?)?;
     x.f_add(&m.f_mul(&step)?)?.f_to_kind(kind)
 }
 
