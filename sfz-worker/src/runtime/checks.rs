@@ -64,7 +64,7 @@ impl Executor {
         // it was given: each check starts again from freshly built ones, as the original call
         // did (a check's own calls write into what they are given too: a float64 reference of
         // float64 inputs is called on the inputs themselves).
-        let mutates = self.op(case.op).is_ok_and(|op| op.schema.has_mutable_args());
+        let mutates = self.mutates(case.op);
         let mut inputs = Some(inputs);
         let mut reports = Vec::with_capacity(checks.len());
         for (k, check) in checks.iter().enumerate() {
@@ -130,7 +130,7 @@ impl Executor {
         }
         // BLAS and LAPACK make no promise beyond the safe range of products (`inner` of 4e37
         // and 10 in bfloat16: inf + -inf), as the precision check holds them to.
-        let name = self.ops.get(case.op as usize).and_then(|o| o.as_ref().ok()).map(|o| o.binding.name.as_str()).unwrap_or_default();
+        let name = self.op_name(case.op);
         // Like a value the call's dtype cannot hold, that explains the NaN: agreeing says so to
         // the domain's `nan_inf` verdict too.
         if tags::class(name) == tags::OpClass::BlasLapack && conditioning::beyond_safe_range(inputs)?.is_some() {
@@ -154,8 +154,7 @@ impl Executor {
         // A mutating call into an expanded input writes one memory location for many elements
         // (`fill_diagonal_` fills a whole column of a stride-0 tensor); the promoted copy has
         // its own memory per element.
-        let mutates = self.op(case.op).is_ok_and(|op| op.schema.has_mutable_args());
-        if mutates && case.args.iter().flat_map(Arg::tensors).any(|r| r.layout == Layout::Expanded) {
+        if self.mutates(case.op) && case.args.iter().flat_map(Arg::tensors).any(|r| r.layout == Layout::Expanded) {
             return Err(Failure::Skip("a mutating call into an expanded input writes memory its elements share, which a promoted copy does not".into()));
         }
         if let Some(why) = representable::unrepresentable(case, inputs, main)? {
@@ -203,7 +202,7 @@ impl Executor {
         }
         // Outputs the math leaves open (singular vectors up to sign) are not compared: a NaN
         // reference element is not judged.
-        let name = self.ops.get(case.op as usize).and_then(|o| o.as_ref().ok()).map(|o| o.binding.name.as_str()).unwrap_or_default();
+        let name = self.op_name(case.op);
         // Integer outputs (LU pivots) hold no NaN: they take the call's own values.
         for &k in tags::not_unique(name) {
             if let Some(Some(t)) = reference.tensors.get_mut(k) {

@@ -154,6 +154,16 @@ impl Executor {
         }
     }
 
+    /// Whether op `index` writes into an argument (`abs_`, `out=`, `Tensor(a!)`).
+    pub(super) fn mutates(&self, index: u32) -> bool {
+        self.op(index).is_ok_and(|op| op.schema.has_mutable_args())
+    }
+
+    /// The qualified name of op `index` (`aten::svd`); empty when it did not load.
+    pub(super) fn op_name(&self, index: u32) -> &str {
+        self.op(index).map_or("", |op| op.binding.name.as_str())
+    }
+
     /// Runs a case as it is: materialise, call, observe; the output tensors are kept when asked.
     pub(super) fn run_inner(&mut self, case: &Case, keep: bool) -> Result<(Called, Inputs), Rejected> {
         let inputs = self.materialize(case.op, case, &mut |r| materialize(r))?;

@@ -4,10 +4,8 @@
 use std::fmt::Write as _;
 
 use super::call::call;
-use super::inputs::inputs;
 use super::python::{comparable, py_str, tol_args};
 use super::Writer;
-use crate::ops::schema;
 use crate::oracle::Disagreement;
 use crate::wire::variant::{Check, Variant};
 
@@ -22,11 +20,8 @@ impl Writer<'_> {
         let v = self.variant_call(check, what);
         let mut out = String::new();
         let mut setup = v.setup.iter().map(|l| format!("{l}\n")).collect::<String>();
-        if schema::parse(&self.r.binding.schema).is_ok_and(|s| s.has_mutable_args()) {
-            // The original call wrote into its inputs (`abs_`, `out=`); the variant starts from
-            // the same values, as in sfz's worker.
-            setup = format!("# the call wrote into its inputs: build them again\n{}{setup}", inputs(self.r.case, self.r.binding, &self.vars));
-        }
+        // The variant starts from the values the original was given.
+        setup = format!("{}{setup}", self.rebuilt());
         let name = match check.variant {
             Variant::Promote => "expected",
             _ => "variant",
@@ -89,17 +84,14 @@ impl Writer<'_> {
     /// A float64 result that is infinite although the same call just below the input, along
     /// `t · inputs`, extrapolates to a representable value: the worker's arithmetic
     /// (`sfz-worker/src/runtime/ray.rs`) repeated in Python.
-    fn extrapolated(&mut self, original: &str, output: usize) -> String {
+    fn extrapolated(&self, original: &str, output: usize) -> String {
         let r = self.r;
-        // A mutating call (`i0_`) writes into its inputs: the calls below start from copies
-        // taken before it.
-        let mutates = schema::parse(&r.binding.schema).is_ok_and(|s| s.has_mutable_args());
-        let (given, saved) = if mutates { self.given_copies() } else { (String::new(), self.vars.clone()) };
         let vars = self.tensor_exprs(|v, rec| if rec.dtype.is_floating() { format!("{v} * t") } else { v.to_string() });
-        self.vars = saved;
         let scaled = call(r.api, r.binding, r.case, &vars);
-        let mut out = given;
+        let mut out = String::new();
         let _ = writeln!(out, "result = {original}");
+        // The calls below scale the inputs as given (`i0_` wrote into its own).
+        out.push_str(&self.rebuilt());
         let _ = writeln!(out, "r = {}.double()", self.output("result", output));
         let _ = writeln!(out, "\n\ndef at(t):\n    out = {scaled}\n    return {}.double()\n\n", self.output("out", output));
         out.push_str(concat!(
