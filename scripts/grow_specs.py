@@ -131,7 +131,7 @@ def main():
                     help="only the operators the selection has and data/ops/<area>.txt lacks (after SKIP changed); appended")
     ap.add_argument("--aten", action="store_true",
                     help="every base operator with a skeleton that no earlier pass tried (see the docstring)")
-    ap.add_argument("--chunk", type=int, default=40, help="with --aten: operators per `sfz infer` run")
+    ap.add_argument("--chunk", type=int, default=40, help="with --aten or --retry: operators per `sfz infer` run")
     ap.add_argument("--redo", action="store_true",
                     help="with --aten: run the named areas' listed operators again into emptied files")
     ap.add_argument("areas", nargs="*")
@@ -237,8 +237,13 @@ def retry(args):
         if not near:
             continue
         print(f"{area}: retrying {len(near)} operators", file=sys.stderr, flush=True)
-        kept = grow(args, area, near)
-        print(f"{area}: kept {kept} more of {len(near)}", file=sys.stderr, flush=True)
+        # In chunks, each appended as it ends, so a stopped run keeps what it did.
+        kept = 0
+        for i in range(0, len(near), args.chunk):
+            part = near[i:i + args.chunk]
+            tag = args.tag if len(near) <= args.chunk else f"{args.tag}-{i // args.chunk:02}"
+            kept += grow(args, area, part, tag)
+            print(f"{area}: kept {kept} more of {i + len(part)}", file=sys.stderr, flush=True)
 
 
 def new(args, groups):

@@ -70,6 +70,63 @@ pub fn normalize(message: &str) -> String {
     normalize_all(message).chars().take(240).collect()
 }
 
+/// libtorch's complaint about rejected arguments as one key per check: `normalize`, with dtype
+/// names made uniform too (`got Half and Bool`, `got Float and Long` are one check failing), so
+/// that inference and `sfz suggest` count how often a check fails, not how often each dtype
+/// pair does.
+pub fn complaint(message: &str) -> String {
+    normalize(&without_dtype_names(message))
+}
+
+/// `message` with each dtype name, c10's (`BFloat16`, `ComplexFloat`) or Python's
+/// (`torch.float32`), replaced by `T`.
+fn without_dtype_names(message: &str) -> String {
+    const C10: [&str; 22] = [
+        "Byte",
+        "Char",
+        "Short",
+        "Int",
+        "Long",
+        "Half",
+        "Float",
+        "Double",
+        "ComplexHalf",
+        "ComplexFloat",
+        "ComplexDouble",
+        "Bool",
+        "BFloat16",
+        "UInt16",
+        "UInt32",
+        "UInt64",
+        "Float8_e5m2",
+        "Float8_e4m3fn",
+        "Float8_e5m2fnuz",
+        "Float8_e4m3fnuz",
+        "QInt8",
+        "QUInt8",
+    ];
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(start) = rest.find(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+        out.push_str(&rest[..start]);
+        let word_len = rest[start..].find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len() - start);
+        let word = &rest[start..start + word_len];
+        let python = out.ends_with("torch.") && crate::wire::case::DType::from_name(word).is_some();
+        // C++'s names, as in `Input type (float) and bias type (c10::Half)`.
+        let cpp = matches!(word, "bool" | "char" | "short" | "int" | "long" | "float" | "double");
+        let signed = matches!(word, "signed" | "unsigned") && rest[start + word_len..].starts_with(" char");
+        let namespace = word == "c10" && rest[start + word_len..].starts_with("::");
+        if signed || namespace {
+            rest = &rest[start + word_len + if namespace { 2 } else { 1 }..];
+            continue;
+        }
+        out.push_str(if C10.contains(&word) || python || cpp { "T" } else { word });
+        rest = &rest[start + word_len..];
+    }
+    out.push_str(rest);
+    out.replace("complex<T>", "T")
+}
+
 /// The cause `crash_cause` gives every message of glibc's about a damaged heap.
 pub const HEAP_DAMAGE: &str = "heap corruption detected by glibc";
 
@@ -180,5 +237,12 @@ mod tests {
     fn normalization_hides_sizes_and_addresses() {
         assert_eq!(normalize("size [2, 3] at 0x7ffd12 vs -4"), normalize("size [7, 11] at 0x55aa00 vs -1"));
         assert_ne!(normalize("expected int"), normalize("expected float"));
+        assert_eq!(
+            complaint("self and mat2 must have the same dtype, but got Half and Bool"),
+            complaint("self and mat2 must have the same dtype, but got BFloat16 and ComplexFloat")
+        );
+        assert_eq!(complaint("expected torch.float32, got torch.int64 at 3"), "expected torch.T, got torch.T at N");
+        assert_eq!(complaint("Integer division of tensors"), "Integer division of tensors");
+        assert_eq!(complaint("Input type (c10::Half) and bias type (unsigned char) should be the same"), complaint("Input type (float) and bias type (bool) should be the same"));
     }
 }

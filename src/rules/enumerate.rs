@@ -314,6 +314,27 @@ fn relations(api: &ApiSpec, tensors: &[&str], ints: &[&str], add: &mut impl FnMu
             }
         }
     }
+    // Windows (pooling, convolution): a padding at most half its kernel, a kernel within the
+    // input's trailing sizes, a weight whose spatial sizes fit the input's and whose input
+    // channels times `groups` are the input's.
+    let lists: Vec<&str> = api.params.iter().filter(|p| matches!(p.ty, ParamType::IntList(_))).map(|p| p.name.as_str()).collect();
+    for a in &lists {
+        for b in lists.iter().filter(|b| *b != a) {
+            add(format!("{a}_at_most_half_of_{b}"), format!("len({a}) == len({b});\n    forall i in 0..len({a}): 2 * {a}[i] <= {b}[i];"));
+        }
+        for t in tensors {
+            add(format!("{a}_fits_in_{t}"), format!("len({a}) <= {t}.ndim;\n    forall i in 0..len({a}): {a}[i] <= {t}.shape[{t}.ndim - len({a}) + i];"));
+        }
+    }
+    for w in tensors.iter().filter(|w| w.contains("weight")) {
+        for x in tensors.iter().filter(|x| *x != w) {
+            add(format!("{w}_window_fits_{x}"), format!("{w}.ndim == {x}.ndim;\n    forall i in 2..{x}.ndim: {w}.shape[i] <= {x}.shape[i];"));
+            add(format!("{x}_channels_of_{w}"), format!("{x}.ndim >= 2;\n    {w}.ndim >= 2;\n    {x}.shape[1] == {w}.shape[1];"));
+            for g in ints.iter().filter(|n| n.contains("groups")) {
+                add(format!("{x}_channels_of_{w}_{g}"), format!("{x}.ndim >= 2;\n    {w}.ndim >= 2;\n    {x}.shape[1] == {w}.shape[1] * {g};"));
+            }
+        }
+    }
     // Indices into the last two dimensions of the input, flattened (max_pool's `indices`).
     for idx in tensors.iter().filter(|t| t.contains("index") || t.contains("indices")) {
         for t in tensors.iter().filter(|t| *t != idx) {
@@ -384,6 +405,14 @@ mod tests {
                 "len(output_size) <= grad_output.ndim;\n    forall i in 0..len(output_size): output_size[i] == grad_output.shape[grad_output.ndim - len(output_size) + i];",
             ),
             ("api torch.group_norm(input: Tensor, num_groups: int) -> Tensor {}\n", "num_groups >= 1;\n    input.shape[1] % num_groups == 0;"),
+            (
+                "api torch.max_pool2d(input: Tensor, kernel_size: int[2], stride: int[2] = [1, 1], padding: int[2] = [0, 0]) -> Tensor {}\n",
+                "len(padding) == len(kernel_size);\n    forall i in 0..len(padding): 2 * padding[i] <= kernel_size[i];",
+            ),
+            (
+                "api torch.conv2d(input: Tensor, weight: Tensor, bias: Tensor? = None, stride: int[2] = 1, padding: int[2] = 0, dilation: int[2] = 1, groups: int = 1) -> Tensor {}\n",
+                "input.ndim >= 2;\n    weight.ndim >= 2;\n    input.shape[1] == weight.shape[1] * groups;",
+            ),
             ("api torch.max_pool2d_with_indices_backward(grad_output: Tensor, input: Tensor, indices: Tensor) -> Tensor {}\n", "input.ndim >= 2;\n    indices.values in 0..input.shape[-1] * input.shape[-2];"),
         ] {
             let checked = crate::check::check_text(Path::new("t.sfz"), src);

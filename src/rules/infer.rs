@@ -137,7 +137,7 @@ struct Tally {
 struct Batch {
     args: Vec<Vec<Arg>>,
     ok: Vec<bool>,
-    /// Per case: libtorch's argument error, normalized (`oracle::errors::normalize`), when it
+    /// Per case: libtorch's argument error, normalized (`oracle::errors::complaint`), when it
     /// rejected the case.
     errors: Vec<Option<String>>,
 }
@@ -216,11 +216,78 @@ fn execute(runner: &dyn Runner, index: usize, mut args: Vec<Vec<Arg>>, deadline:
     let errors = ran
         .iter()
         .map(|(s, e)| match (s, e) {
-            (Status::Invalid, Some(e)) => Some(crate::oracle::errors::normalize(e.lines().find(|l| !l.trim().is_empty()).unwrap_or(""))),
+            (Status::Invalid, Some(e)) => Some(crate::oracle::errors::complaint(e.lines().find(|l| !l.trim().is_empty()).unwrap_or(""))),
             _ => None,
         })
         .collect();
     Batch { args, ok, errors }
+}
+
+/// Whether (1000) or not (0) a complaint names a parameter a candidate constrains (`self` is
+/// `input`; digits are `N` in both, as `errors::complaint` writes them; `pad` names
+/// `padding`): libtorch's message says which arguments it checked.
+fn relevance(api: &ApiSpec, complaint: &str, candidate: &Checked) -> usize {
+    let words: Vec<String> = complaint.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).map(|w| w.to_ascii_lowercase()).collect();
+    let text = candidate.constraints.iter().map(|c| c.text.as_str()).collect::<Vec<_>>().join(" ");
+    let uses = |name: &str| text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).any(|w| w == name);
+    let named = |name: &str| {
+        let name: String = name.to_ascii_lowercase().chars().map(|c| if c.is_ascii_digit() { 'N' } else { c }).collect::<String>().to_ascii_lowercase();
+        words.iter().any(|w| *w == name || (name == "input" && w == "self") || (w.len() >= 3 && name.starts_with(w.as_str())) || (name.len() >= 3 && w.starts_with(name.as_str())))
+    };
+    let params: Vec<&str> = api.params.iter().map(|p| p.name.as_str()).filter(|n| uses(n)).collect();
+    if params.is_empty() {
+        return 0;
+    }
+    // Any one named is enough: `dim in -input.ndim..input.ndim` answers `Dimension out of
+    // range` although the complaint does not say `input`.
+    if params.iter().any(|p| named(p)) {
+        1000
+    } else {
+        0
+    }
+}
+
+/// The rule taken blind whose removal silences the batch's most frequent complaint, which names
+/// a parameter of the rule: without it, `try_cases` inputs raise the complaint less than half as
+/// often as the batch did. With how many of the batch's inputs raised the complaint, and how many
+/// cases the probes ran.
+#[allow(clippy::too_many_arguments)]
+fn culprit(
+    current: &dyn Fn(&[(Checked, ApiSpec)]) -> ApiSpec,
+    accepted: &[(Checked, ApiSpec)],
+    blind: &[String],
+    assume: &[Constraint],
+    batch: &Batch,
+    runner: &dyn Runner,
+    index: usize,
+    config: &InferConfig,
+    seed: u64,
+    deadline: Instant,
+) -> (Option<(usize, usize)>, usize) {
+    let Some((complaint, count)) = batch.dominant_error() else { return (None, 0) };
+    let share = count as f64 / batch.ok.len().max(1) as f64;
+    let mut probed = 0;
+    let mut best: Option<(usize, f64)> = None;
+    for k in 0..accepted.len() {
+        let rule = &accepted[k].0;
+        if !blind.contains(&rule.candidate.name) || relevance(&accepted[k].1, &complaint, rule) == 0 || Instant::now() >= deadline {
+            continue;
+        }
+        let mut others = accepted.to_vec();
+        others.remove(k);
+        let api = reduce::with(&current(&others), &[assume], None);
+        let args = sample(&api, config.try_cases, mix(seed ^ mix(k as u64 + 0xdead)), &config.limits, None);
+        let tried = execute(runner, index, args, deadline);
+        probed += tried.ok.len();
+        if tried.ok.is_empty() {
+            continue;
+        }
+        let hits = tried.errors.iter().filter(|e| e.as_deref() == Some(complaint.as_str())).count() as f64 / tried.ok.len() as f64;
+        if hits < share / 2.0 && best.is_none_or(|(_, h)| hits < h) {
+            best = Some((k, hits));
+        }
+    }
+    (best.map(|(k, _)| (k, count)), probed)
 }
 
 /// The rank tuple that silences the batch's most frequent complaint, looked for in the batch
@@ -413,6 +480,9 @@ fn search(
     let nonempty = if nonempty_refuted { Vec::new() } else { nonempty };
     let mut round = 0u64;
     let mut rejected: Vec<(Checked, Vec<(String, i64)>)> = Vec::new();
+    // Rules taken without a link to the complaint they silenced (a rank tuple, or a candidate
+    // naming none of the parameters the complaint names): the ones `culprit` may take back.
+    let mut blind: Vec<String> = Vec::new();
     // Once the inputs are mostly valid, string parameters learn their value sets (`enums`), and
     // the search runs again: the new values may need rules of their own
     // (`rounding_mode="floor"` is not for complex inputs).
@@ -451,6 +521,7 @@ fn search(
         }
         let assume = passes[pass];
         pass += 1;
+        let mut stuck = 0;
         for _ in 0..config.max_rounds {
             if Instant::now() >= search_end {
                 break;
@@ -497,15 +568,19 @@ fn search(
             // inputs libtorch accepts most often.
             let accepted_inputs = batch.ok.iter().filter(|&&o| o).count();
             if accepted_inputs < config.few_valid && eligible.len() > 1 {
-                eligible.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
                 // When one rule alone cannot make an input valid (stack needs `dim` in range
                 // and equal shapes), the candidate that silences libtorch's most frequent
-                // complaint is progress: the next round sees the next complaint.
+                // complaint is progress: the next round sees the next complaint. Those about
+                // the parameters the complaint names are tried first.
                 let dominant = batch.dominant_error();
+                let relevance = |i: usize| dominant.as_ref().map_or(0, |(key, _)| relevance(&api, key, &remaining[i].0));
+                eligible.sort_by_key(|&(i, n)| (std::cmp::Reverse(relevance(i)), std::cmp::Reverse(n)));
                 let dominant_share = dominant.as_ref().map_or(0, |(_, c)| c * 1000 / batch.ok.len().max(1));
-                // (candidate, accepted per mille, per mille free of the dominant complaint, per
-                // mille raising a complaint the batch did not, generality)
-                let mut scored: Option<(usize, usize, usize, usize, usize)> = None;
+                // (candidate, accepted per mille, whether it relieves the complaint, relevance,
+                // per mille free of the dominant complaint, per mille raising a complaint the
+                // batch did not, generality)
+                type Score = (usize, bool, usize, usize, usize, usize);
+                let mut scored: Option<(usize, Score)> = None;
                 let complaints: std::collections::HashSet<&str> = batch.errors.iter().flatten().map(String::as_str).collect();
                 let n = batch.ok.len().max(1);
                 for &(i, _) in eligible.iter().take(config.try_candidates) {
@@ -529,12 +604,20 @@ fn search(
                     // Among equal reliefs, a complaint the batch never raised is ground not yet
                     // covered; one it did is often an earlier check the candidate trips.
                     let fresh = tried.errors.iter().flatten().filter(|e| !complaints.contains(e.as_str())).count() * 1000 / len;
-                    if scored.is_none_or(|(_, o, r, f, g)| (ok, relieved, fresh, general) > (o, r, f, g)) {
-                        scored = Some((i, ok, relieved, fresh, general));
+                    // A candidate that relieves the complaint without naming what it names
+                    // often trips an earlier check instead (`input.ndim <= 2` against a
+                    // padding complaint): relevance ranks the relieving ones.
+                    let relieves = ok > 0 || 1000 - relieved < dominant_share / 2;
+                    let score = (ok, relieves, relevance(i), relieved, fresh, general);
+                    if scored.is_none_or(|(_, s)| score > s) {
+                        scored = Some((i, score));
                     }
                 }
-                if let Some((i, ..)) = scored.filter(|(_, ok, relieved, ..)| *ok > 0 || 1000 - relieved < dominant_share / 2) {
+                if let Some((i, (_, _, relevant, ..))) = scored.filter(|(_, (_, relieves, ..))| *relieves) {
                     best = Some((i, 0));
+                    if relevant == 0 {
+                        blind.push(remaining[i].0.candidate.name.clone());
+                    }
                 }
             }
             // Nothing accepted and no one rule relieved the complaint: the ranks of several
@@ -548,6 +631,7 @@ fn search(
                         let name = format!("{}_ndim_{r}", api.params[p].name);
                         if let Some(k) = remaining.iter().position(|(c, _)| c.candidate.name == name) {
                             accepted.push(remaining.remove(k));
+                            blind.push(name.clone());
                             moved.push(name);
                         }
                     }
@@ -558,9 +642,43 @@ fn search(
                         continue;
                     }
                 }
+                // Still nothing: a rule taken blind may be what libtorch now complains about.
+                let (culprit, probed) = culprit(&current, &accepted, &blind, assume, &batch, runner, index, config, seed, search_end);
+                result.cases += probed;
+                if let Some((k, hits)) = culprit {
+                    let (c, _) = accepted.remove(k);
+                    if config.trace {
+                        result.trace.push(format!("round {round}: {} cases, valid {rate:.2}, dropped {} ({hits} inputs complain with it)", batch.ok.len(), c.candidate.name));
+                    }
+                    rejected.push((c, vec![("conforming_rejected".into(), hits as i64)]));
+                    continue;
+                }
+                // Among several, the candidate excluding the most is a blind guess when nothing is
+                // accepted: taken once (it may be the one whose own inputs the solver could not
+                // make), but a second blind round ends the pass; the next one, without the
+                // non-empty assumption, may reach what this one cannot (`value.ndim == 0`).
+                if eligible.len() > 1 {
+                    stuck += 1;
+                    if stuck > 1 {
+                        if config.trace {
+                            result.trace.push(format!("round {round}: {} cases, valid 0, complaint {:?}: stuck, pass ends", batch.ok.len(), batch.dominant_error()));
+                        }
+                        break;
+                    }
+                    if let Some((i, _)) = best {
+                        blind.push(remaining[i].0.candidate.name.clone());
+                    }
+                }
+            } else {
+                stuck = 0;
             }
             if config.trace {
-                result.trace.push(format!("round {round}: {} cases, valid {rate:.2}, best {:?}", batch.ok.len(), best.map(|(i, n)| (remaining[i].0.candidate.name.clone(), n))));
+                result.trace.push(format!(
+                    "round {round}: {} cases, valid {rate:.2}, complaint {:?}, best {:?}",
+                    batch.ok.len(),
+                    batch.dominant_error(),
+                    best.map(|(i, n)| (remaining[i].0.candidate.name.clone(), n))
+                ));
                 for (c, probe) in &remaining {
                     let t = tally(probe, &batch);
                     result.trace.push(format!("    {:40} {t:?}", c.candidate.name));
@@ -735,11 +853,15 @@ mod tests {
         let checked = crate::check::check_text(Path::new("t.sfz"), &src);
         assert!(!checked.has_errors());
         let candidates: Vec<Checked> = candidates_of(&checked.spec);
-        let config = InferConfig { budget: Duration::from_secs(40), learn_values: false, ..InferConfig::default() };
+        let config = InferConfig { budget: Duration::from_secs(40), learn_values: false, trace: true, ..InferConfig::default() };
         // Several API indices: each seeds the search differently.
         for index in 0..3 {
             let result = infer_api(&base, index, candidates.clone(), &StackLike, &config, false);
-            assert!(result.valid_after.is_some_and(|v| v >= 0.9), "index {index}: {result:?}");
+            assert!(
+                result.valid_after.is_some_and(|v| v >= 0.9),
+                "index {index}: {result:?}\n{}",
+                result.trace.iter().filter(|l| !l.starts_with("    ")).cloned().collect::<Vec<_>>().join("\n")
+            );
         }
     }
 
@@ -765,6 +887,30 @@ mod tests {
         assert!(result.valid_after.is_some_and(|v| v >= 0.9), "{result:?}");
         let names: Vec<&str> = result.rules.iter().map(|r| r.candidate.name.as_str()).collect();
         assert_eq!(names, ["other_ndim_0"], "{result:?}");
+    }
+
+    /// A complaint names parameters in libtorch's words: `self` for `input`, `mat2` as `matN`
+    /// once numbers are made uniform, `pad` for `padding`, `Dimension` for `dim`.
+    #[test]
+    fn complaints_name_the_parameters_they_check() {
+        let src = "api torch.addmm(input: Tensor, mat1: Tensor, mat2: Tensor, padding: int = 0, dim: int = 0) -> Tensor {}\n\
+            #[status(candidate)] rule same for torch.addmm { input.dtype == mat2.dtype; }\n\
+            #[status(candidate)] rule pad for torch.addmm { padding >= 0; }\n\
+            #[status(candidate)] rule dim for torch.addmm { dim in -input.ndim..input.ndim; }\n\
+            #[status(candidate)] rule rank for torch.addmm { mat1.ndim == 2; }\n";
+        let checked = crate::check::check_text(Path::new("t.sfz"), src);
+        assert!(!checked.has_errors(), "{:?}", checked.diags.iter().map(|d| &d.message).collect::<Vec<_>>());
+        let api = &checked.spec.apis[0];
+        let rules = candidates_of(&checked.spec);
+        let named = |complaint: &str| -> Vec<&str> {
+            let key = crate::oracle::errors::complaint(complaint);
+            rules.iter().filter(|r| relevance(api, &key, r) > 0).map(|r| r.candidate.name.as_str()).collect()
+        };
+        // `dim`'s rule bounds it by `input`'s rank: `self` names it.
+        assert_eq!(named("self and mat2 must have the same dtype, but got Half and Bool"), ["same", "dim", "rank"]);
+        assert_eq!(named("pad should be at most half of effective kernel size"), ["pad"]);
+        assert_eq!(named("Dimension out of range (expected to be in range of [-2, 1], but got 3)"), ["dim"]);
+        assert!(named("negative strides are not supported").is_empty());
     }
 
     /// The search's first pass keeps the elements of a tensor list non-empty and of rank 1 or

@@ -15,7 +15,7 @@ use crate::wire::case::Arg;
 /// inputs raised it, and the first input that did.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Rejection {
-    /// `oracle::errors::normalize` of the first line: one cause, one key.
+    /// `oracle::errors::complaint` of the first line: one cause, one key.
     pub key: String,
     /// The first such error's first line, as libtorch wrote it.
     pub error: String,
@@ -33,7 +33,7 @@ pub fn collect(api: &ApiSpec, index: usize, runner: &dyn Runner, cases: usize, s
     for (args, (status, error)) in args.iter().zip(&ran) {
         let (Status::Invalid, Some(error)) = (status, error) else { continue };
         let first = error.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
-        let key = crate::oracle::errors::normalize(first);
+        let key = crate::oracle::errors::complaint(first);
         match out.iter_mut().find(|r| r.key == key) {
             Some(r) => r.count += 1,
             None => out.push(Rejection { key, error: first.chars().take(300).collect(), inputs: describe(api, args), count: 1 }),
