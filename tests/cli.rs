@@ -75,6 +75,24 @@ fn a_crash_is_recorded_with_its_input_and_the_run_goes_on() {
     assert!(out.join(finding["repro"].as_str().expect("repro path")).is_file());
 }
 
+/// One overrun that aborts in glibc's free in one case and segfaults in the other is one
+/// finding, keyed by the function both died in (`sfz_test::overrun`, csrc/shim.cpp).
+#[test]
+fn one_memory_error_dying_by_two_signals_is_one_finding_named_by_its_frame() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = write(dir.path(), "overrun.sfz", "#[aten(\"sfz_test::overrun\")]\napi sfz_test.overrun(how: int) {\n    how in [0, 1];\n    oracles crash;\n}\n");
+    let out = dir.path().join("out");
+    let (code, stdout, stderr) = run(sfz().args(["fuzz", "--json", "--iterations", "40", "--workers", "1", "--seed", "3", "--minimize", "0"]).arg(&spec).arg("--out").arg(&out));
+    assert_eq!(code, 0, "{stderr}");
+    let summary = json(&stdout);
+    assert!(summary["worker_restarts"].as_u64().unwrap_or(0) >= 2, "{summary}");
+    assert_eq!(summary["findings_by_oracle"]["crash"], 1, "{summary}");
+    let line = std::fs::read_to_string(out.join("findings.jsonl")).expect("findings written");
+    let finding: serde_json::Value = serde_json::from_str(line.lines().next().expect("one line")).expect("JSON line");
+    assert_eq!(finding["signature"], "memory error in {anon}::test_overrun", "{finding}");
+    assert!(finding["message"].as_str().is_some_and(|m| m.contains("native frames, innermost first:\n  {anon}::test_overrun (sfz-worker+0x")), "{finding}");
+}
+
 #[test]
 fn an_api_that_keeps_killing_workers_is_quarantined_and_the_others_run_on() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -267,6 +267,20 @@ void test_segfault() {
   *p = 1;
 }
 
+// One overrun, two deaths, as a real one shows: `how` 0 writes over its heap chunk's header,
+// which glibc notices at the free (SIGABRT, "free(): invalid size"); 1 writes through a wild
+// pointer first (SIGSEGV). Both die in this function.
+void test_overrun(int64_t how) {
+  auto* buf = static_cast<uint64_t*>(std::malloc(32));
+  if (how == 1) {
+    volatile uint64_t* wild = reinterpret_cast<uint64_t*>(uintptr_t{8});
+    *wild = 1;
+  }
+  volatile uint64_t* header = buf - 1;
+  *header = 0xdeadbeef;
+  std::free(buf);
+}
+
 void test_spin(int64_t ms) {
   auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
   volatile uint64_t spins = 0;
@@ -404,6 +418,7 @@ TORCH_LIBRARY(sfz_test, m) {
   m.def("buggy_(Tensor(a!) self, int bug) -> Tensor(a!)");
   m.def("raise_signal(int sig) -> ()", &test_raise_signal);
   m.def("segfault() -> ()", &test_segfault);
+  m.def("overrun(int how) -> ()", &test_overrun);
   m.def("spin(int ms) -> ()", &test_spin);
   m.def("alloc(int mb) -> Tensor", &test_alloc);
   m.def("internal_assert() -> ()", &test_internal_assert);

@@ -1,11 +1,13 @@
 //! The libtorch side of sfz, in its own package so that nothing here can reach the `sfz` binary:
 //! the shim's bindings and the executor (`runtime`), and the worker process's protocol loop
-//! (`serve`), and the fork server that starts workers without reloading libtorch (`forkserver`).
+//! (`serve`), the fork server that starts workers without reloading libtorch (`forkserver`), and
+//! the fatal-signal handler that writes where a worker died (`fault`).
 //! The `sfz-worker` binary is the only program that links this.
 //!
 //! **Architecture Invariant:** the `sfz` package never depends on tch, torch-sys or this crate;
 //! the parent process talks to workers only through `sfz::worker::protocol`.
 pub mod budget;
+pub mod fault;
 pub mod forkserver;
 pub mod runtime;
 pub mod serve;

@@ -69,7 +69,7 @@ pub fn serve(config: &ServeConfig) -> Result<(), ServeError> {
 
     let progress = config.progress_fd.map(Progress::open).transpose().map_err(ServeError::Setup)?;
     runtime::init(config.threads);
-    default_fault_signals();
+    crate::fault::install();
     limit_core_dumps();
     if let Some(mb) = config.memory_mb {
         limit_memory(mb).map_err(ServeError::Setup)?;
@@ -145,18 +145,6 @@ fn readable(fd: RawFd) -> bool {
     let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
     // SAFETY: one valid pollfd, zero timeout.
     unsafe { libc::poll(&mut p, 1, 0) > 0 }
-}
-
-/// Rust's runtime catches SIGSEGV and SIGBUS to report stack overflows; for any other fault
-/// its handler restores the default action and returns, relying on the faulting instruction
-/// to fault again. A kernel that calls `raise()` or `abort()`-like paths would then survive
-/// the first signal, and a stack overflow in a kernel would turn into SIGABRT. The worker wants
-/// what a Python process gets: the default action, so the supervisor sees the real signal.
-fn default_fault_signals() {
-    for sig in [libc::SIGSEGV, libc::SIGBUS] {
-        // SAFETY: restoring a default disposition.
-        unsafe { libc::signal(sig, libc::SIG_DFL) };
-    }
 }
 
 /// A crashing worker must not spend seconds writing a core file per crash.

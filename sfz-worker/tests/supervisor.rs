@@ -17,6 +17,8 @@ const EXIT: u32 = 3;
 const EXP: u32 = 4;
 const SEGFAULT: u32 = 5;
 const LATE_ABORT: u32 = 6;
+const OVERRUN: u32 = 7;
+const DIV: u32 = 8;
 
 fn op(name: &str, params: usize) -> OpBinding {
     OpBinding {
@@ -43,6 +45,8 @@ fn config(workers: usize, in_flight: usize) -> PoolConfig {
             op("aten::exp", 1),
             op("sfz_test::segfault", 0),
             op("sfz_test::late_abort", 1),
+            op("sfz_test::overrun", 1),
+            OpBinding { overload: "Tensor_mode".into(), ..op("aten::div", 3) },
         ],
         ..PoolConfig::default()
     }
@@ -154,6 +158,36 @@ fn losing_the_fork_server_falls_back_to_spawning_without_misreporting() {
     }
     assert_eq!(results.values().filter(|e| returned(e)).count(), 28);
     assert!(stats.errors.iter().any(|e| e.contains("after its fork server")), "{:?}", stats.errors);
+}
+
+/// The signature of a death, as a campaign keys its finding.
+fn death_signature(e: &Execution) -> String {
+    let Execution::Crashed { signal, stderr, frames, .. } = e else { panic!("a death: {e:?}") };
+    sfz::oracle::death_signature(*signal, stderr, frames)
+}
+
+#[test]
+fn a_death_is_keyed_by_the_native_frame_it_died_in_not_by_its_signal() {
+    let pool = Pool::start(config(1, 4)).unwrap();
+    let int64 = |v: f64| Arg::Tensor(TensorRecipe { dtype: DType::Int64, shape: vec![4], fill: Fill::Constant(v), seed: 0, layout: Layout::Contiguous, specials: vec![] });
+    let trunc = Case { op: DIV, args: vec![int64(i64::MIN as f64), int64(-1.0), Arg::Str("trunc".into())], forward: None };
+    let (results, _) = run(&pool, vec![special(OVERRUN, 0), special(OVERRUN, 1), trunc, exp_case(1)]);
+    // One overrun: glibc's abort at the free in one case, a segfault in the other, one function.
+    let abort = &results[&0];
+    assert!(matches!(abort, Execution::Crashed { signal, .. } if *signal == libc::SIGABRT), "{abort:?}");
+    assert!(matches!(&results[&1], Execution::Crashed { signal, .. } if *signal == libc::SIGSEGV), "{:?}", results[&1]);
+    assert_eq!(death_signature(abort), "memory error in {anon}::test_overrun");
+    assert_eq!(death_signature(&results[&1]), death_signature(abort));
+    // The frames are taken out of the stderr the finding shows; glibc's words stay.
+    let Execution::Crashed { stderr, frames, .. } = abort else { unreachable!() };
+    assert!(!stderr.contains("sfz-frame") && stderr.contains("munmap_chunk(): invalid pointer"), "{stderr}");
+    assert!(frames.iter().any(|f| f.module.starts_with("libc")), "{frames:?}");
+    // A real kernel, named from libtorch's symbol table: INT64_MIN / -1 traps in the division.
+    let fpe = &results[&2];
+    assert!(matches!(fpe, Execution::Crashed { signal, .. } if *signal == libc::SIGFPE), "{fpe:?}");
+    let signature = death_signature(fpe);
+    assert!(signature.starts_with("SIGFPE in at::native::") && signature.contains("div_trunc"), "{signature}\n{fpe:?}");
+    assert!(returned(&results[&3]));
 }
 
 #[test]

@@ -181,13 +181,17 @@ pub fn table(findings: &[&Finding], verified: &HashMap<String, Verification>) ->
 }
 
 /// Findings on different APIs with the same cause, to be reported once: the same specific
-/// signature (an assert's location, an escaped exception, a LAPACK routine's complaint) through
-/// any APIs, or any signature through APIs that are aliases of one another (`torch.divide` and
-/// `torch.div`, as torch's docs say: `ops::docs::canonical`). Generic signatures (a timeout, a
+/// signature (an assert's location, an escaped exception, a LAPACK routine's complaint, the
+/// native frame a worker died in) through any APIs, or any signature through APIs that are
+/// aliases of one another (`torch.divide` and `torch.div`, as torch's docs say:
+/// `ops::docs::canonical`). Generic signatures (a timeout, a
 /// corrupted heap, differing values) on unrelated APIs say nothing about the cause and group
 /// nothing.
 pub fn shared_causes<'a>(findings: &[&'a Finding]) -> Vec<(String, Vec<&'a Finding>)> {
-    let specific = |s: &str| [".cpp:", ".h:", "StdException", "OutOfRange", "InvalidArgument", "on entry to"].iter().any(|k| s.contains(k));
+    // A native frame a death was keyed by (`oracle::death_signature`) is specific too: one
+    // kernel reached through several operators.
+    let died_in = |s: &str| s.split(": ").any(|part| (part.starts_with("SIG") || part.starts_with(crate::oracle::MEMORY_ERROR)) && part.contains(" in "));
+    let specific = |s: &str| [".cpp:", ".h:", "StdException", "OutOfRange", "InvalidArgument", "on entry to"].iter().any(|k| s.contains(k)) || died_in(s);
     let mut groups: BTreeMap<String, Vec<&Finding>> = BTreeMap::new();
     for f in findings.iter().filter(|f| f.oracle != Oracle::Oom) {
         let key = if specific(&f.signature) {

@@ -247,14 +247,24 @@ pub fn run_until<T>(pool: &Pool, case: &Case, calls: usize, mut judge: impl FnMu
 }
 
 /// Whether a detection shows a finding's cause again: the same oracle with the same signature,
-/// or for a death by a signal, the same oracle, the same signal and the same place (the call, or
-/// the same check). What a dying process last printed varies with what ran before it: the
-/// allocator's words for one heap corruption, a warning an earlier case left behind.
+/// or for a death by a signal, the same oracle in the same place (the call, or the same check)
+/// and the same kind of death: a memory error, whatever signal and frame it ended in, or else
+/// the same signal. What a dying process last printed and where it died vary with what ran
+/// before it: the allocator notices one overrun at one free or another.
 pub fn same_cause(finding: &Finding, d: &oracle::Detection) -> bool {
-    let place = |signature: &str| signature.split(": ").next().unwrap_or("").to_string();
+    // The check a death happened in, by what it is (`out= variant`): a confirmation runs that
+    // check alone, at another index. Empty for the call itself.
+    let place = |signature: &str| match signature.split_once(": ") {
+        Some((p, _)) if !(p.starts_with("SIG") || p.starts_with(oracle::MEMORY_ERROR) || p.starts_with("exit")) => p.to_string(),
+        _ => String::new(),
+    };
     d.oracle == finding.oracle
         && match (&finding.signal, d.signal) {
-            (Some(name), Some(sig)) => crate::wire::outcome::signal_name(sig) == *name && place(&d.signature) == place(&finding.signature),
+            (Some(name), Some(sig)) => {
+                let signal = crate::wire::outcome::signal_name(sig);
+                let (was, is) = (oracle::is_memory_error(name, &finding.signature), oracle::is_memory_error(&signal, &d.signature));
+                place(&d.signature) == place(&finding.signature) && if was || is { was && is } else { signal == *name }
+            }
             _ => d.signature == finding.signature,
         }
 }

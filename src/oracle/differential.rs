@@ -302,17 +302,17 @@ pub fn judge_in_check(checks: &[Check], check: u32, failure: &Execution) -> Opti
     let oracle = oracle_name(c);
     let evidence = Evidence::Differential { check: check as usize, what: Disagreement::VariantFails };
     match failure {
-        Execution::Crashed { signal, stderr, .. } => Some(Detection {
+        Execution::Crashed { signal, stderr, frames, .. } => Some(Detection {
             oracle,
-            signature: format!("{what}: {}", super::crash_signature(&signal_name(*signal), stderr)),
-            message: format!("the worker was killed by {} while running the {what}\n{}", signal_name(*signal), super::tail(stderr)),
+            signature: format!("{what}: {}", super::death_signature(*signal, stderr, frames)),
+            message: format!("the worker was killed by {} while running the {what}\n{}", signal_name(*signal), super::tail_with_frames(stderr, frames)),
             signal: Some(*signal),
             exit: None,
             evidence,
         }),
         Execution::Exited { code, stderr, .. } => Some(Detection {
             oracle,
-            signature: format!("{what}: {}", super::crash_signature(&format!("exit {code}"), stderr)),
+            signature: format!("{what}: {}", super::exit_signature(*code, stderr)),
             message: format!("the worker exited with status {code} while running the {what}\n{}", super::tail(stderr)),
             signal: None,
             exit: Some(*code),

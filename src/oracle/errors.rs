@@ -152,6 +152,12 @@ pub fn heap_damage(line: &str) -> bool {
     HEAP.iter().any(|h| line.contains(h))
 }
 
+/// Whether a dying process's last line says memory was found damaged: glibc's heap checks, or
+/// the fortified C library's stack and buffer checks.
+pub fn memory_damage(line: &str) -> bool {
+    heap_damage(line) || line.contains("stack smashing detected") || line.contains("buffer overflow detected")
+}
+
 /// One name for one cause in a crash's last line: glibc's many words for a corrupted heap (which
 /// depend on where the corruption is noticed, not on what corrupted it) are one, and a LAPACK
 /// routine's dtype letter (`SGEBAL`, `CGEBAL`, `ZGEBAL`) is dropped.

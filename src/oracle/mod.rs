@@ -13,6 +13,7 @@ use crate::wire::case::{Arg, Case, DType};
 use crate::wire::oracle::Oracle;
 use crate::wire::outcome::{signal_name, Outcome, Output};
 use crate::wire::variant::{Check, Tolerance};
+use crate::worker::frames::Frame;
 use crate::worker::Execution;
 use errors::ErrorKind;
 
@@ -163,7 +164,7 @@ fn judge_failure(api: &ApiSpec, case: &Case, exec: &Execution) -> Verdict {
     let enabled = |oracle| api.has_oracle(oracle);
     let mut detections = Vec::new();
     let status = match exec {
-        Execution::Crashed { signal, stderr, .. } => {
+        Execution::Crashed { signal, stderr, frames, .. } => {
             // We only SIGKILL on timeouts (reported as such); a SIGKILL here is the kernel's
             // out-of-memory killer.
             if *signal == libc::SIGKILL {
@@ -180,8 +181,8 @@ fn judge_failure(api: &ApiSpec, case: &Case, exec: &Execution) -> Verdict {
             } else if enabled(Oracle::Crash) {
                 detections.push(Detection {
                     oracle: Oracle::Crash,
-                    signature: crash_signature(&signal_name(*signal), stderr),
-                    message: format!("worker killed by {}\n{}", signal_name(*signal), tail(stderr)),
+                    signature: death_signature(*signal, stderr, frames),
+                    message: format!("worker killed by {}\n{}", signal_name(*signal), tail_with_frames(stderr, frames)),
                     signal: Some(*signal),
                     exit: None,
                     evidence: Evidence::Call,
@@ -193,7 +194,7 @@ fn judge_failure(api: &ApiSpec, case: &Case, exec: &Execution) -> Verdict {
             if enabled(Oracle::Crash) {
                 detections.push(Detection {
                     oracle: Oracle::Crash,
-                    signature: crash_signature(&format!("exit {code}"), stderr),
+                    signature: exit_signature(*code, stderr),
                     message: format!("worker exited with status {code}\n{}", tail(stderr)),
                     signal: None,
                     exit: Some(*code),
@@ -380,17 +381,49 @@ fn postconditions(api: &ApiSpec, case: &Case, outputs: &[Output]) -> Vec<Detecti
         .collect()
 }
 
-/// A crash is keyed by its signal and the last meaningful stderr line (an uncaught exception's
-/// type, an abort message), normalised.
-fn crash_signature(what: &str, stderr: &str) -> String {
+/// What a death by `signal` is keyed by. A memory error (SIGSEGV, SIGBUS, or an abort by glibc
+/// or the fortified C library finding memory damaged) is one class whatever signal or words it
+/// ended with: one overrun segfaults in one process and trips the allocator in the next. With
+/// native frames (`worker::frames`), the key names the frame it died in, so two defects of one
+/// operator stay apart and one defect met through several operators shares a key; without, the
+/// last meaningful stderr line.
+pub fn death_signature(signal: i32, stderr: &str, frames: &[Frame]) -> String {
+    let last = last_words(stderr);
+    let memory = matches!(signal, libc::SIGSEGV | libc::SIGBUS) || (signal == libc::SIGABRT && last.is_some_and(errors::memory_damage));
+    let what = if memory { MEMORY_ERROR.to_string() } else { signal_name(signal) };
+    match (crate::worker::frames::site(frames), last) {
+        (Some(site), _) if memory => format!("{what} in {site}"),
+        (Some(site), Some(l)) => format!("{what} in {site}: {}", errors::crash_cause(&errors::normalize(l))),
+        (Some(site), None) => format!("{what} in {site}"),
+        (None, Some(l)) if !(memory && errors::memory_damage(l)) => format!("{what}: {}", errors::crash_cause(&errors::normalize(l))),
+        (None, _) => what,
+    }
+}
+
+/// How the signature of a death names the memory-error class.
+pub const MEMORY_ERROR: &str = "memory error";
+
+/// Whether a death by the signal named `signal` with this signature is a memory error; findings
+/// written before the class existed say SIGSEGV, SIGBUS, or glibc's heap damage.
+pub fn is_memory_error(signal: &str, signature: &str) -> bool {
+    signature.contains(MEMORY_ERROR) || matches!(signal, "SIGSEGV" | "SIGBUS") || (signal == "SIGABRT" && signature.contains(errors::HEAP_DAMAGE))
+}
+
+/// An exit from inside a call is keyed by its status and the last meaningful stderr line.
+fn exit_signature(code: i32, stderr: &str) -> String {
+    match last_words(stderr) {
+        Some(l) => format!("exit {code}: {}", errors::crash_cause(&errors::normalize(l))),
+        None => format!("exit {code}"),
+    }
+}
+
+/// The last meaningful line a dying process printed (an uncaught exception's type, an abort
+/// message), past the warnings earlier cases left.
+fn last_words(stderr: &str) -> Option<&str> {
     // A dying process prints its cause last: what comes before the last warning's end is older.
     let lines: Vec<&str> = stderr.lines().map(str::trim).collect();
     let after = lines.iter().rposition(|l| ends_warning(l)).map_or(0, |i| i + 1);
-    let last = lines[after..].iter().rev().find(|l| !l.is_empty() && !l.starts_with("Exception raised from") && !l.starts_with("frame #"));
-    match last {
-        Some(l) => format!("{what}: {}", errors::crash_cause(&errors::normalize(l))),
-        None => what.to_string(),
-    }
+    lines[after..].iter().rev().find(|l| !l.is_empty() && !l.starts_with("Exception raised from") && !l.starts_with("frame #")).copied()
 }
 
 /// A libtorch warning (`[W1123 07:15:41.27 Resize.cpp:31] Warning: ...`): the worker's stderr
@@ -403,6 +436,16 @@ fn is_warning(line: &str) -> bool {
 /// several (`... strictly less\nthan the reduction factor (...). (function operator())`).
 fn ends_warning(line: &str) -> bool {
     is_warning(line) || (line.ends_with(')') && line.contains(" (function "))
+}
+
+/// `tail` of stderr, then the native frames that are not infrastructure.
+fn tail_with_frames(stderr: &str, frames: &[Frame]) -> String {
+    let shown = crate::worker::frames::describe(frames, 12);
+    if shown.is_empty() {
+        tail(stderr)
+    } else {
+        format!("{}\nnative frames, innermost first:\n{shown}", tail(stderr))
+    }
 }
 
 fn tail(s: &str) -> String {
@@ -508,18 +551,34 @@ mod tests {
 
     #[test]
     fn a_warning_left_by_an_earlier_case_is_no_crash_cause() {
+        let sign = |signal, stderr: &str| super::death_signature(signal, stderr, &[]);
         let stderr = "[W1123 08:12:01.123456789 Resize.cpp:31] Warning: An output with one or more elements was resized since it had shape [2], which does not match the required output shape [3]. (function _resize_output_check)\n";
-        assert_eq!(super::crash_signature("SIGFPE", stderr), "SIGFPE");
+        assert_eq!(sign(libc::SIGFPE, stderr), "SIGFPE");
+        // glibc's words for a damaged heap are a memory error, as a segfault is.
         let heap = format!("{stderr}malloc_consolidate(): invalid chunk size\n");
-        assert_eq!(super::crash_signature("SIGABRT", &heap), "SIGABRT: heap corruption detected by glibc");
-        // glibc's "memory corruption (fast)" is the same cause in other words.
-        assert_eq!(super::crash_signature("SIGABRT", "malloc(): memory corruption (fast)\n"), "SIGABRT: heap corruption detected by glibc");
+        assert_eq!(sign(libc::SIGABRT, &heap), "memory error");
+        assert_eq!(sign(libc::SIGABRT, "malloc(): memory corruption (fast)\n"), "memory error");
+        assert_eq!(
+            sign(libc::SIGABRT, "terminate called after throwing an instance of 'std::bad_alloc'\n"),
+            "SIGABRT: terminate called after throwing an instance of 'std::bad_alloc'"
+        );
         // A warning over two lines: its second line is no cause either.
         let var = "[W1123 10:50:01.1 ReduceOps.cpp:1818] Warning: var(): degrees of freedom is <= 0. Correction should be strictly less\nthan the reduction factor (input numel divided by output numel). (function operator())\n";
-        assert_eq!(super::crash_signature("SIGFPE", var), "SIGFPE");
+        assert_eq!(sign(libc::SIGFPE, var), "SIGFPE");
         assert_eq!(
-            super::crash_signature("SIGSEGV", &format!("{var}Intel oneMKL ERROR: Parameter 3 was incorrect on entry to ZGEBAL.\n")),
-            "SIGSEGV: Intel oneMKL ERROR: Parameter N was incorrect on entry to ?GEBAL."
+            sign(libc::SIGSEGV, &format!("{var}Intel oneMKL ERROR: Parameter 3 was incorrect on entry to ZGEBAL.\n")),
+            "memory error: Intel oneMKL ERROR: Parameter N was incorrect on entry to ?GEBAL."
         );
+    }
+
+    /// With native frames, the frame it died in keys a death; a memory error keeps no words of
+    /// the allocator's, other signals keep their last line.
+    #[test]
+    fn a_death_with_frames_is_keyed_by_its_site() {
+        let frame = |module: &str, function: &str| crate::worker::frames::Frame { module: module.into(), offset: 1, function: Some(function.into()) };
+        let frames = [frame("libc.so.6", "abort"), frame("libtorch_cpu.so", "c10::free_cpu"), frame("libtorch_cpu.so", "at::native::{anon}::cpu_max_pool_backward")];
+        assert_eq!(super::death_signature(libc::SIGABRT, "free(): invalid next size (fast)\n", &frames), "memory error in at::native::{anon}::cpu_max_pool_backward");
+        assert_eq!(super::death_signature(libc::SIGSEGV, "", &frames), "memory error in at::native::{anon}::cpu_max_pool_backward");
+        assert_eq!(super::death_signature(libc::SIGFPE, "", &frames), "SIGFPE in at::native::{anon}::cpu_max_pool_backward");
     }
 }

@@ -247,13 +247,16 @@ fn relevance(api: &ApiSpec, complaint: &str, candidate: &Checked) -> usize {
     }
 }
 
+/// Rules accepted so far, each with the API it was checked against.
+type Accepted = [(Checked, ApiSpec)];
+
 /// The rule taken blind whose removal silences the batch's most frequent complaint, which names
 /// a parameter of the rule: without it, `try_cases` inputs raise the complaint less than half as
 /// often as the batch did. With how many of the batch's inputs raised the complaint, and how many
 /// cases the probes ran.
 #[allow(clippy::too_many_arguments)]
 fn culprit(
-    current: &dyn Fn(&[(Checked, ApiSpec)]) -> ApiSpec,
+    current: &dyn Fn(&Accepted) -> ApiSpec,
     accepted: &[(Checked, ApiSpec)],
     blind: &[String],
     assume: &[Constraint],

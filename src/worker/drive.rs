@@ -230,7 +230,8 @@ impl<'a> Drive<'a> {
                     let exec = match (status.signal(), status.code()) {
                         (Some(signal), _) => {
                             self.stats.crashed += 1;
-                            Execution::Crashed { signal, stderr, earlier }
+                            let (stderr, frames) = super::frames::take(&stderr);
+                            Execution::Crashed { signal, stderr, frames, earlier }
                         }
                         (None, code) => {
                             self.stats.exited += 1;

@@ -14,10 +14,13 @@ pub enum Execution {
     Completed(Outcome),
     /// The worker died by this signal while the case was the oldest in flight. `earlier`: the
     /// cases the same worker answered before, oldest first (up to `EARLIER_CASES`), where damage
-    /// the allocator noticed only now may have been done.
+    /// the allocator noticed only now may have been done. `frames`: the native frames of the
+    /// thread that died, innermost first (`frames::take`), out of `stderr`.
     Crashed {
         signal: i32,
         stderr: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        frames: Vec<super::frames::Frame>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         earlier: Vec<(u64, crate::wire::case::Case)>,
     },

@@ -10,6 +10,7 @@ mod config;
 mod drive;
 pub mod execution;
 pub mod forkserver;
+pub mod frames;
 mod handle;
 mod hunt;
 mod pool;
