@@ -36,6 +36,34 @@ impl Module {
     }
 }
 
+/// Parses `files` of `map`, in order, on up to as many threads as there are cores.
+fn parse_all(map: &SourceMap, files: &[FileId]) -> Vec<(ast::Module, Vec<Diagnostic>)> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(files.len());
+    if threads <= 1 {
+        return files.iter().map(|&f| syntax::parse(f, &map.get(f).text)).collect();
+    }
+    // Largest first, each to the thread with the least text so far.
+    let mut order: Vec<usize> = (0..files.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(map.get(files[i]).text.len()));
+    let mut shares: Vec<(usize, Vec<usize>)> = vec![(0, Vec::new()); threads];
+    for i in order {
+        let share = shares.iter_mut().min_by_key(|(len, _)| *len).expect("threads >= 1");
+        share.0 += map.get(files[i]).text.len();
+        share.1.push(i);
+    }
+    let mut out: Vec<Option<(ast::Module, Vec<Diagnostic>)>> = (0..files.len()).map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> =
+            shares.iter().map(|(_, share)| scope.spawn(move || share.iter().map(|&i| (i, syntax::parse(files[i], &map.get(files[i]).text))).collect::<Vec<_>>())).collect();
+        for h in handles {
+            for (i, parsed) in h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)) {
+                out[i] = Some(parsed);
+            }
+        }
+    });
+    out.into_iter().map(|p| p.expect("every file parsed")).collect()
+}
+
 /// Loads modules into a source map, following imports.
 #[derive(Default)]
 pub struct Loader {
@@ -55,22 +83,49 @@ impl Loader {
 
     /// Loads a root file. Read errors become E0018 diagnostics with no span.
     pub fn load_root(&mut self, path: &Path) -> Option<ModId> {
-        let key = ModKey::File(normalize(path));
-        if let Some(&id) = self.by_key.get(&key) {
-            self.modules[id].root = true;
-            return Some(id);
-        }
-        let text = match self.read(path) {
-            Ok(t) => t,
-            Err(msg) => {
-                self.diags
-                    .push(Diagnostic::new(codes::E0018, format!("cannot read `{}`", path.display())).with_note(msg).with_help("check the path and that the file is UTF-8 text"));
-                return None;
+        self.load_roots(std::slice::from_ref(&path.to_path_buf())).pop().flatten()
+    }
+
+    /// Loads root files, in order, parsing them on all cores (a spec collection is hundreds of
+    /// kilobytes; parsing is most of a check), then their imports.
+    pub fn load_roots(&mut self, paths: &[PathBuf]) -> Vec<Option<ModId>> {
+        let mut ids = vec![None; paths.len()];
+        let mut fresh: Vec<(usize, ModKey, FileId)> = Vec::new();
+        for (i, path) in paths.iter().enumerate() {
+            let key = ModKey::File(normalize(path));
+            if let Some(&id) = self.by_key.get(&key) {
+                self.modules[id].root = true;
+                ids[i] = Some(id);
+                continue;
             }
-        };
-        let id = self.add(key, path.display().to_string(), text, true);
-        self.resolve_imports(id);
-        Some(id)
+            if fresh.iter().any(|(_, k, _)| *k == key) {
+                continue;
+            }
+            match self.read(path) {
+                Ok(text) => fresh.push((i, key, self.map.add(path.display().to_string(), text))),
+                Err(msg) => self
+                    .diags
+                    .push(Diagnostic::new(codes::E0018, format!("cannot read `{}`", path.display())).with_note(msg).with_help("check the path and that the file is UTF-8 text")),
+            }
+        }
+        let files: Vec<FileId> = fresh.iter().map(|(_, _, f)| *f).collect();
+        let mut parsed = parse_all(&self.map, &files).into_iter();
+        let mut added = Vec::new();
+        for ((i, key, file), ast) in fresh.into_iter().zip(parsed.by_ref()) {
+            let id = self.add_parsed(key, file, ast, true);
+            ids[i] = Some(id);
+            added.push(id);
+        }
+        for id in added {
+            self.resolve_imports(id);
+        }
+        // A path named twice is one module.
+        for (i, path) in paths.iter().enumerate() {
+            if ids[i].is_none() {
+                ids[i] = self.by_key.get(&ModKey::File(normalize(path))).copied();
+            }
+        }
+        ids
     }
 
     /// Loads `std::name` (the prelude `std::oracles` is loaded for every check).
@@ -95,7 +150,11 @@ impl Loader {
 
     fn add(&mut self, key: ModKey, name: String, text: String, root: bool) -> ModId {
         let file = self.map.add(name, text);
-        let (ast, diags) = syntax::parse(file, &self.map.get(file).text);
+        let parsed = syntax::parse(file, &self.map.get(file).text);
+        self.add_parsed(key, file, parsed, root)
+    }
+
+    fn add_parsed(&mut self, key: ModKey, file: FileId, (ast, diags): (ast::Module, Vec<Diagnostic>), root: bool) -> ModId {
         self.diags.extend(diags);
         let id = self.modules.len();
         let stdlib_file = match &key {

@@ -113,10 +113,8 @@ pub fn check(inputs: Inputs) -> Checked {
     let mut loader = Loader::with_overlays(inputs.overlays);
     let prelude = loader.load_std("oracles");
     let mut roots = Vec::new();
-    for path in expand_paths(&inputs.paths) {
-        if let Some(id) = loader.load_root(&path) {
-            roots.push(loader.modules[id].file);
-        }
+    for id in loader.load_roots(&expand_paths(&inputs.paths)).into_iter().flatten() {
+        roots.push(loader.modules[id].file);
     }
     let mut diags = std::mem::take(&mut loader.diags);
     let scopes = Scopes::build(&loader, prelude, &mut diags);
