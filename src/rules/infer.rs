@@ -187,6 +187,31 @@ fn nonempty_constraints(api: &ApiSpec) -> Vec<Constraint> {
         .collect()
 }
 
+/// A stage of the search: what it assumes of the inputs, and the parameters its inputs leave
+/// out (their defaults apply).
+#[derive(Clone, Copy)]
+struct Pass<'a> {
+    assume: &'a [Constraint],
+    pinned: &'a [usize],
+}
+
+/// `args` with the parameters of `pinned` left out, the ones that no longer conform to `api`
+/// dropped (a rule relating a left-out parameter to another was solved for a drawn value).
+fn pin(api: &ApiSpec, mut args: Vec<Vec<Arg>>, pinned: &[usize]) -> Vec<Vec<Arg>> {
+    if pinned.is_empty() {
+        return args;
+    }
+    for a in &mut args {
+        for &p in pinned {
+            if let Some(slot) = a.get_mut(p) {
+                *slot = Arg::Omitted;
+            }
+        }
+    }
+    args.retain(|a| values::conforms(api, a).iter().all(|c| *c != Some(false)));
+    args
+}
+
 /// Conforming argument lists for `api`, as many as the solver gives up to `count`.
 pub(super) fn sample(api: &ApiSpec, count: usize, seed: u64, limits: &Limits, extra_check: Option<&ApiSpec>) -> Vec<Vec<Arg>> {
     let Ok(models) = solve::sample(api, limits, count, seed) else { return Vec::new() };
@@ -247,6 +272,21 @@ fn relevance(api: &ApiSpec, complaint: &str, candidate: &Checked) -> usize {
     }
 }
 
+/// Whether libtorch complains about dtypes (`mixed dtype`, `not implemented for 'Half'`,
+/// `expected scalar type`) rather than about ranks, sizes or values.
+fn about_dtypes(complaint: &str) -> bool {
+    let lower = complaint.to_ascii_lowercase();
+    ["dtype", "scalar type", "not implemented for", "type t", "can't be cast", "cannot be cast"].iter().any(|k| lower.contains(k))
+}
+
+/// Whether (1) or not (0) a candidate is of the complaint's kind: rules about dtypes for a
+/// complaint about dtypes, others for the rest. A rule of the other kind silences a complaint
+/// only by tripping an earlier check (`weight.ndim == 0` against `mixed dtype`).
+fn same_kind(complaint: &str, candidate: &Checked) -> usize {
+    let dtype_rule = candidate.constraints.iter().all(|c| c.category == crate::spec::Category::Dtype);
+    usize::from(about_dtypes(complaint) == dtype_rule)
+}
+
 /// Rules accepted so far, each with the API it was checked against.
 type Accepted = [(Checked, ApiSpec)];
 
@@ -259,7 +299,7 @@ fn culprit(
     current: &dyn Fn(&Accepted) -> ApiSpec,
     accepted: &[(Checked, ApiSpec)],
     blind: &[String],
-    assume: &[Constraint],
+    pass: Pass,
     batch: &Batch,
     runner: &dyn Runner,
     index: usize,
@@ -278,8 +318,8 @@ fn culprit(
         }
         let mut others = accepted.to_vec();
         others.remove(k);
-        let api = reduce::with(&current(&others), &[assume], None);
-        let args = sample(&api, config.try_cases, mix(seed ^ mix(k as u64 + 0xdead)), &config.limits, None);
+        let api = reduce::with(&current(&others), &[pass.assume], None);
+        let args = pin(&api, sample(&api, config.try_cases, mix(seed ^ mix(k as u64 + 0xdead)), &config.limits, None), pass.pinned);
         let tried = execute(runner, index, args, deadline);
         probed += tried.ok.len();
         if tried.ok.is_empty() {
@@ -489,7 +529,18 @@ fn search(
     // Once the inputs are mostly valid, string parameters learn their value sets (`enums`), and
     // the search runs again: the new values may need rules of their own
     // (`rounding_mode="floor"` is not for complex inputs).
-    let mut passes: Vec<&[Constraint]> = vec![&nonempty, &[]];
+    // Few inputs valid as they stand and something to leave out: a first pass finds the rules
+    // of the simplest call, with every parameter that has a default left out, and each next
+    // one those of one more of them (`layer_norm`: without `weight` and `bias`, then with
+    // `weight`, then with both; `conv2d`: stride, padding, dilation and groups one at a time).
+    // Rules for several parameters at once are more than one greedy step finds.
+    let defaulted: Vec<usize> = base.params.iter().enumerate().filter(|(_, p)| p.default.is_some()).map(|(i, _)| i).collect();
+    let staged = before.ok.iter().filter(|&&o| o).count() < config.few_valid && !defaulted.is_empty();
+    let mut passes: Vec<Pass> = Vec::new();
+    if staged {
+        passes.extend((0..defaulted.len()).map(|k| Pass { assume: &nonempty, pinned: &defaulted[k..] }));
+    }
+    passes.extend([Pass { assume: &nonempty, pinned: &[] }, Pass { assume: &[], pinned: &[] }]);
     let mut pass = 0;
     let mut learned_yet = !config.learn_values;
     let mut learned_before = learned_before;
@@ -512,7 +563,7 @@ fn search(
                 broken == 0
             });
             if !learned.is_empty() {
-                passes.extend([nonempty.as_slice(), &[]]);
+                passes.extend([Pass { assume: &nonempty, pinned: &[] }, Pass { assume: &[], pinned: &[] }]);
             }
             for l in learned {
                 bump(&mut result.proposed, "errors".into());
@@ -522,7 +573,8 @@ fn search(
             }
             continue;
         }
-        let assume = passes[pass];
+        let this = passes[pass];
+        let assume = this.assume;
         pass += 1;
         let mut stuck = 0;
         for _ in 0..config.max_rounds {
@@ -532,7 +584,7 @@ fn search(
             round += 1;
             let api = reduce::with(&current(&accepted), &[assume], None);
             let seed = mix(config.seed ^ mix(round) ^ mix(index as u64));
-            let args = sample(&api, config.round_cases, seed, limits, None);
+            let args = pin(&api, sample(&api, config.round_cases, seed, limits, None), this.pinned);
             if args.is_empty() {
                 break;
             }
@@ -577,12 +629,13 @@ fn search(
                 // the parameters the complaint names are tried first.
                 let dominant = batch.dominant_error();
                 let relevance = |i: usize| dominant.as_ref().map_or(0, |(key, _)| relevance(&api, key, &remaining[i].0));
-                eligible.sort_by_key(|&(i, n)| (std::cmp::Reverse(relevance(i)), std::cmp::Reverse(n)));
+                let kind = |i: usize| dominant.as_ref().map_or(0, |(key, _)| same_kind(key, &remaining[i].0));
+                eligible.sort_by_key(|&(i, n)| (std::cmp::Reverse(relevance(i)), std::cmp::Reverse(kind(i)), std::cmp::Reverse(n)));
                 let dominant_share = dominant.as_ref().map_or(0, |(_, c)| c * 1000 / batch.ok.len().max(1));
                 // (candidate, accepted per mille, whether it relieves the complaint, relevance,
-                // per mille free of the dominant complaint, per mille raising a complaint the
-                // batch did not, generality)
-                type Score = (usize, bool, usize, usize, usize, usize);
+                // kind, per mille past the kind of check that complained, per mille free of the
+                // dominant complaint, per mille raising a complaint the batch did not, generality)
+                type Score = (usize, bool, usize, usize, usize, usize, usize, usize);
                 let mut scored: Option<(usize, Score)> = None;
                 let complaints: std::collections::HashSet<&str> = batch.errors.iter().flatten().map(String::as_str).collect();
                 let n = batch.ok.len().max(1);
@@ -594,7 +647,7 @@ fn search(
                         break;
                     }
                     let probe = reduce::with(&api, &[&remaining[i].0.constraints], None);
-                    let args = sample(&probe, config.try_cases, mix(seed ^ mix(i as u64 + 1)), limits, None);
+                    let args = pin(&probe, sample(&probe, config.try_cases, mix(seed ^ mix(i as u64 + 1)), limits, None), this.pinned);
                     let tried = execute(runner, index, args, search_end);
                     result.cases += tried.ok.len();
                     if tried.ok.is_empty() {
@@ -611,7 +664,16 @@ fn search(
                     // often trips an earlier check instead (`input.ndim <= 2` against a
                     // padding complaint): relevance ranks the relieving ones.
                     let relieves = ok > 0 || 1000 - relieved < dominant_share / 2;
-                    let score = (ok, relieves, relevance(i), relieved, fresh, general);
+                    // Inputs that got past the kind of check that complained: a dtype rule that
+                    // works moves libtorch on to its shape checks, one that trips an earlier
+                    // dtype check (`weight.dtype == bool`) does not.
+                    let past = dominant
+                        .as_ref()
+                        .map_or(0, |(key, _)| tried.errors.iter().filter(|e| e.as_deref().is_none_or(|e| about_dtypes(e) != about_dtypes(key))).count() * 1000 / len);
+                    let score = (ok, relieves, relevance(i), kind(i), past, relieved, fresh, general);
+                    if config.trace {
+                        result.trace.push(format!("  tried {:40} {score:?}", remaining[i].0.candidate.name));
+                    }
                     if scored.is_none_or(|(_, s)| score > s) {
                         scored = Some((i, score));
                     }
@@ -646,7 +708,7 @@ fn search(
                     }
                 }
                 // Still nothing: a rule taken blind may be what libtorch now complains about.
-                let (culprit, probed) = culprit(&current, &accepted, &blind, assume, &batch, runner, index, config, seed, search_end);
+                let (culprit, probed) = culprit(&current, &accepted, &blind, this, &batch, runner, index, config, seed, search_end);
                 result.cases += probed;
                 if let Some((k, hits)) = culprit {
                     let (c, _) = accepted.remove(k);
