@@ -237,6 +237,11 @@ pub fn validate_relations(path: &Path, spec: &Spec, text: &str, catalog: &Catalo
                 rules.push(relations::kept(name, statement, agreed));
             }
         }
+        // A kept relation that a wider kept one implies is not written.
+        let kept = verdict.kept.clone();
+        let wider = |name: &str| relations::implied_by(name).is_some_and(|w| kept.iter().any(|k| k == w));
+        rules.retain(|r| r.candidate.name.strip_prefix(relations::PREFIX).is_none_or(|n| !wider(n)));
+        verdict.kept.retain(|k| !wider(k));
         if let Some(t) = crate::rules::write_rules(&text, &plan.api.name, &rules, &inferred(&plan.api.name)) {
             text = t;
         }

@@ -1,6 +1,6 @@
 //! Metamorphic relations proposed for an API and kept when they hold. The candidates are the
 //! shapes of `std::relations` on the API's first tensor parameter (odd, even, scale invariant,
-//! positively homogeneous), written out in full so that a rule needs no import. `sfz infer
+//! scale invariant from 1 upwards, positively homogeneous), written out in full so that a rule needs no import. `sfz infer
 //! --oracles` runs them on conforming inputs of ordinary magnitude with the scales cut to
 //! 2^-10..2^10 (`ordinary`), and writes those that never disagreed as validated rules; the
 //! campaign then runs them with every scale, up to 2^60, where a kernel that does not rescale
@@ -10,6 +10,9 @@ use crate::spec::{ApiSpec, Origin, ParamType, RuleSource, RuleStatus};
 
 /// The scales of the scale relations, as in `std::relations`.
 const SCALES: &str = "[0.25, 4.0, 1024.0, 1152921504606846976.0, 8.673617379884035e-19]";
+
+/// The scales of `scale_invariant_up`: from 1 upwards.
+const SCALES_UP: &str = "[4.0, 1024.0, 1152921504606846976.0]";
 
 /// Scales validation keeps: ordinary magnitudes.
 const ORDINARY: f64 = 1024.0;
@@ -27,12 +30,19 @@ pub fn candidates(api: &ApiSpec, inferred: &[String]) -> Vec<(String, String)> {
         ("odd", format!("relation odd: self({x} = -{x}) == -result;")),
         ("even", format!("relation even: self({x} = -{x}) == result;")),
         ("scale_invariant", format!("relation scale_invariant: forall s in {SCALES}: self({x} = {x} * s) == result;")),
+        ("scale_invariant_up", format!("relation scale_invariant_up: forall s in {SCALES_UP}: self({x} = {x} * s) == result;")),
         ("positively_homogeneous", format!("relation positively_homogeneous: forall s in {SCALES}: self({x} = {x} * s) == s * result;")),
     ]
     .into_iter()
     .filter(|(name, _)| !taken(name))
     .map(|(name, text)| (name.to_string(), text))
     .collect()
+}
+
+/// The kept relation that says all a kept one named `name` says (`scale_invariant` holds for
+/// every scale `scale_invariant_up` tries), which is then not written.
+pub fn implied_by(name: &str) -> Option<&'static str> {
+    (name == "scale_invariant_up").then_some("scale_invariant")
 }
 
 /// The tensor parameter the relations are about: the first required one, where the first
@@ -95,7 +105,8 @@ mod tests {
         assert!(!checked.has_errors(), "{:?}", checked.diags);
         let c = candidates(&checked.spec.apis[0], &[]);
         let names: Vec<&str> = c.iter().map(|(n, _)| n.as_str()).collect();
-        assert_eq!(names, ["even", "scale_invariant", "positively_homogeneous"]);
+        assert_eq!(names, ["even", "scale_invariant", "scale_invariant_up", "positively_homogeneous"]);
+        assert_eq!(implied_by("scale_invariant_up"), Some("scale_invariant"));
         assert_eq!(c[0].1, "relation even: self(input = -input) == result;");
         assert!(candidates(&checked.spec.apis[1], &[]).is_empty());
         assert_eq!(ordinary(&[0.25, 4.0, 1024.0, 1152921504606846976.0, 8.673617379884035e-19]), vec![0.25, 4.0, 1024.0]);
