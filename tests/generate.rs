@@ -236,6 +236,25 @@ fn string_parameters_take_the_values_their_constraints_name() {
     assert!(broken > 20, "{broken}");
 }
 
+/// A float or Scalar parameter limited to listed values takes one of them (`multi_margin_loss`'s
+/// `p in [1, 2]`): drawn from a range, every case was non-conforming.
+#[test]
+fn float_and_scalar_parameters_take_the_values_listed_for_them() {
+    let api = api_text("api torch.f(input: Tensor, p: Scalar = 1, margin: float = 1.0) -> Tensor {\n p in [1, 2];\n margin == 0.5;\n}");
+    let config = GenConfig { seed: 3, pool_size: 8, ..Default::default() };
+    let generator = Generator::new(vec![api.clone()], vec![gen::solve_api(&api, &config, 0).expect("solvable")], config);
+    let mut seen = HashSet::new();
+    for index in 0..200 {
+        let case = generator.case(index).expect("models");
+        assert!(case.conforms, "{:?}", case.args);
+        if let Arg::Float(p) = case.args[1] {
+            seen.insert(p.to_bits());
+        }
+        assert!(matches!(case.args[2], Arg::Float(m) if m == 0.5) || matches!(case.args[2], Arg::Omitted), "{:?}", case.args);
+    }
+    assert_eq!(seen, HashSet::from([1.0f64.to_bits(), 2.0f64.to_bits()]));
+}
+
 /// Constants outside the default int domain (-8..32) are reachable: `ms in [3000]` was unsat.
 #[test]
 fn int_constants_outside_the_default_domain_are_reachable() {

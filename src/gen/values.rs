@@ -122,6 +122,38 @@ fn bounds_from<'c>(constraints: impl Iterator<Item = &'c crate::spec::Constraint
     b
 }
 
+/// The values a float or Scalar parameter `p` is limited to by `p in [a, b, ...]` or `p == a`
+/// (`multi_margin_loss`'s `p in [1, 2]`), when a constraint other than `skip` limits it so; the
+/// range bounds of `bounds_of` cannot say that.
+fn choices_of(api: &ApiSpec, p: usize, known: &[Val], skip: Option<usize>) -> Option<Vec<f64>> {
+    let bindings = Bindings { params: known, results: &[] };
+    let mut out: Option<Vec<f64>> = None;
+    for (_, c) in api.requires.iter().enumerate().filter(|(k, _)| Some(*k) != skip) {
+        let TExpr::Binary(op, l, r) = &c.expr else { continue };
+        let values: Option<Vec<f64>> = match (op, &**l, &**r) {
+            (BinOp::In, TExpr::Param(i), TExpr::List(items)) if *i == p => items.iter().map(|e| eval_number(e, &bindings)).collect(),
+            (BinOp::In, TExpr::Param(i), TExpr::Lit(Value::List(items))) if *i == p => items
+                .iter()
+                .map(|v| match v {
+                    Value::Int(x) => Some(*x as f64),
+                    Value::Float(x) => Some(*x),
+                    _ => None,
+                })
+                .collect(),
+            (BinOp::Eq, TExpr::Param(i), e) | (BinOp::Eq, e, TExpr::Param(i)) if *i == p => eval_number(e, &bindings).map(|v| vec![v]),
+            _ => None,
+        };
+        if let Some(values) = values {
+            // Several such constraints: the values all of them allow.
+            out = Some(match out {
+                Some(prev) => prev.into_iter().filter(|v| values.contains(v)).collect(),
+                None => values,
+            });
+        }
+    }
+    out.filter(|v| !v.is_empty())
+}
+
 /// The numeric value of an int or float expression over known parameters: literals,
 /// parameters, ndim/numel/shape reads, arithmetic and min/max/abs/len.
 pub fn eval_number(e: &TExpr, b: &Bindings) -> Option<f64> {
@@ -290,7 +322,10 @@ pub fn concretize(api: &ApiSpec, plan: &GenPlan, model: &SymModel, skip: Option<
             SymValue::IntList(xs) => Arg::IntList(xs.clone()),
             SymValue::BoolList(xs) => Arg::BoolList(xs.clone()),
             SymValue::Concrete => match &p.ty {
-                ParamType::Float | ParamType::Scalar => Arg::Float(draw_float(bounds, rng)),
+                ParamType::Float | ParamType::Scalar => match choices_of(api, i, &known, skip) {
+                    Some(values) => Arg::Float(values[rng.random_range(0..values.len())]),
+                    None => Arg::Float(draw_float(bounds, rng)),
+                },
                 ParamType::FloatList(n) => {
                     let len = n.unwrap_or_else(|| rng.random_range(0..=4)) as usize;
                     Arg::FloatList((0..len).map(|_| draw_float(bounds, rng)).collect())
