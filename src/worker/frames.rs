@@ -97,11 +97,14 @@ pub fn take(stderr: &str) -> (String, Vec<Frame>) {
     (rest, frames)
 }
 
-/// The frames as lines for a finding's message, infrastructure left out, at most `max`.
+/// The frames as lines for a finding's message, at most `max`: those that are not
+/// infrastructure, or where every frame is (a damaged heap noticed at a later free), torch's.
 pub fn describe(frames: &[Frame], max: usize) -> String {
-    let shown: Vec<String> =
-        frames.iter().filter(|f| !f.is_infrastructure()).take(max).map(|f| format!("  {} ({}+{:#x})", f.function.as_deref().unwrap_or("?"), f.module, f.offset)).collect();
-    shown.join("\n")
+    let torch = |f: &&Frame| f.module.starts_with("libtorch") || f.module.starts_with("libc10");
+    let own: Vec<&Frame> = frames.iter().filter(|f| !f.is_infrastructure()).collect();
+    let shown: Vec<&Frame> = if own.is_empty() { frames.iter().filter(torch).collect() } else { own };
+    let lines: Vec<String> = shown.iter().take(max).map(|f| format!("  {} ({}+{:#x})", f.function.as_deref().unwrap_or("?"), f.module, f.offset)).collect();
+    lines.join("\n")
 }
 
 /// Names already looked up, per module path and offset: a campaign meets the same crash often.
