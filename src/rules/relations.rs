@@ -1,6 +1,7 @@
 //! Metamorphic relations proposed for an API and kept when they hold. The candidates are the
 //! shapes of `std::relations` on the API's first tensor parameter (odd, even, scale invariant,
-//! scale invariant from 1 upwards, positively homogeneous), written out in full so that a rule needs no import. `sfz infer
+//! scale invariant from 1 upwards, positively homogeneous, and for an API with an `eps`, scale
+//! invariant with the epsilon scaled alike), written out in full so that a rule needs no import. `sfz infer
 //! --oracles` runs them on conforming inputs of ordinary magnitude with the scales cut to
 //! 2^-10..2^10 (`ordinary`), and writes those that never disagreed as validated rules; the
 //! campaign then runs them with every scale, up to 2^60, where a kernel that does not rescale
@@ -34,9 +35,24 @@ pub fn candidates(api: &ApiSpec, inferred: &[String]) -> Vec<(String, String)> {
         ("positively_homogeneous", format!("relation positively_homogeneous: forall s in {SCALES}: self({x} = {x} * s) == s * result;")),
     ]
     .into_iter()
+    .chain(eps(api).into_iter().flat_map(|eps| {
+        // An epsilon added to a variance or a norm breaks invariance, unless it is scaled too:
+        // by s^2 beside a variance (layer_norm, group_norm), by s beside a norm
+        // (cosine_similarity). With a power of two both sides round alike: the relation holds
+        // exactly, and an intermediate that overflows at 2^60 breaks it.
+        [
+            ("scale_invariant_eps_squared", format!("relation scale_invariant_eps_squared: forall s in {SCALES_UP}: self({x} = {x} * s, {eps} = {eps} * s * s) == result;")),
+            ("scale_invariant_eps", format!("relation scale_invariant_eps: forall s in {SCALES_UP}: self({x} = {x} * s, {eps} = {eps} * s) == result;")),
+        ]
+    }))
     .filter(|(name, _)| !taken(name))
     .map(|(name, text)| (name.to_string(), text))
     .collect()
+}
+
+/// The API's epsilon: a float parameter named `eps` (None is no number to scale).
+fn eps(api: &ApiSpec) -> Option<&str> {
+    api.params.iter().find(|p| p.name == "eps" && p.ty == ParamType::Float && !p.optional).map(|p| p.name.as_str())
 }
 
 /// The kept relation that says all a kept one named `name` says (`scale_invariant` holds for
@@ -107,6 +123,15 @@ mod tests {
         let names: Vec<&str> = c.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["even", "scale_invariant", "scale_invariant_up", "positively_homogeneous"]);
         assert_eq!(implied_by("scale_invariant_up"), Some("scale_invariant"));
+        let norm = crate::check::check_text(std::path::Path::new("t.sfz"), "api torch.layer_norm(input: Tensor, normalized_shape: int[], eps: float = 1e-5) -> Tensor {}\n");
+        let with_eps = candidates(&norm.spec.apis[0], &[]);
+        let eps = with_eps.iter().find(|(n, _)| n == "scale_invariant_eps_squared").expect("an eps candidate");
+        assert_eq!(eps.1, "relation scale_invariant_eps_squared: forall s in [4.0, 1024.0, 1152921504606846976.0]: self(input = input * s, eps = eps * s * s) == result;");
+        let applied = crate::check::check_text(
+            std::path::Path::new("t.sfz"),
+            &format!("api torch.layer_norm(input: Tensor, normalized_shape: int[], eps: float = 1e-5) -> Tensor {{\n    {}\n}}\n", eps.1),
+        );
+        assert!(!applied.has_errors(), "{:?}", applied.diags);
         assert_eq!(c[0].1, "relation even: self(input = -input) == result;");
         assert!(candidates(&checked.spec.apis[1], &[]).is_empty());
         assert_eq!(ordinary(&[0.25, 4.0, 1024.0, 1152921504606846976.0, 8.673617379884035e-19]), vec![0.25, 4.0, 1024.0]);

@@ -46,8 +46,11 @@ impl Frame {
 const RUNTIMES: [&str; 9] = ["libc.so", "libc-", "libm.so", "libpthread", "libstdc++", "libgcc_s", "ld-linux", "libgomp", "libdl"];
 
 /// Function prefixes of code every call runs through.
-const GENERIC: [&str; 17] = [
+const GENERIC: [&str; 19] = [
     "c10::",
+    // Allocation: where a damaged heap is noticed, not what damaged it.
+    "at::detail::empty",
+    "at::empty",
     "at::_ops::",
     "at::TensorBase::",
     "at::Tensor::",
