@@ -143,23 +143,9 @@ pub struct Key {
     pub signature: String,
 }
 
-impl Key {
-    /// The key of a detection. A memory error keeps its place and class but not the frame it
-    /// died in (`oracle::death_signature`), which differs between one overrun's deaths (a
-    /// segfault in the kernel, glibc's abort at a later free in the dispatcher's wrapper): one
-    /// operator's memory errors are one finding, and the report groups operators by the frame.
-    pub fn new(api: &str, oracle: Oracle, signature: &str) -> Key {
-        let signature = match signature.find(crate::oracle::MEMORY_ERROR) {
-            Some(at) => &signature[..at + crate::oracle::MEMORY_ERROR.len()],
-            None => signature,
-        };
-        Key { api: api.to_string(), oracle, signature: signature.to_string() }
-    }
-}
-
 impl Finding {
     pub fn key(&self) -> Key {
-        Key::new(&self.api, self.oracle, &self.signature)
+        Key { api: self.api.clone(), oracle: self.oracle, signature: self.signature.clone() }
     }
 
     /// Whether the worker died running the finding's case (the call or a check): by a signal,
@@ -395,17 +381,6 @@ mod tests {
         assert!(id("torch.linalg.inv").starts_with("crash-inv-"));
         assert!(id("torch.ops.aten.add.out").starts_with("crash-add.out-"), "{}", id("torch.ops.aten.add.out"));
         assert!(id("torch.ops.aten.abs_").starts_with("crash-abs_-"));
-    }
-
-    /// One operator's memory errors are one finding wherever they died; a check's are apart.
-    #[test]
-    fn memory_errors_of_one_operator_share_a_key_whatever_frame_they_died_in() {
-        use crate::wire::oracle::Oracle::Crash;
-        let kernel = super::Key::new("torch.f", Crash, "memory error in at::native::{anon}::cpu_max_pool_backward");
-        assert_eq!(super::Key::new("torch.f", Crash, "memory error"), kernel);
-        assert_eq!(super::Key::new("torch.f", Crash, "memory error: sfz_test: the heap is damaged"), kernel);
-        assert_ne!(super::Key::new("torch.f", Crash, "out= variant: memory error in at::native::g"), kernel);
-        assert_ne!(super::Key::new("torch.f", Crash, "SIGFPE in at::native::div_trunc_kernel"), super::Key::new("torch.f", Crash, "SIGFPE in at::native::other"));
     }
 
     /// A line as written before `Finding::exit`: the exit status was only in the signature.

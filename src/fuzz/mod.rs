@@ -296,7 +296,7 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
         coverage[api_index].record(&plan.api, &case.args, verdict.status == Status::Ok);
         counters.apis[api_index].micros.fetch_add(worker_micros(&exec), Ordering::Relaxed);
         for d in verdict.detections {
-            let key = Key::new(&plan.api.name, d.oracle, &d.signature);
+            let key = Key { api: plan.api.name.clone(), oracle: d.oracle, signature: d.signature.clone() };
             if store.seen(&key) {
                 counters.duplicates.fetch_add(1, Ordering::Relaxed);
                 continue;
@@ -403,7 +403,7 @@ fn record_spec_finding(spec_store: &SpecStore, counters: &stats::Counters, plan:
     if spec_store.seen(&plan.api.name, &signature) {
         return;
     }
-    let key = Key::new(&plan.api.name, Oracle::Spec, &signature);
+    let key = Key { api: plan.api.name.clone(), oracle: Oracle::Spec, signature: signature.clone() };
     let id = finding_id(&key);
     let finding = SpecFinding {
         id: id.clone(),

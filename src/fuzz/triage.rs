@@ -50,7 +50,7 @@ impl Triage<'_> {
     pub fn finding(&self, api_index: usize, index: u64, case: &Case, d: oracle::Detection, meta: Meta) -> Finding {
         let plan = &self.plans[api_index];
         let violation = meta.violated.and_then(|v| self.generator.violations(api_index).get(v));
-        let id = finding_id(&Key::new(&plan.api.name, d.oracle, &d.signature));
+        let id = finding_id(&Key { api: plan.api.name.clone(), oracle: d.oracle, signature: d.signature.clone() });
         Finding {
             id: id.clone(),
             api: plan.api.name.clone(),
@@ -187,7 +187,7 @@ impl Triage<'_> {
     /// (confirmed on that call) unless it is already, and the finding names it.
     fn also_dies(&self, p: &Pool, api_index: usize, mut finding: Finding) {
         let Some((call, d)) = also_dies::probe(&self.minimizer, &self.plans[api_index], &finding) else { return };
-        let key = Key::new(&finding.api, d.oracle, &d.signature);
+        let key = Key { api: finding.api.clone(), oracle: d.oracle, signature: d.signature.clone() };
         let id = finding_id(&key);
         if !self.store.seen(&key) {
             let mut dead = self.finding(api_index, finding.case_index, &finding.case, d, self.meta_of(finding.case_index));
