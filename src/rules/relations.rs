@@ -9,8 +9,13 @@
 use super::{Candidate, Judged};
 use crate::spec::{ApiSpec, Origin, ParamType, RuleSource, RuleStatus};
 
-/// The scales of the scale relations, as in `std::relations`.
+/// The scales of `positively_homogeneous`, as in `std::relations`.
 const SCALES: &str = "[0.25, 4.0, 1024.0, 1152921504606846976.0, 8.673617379884035e-19]";
+
+/// The scales of `scale_invariant`: not 2^-60, where any epsilon (`rms_norm`'s default one, a
+/// norm's `eps`) outweighs the input and the relation breaks in float64 too; validation, cut to
+/// ordinary scales, could not see that.
+const SCALES_INVARIANT: &str = "[0.25, 4.0, 1024.0, 1152921504606846976.0]";
 
 /// The scales of `scale_invariant_up`: from 1 upwards.
 const SCALES_UP: &str = "[4.0, 1024.0, 1152921504606846976.0]";
@@ -30,7 +35,7 @@ pub fn candidates(api: &ApiSpec, inferred: &[String]) -> Vec<(String, String)> {
     [
         ("odd", format!("relation odd: self({x} = -{x}) == -result;")),
         ("even", format!("relation even: self({x} = -{x}) == result;")),
-        ("scale_invariant", format!("relation scale_invariant: forall s in {SCALES}: self({x} = {x} * s) == result;")),
+        ("scale_invariant", format!("relation scale_invariant: forall s in {SCALES_INVARIANT}: self({x} = {x} * s) == result;")),
         ("scale_invariant_up", format!("relation scale_invariant_up: forall s in {SCALES_UP}: self({x} = {x} * s) == result;")),
         ("positively_homogeneous", format!("relation positively_homogeneous: forall s in {SCALES}: self({x} = {x} * s) == s * result;")),
     ]
