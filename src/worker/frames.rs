@@ -46,11 +46,15 @@ impl Frame {
 const RUNTIMES: [&str; 9] = ["libc.so", "libc-", "libm.so", "libpthread", "libstdc++", "libgcc_s", "ld-linux", "libgomp", "libdl"];
 
 /// Function prefixes of code every call runs through.
-const GENERIC: [&str; 19] = [
+const GENERIC: [&str; 23] = [
     "c10::",
     // Allocation: where a damaged heap is noticed, not what damaged it.
     "at::detail::empty",
     "at::empty",
+    "at::native::empty",
+    "at::native::resize",
+    "at::native::zeros",
+    "at::native::full",
     "at::_ops::",
     "at::TensorBase::",
     "at::Tensor::",
