@@ -148,7 +148,16 @@ impl Triage<'_> {
             alone = confirming.ok().filter(|_| finding.oracle != Oracle::Hang);
         }
         if finding.confirmed == Some(false) {
-            finding.culprit = self.blame_culprit(p, earlier, suspects);
+            match self.blame_culprit(p, earlier, suspects) {
+                // The culprit is this finding's own cause (one key) in an earlier case, which
+                // kills a fresh worker alone: that case stands for the finding from now on.
+                Some(blamed) if blamed.id == finding.id => {
+                    self.update(api_index, &blamed);
+                    self.shrink(p, None, api_index, &blamed);
+                    return;
+                }
+                blamed => finding.culprit = blamed.map(|b| b.id),
+            }
         }
         if finding.oracle == Oracle::Hang && finding.confirmed == Some(true) {
             finding.explained = cost::explain_hang(p, &finding.case, self.minimizer.timeout);
@@ -202,9 +211,9 @@ impl Triage<'_> {
     }
 
     /// The earlier case that kills a fresh worker by itself, located and confirmed as any death
-    /// (the call alone, or one check alone): its finding's id, recorded (and shrunk) when new.
+    /// (the call alone, or one check alone): its finding, recorded (and shrunk) when new.
     /// `suspects`: the APIs found guilty so far, with the place their damage was done.
-    fn blame_culprit(&self, p: &Pool, earlier: &[(u64, Case)], suspects: &mut HashMap<u32, culprit::Place>) -> Option<String> {
+    fn blame_culprit(&self, p: &Pool, earlier: &[(u64, Case)], suspects: &mut HashMap<u32, culprit::Place>) -> Option<Finding> {
         let found = culprit::find(p, self.plans, self.checks, earlier, suspects, Instant::now() + culprit::SEARCH_TIME)?;
         let api_index = found.case.op as usize;
         let (place, detection, call) = culprit::locate(&self.minimizer, &self.plans[api_index], &self.checks[api_index], &found.case, suspects.get(&found.case.op).copied())?;
@@ -215,6 +224,6 @@ impl Triage<'_> {
         if self.keep(&blamed) {
             self.shrink(p, None, api_index, &blamed);
         }
-        Some(blamed.id)
+        Some(blamed)
     }
 }
