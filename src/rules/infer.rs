@@ -256,7 +256,7 @@ fn relevance(api: &ApiSpec, complaint: &str, candidate: &Checked) -> usize {
     let text = candidate.constraints.iter().map(|c| c.text.as_str()).collect::<Vec<_>>().join(" ");
     let uses = |name: &str| text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).any(|w| w == name);
     let named = |name: &str| {
-        let name: String = name.to_ascii_lowercase().chars().map(|c| if c.is_ascii_digit() { 'N' } else { c }).collect::<String>().to_ascii_lowercase();
+        let name: String = name.to_ascii_lowercase().chars().map(|c| if c.is_ascii_digit() { 'N' } else { c }).collect();
         words.iter().any(|w| *w == name || (name == "input" && w == "self") || (w.len() >= 3 && name.starts_with(w.as_str())) || (name.len() >= 3 && w.starts_with(name.as_str())))
     };
     let params: Vec<&str> = api.params.iter().map(|p| p.name.as_str()).filter(|n| uses(n)).collect();
@@ -297,7 +297,7 @@ type Accepted = [(Checked, ApiSpec)];
 #[allow(clippy::too_many_arguments)]
 fn culprit(
     current: &dyn Fn(&Accepted) -> ApiSpec,
-    accepted: &[(Checked, ApiSpec)],
+    accepted: &Accepted,
     blind: &[String],
     pass: Pass,
     batch: &Batch,
@@ -540,7 +540,10 @@ fn search(
     if staged {
         passes.extend((0..defaulted.len()).map(|k| Pass { assume: &nonempty, pinned: &defaulted[k..] }));
     }
-    passes.extend([Pass { assume: &nonempty, pinned: &[] }, Pass { assume: &[], pinned: &[] }]);
+    // Then, with nothing left out, non-empty inputs first and any inputs last (again once
+    // values are learned).
+    let full = [Pass { assume: &nonempty, pinned: &[] }, Pass { assume: &[], pinned: &[] }];
+    passes.extend(full);
     let mut pass = 0;
     let mut learned_yet = !config.learn_values;
     let mut learned_before = learned_before;
@@ -563,7 +566,7 @@ fn search(
                 broken == 0
             });
             if !learned.is_empty() {
-                passes.extend([Pass { assume: &nonempty, pinned: &[] }, Pass { assume: &[], pinned: &[] }]);
+                passes.extend(full);
             }
             for l in learned {
                 bump(&mut result.proposed, "errors".into());
@@ -628,6 +631,7 @@ fn search(
                 // complaint is progress: the next round sees the next complaint. Those about
                 // the parameters the complaint names are tried first.
                 let dominant = batch.dominant_error();
+                let dominant_about_dtypes = dominant.as_ref().is_some_and(|(key, _)| about_dtypes(key));
                 let relevance = |i: usize| dominant.as_ref().map_or(0, |(key, _)| relevance(&api, key, &remaining[i].0));
                 let kind = |i: usize| dominant.as_ref().map_or(0, |(key, _)| same_kind(key, &remaining[i].0));
                 eligible.sort_by_key(|&(i, n)| (std::cmp::Reverse(relevance(i)), std::cmp::Reverse(kind(i)), std::cmp::Reverse(n)));
@@ -667,9 +671,8 @@ fn search(
                     // Inputs that got past the kind of check that complained: a dtype rule that
                     // works moves libtorch on to its shape checks, one that trips an earlier
                     // dtype check (`weight.dtype == bool`) does not.
-                    let past = dominant
-                        .as_ref()
-                        .map_or(0, |(key, _)| tried.errors.iter().filter(|e| e.as_deref().is_none_or(|e| about_dtypes(e) != about_dtypes(key))).count() * 1000 / len);
+                    let past =
+                        dominant.as_ref().map_or(0, |_| tried.errors.iter().filter(|e| e.as_deref().is_none_or(|e| about_dtypes(e) != dominant_about_dtypes)).count() * 1000 / len);
                     let score = (ok, relieves, relevance(i), kind(i), past, relieved, fresh, general);
                     if config.trace {
                         result.trace.push(format!("  tried {:40} {score:?}", remaining[i].0.candidate.name));

@@ -96,11 +96,7 @@ pub fn take(stderr: &str) -> (String, Vec<Frame>) {
         rest.pop();
     }
     let named = name_all(&raw);
-    let frames = raw
-        .into_iter()
-        .zip(named)
-        .map(|((offset, path), function)| Frame { module: Path::new(&path).file_name().map_or(path.clone(), |n| n.to_string_lossy().into_owned()), offset, function })
-        .collect();
+    let frames = raw.into_iter().zip(named).map(|((offset, path), function)| Frame { module: file_name(&path), offset, function }).collect();
     (rest, frames)
 }
 
@@ -112,6 +108,11 @@ pub fn describe(frames: &[Frame], max: usize) -> String {
     let shown: Vec<&Frame> = if own.is_empty() { frames.iter().filter(torch).collect() } else { own };
     let lines: Vec<String> = shown.iter().take(max).map(|f| format!("  {} ({}+{:#x})", f.function.as_deref().unwrap_or("?"), f.module, f.offset)).collect();
     lines.join("\n")
+}
+
+/// The file name of a module's path (`libtorch_cpu.so`).
+fn file_name(path: &str) -> String {
+    Path::new(path).file_name().map_or_else(|| path.to_string(), |n| n.to_string_lossy().into_owned())
 }
 
 /// Names already looked up, per module path and offset: a campaign meets the same crash often.
@@ -128,7 +129,7 @@ fn name_all(raw: &[(u64, String)]) -> Vec<Option<String>> {
     let mut names = cache().lock().unwrap_or_else(|e| e.into_inner());
     let mut wanted: HashMap<&str, Vec<u64>> = HashMap::new();
     for (offset, path) in raw {
-        let file = Path::new(path).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let file = file_name(path);
         if !names.contains_key(&(path.clone(), *offset)) && !RUNTIMES.iter().any(|r| file.starts_with(r)) {
             wanted.entry(path.as_str()).or_default().push(*offset);
         }
