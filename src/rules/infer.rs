@@ -256,7 +256,8 @@ fn relevance(api: &ApiSpec, complaint: &str, candidate: &Checked) -> usize {
     let text = candidate.constraints.iter().map(|c| c.text.as_str()).collect::<Vec<_>>().join(" ");
     let uses = |name: &str| text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).any(|w| w == name);
     let named = |name: &str| {
-        let name: String = name.to_ascii_lowercase().chars().map(|c| if c.is_ascii_digit() { 'N' } else { c }).collect();
+        // Numbers made uniform as in the complaint's key (`mat2` is `matn`).
+        let name: String = name.to_ascii_lowercase().chars().map(|c| if c.is_ascii_digit() { 'n' } else { c }).collect();
         words.iter().any(|w| *w == name || (name == "input" && w == "self") || (w.len() >= 3 && name.starts_with(w.as_str())) || (name.len() >= 3 && w.starts_with(name.as_str())))
     };
     let params: Vec<&str> = api.params.iter().map(|p| p.name.as_str()).filter(|n| uses(n)).collect();
