@@ -8,9 +8,10 @@
 //! broken. `backtrace` is called once at installation, so that its first call, which loads
 //! libgcc's unwinder (and allocates), is not made inside the handler.
 use std::ffi::{c_int, c_void, CString};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
-use sfz::wire::frames::{LINE_PREFIX, MAX_FRAMES};
+use sfz::wire::frames::{BETWEEN_CALLS, LINE_PREFIX, MAX_FRAMES};
 
 extern "C" {
     /// glibc's `execinfo.h`: the return addresses of the calling thread, innermost first.
@@ -26,6 +27,19 @@ const ALT_STACK_BYTES: usize = 256 << 10;
 /// The executable's path, written for frames in it: `dladdr` names the main program by argv[0],
 /// which may be relative to a directory the worker has left.
 static EXE: OnceLock<CString> = OnceLock::new();
+
+/// Whether the worker is inside a call of an operator (`in_call`); read by the handler, where
+/// an atomic load is safe.
+static IN_CALL: AtomicBool = AtomicBool::new(false);
+
+/// Runs `call` (one call of an operator) marked as such: a death outside one is written as
+/// `BETWEEN_CALLS`, its frames no site of the damage.
+pub fn in_call<R>(call: impl FnOnce() -> R) -> R {
+    IN_CALL.store(true, Ordering::SeqCst);
+    let result = call();
+    IN_CALL.store(false, Ordering::SeqCst);
+    result
+}
 
 /// Installs the handler for every fatal signal, on an alternate stack for this thread. The
 /// process still dies by the signal it got (the supervisor reads the real one): the handler
@@ -59,6 +73,10 @@ extern "C" fn on_fatal(sig: c_int, _info: *mut libc::siginfo_t, _context: *mut c
     // SAFETY: a buffer of MAX_FRAMES pointers; backtrace was warmed up by `install`.
     let n = unsafe { backtrace(frames.as_mut_ptr(), MAX_FRAMES as c_int) }.max(0) as usize;
     write_all(b"\n");
+    if !IN_CALL.load(Ordering::SeqCst) {
+        write_all(BETWEEN_CALLS.as_bytes());
+        write_all(b"\n");
+    }
     for &pc in &frames[..n] {
         write_frame(pc);
     }

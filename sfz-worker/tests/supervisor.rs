@@ -162,8 +162,8 @@ fn losing_the_fork_server_falls_back_to_spawning_without_misreporting() {
 
 /// The signature of a death, as a campaign keys its finding.
 fn death_signature(e: &Execution) -> String {
-    let Execution::Crashed { signal, stderr, frames, .. } = e else { panic!("a death: {e:?}") };
-    sfz::oracle::death_signature(*signal, stderr, frames)
+    let Execution::Crashed { signal, stderr, frames, between_calls, .. } = e else { panic!("a death: {e:?}") };
+    sfz::oracle::death_signature(*signal, stderr, frames, *between_calls)
 }
 
 #[test]
@@ -179,8 +179,10 @@ fn a_death_is_keyed_by_the_native_frame_it_died_in_not_by_its_signal() {
     assert_eq!(death_signature(abort), "memory error in {anon}::test_overrun");
     assert_eq!(death_signature(&results[&1]), death_signature(abort));
     // The frames are taken out of the stderr the finding shows; glibc's words stay.
-    let Execution::Crashed { stderr, frames, .. } = abort else { unreachable!() };
+    let Execution::Crashed { stderr, frames, between_calls, .. } = abort else { unreachable!() };
     assert!(!stderr.contains("sfz-frame") && stderr.contains("munmap_chunk(): invalid pointer"), "{stderr}");
+    // It died inside the call, and the handler said so by saying nothing.
+    assert!(!between_calls);
     assert!(frames.iter().any(|f| f.module.starts_with("libc")), "{frames:?}");
     // A real kernel, named from libtorch's symbol table: INT64_MIN / -1 traps in the division.
     let fpe = &results[&2];

@@ -341,6 +341,11 @@ impl Store {
         self.inner.lock().expect("store lock").new.clone()
     }
 
+    /// The finding this run recorded with `id`, as last updated.
+    pub fn recorded(&self, id: &str) -> Option<Finding> {
+        self.inner.lock().expect("store lock").new.iter().find(|f| f.id == id).cloned()
+    }
+
     /// How often each key occurred (this run's duplicates included).
     pub fn occurrences(&self, key: &Key) -> u64 {
         self.inner.lock().expect("store lock").seen.get(key).copied().unwrap_or(0)

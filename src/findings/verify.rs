@@ -32,6 +32,9 @@ pub struct Verification {
 pub enum Expected {
     /// Killed by this signal.
     Signal(String),
+    /// Killed by a memory error, whichever signal it ends with: one overrun segfaults in one
+    /// process and trips glibc's heap checks in the next.
+    MemoryError,
     /// Exits with this status.
     Exit(i32),
     /// Runs past the timeout.
@@ -52,6 +55,9 @@ pub fn default_python() -> PathBuf {
 pub fn expected(f: &Finding) -> Expected {
     let failure = || -> Expected {
         if let Some(sig) = &f.signal {
+            if crate::oracle::is_memory_error(sig, &f.signature) {
+                return Expected::MemoryError;
+            }
             return Expected::Signal(sig.clone());
         }
         let sig = f.signature.as_str();
@@ -173,6 +179,11 @@ fn verify_once(f: &Finding, dir: &Path, python: &Path, timeout: Duration) -> Ver
     let detail = if last.is_empty() { what.clone() } else { format!("{what}: {}", last.chars().take(200).collect::<String>()) };
     let reproduced = match &expected {
         Expected::Signal(name) => status.signal().map(signal_name).as_deref() == Some(name.as_str()),
+        Expected::MemoryError => match status.signal() {
+            Some(libc::SIGSEGV | libc::SIGBUS) => true,
+            Some(libc::SIGABRT) => stderr.lines().any(crate::oracle::errors::memory_damage),
+            _ => false,
+        },
         Expected::Exit(code) => status.code() == Some(*code),
         Expected::Hang => false,
         Expected::OutOfMemory => {
@@ -204,6 +215,22 @@ mod tests {
         }))
         .expect("a finding");
         assert_eq!(super::expected(&f), super::Expected::Error(vec!["cannot create std::vector larger than max_size()".into()]));
+    }
+
+    /// A memory error is expected as any of its signals, an abort other than glibc's is not.
+    #[test]
+    fn a_memory_error_is_expected_whatever_signal_it_ends_with() {
+        let finding = |signal: &str, signature: &str| -> super::Finding {
+            serde_json::from_value(serde_json::json!({
+                "id": "crash-x-1", "api": "torch.x", "aten": "aten::x", "oracle": "crash", "signature": signature, "message": "", "signal": signal,
+                "seed": 0, "case_index": 0, "case": {"op": 0, "args": []}, "inputs": [], "repro": "repro/x.py", "elapsed_s": 0.0,
+                "sfz_version": "0.1.0", "torch_version": "2.13.0", "evidence": "Call"
+            }))
+            .expect("a finding")
+        };
+        assert_eq!(super::expected(&finding("SIGSEGV", "memory error")), super::Expected::MemoryError);
+        assert_eq!(super::expected(&finding("SIGABRT", "memory error in at::native::{anon}::k")), super::Expected::MemoryError);
+        assert_eq!(super::expected(&finding("SIGABRT", "SIGABRT: terminate called")), super::Expected::Signal("SIGABRT".into()));
     }
 
     #[test]

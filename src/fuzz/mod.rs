@@ -150,7 +150,7 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
     // Shrinking, confirming and tracing findings yield the cores to the campaign's workers.
     let minimizer_config = PoolConfig { workers: 1, in_flight: 8, nice: 10, check_share: None, ..pool_config.clone() };
     let pool = Pool::start(pool_config)?;
-    let (sender, jobs) = crossbeam_channel::unbounded::<(Finding, triage::Earlier)>();
+    let (sender, jobs) = crossbeam_channel::unbounded::<triage::Job>();
     let to_minimize = std::sync::Mutex::new(Some(sender));
     let torch_version = pool.torch_version().to_string();
 
@@ -297,17 +297,25 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
         counters.apis[api_index].micros.fetch_add(worker_micros(&exec), Ordering::Relaxed);
         for d in verdict.detections {
             let key = Key { api: plan.api.name.clone(), oracle: d.oracle, signature: d.signature.clone() };
+            let send = |job| {
+                if let Some(tx) = to_minimize.lock().expect("sender lock").as_ref() {
+                    let _ = tx.send(job);
+                }
+            };
             if store.seen(&key) {
                 counters.duplicates.fetch_add(1, Ordering::Relaxed);
+                // A later death of a cause whose first one may not confirm.
+                let later = store.occurrences(&key) - 1;
+                if config.minimize.is_some() && d.signal.is_some_and(|s| s != libc::SIGKILL) && later <= triage::LATER_TRIES {
+                    send(triage::Job::Again(triage.finding(api_index, index, case, d, meta), exec.earlier().to_vec()));
+                }
                 continue;
             }
             let finding = triage.finding(api_index, index, case, d, meta);
             if triage.keep(&finding) && config.minimize.is_some() {
                 // Hangs go too, to be confirmed; they are not shrunk (a timeout per candidate).
                 // A death carries the cases its worker ran before, where its culprit may be.
-                if let Some(tx) = to_minimize.lock().expect("sender lock").as_ref() {
-                    let _ = tx.send((finding, exec.earlier().to_vec()));
-                }
+                send(triage::Job::New(finding, exec.earlier().to_vec()));
             }
         }
         if index % 512 == 0 {
@@ -334,7 +342,7 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
         let minimizer = scope.spawn(|| {
             let mut pool: Option<Pool> = None;
             let mut suspects = HashMap::new();
-            for (finding, earlier) in jobs.iter() {
+            for job in jobs.iter() {
                 if pool.is_none() {
                     match Pool::start(triage.minimizer.clone()) {
                         Ok(p) => pool = Some(p),
@@ -345,7 +353,10 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
                     }
                 }
                 let Some(p) = &pool else { return };
-                triage.work(p, &mut suspects, finding, &earlier);
+                match job {
+                    triage::Job::New(finding, earlier) => triage.work(p, &mut suspects, finding, &earlier),
+                    triage::Job::Again(occurrence, earlier) => triage.again(p, &mut suspects, occurrence, &earlier),
+                }
             }
         });
         // The pool's own troubles (deaths outside any case, a worker given up), said once each.

@@ -39,6 +39,19 @@ pub(super) struct Triage<'a> {
 /// What a finding's worker ran before it died, where a culprit may be.
 pub(super) type Earlier = Vec<(u64, Case)>;
 
+/// Later occurrences of a recorded death tried for its confirmation, at most. A campaign records
+/// a cause's first occurrence; when that case did not kill a fresh worker alone (which write a
+/// process survives depends on its heap), a later one of the same cause may.
+pub(super) const LATER_TRIES: u64 = 3;
+
+/// Work for the triage beside the campaign.
+pub(super) enum Job {
+    /// A finding just recorded.
+    New(Finding, Earlier),
+    /// A later occurrence of a recorded death (the finding it would be, with the same id).
+    Again(Finding, Earlier),
+}
+
 impl Triage<'_> {
     /// What generation knew about case `index`, generated again (case `i` is a function of the
     /// seed and `i`).
@@ -169,6 +182,33 @@ impl Triage<'_> {
         let Some(shrunk) = self.shrink(p, alone.as_ref(), api_index, &finding) else { return };
         if also_dies::applies(&shrunk) {
             self.also_dies(p, api_index, shrunk);
+        }
+    }
+
+    /// A later occurrence of a recorded death that was not confirmed: confirmed alone, or through
+    /// an earlier case of its worker with the same cause, it stands for the finding from now on.
+    pub fn again(&self, p: &Pool, suspects: &mut HashMap<u32, culprit::Place>, mut occurrence: Finding, earlier: &[(u64, Case)]) {
+        let Some(api_index) = self.plans.iter().position(|p| p.api.name == occurrence.api) else { return };
+        if self.store.recorded(&occurrence.id).is_none_or(|recorded| recorded.confirmed != Some(false)) {
+            return;
+        }
+        let Ok(confirming) = Pool::start(record::confirm_config(&self.minimizer, &occurrence)) else { return };
+        occurrence.calls = record::confirm(&confirming, &self.plans[api_index], &self.checks[api_index], &occurrence);
+        if occurrence.calls.is_some() {
+            occurrence.confirmed = Some(true);
+            self.update(api_index, &occurrence);
+            let alone = Some(&confirming).filter(|_| occurrence.oracle != Oracle::Hang);
+            if let Some(shrunk) = self.shrink(p, alone, api_index, &occurrence) {
+                if also_dies::applies(&shrunk) {
+                    self.also_dies(p, api_index, shrunk);
+                }
+            }
+            return;
+        }
+        drop(confirming);
+        if let Some(blamed) = self.blame_culprit(p, earlier, suspects).filter(|b| b.id == occurrence.id) {
+            self.update(api_index, &blamed);
+            self.shrink(p, None, api_index, &blamed);
         }
     }
 

@@ -302,10 +302,10 @@ pub fn judge_in_check(checks: &[Check], check: u32, failure: &Execution) -> Opti
     let oracle = oracle_name(c);
     let evidence = Evidence::Differential { check: check as usize, what: Disagreement::VariantFails };
     match failure {
-        Execution::Crashed { signal, stderr, frames, .. } => Some(Detection {
+        Execution::Crashed { signal, stderr, frames, between_calls, .. } => Some(Detection {
             oracle,
-            signature: format!("{what}: {}", super::death_signature(*signal, stderr, frames)),
-            message: format!("the worker was killed by {} while running the {what}\n{}", signal_name(*signal), super::tail_with_frames(stderr, frames)),
+            signature: format!("{what}: {}", super::death_signature(*signal, stderr, frames, *between_calls)),
+            message: format!("the worker was killed by {} while running the {what}\n{}", signal_name(*signal), super::tail_with_frames(stderr, frames, *between_calls)),
             signal: Some(*signal),
             exit: None,
             evidence,

@@ -164,7 +164,7 @@ fn judge_failure(api: &ApiSpec, case: &Case, exec: &Execution) -> Verdict {
     let enabled = |oracle| api.has_oracle(oracle);
     let mut detections = Vec::new();
     let status = match exec {
-        Execution::Crashed { signal, stderr, frames, .. } => {
+        Execution::Crashed { signal, stderr, frames, between_calls, .. } => {
             // We only SIGKILL on timeouts (reported as such); a SIGKILL here is the kernel's
             // out-of-memory killer.
             if *signal == libc::SIGKILL {
@@ -181,8 +181,8 @@ fn judge_failure(api: &ApiSpec, case: &Case, exec: &Execution) -> Verdict {
             } else if enabled(Oracle::Crash) {
                 detections.push(Detection {
                     oracle: Oracle::Crash,
-                    signature: death_signature(*signal, stderr, frames),
-                    message: format!("worker killed by {}\n{}", signal_name(*signal), tail_with_frames(stderr, frames)),
+                    signature: death_signature(*signal, stderr, frames, *between_calls),
+                    message: format!("worker killed by {}\n{}", signal_name(*signal), tail_with_frames(stderr, frames, *between_calls)),
                     signal: Some(*signal),
                     exit: None,
                     evidence: Evidence::Call,
@@ -386,12 +386,14 @@ fn postconditions(api: &ApiSpec, case: &Case, outputs: &[Output]) -> Vec<Detecti
 /// ended with: one overrun segfaults in one process and trips the allocator in the next. With
 /// native frames (`worker::frames`), the key names the frame it died in, so two defects of one
 /// operator stay apart and one defect met through several operators shares a key; without, the
-/// last meaningful stderr line.
-pub fn death_signature(signal: i32, stderr: &str, frames: &[Frame]) -> String {
+/// last meaningful stderr line. A memory error met `between_calls` (building the next inputs,
+/// freeing a result) was done by an earlier call: no frame of it is named.
+pub fn death_signature(signal: i32, stderr: &str, frames: &[Frame], between_calls: bool) -> String {
     let last = last_words(stderr);
     let memory = matches!(signal, libc::SIGSEGV | libc::SIGBUS) || (signal == libc::SIGABRT && last.is_some_and(errors::memory_damage));
     let what = if memory { MEMORY_ERROR.to_string() } else { signal_name(signal) };
-    match (crate::worker::frames::site(frames), last) {
+    let site = crate::worker::frames::site(frames).filter(|_| !(memory && between_calls));
+    match (site, last) {
         (Some(site), _) if memory => format!("{what} in {site}"),
         (Some(site), Some(l)) => format!("{what} in {site}: {}", errors::crash_cause(&errors::normalize(l))),
         (Some(site), None) => format!("{what} in {site}"),
@@ -439,12 +441,13 @@ fn ends_warning(line: &str) -> bool {
 }
 
 /// `tail` of stderr, then the native frames that are not infrastructure.
-fn tail_with_frames(stderr: &str, frames: &[Frame]) -> String {
+fn tail_with_frames(stderr: &str, frames: &[Frame], between_calls: bool) -> String {
     let shown = crate::worker::frames::describe(frames, 12);
+    let when = if between_calls { " (between calls of operators: the damage was done earlier)" } else { "" };
     if shown.is_empty() {
         tail(stderr)
     } else {
-        format!("{}\nnative frames, innermost first:\n{shown}", tail(stderr))
+        format!("{}\nnative frames{when}, innermost first:\n{shown}", tail(stderr))
     }
 }
 
@@ -551,7 +554,7 @@ mod tests {
 
     #[test]
     fn a_warning_left_by_an_earlier_case_is_no_crash_cause() {
-        let sign = |signal, stderr: &str| super::death_signature(signal, stderr, &[]);
+        let sign = |signal, stderr: &str| super::death_signature(signal, stderr, &[], false);
         let stderr = "[W1123 08:12:01.123456789 Resize.cpp:31] Warning: An output with one or more elements was resized since it had shape [2], which does not match the required output shape [3]. (function _resize_output_check)\n";
         assert_eq!(sign(libc::SIGFPE, stderr), "SIGFPE");
         // glibc's words for a damaged heap are a memory error, as a segfault is.
@@ -577,8 +580,14 @@ mod tests {
     fn a_death_with_frames_is_keyed_by_its_site() {
         let frame = |module: &str, function: &str| crate::worker::frames::Frame { module: module.into(), offset: 1, function: Some(function.into()) };
         let frames = [frame("libc.so.6", "abort"), frame("libtorch_cpu.so", "c10::free_cpu"), frame("libtorch_cpu.so", "at::native::{anon}::cpu_max_pool_backward")];
-        assert_eq!(super::death_signature(libc::SIGABRT, "free(): invalid next size (fast)\n", &frames), "memory error in at::native::{anon}::cpu_max_pool_backward");
-        assert_eq!(super::death_signature(libc::SIGSEGV, "", &frames), "memory error in at::native::{anon}::cpu_max_pool_backward");
-        assert_eq!(super::death_signature(libc::SIGFPE, "", &frames), "SIGFPE in at::native::{anon}::cpu_max_pool_backward");
+        assert_eq!(super::death_signature(libc::SIGABRT, "free(): invalid next size (fast)\n", &frames, false), "memory error in at::native::{anon}::cpu_max_pool_backward");
+        assert_eq!(super::death_signature(libc::SIGSEGV, "", &frames, false), "memory error in at::native::{anon}::cpu_max_pool_backward");
+        assert_eq!(super::death_signature(libc::SIGFPE, "", &frames, false), "SIGFPE in at::native::{anon}::cpu_max_pool_backward");
+        // Between calls (building the next inputs), a damaged heap names no frame; another
+        // signal keeps its site.
+        let building = [frame("libc.so.6", "malloc"), frame("libtorch_cpu.so", "at::native::randint")];
+        assert_eq!(super::death_signature(libc::SIGABRT, "malloc(): invalid size (unsorted)\n", &building, true), "memory error");
+        assert_eq!(super::death_signature(libc::SIGSEGV, "", &building, false), "memory error in at::native::randint");
+        assert_eq!(super::death_signature(libc::SIGFPE, "", &frames, true), "SIGFPE in at::native::{anon}::cpu_max_pool_backward");
     }
 }

@@ -6,6 +6,11 @@
 /// What starts a frame line.
 pub const LINE_PREFIX: &str = "sfz-frame";
 
+/// The line the handler writes before its frames when the worker was not inside a call of an
+/// operator (it was building inputs, comparing, or freeing what a call returned): a damaged heap
+/// noticed there was damaged by an earlier call, and no frame of the dying thread is its site.
+pub const BETWEEN_CALLS: &str = "sfz-frames between calls";
+
 /// Return addresses the handler writes at most.
 pub const MAX_FRAMES: usize = 64;
 

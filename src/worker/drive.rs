@@ -230,8 +230,8 @@ impl<'a> Drive<'a> {
                     let exec = match (status.signal(), status.code()) {
                         (Some(signal), _) => {
                             self.stats.crashed += 1;
-                            let (stderr, frames) = super::frames::take(&stderr);
-                            Execution::Crashed { signal, stderr, frames, earlier }
+                            let taken = super::frames::take(&stderr);
+                            Execution::Crashed { signal, stderr: taken.stderr, frames: taken.frames, between_calls: taken.between_calls, earlier }
                         }
                         (None, code) => {
                             self.stats.exited += 1;

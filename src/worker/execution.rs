@@ -21,6 +21,10 @@ pub enum Execution {
         stderr: String,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         frames: Vec<super::frames::Frame>,
+        /// The worker died between calls of operators (building inputs, comparing, freeing
+        /// outputs): a damaged heap noticed there was damaged earlier, and no frame is its site.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        between_calls: bool,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         earlier: Vec<(u64, crate::wire::case::Case)>,
     },

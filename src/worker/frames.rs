@@ -38,7 +38,7 @@ impl Frame {
         if self.module.starts_with("sfz-worker") || self.module.starts_with("sfz_worker") {
             return !f.contains("test_");
         }
-        GENERIC.iter().any(|g| f.starts_with(g)) || f.contains("_omp_fn") || f.contains("parallel_for") || f.contains("invoke_parallel")
+        GENERIC.iter().any(|g| f.starts_with(g)) || f.contains("::set_output") || f.contains("_omp_fn") || f.contains("parallel_for") || f.contains("invoke_parallel")
     }
 }
 
@@ -78,18 +78,34 @@ pub fn site(frames: &[Frame]) -> Option<&str> {
     frames.iter().find(|f| !f.is_infrastructure()).and_then(|f| f.function.as_deref())
 }
 
+/// What a dying worker's fault handler wrote, taken out of its stderr.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Taken {
+    /// The stderr without the handler's lines.
+    pub stderr: String,
+    /// The frames, named.
+    pub frames: Vec<Frame>,
+    /// It died between calls of operators (`wire::frames::BETWEEN_CALLS`).
+    pub between_calls: bool,
+}
+
 /// `stderr` without its frame lines, and those frames, named.
-pub fn take(stderr: &str) -> (String, Vec<Frame>) {
+pub fn take(stderr: &str) -> Taken {
     let mut rest = String::with_capacity(stderr.len());
     let mut raw = Vec::new();
+    let mut between_calls = false;
     for line in stderr.split_inclusive('\n') {
+        if line.trim_end() == frames::BETWEEN_CALLS {
+            between_calls = true;
+            continue;
+        }
         match frames::parse(line) {
             Some((offset, module)) => raw.push((offset, module.to_string())),
             None => rest.push_str(line),
         }
     }
     if raw.is_empty() {
-        return (rest, Vec::new());
+        return Taken { stderr: rest, frames: Vec::new(), between_calls };
     }
     // The handler's blank line before its frames.
     if rest.ends_with("\n\n") {
@@ -97,7 +113,7 @@ pub fn take(stderr: &str) -> (String, Vec<Frame>) {
     }
     let named = name_all(&raw);
     let frames = raw.into_iter().zip(named).map(|((offset, path), function)| Frame { module: file_name(&path), offset, function }).collect();
-    (rest, frames)
+    Taken { stderr: rest, frames, between_calls }
 }
 
 /// The frames as lines for a finding's message, at most `max`: those that are not
@@ -223,7 +239,7 @@ pub fn simplify(name: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{simplify, site, Frame};
+    use super::{simplify, site, take, Frame};
 
     #[test]
     fn names_keep_the_function_and_drop_what_varies_per_instance() {
@@ -258,5 +274,16 @@ mod tests {
         assert_eq!(site(&frames[..5]), None);
         // The worker's own code is no site, but a test operator of its shim stands for a kernel.
         assert_eq!(site(&[frame("sfz-worker", Some("sfz_call_run")), frame("sfz-worker", Some("{anon}::test_overrun"))]), Some("{anon}::test_overrun"));
+    }
+
+    /// The handler's lines leave the stderr kept; its mark of a death between calls is read.
+    #[test]
+    fn the_handlers_lines_are_taken_out() {
+        let plain = take("free(): invalid pointer\n");
+        assert_eq!((plain.stderr.as_str(), plain.frames.len(), plain.between_calls), ("free(): invalid pointer\n", 0, false));
+        let marked = take("malloc(): invalid size (unsorted)\n\nsfz-frames between calls\nsfz-frame 0x10 /nonexistent/libc.so.6\n");
+        assert_eq!(marked.stderr, "malloc(): invalid size (unsorted)\n");
+        assert!(marked.between_calls);
+        assert_eq!(marked.frames, [Frame { module: "libc.so.6".into(), offset: 0x10, function: None }]);
     }
 }

@@ -259,7 +259,7 @@ impl Executor {
         }
         let start = Instant::now();
         // SAFETY: the stack was filled above; the handle is live.
-        let status = unsafe { ffi::sfz_call_run(call, op.handle.0) };
+        let status = crate::fault::in_call(|| unsafe { ffi::sfz_call_run(call, op.handle.0) });
         let micros = u32::try_from(start.elapsed().as_micros()).unwrap_or(u32::MAX);
         if status != 0 {
             // SAFETY: the error string lives in `call` until the next reset.
