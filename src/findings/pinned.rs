@@ -7,7 +7,8 @@ use std::fmt::Write as _;
 use crate::spec::{ApiSpec, FromSpec, ParamType};
 use crate::wire::case::{Arg, Case, Fill, FwdArg, Layout, ShapePart, Special, TensorRecipe};
 use crate::wire::oracle::Oracle;
-use crate::wire::variant::Check;
+use crate::wire::variant::relation::{Callee, RelExpr, RelFn, RelOp, Relation};
+use crate::wire::variant::{Check, Variant};
 
 /// The pinned spec text. `oracle` is the oracle that fired (with the check's tolerances for a
 /// differential one); `ensures` are the postcondition clauses to keep.
@@ -36,7 +37,23 @@ pub fn pinned_spec(api: &ApiSpec, case: &Case, header: &str, oracle: Oracle, che
     for e in ensures {
         let _ = writeln!(out, "    ensures {e};");
     }
-    let _ = writeln!(out, "    oracles {};", oracle_text(oracle, check));
+    // A relation is a statement of its own, not an oracle; `crash` alone beside it.
+    match check.map(|c| &c.variant) {
+        Some(Variant::Relation(r)) if oracle == Oracle::Relation => {
+            match relation_source(api, r) {
+                Some(source) => {
+                    let _ = writeln!(out, "    {source};");
+                }
+                None => {
+                    let _ = writeln!(out, "    // {} (it calls another API, declared in the original spec)", r.text.lines().next().unwrap_or(""));
+                }
+            }
+            out.push_str("    oracles crash;\n");
+        }
+        _ => {
+            let _ = writeln!(out, "    oracles {};", oracle_text(oracle, check));
+        }
+    }
     out.push_str("}\n");
     out
 }
@@ -231,6 +248,44 @@ fn oracle_text(oracle: Oracle, check: Option<&Check>) -> String {
     }
 }
 
+/// A relation as a statement of the API's (its tolerances, `forall` values and guard
+/// included); None where it calls another API, which the pinned spec does not declare.
+fn relation_source(api: &ApiSpec, r: &Relation) -> Option<String> {
+    let t = &r.tolerances;
+    let pair = |x: crate::wire::variant::Tolerance| format!("[{:?}, {:?}]", x.rtol, x.atol);
+    let mut out = format!("relation {}(float16 = {}, bfloat16 = {}, float32 = {}, float64 = {}): ", r.name, pair(t.float16), pair(t.bfloat16), pair(t.float32), pair(t.float64));
+    if !r.scalars.is_empty() {
+        let values: Vec<String> = r.scalars.iter().map(|v| format!("{v:?}")).collect();
+        let _ = write!(out, "forall s in [{}]: ", values.join(", "));
+    }
+    if let Some(g) = &r.guard {
+        let _ = write!(out, "{} => ", rel_source(api, g)?);
+    }
+    let _ = write!(out, "{} == {}", rel_source(api, &r.lhs)?, rel_source(api, &r.rhs)?);
+    Some(out)
+}
+
+/// A relation expression in the language, parenthesized wherever it nests.
+fn rel_source(api: &ApiSpec, e: &RelExpr) -> Option<String> {
+    let output = |k: usize| if api.returns.len() > 1 { format!(".{k}") } else { String::new() };
+    Some(match e {
+        RelExpr::Result(k) => format!("result{}", output(*k)),
+        RelExpr::Param(p) => api.params.get(*p)?.name.clone(),
+        RelExpr::Scalar => "s".into(),
+        RelExpr::Const(c) => format!("{c:?}"),
+        RelExpr::Unary(RelFn::Neg, a) => format!("(-{})", rel_source(api, a)?),
+        RelExpr::Unary(RelFn::Not, a) => format!("(not {})", rel_source(api, a)?),
+        RelExpr::Unary(f, a) => format!("{}({})", f.name(), rel_source(api, a)?),
+        RelExpr::Binary(RelOp::Pow, a, b) => format!("pow({}, {})", rel_source(api, a)?, rel_source(api, b)?),
+        RelExpr::Binary(op, a, b) => format!("({} {} {})", rel_source(api, a)?, op.symbol(), rel_source(api, b)?),
+        RelExpr::Call { callee: Callee::Itself, args, output: k } => {
+            let args: Option<Vec<String>> = args.iter().map(|(p, v)| Some(format!("{} = {}", api.params.get(*p)?.name, rel_source(api, v)?))).collect();
+            format!("self({}){}", args?.join(", "), output(*k))
+        }
+        RelExpr::Call { .. } => return None,
+    })
+}
+
 fn type_text(t: &ParamType) -> String {
     t.describe()
 }
@@ -256,5 +311,36 @@ mod tests {
         };
         let text = pinned_spec(&a, &Case { op: 0, args: vec![Arg::Tensor(t)], forward: None }, "sfz finding t", Oracle::Crash, None, &[]);
         insta::assert_snapshot!(text);
+    }
+
+    /// A relation finding's pinned spec states the relation again (tolerances, `forall` values
+    /// and guard written out), and checks.
+    #[test]
+    fn a_relation_is_pinned_as_a_statement_that_checks() {
+        use crate::wire::variant::{Tolerance, Tolerances};
+        let a = api("api torch.nn.functional.normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor {}");
+        let scaled = RelExpr::Binary(RelOp::Mul, Box::new(RelExpr::Param(0)), Box::new(RelExpr::Scalar));
+        let relation = Relation {
+            name: "scaled".into(),
+            text: "relation scaled: forall s in [4.0]: finite(input) => self(input = input * s) == result".into(),
+            scalars: vec![4.0, 1e10],
+            guard: Some(RelExpr::Unary(RelFn::Finite, Box::new(RelExpr::Param(0)))),
+            lhs: RelExpr::Call { callee: Callee::Itself, args: vec![(0, scaled)], output: 0 },
+            rhs: RelExpr::Unary(RelFn::Neg, Box::new(RelExpr::Unary(RelFn::Neg, Box::new(RelExpr::Result(0))))),
+            tolerances: Tolerances::uniform(Tolerance { rtol: 1e-4, atol: 1e-5 }),
+        };
+        let check = Check {
+            oracle: Oracle::Relation,
+            variant: Variant::Relation(Box::new(relation)),
+            tolerances: Tolerances::uniform(Tolerance { rtol: 0.0, atol: 0.0 }),
+            accuracy: Default::default(),
+        };
+        let t = TensorRecipe { dtype: DType::Float32, shape: vec![2, 2], fill: Fill::Constant(1.0), seed: 1, layout: Layout::Contiguous, specials: vec![] };
+        let case = Case { op: 0, args: vec![Arg::Tensor(t), Arg::Omitted, Arg::Omitted, Arg::Omitted], forward: None };
+        let text = pinned_spec(&a, &case, "sfz finding t", Oracle::Relation, Some(&check), &[]);
+        assert!(text.contains("relation scaled(float16 = [0.0001, 1e-5], bfloat16 = [0.0001, 1e-5], float32 = [0.0001, 1e-5], float64 = [0.0001, 1e-5]): forall s in [4.0, 10000000000.0]: finite(input) => self(input = (input * s)) == (-(-result));"), "{text}");
+        assert!(text.contains("oracles crash;"), "{text}");
+        let checked = crate::check::check_text(std::path::Path::new("pinned.sfz"), &text);
+        assert!(!checked.has_errors(), "{text}\n{:?}", checked.diags.iter().map(|d| &d.message).collect::<Vec<_>>());
     }
 }

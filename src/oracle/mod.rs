@@ -308,11 +308,13 @@ fn nonfinite(outputs: &[Output]) -> Option<Detection> {
 }
 
 /// A value domain: `ensures GUARD => no_nan(...)` (or `finite`), a NaN where the function is
-/// defined, which the `nan_inf` oracle names.
+/// defined, which the `nan_inf` oracle names; for several outputs, a conjunction of those
+/// (`no_nan(result.0) and no_nan(result.1)`).
 pub fn is_domain(e: &crate::spec::TExpr) -> bool {
     use crate::spec::{BinOp, Builtin, TExpr};
     match e {
         TExpr::Binary(BinOp::Implies, _, consequent) => is_domain(consequent),
+        TExpr::Binary(BinOp::And, left, right) => is_domain(left) && is_domain(right),
         TExpr::Call(Builtin::NoNan | Builtin::Finite, args) => args.iter().any(|a| matches!(a, TExpr::Result(_))),
         _ => false,
     }
@@ -462,6 +464,16 @@ mod tests {
 
     fn vector(n: i64) -> Arg {
         Arg::Tensor(TensorRecipe { dtype: DType::Complex128, shape: vec![n], fill: Fill::Constant(0.0), seed: 0, layout: Default::default(), specials: Vec::new() })
+    }
+
+    /// A domain of several outputs is a conjunction; a guard before it keeps it one.
+    #[test]
+    fn conjunctions_of_domains_are_domains() {
+        let src = "api torch.linalg.qr(A: Tensor) -> (Q: Tensor, R: Tensor) {\n    ensures no_nan(Q) and no_nan(R);\n    ensures A.ndim == 2 => finite(Q) and no_nan(R);\n    ensures no_nan(Q) and Q.ndim >= 2;\n}\n";
+        let checked = crate::check::check_text(std::path::Path::new("t.sfz"), src);
+        assert!(!checked.has_errors(), "{:?}", checked.diags.iter().map(|d| &d.message).collect::<Vec<_>>());
+        let domains: Vec<bool> = checked.spec.apis[0].ensures.iter().map(|c| super::is_domain(&c.expr)).collect();
+        assert_eq!(domains, [true, true, false]);
     }
 
     #[test]

@@ -21,9 +21,14 @@ impl Writer<'_> {
             let _ = writeln!(out, "s = {}", py_float(s));
         }
         let _ = writeln!(out, "result = {}", call(self.r.api, self.r.binding, self.r.case, &self.vars));
+        // The sides start from the inputs as given, as the worker's do.
+        out.push_str(&self.rebuilt());
         let _ = writeln!(out, "lhs = torch.as_tensor({})", self.rel(&r.lhs, s));
         let _ = writeln!(out, "rhs = torch.as_tensor({})", self.rel(&r.rhs, s));
-        let _ = writeln!(out, "lhs, rhs = torch.broadcast_tensors(lhs.double(), rhs.double())");
+        // In double precision; a complex side makes both complex128 (`.double()` would drop
+        // the imaginary parts), as the worker compares them.
+        let _ = writeln!(out, "wide = torch.complex128 if lhs.is_complex() or rhs.is_complex() else torch.float64");
+        let _ = writeln!(out, "lhs, rhs = torch.broadcast_tensors(lhs.to(wide), rhs.to(wide))");
         if let Some(g) = &r.guard {
             let _ = writeln!(out, "holds = torch.as_tensor({}).bool().broadcast_to(lhs.shape)  # compared only here", self.rel(g, s));
             let _ = writeln!(out, "lhs, rhs = torch.where(holds, lhs, 0.0), torch.where(holds, rhs, 0.0)");
