@@ -135,6 +135,33 @@ api torch.exp(input: Tensor) -> Tensor {
     input.values in -80.0..80.0;
     oracles overflow;
 }
+
+/// A mean and an FFT sum their terms first: near the largest float32 the sums leave the
+/// range, honestly.
+api torch.mean(input: Tensor) -> Tensor {
+    input.dtype == complex64;
+    input.ndim == 1;
+    input.shape[0] >= 4;
+    input.values in 1.0e38..3.0e38;
+    oracles precision;
+}
+
+api torch.fft.fft(input: Tensor) -> Tensor {
+    input.dtype == float32;
+    input.ndim == 1;
+    input.shape[0] >= 4;
+    input.values in 1.0e38..3.0e38;
+    oracles precision;
+}
+
+/// A 2-norm's squares are no terms of its result: they overflow where the norm does not.
+api torch.linalg.vector_norm(input: Tensor) -> Tensor {
+    input.dtype == float32;
+    input.ndim == 1;
+    input.shape[0] >= 4;
+    input.values in 1.0e20..3.0e20;
+    oracles overflow;
+}
 "#;
 
 #[test]
@@ -147,6 +174,8 @@ fn a_premature_overflow_is_an_overflow_finding_and_honest_rounding_is_not() {
     let var = found.iter().find(|f| f["api"] == "torch.nn.functional.hardswish" && f["oracle"] == "overflow").unwrap_or_else(|| panic!("{found:?}"));
     assert!(var["message"].as_str().unwrap().contains("is inf at element"), "{var}");
     assert!(!found.iter().any(|f| f["api"] == "torch.exp"), "exp rounds honestly: {found:?}");
+    assert!(!found.iter().any(|f| f["api"] == "torch.mean" || f["api"] == "torch.fft.fft"), "sums near the largest value overflow honestly: {found:?}");
+    assert!(found.iter().any(|f| f["api"] == "torch.linalg.vector_norm" && f["oracle"] == "overflow"), "{found:?}");
     let (code, said) = reproduce(&out, var);
     assert_eq!(code, Some(1), "{said}");
 }

@@ -127,23 +127,22 @@ fn blas_and_lapack_are_not_judged_beyond_the_square_root_of_the_range() {
     let mut safe = executor(decl, Accuracy::BackwardInSafeRange);
     let mut everywhere = executor(decl, Accuracy::Backward);
     // One entry of A at float32's largest value: the substitution's products overflow where
-    // the float64 solution does not.
-    let mut differed = 0;
+    // the float64 solution does not. In the safe range only, that is not judged; everywhere,
+    // the terms of the substitution (the solve on magnitudes) leave the range themselves, so
+    // an overflow there is honest too, and no premature one.
     for seed in 0..20 {
         let mut a = f32s(&[4, 4], -10.0, 10.0, seed);
         a.specials = vec![(2, Special::Value(-(f32::MAX as f64)))];
         let mut b = f32s(&[4, 1], 1.0, 1.0, 0);
         b.fill = Fill::Constant(1.0);
         let case = Case { op: 0, args: vec![Arg::Tensor(b), Arg::Tensor(a)], forward: None };
-        if matches!(verdict(&mut everywhere, &case), CheckOutcome::Values(_)) {
-            differed += 1;
-            match verdict(&mut safe, &case) {
-                CheckOutcome::Skipped(why) => assert!(why.contains("square root of the dtype's largest value"), "{why}"),
-                other => panic!("seed {seed}: {other:?}"),
-            }
+        match verdict(&mut safe, &case) {
+            CheckOutcome::Skipped(why) => assert!(why.contains("square root of the dtype's largest value"), "{why}"),
+            other => panic!("seed {seed}: {other:?}"),
         }
+        let v = verdict(&mut everywhere, &case);
+        assert!(!matches!(&v, CheckOutcome::Values(m) if m.premature.is_some()), "seed {seed}: {v:?}");
     }
-    assert!(differed > 0, "no case overflowed");
     // Within the range the same operator is judged, and agrees.
     let well = Case { op: 0, args: vec![Arg::Tensor(f32s(&[4, 1], 1.0, 2.0, 5)), Arg::Tensor(f32s(&[4, 4], 1.0, 2.0, 6))], forward: None };
     let v = verdict(&mut safe, &well);

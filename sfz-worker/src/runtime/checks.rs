@@ -238,8 +238,9 @@ impl Executor {
     /// element, where `u` is the dtype's unit roundoff, `m` the same call on the inputs'
     /// absolute values in float64 (for sums, products of matrices, convolutions: the sum of
     /// the terms' magnitudes) and `n` the number of terms a result may sum (the ratio of input
-    /// to output elements, or the longest input dimension, whichever is larger). None for an
-    /// output the magnitude call cannot give (it raised, or changed shape).
+    /// to output elements, or the longest input dimension, whichever is larger); infinite where
+    /// the terms themselves leave the dtype's range. None for an output the magnitude call
+    /// cannot give (it raised, or changed shape).
     fn rounding_allowance(&mut self, op: u32, case: &Case, promoted: &Inputs, main: &Called) -> Result<Vec<Option<Tensor>>, Failure> {
         // Complex inputs by their moduli: |a·b + c·d| <= |a||b| + |c||d| bounds a complex sum of products too.
         let magnitudes = promoted.map(|_, t| match t.f_kind()? {
@@ -248,9 +249,10 @@ impl Executor {
         })?;
         let called = self.invoke_variant(op, case, &magnitudes, &[])?;
         let Outcome::Returned { outputs, .. } = &main.outcome else { return Ok(Vec::new()) };
-        let floating: Vec<&Tensor> = promoted.tensors.iter().filter(|t| t.f_kind().is_ok_and(|k| k == Kind::Double)).collect();
+        let floating: Vec<&Tensor> = promoted.tensors.iter().filter(|t| t.f_kind().is_ok_and(|k| matches!(k, Kind::Double | Kind::ComplexDouble))).collect();
         let elements: i64 = floating.iter().map(|t| t.numel() as i64).sum();
         let longest = floating.iter().flat_map(|t| t.size()).max().unwrap_or(1);
+        let pointwise = tags::class(self.op_name(op)) == tags::OpClass::Pointwise;
         let mut out = Vec::new();
         for (k, o) in outputs.iter().enumerate() {
             let (Output::Tensor(info), Some(Some(m))) = (o, called.tensors.get(k)) else {
@@ -258,12 +260,26 @@ impl Executor {
                 continue;
             };
             let shape_ok = m.size() == info.shape;
+            // A complex result's magnitude (an FFT of magnitudes is complex).
+            let m = m.f_abs()?;
             let Some(u) = info.dtype.and_then(DType::unit_roundoff).filter(|_| shape_ok && m.f_kind().is_ok_and(|k| k == Kind::Double)) else {
                 out.push(None);
                 continue;
             };
-            let n = (elements / info.shape.iter().product::<i64>().max(1)).max(longest).max(1) as f64;
-            out.push(Some(m.f_abs()?.f_mul_scalar(n * u)?));
+            let ratio = (elements / info.shape.iter().product::<i64>().max(1)).max(1);
+            let n = ratio.max(longest) as f64;
+            let allowance = m.f_mul_scalar(n * u)?;
+            // Where the terms an element sums (the input-to-output ratio of them, each at most
+            // `m`: a mean's sum; an FFT's or a convolution's is `m` itself) leave the dtype's
+            // range, so do the natural algorithm's intermediates: infinite, to say so (a norm's
+            // squares are no such terms: its `m` is the norm of `|x|`, in range).
+            let room = info.dtype.and_then(DType::limits).map_or(f64::INFINITY, |(max, ..)| max);
+            let terms = m.f_mul_scalar(ratio as f64)?;
+            // Past pointwise operators, any element's intermediates may hold any input's terms
+            // (an FFT's butterflies, a convolution's partial sums): the largest decides for all.
+            let terms = if pointwise || terms.numel() == 0 { terms } else { terms.f_max()?.f_expand_as(&terms)? };
+            let beyond = terms.f_gt(room)?;
+            out.push(Some(allowance.f_masked_fill(&beyond, f64::INFINITY)?));
         }
         Ok(out)
     }
@@ -308,6 +324,14 @@ impl Executor {
     fn out(&mut self, op: u32, case: &Case, main: &Called, inputs: &Inputs, tol: &Tolerances) -> Result<CheckOutcome, Failure> {
         let slots = self.op(op).map_err(Failure::from)?.binding.args.iter().filter_map(|a| if let ArgSource::Output(k) = a { Some(*k) } else { None }).max();
         let Some(last) = slots else { return Err(Failure::Skip("the out= overload has no output argument".into())) };
+        // A functional call that refused to cast its result into the dtype it allocated leaves
+        // out='s dtypes a guess: out= then writes into a dtype that can hold it, and no
+        // difference says anything.
+        if let Outcome::Raised { message, .. } = &main.outcome {
+            if message.contains("can't be cast to") {
+                return Err(Failure::Skip("the functional call refused a cast out= would be given another dtype for".into()));
+            }
+        }
         let fallback = inputs.tensors.first().and_then(|t| t.f_kind().ok()).unwrap_or(Kind::Float);
         let mut outs = Vec::new();
         for k in 0..=last {
