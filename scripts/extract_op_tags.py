@@ -48,6 +48,21 @@ for name in base - pointwise:
     for alias in (name.removeprefix("special_"), name.replace("arc", "a", 1)):
         if alias != name and alias in pointwise and getattr(torch.ops.aten, name, None) is not None:
             pointwise.add(name)
+# And aliases whose docstring says so ("Alias for :func:`torch.sub`"): `subtract`, `multiply`.
+def documented_alias(name):
+    for holder, short in ((torch, name), (torch.special, name.removeprefix("special_")), (torch.Tensor, name)):
+        doc = getattr(getattr(holder, short, None), "__doc__", None) or ""
+        for marker in ("Alias for :func:`torch.", "Alias of :func:`torch."):
+            if marker in doc:
+                target = doc.split(marker, 1)[1].split("`", 1)[0]
+                return target.replace(".", "_")  # `special.gammainc` is aten's `special_gammainc`
+    return None
+
+
+for name in sorted(base - pointwise):
+    target = documented_alias(name)
+    if target in pointwise and getattr(torch.ops.aten, name, None) is not None:
+        pointwise.add(name)
 for file, names, what in [("pointwise_ops.txt", pointwise, "aten operators tagged pointwise, and their aliases"), ("blas_lapack_ops.txt", products, "aten operators computed by BLAS or LAPACK")]:
     out = ROOT / "data" / file
     out.write_text(f"# {what} in torch {torch.__version__}, by scripts/extract_op_tags.py\n" + "".join(f"{n}\n" for n in sorted(names)))

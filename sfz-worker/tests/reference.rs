@@ -335,3 +335,84 @@ fn a_denormal_inputs_rounding_explains_what_it_moves() {
     let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(smallest)], forward: None });
     assert!(matches!(&v, CheckOutcome::Values(m) if m.premature.is_some()), "{v:?}");
 }
+
+/// An executor whose one check is the other memory layout, with the stdlib's tolerances.
+fn relaid(decl: &str, accuracy: Accuracy) -> Executor {
+    let t = |rtol, atol| Tolerance { rtol, atol };
+    let tolerances = Tolerances { float16: t(1e-3, 1e-5), bfloat16: t(1.6e-2, 1e-5), float32: t(1.3e-6, 1e-5), float64: t(1e-7, 1e-7) };
+    executor_checking(decl, Check { oracle: sfz::wire::oracle::Oracle::Layout, variant: Variant::Layout, tolerances, accuracy })
+}
+
+fn tensor(dtype: DType, shape: &[i64], fill: Fill, seed: u64, specials: Vec<(u64, Special)>) -> TensorRecipe {
+    TensorRecipe { dtype, shape: shape.to_vec(), fill, seed, layout: Layout::Contiguous, specials }
+}
+
+/// Differences between memory layouts that honest rounding or an unspecified path explains
+/// (each a false finding of a judged campaign), and one that stays a finding.
+#[test]
+fn another_layouts_rounding_and_unspecified_paths_are_not_findings() {
+    let _rng = common::rng_lock();
+    // `1 - alpha * b` in float16: one path rounds the product to float16, the other keeps it
+    // in float32; after the cancellation they differ by an ulp of the operands, not the result.
+    let mut ex = relaid("api torch.subtract(input: Tensor, other: Tensor, *, alpha: Scalar = 1) -> Tensor {}", Accuracy::Forward);
+    let one = tensor(DType::Int8, &[], Fill::Constant(1.0), 1, vec![]);
+    let b = tensor(DType::Float16, &[5, 7], Fill::Uniform { lo: -10.0, hi: 10.0 }, 2154630313734362, vec![(37, Special::NegInf)]);
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(one), Arg::Tensor(b), Arg::Float(-0.19924090961930574)], forward: None });
+    assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
+    // An FFT rounds terms as large as the sum of |x| at every frequency.
+    let mut ex = relaid("api torch.fft.fftn(input: Tensor, s: int[]? = None, dim: int[]? = None, norm: str? = None) -> Tensor {}", Accuracy::Backward);
+    let x = tensor(DType::Int64, &[63, 3, 3], Fill::Int { lo: -10, hi: 11 }, 6826912091885573, vec![]);
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(x), Arg::Omitted, Arg::Omitted, Arg::Omitted], forward: None });
+    assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
+    // An exponent float32 cannot hold: one path computes 0^0, the other 0^5e-324.
+    let mut ex = relaid("api torch._foreach_pow(self: Tensor[], exponent: Scalar) -> Tensor[] {}", Accuracy::Forward);
+    let zeros = tensor(DType::Int64, &[4, 5, 2], Fill::Constant(0.0), 1, vec![]);
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::TensorList(vec![zeros]), Arg::Float(5e-324)], forward: None });
+    assert!(matches!(&v, CheckOutcome::Skipped(why) if why.contains("not representable")), "{v:?}");
+    // A determinant of a matrix holding inf: which pivot meets it first is LAPACK's choice.
+    let mut ex = relaid("api torch.logdet(input: Tensor) -> Tensor {}", Accuracy::BackwardInSafeRange);
+    let m = tensor(DType::Float32, &[2, 8, 8], Fill::Uniform { lo: -10.0, hi: 10.0 }, 7796817266813822, vec![(5, Special::PosInf)]);
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(m)], forward: None });
+    assert!(matches!(&v, CheckOutcome::Skipped(why) if why.contains("NaN or inf")) || matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
+    // A float32 log-determinant whose blocked factorization pivots otherwise in another layout:
+    // each side within what the float64 reference and the matrix's conditioning allow it.
+    let mut ex = relaid("api torch.linalg.slogdet(A: Tensor) -> (Tensor, Tensor) {}", Accuracy::BackwardInSafeRange);
+    let m = tensor(DType::Float32, &[2, 2, 3, 3], Fill::Uniform { lo: -10.0, hi: 10.0 }, 3172393319053903, vec![]);
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(m)], forward: None });
+    assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
+    // A kernel that reads an expanded input wrongly stays a finding: nanmedian along a
+    // dimension of a stride-0 tensor (a judged true finding).
+    let mut ex = relaid("api torch.nanmedian(input: Tensor, dim: int, keepdim: bool = false) -> (Tensor, Tensor) {}", Accuracy::Backward);
+    let x = TensorRecipe { layout: Layout::Expanded, ..tensor(DType::Float64, &[2, 1, 1, 2], Fill::Uniform { lo: -10.0, hi: 10.0 }, 946670964459292, vec![]) };
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(x), Arg::Int(0), Arg::Omitted], forward: None });
+    assert!(matches!(v, CheckOutcome::Values(_)), "{v:?}");
+}
+
+/// Where a NaN comes from an input the operator promises nothing about, or from a sum whose
+/// terms leave the range, the float64 reference does not call it premature; a variance whose
+/// squares overflow stays a finding.
+#[test]
+fn nans_the_inputs_explain_are_agreed_and_a_variance_overflow_is_not() {
+    let _rng = common::rng_lock();
+    // geqrf of a float64 matrix holding DBL_MAX: the Householder update has no headroom.
+    let mut ex = asking_where_defined("api torch.geqrf(input: Tensor) -> (Tensor, Tensor) {}");
+    let m = tensor(DType::Float64, &[3, 4], Fill::Constant(1.0), 1, vec![(0, Special::Value(f64::MAX))]);
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(m)], forward: None });
+    assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
+    let decl = "api torch.batch_norm(input: Tensor, weight: Tensor?, bias: Tensor?, running_mean: Tensor?, running_var: Tensor?, training: bool, momentum: float, eps: float, cudnn_enabled: bool) -> Tensor {}";
+    let norm = |x: TensorRecipe| Case {
+        op: 0,
+        args: vec![Arg::Tensor(x), Arg::None, Arg::None, Arg::None, Arg::None, Arg::Bool(true), Arg::Float(0.0), Arg::Float(1e-3), Arg::Bool(false)],
+        forward: None,
+    };
+    let mut ex = asking_where_defined(decl);
+    // Two -FLT_MAX: their sum is beyond float32, so is the mean; inf - inf follows.
+    let two = tensor(DType::Float32, &[2, 1], Fill::Constant(-(f32::MAX as f64)), 1, vec![]);
+    let v = verdict(&mut ex, &norm(two));
+    assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
+    // One -FLT_MAX beside 0: the sum fits, the squares of the variance do not.
+    let mut ex = executor(decl, Accuracy::Backward);
+    let one = tensor(DType::Float32, &[2, 1], Fill::Constant(0.0), 1, vec![(0, Special::Value(-(f32::MAX as f64)))]);
+    let v = verdict(&mut ex, &norm(one));
+    assert!(matches!(&v, CheckOutcome::Values(m) if m.premature.is_some()), "{v:?}");
+}

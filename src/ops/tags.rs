@@ -52,6 +52,15 @@ pub fn not_unique(name: &str) -> &'static [usize] {
     }
 }
 
+/// Whether operator `name` sums its inputs with coefficients of every sign or phase, so that
+/// the same call on the inputs' magnitudes bounds its terms only at its largest element: the
+/// discrete Fourier transforms (`fft(|x|)` is `sum |x|` at frequency 0 and may vanish at the
+/// others, where `fft(x)` still rounds terms of that size).
+pub fn mixes_phases(name: &str) -> bool {
+    let name = name.strip_prefix("aten::").unwrap_or(name);
+    name.starts_with("fft_") || name.starts_with("_fft_") || matches!(name, "stft" | "istft")
+}
+
 fn names(text: &'static str) -> HashSet<&'static str> {
     text.lines().filter(|l| !l.starts_with('#')).collect()
 }
@@ -59,6 +68,12 @@ fn names(text: &'static str) -> HashSet<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::{class, not_unique, OpClass};
+
+    #[test]
+    fn fourier_transforms_mix_phases_and_sums_do_not() {
+        assert!(super::mixes_phases("aten::fft_rfft2") && super::mixes_phases("_fft_c2c") && super::mixes_phases("stft"));
+        assert!(!super::mixes_phases("aten::sum") && !super::mixes_phases("fftshift_like"));
+    }
 
     #[test]
     fn singular_vectors_and_eigenvectors_are_not_unique_but_singular_values_are() {

@@ -136,7 +136,7 @@ impl Conditioning {
 }
 
 /// Why `original`'s inputs are beyond the range in which BLAS and LAPACK form products safely
-/// (see the module's doc), or None when every finite nonzero magnitude is within it.
+/// (see the module's doc), or hold NaN or inf, or None when every nonzero magnitude is within it.
 pub(super) fn beyond_safe_range(original: &Inputs) -> Result<Option<String>, tch::TchError> {
     beyond_safe_range_of(&original.tensors)
 }
@@ -150,6 +150,11 @@ pub(super) fn beyond_safe_range_of(tensors: &[Tensor]) -> Result<Option<String>,
         // In double precision: a complex64 modulus may overflow float32 where its parts do not.
         let wide = if dtype.is_complex() { Kind::ComplexDouble } else { Kind::Double };
         let magnitude = t.f_to_kind(wide)?.f_abs()?.f_to_kind(Kind::Double)?;
+        // How a NaN or an inf travels through a factorization or a convolution is no promise of
+        // theirs (which pivot it meets first, whether oneDNN multiplies it by a padding zero).
+        if !bool::try_from(magnitude.f_isfinite()?.f_all()?)? {
+            return Ok(Some("an input holds NaN or inf, whose path through BLAS and LAPACK is unspecified".into()));
+        }
         let judged = magnitude.f_isfinite()?.f_logical_and(&magnitude.f_ne(0.0)?)?;
         let values = magnitude.f_masked_select(&judged)?;
         if values.numel() == 0 {

@@ -42,20 +42,27 @@ fn narrowest(main: &Called) -> Option<DType> {
         .min_by(|a, b| a.limits().map(|l| l.0).partial_cmp(&b.limits().map(|l| l.0)).unwrap_or(std::cmp::Ordering::Equal))
 }
 
-/// Why the case holds an argument the original's output dtype cannot represent, if it does.
-pub(super) fn unrepresentable(case: &Case, inputs: &Inputs, main: &Called) -> Result<Option<String>, tch::TchError> {
-    let Some(dtype) = narrowest(main) else { return Ok(None) };
-    let Some((max, normal, _)) = dtype.limits() else { return Ok(None) };
-    for arg in &case.args {
+/// Why the case holds a scalar argument the original's output dtype cannot represent, if it does.
+pub(super) fn unrepresentable_scalar(case: &Case, main: &Called) -> Option<String> {
+    let dtype = narrowest(main)?;
+    let (max, normal, _) = dtype.limits()?;
+    case.args.iter().find_map(|arg| {
         let value = match arg {
             Arg::Float(f) => *f,
             Arg::Int(i) => *i as f64,
-            _ => continue,
+            _ => return None,
         };
         let magnitude = value.abs();
-        if magnitude.is_finite() && (magnitude > max || (magnitude != 0.0 && magnitude < normal && matches!(arg, Arg::Float(_)))) {
-            return Ok(Some(format!("the argument {value:e} is not representable in {dtype:?}, which the call computes in")));
-        }
+        let lost = magnitude.is_finite() && (magnitude > max || (magnitude != 0.0 && magnitude < normal && matches!(arg, Arg::Float(_))));
+        lost.then(|| format!("the argument {value:e} is not representable in {dtype:?}, which the call computes in"))
+    })
+}
+
+/// Why the case holds an argument the original's output dtype cannot represent, if it does.
+pub(super) fn unrepresentable(case: &Case, inputs: &Inputs, main: &Called) -> Result<Option<String>, tch::TchError> {
+    let Some(dtype) = narrowest(main) else { return Ok(None) };
+    if let Some(why) = unrepresentable_scalar(case, main) {
+        return Ok(Some(why));
     }
     let computes = super::materialize::kind(real(dtype));
     // The elements of a tensor list (`_foreach_sigmoid`) are computed each in its own dtype.
