@@ -17,14 +17,15 @@ import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Operators whose CPU kernels are BLAS or LAPACK calls (or compositions of them) without
-# scaling, besides torch.linalg's own. Norms are not here: they are reductions, expected to
+# Operators whose CPU kernels are BLAS or LAPACK calls (or compositions of them: a recurrent
+# cell's gates are two linear maps) without scaling, besides torch.linalg's own. Norms are not here: they are reductions, expected to
 # survive large values.
 PRODUCTS = """
 mm bmm matmul addmm addbmm baddbmm addmv addr mv dot vdot inner tensordot einsum chain_matmul linear bilinear
 convolution _convolution conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d conv_tbc
 inverse det logdet slogdet qr geqrf orgqr ormqr svd cholesky cholesky_inverse cholesky_solve triangular_solve
 lu_solve lu_unpack _lu_with_info matrix_exp matrix_power pinverse
+rnn_tanh_cell rnn_relu_cell gru_cell lstm_cell rnn_tanh rnn_relu gru lstm
 """.split()
 
 

@@ -322,6 +322,9 @@ impl Executor {
             // Past pointwise operators, any element's intermediates may hold any input's terms
             // (an FFT's butterflies, a convolution's partial sums): the largest decides for all.
             let terms = if pointwise || terms.numel() == 0 { terms } else { terms.f_max()?.f_expand_as(&terms)? };
+            // And past pointwise operators, with a factor 2 of headroom: a linear combination's
+            // weights may sum beyond 1 (bicubic interpolation's reach 1.07 times the input).
+            let room = if pointwise { room } else { room / 2.0 };
             let beyond = if sums_beyond { terms.f_ones_like()?.f_to_kind(Kind::Bool)? } else { terms.f_gt(room)? };
             out.push(Some(allowance.f_masked_fill(&beyond, f64::INFINITY)?));
         }
