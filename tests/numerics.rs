@@ -312,3 +312,25 @@ fn infer_keeps_the_relations_that_hold() {
     let (code, _, stderr) = run(sfz().arg("check").arg(&spec));
     assert_eq!(code, 0, "{stderr}");
 }
+
+/// `out=` of an operator whose functional call refuses to cast its result into the dtype it
+/// allocated (smooth_l1_loss_backward's grad_input follows an integer `input`) is not judged:
+/// out= would be given a dtype that can hold the result, another computation (3 false findings
+/// of a judged campaign).
+#[test]
+fn out_is_not_judged_where_the_functional_call_refused_a_cast() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = write(
+        dir.path(),
+        "out.sfz",
+        "api torch.smooth_l1_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor, reduction: int, beta: float) -> Tensor {\n    grad_output.dtype == float32;\n    input.dtype == int16;\n    target.dtype == float32;\n    grad_output.shape == input.shape;\n    target.shape == input.shape;\n    reduction == 0;\n    beta == 1.0;\n    oracles out;\n}\n",
+    );
+    let out = dir.path().join("out");
+    let (code, stdout, stderr) = run(sfz().arg("fuzz").arg(&spec).args(["--iterations", "200", "--seed", "1", "-j", "1", "--check-share", "all", "--json", "--out"]).arg(&out));
+    assert_eq!(code, 0, "{stderr}");
+    let s: serde_json::Value = serde_json::from_str(&stdout).expect("JSON summary");
+    let reasons = &s["checks"]["out"]["skip_reasons"];
+    let refused = reasons.as_object().into_iter().flatten().filter(|(why, _)| why.contains("refused a cast")).map(|(_, n)| n.as_u64().unwrap_or(0)).sum::<u64>();
+    assert!(refused > 0, "the functional call refused the cast and out= was not judged: {}", s["checks"]);
+    assert!(findings(&out).iter().all(|f| f["oracle"] != "out"), "{:?}", findings(&out));
+}

@@ -295,13 +295,13 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
         }
         coverage[api_index].record(&plan.api, &case.args, verdict.status == Status::Ok);
         counters.apis[api_index].micros.fetch_add(worker_micros(&exec), Ordering::Relaxed);
+        let send = |job| {
+            if let Some(tx) = to_minimize.lock().expect("sender lock").as_ref() {
+                let _ = tx.send(job);
+            }
+        };
         for d in verdict.detections {
             let key = Key { api: plan.api.name.clone(), oracle: d.oracle, signature: d.signature.clone() };
-            let send = |job| {
-                if let Some(tx) = to_minimize.lock().expect("sender lock").as_ref() {
-                    let _ = tx.send(job);
-                }
-            };
             if store.seen(&key) {
                 counters.duplicates.fetch_add(1, Ordering::Relaxed);
                 // A later death of a cause whose first one may not confirm.

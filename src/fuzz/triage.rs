@@ -165,8 +165,7 @@ impl Triage<'_> {
                 // The culprit is this finding's own cause (one key) in an earlier case, which
                 // kills a fresh worker alone: that case stands for the finding from now on.
                 Some(blamed) if blamed.id == finding.id => {
-                    self.update(api_index, &blamed);
-                    self.shrink(p, None, api_index, &blamed);
+                    self.stands_for_it(p, api_index, &blamed);
                     return;
                 }
                 blamed => finding.culprit = blamed.map(|b| b.id),
@@ -179,10 +178,24 @@ impl Triage<'_> {
             self.update(api_index, &finding);
             return;
         }
-        let Some(shrunk) = self.shrink(p, alone.as_ref(), api_index, &finding) else { return };
-        if also_dies::applies(&shrunk) {
-            self.also_dies(p, api_index, shrunk);
+        self.shrink_and_follow(p, alone.as_ref(), api_index, &finding);
+    }
+
+    /// Shrinks a finding (see `shrink`), and follows the shrunk case into the operators that
+    /// also die of it.
+    fn shrink_and_follow(&self, p: &Pool, alone: Option<&Pool>, api_index: usize, finding: &Finding) {
+        if let Some(shrunk) = self.shrink(p, alone, api_index, finding) {
+            if also_dies::applies(&shrunk) {
+                self.also_dies(p, api_index, shrunk);
+            }
         }
+    }
+
+    /// An earlier case of the worker, dead alone of the finding's own cause, stands for the
+    /// finding from now on: recorded, then shrunk.
+    fn stands_for_it(&self, p: &Pool, api_index: usize, blamed: &Finding) {
+        self.update(api_index, blamed);
+        self.shrink(p, None, api_index, blamed);
     }
 
     /// A later occurrence of a recorded death that was not confirmed: confirmed alone, or through
@@ -198,17 +211,12 @@ impl Triage<'_> {
             occurrence.confirmed = Some(true);
             self.update(api_index, &occurrence);
             let alone = Some(&confirming).filter(|_| occurrence.oracle != Oracle::Hang);
-            if let Some(shrunk) = self.shrink(p, alone, api_index, &occurrence) {
-                if also_dies::applies(&shrunk) {
-                    self.also_dies(p, api_index, shrunk);
-                }
-            }
+            self.shrink_and_follow(p, alone, api_index, &occurrence);
             return;
         }
         drop(confirming);
         if let Some(blamed) = self.blame_culprit(p, earlier, suspects).filter(|b| b.id == occurrence.id) {
-            self.update(api_index, &blamed);
-            self.shrink(p, None, api_index, &blamed);
+            self.stands_for_it(p, api_index, &blamed);
         }
     }
 

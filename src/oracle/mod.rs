@@ -522,6 +522,43 @@ mod tests {
     }
 
     #[test]
+    fn a_documented_overflow_refuted_by_a_rejected_rule_is_no_finding() {
+        use crate::wire::oracle::Oracle;
+        use crate::wire::outcome::{Outcome, Output, TensorInfo};
+        use crate::wire::variant::{Accuracy, Check, CheckOutcome, CheckReport, Premature, PrematureKind, Tolerance, Tolerances, ValueMismatch, Variant};
+        use crate::worker::Execution;
+        let spec = "api torch.cosh(input: Tensor) -> Tensor {}\n\nrule checked for torch.cosh {\n    oracles precision;\n}\n";
+        let refuting = format!("{spec}\n#[status(rejected), reason(\"documented\")]\nrule sleef for torch.cosh {{\n    oracles overflow;\n}}\n");
+        let x = Arg::Tensor(TensorRecipe { dtype: DType::Float32, shape: vec![1], fill: Fill::Constant(89.0), seed: 0, layout: Default::default(), specials: Vec::new() });
+        let case = Case { op: 0, args: vec![x], forward: None };
+        let tolerance = Tolerance { rtol: 1e-5, atol: 1e-5 };
+        let checks = [Check { oracle: Oracle::Precision, variant: Variant::Promote, tolerances: Tolerances::uniform(tolerance), accuracy: Accuracy::Forward }];
+        let inf = Output::Tensor(TensorInfo { dtype: Some(DType::Float32), shape: vec![1], nan: 0, inf: 1, min: None, max: None });
+        let premature = Premature { what: PrematureKind::Inf, index: 0, actual: f64::INFINITY, expected: 2.2e38, count: 1, extrapolated: false };
+        let m = ValueMismatch {
+            output: 0,
+            dtype: Some(DType::Float32),
+            index: 0,
+            actual: f64::INFINITY,
+            expected: 2.2e38,
+            mismatched: 1,
+            total: 1,
+            max_abs: 0.0,
+            max_rel: 0.0,
+            tolerance,
+            premature: Some(premature),
+        };
+        let exec = Execution::Checked { outcome: Outcome::Returned { outputs: vec![inf], micros: 1 }, checks: vec![CheckReport { outcome: CheckOutcome::Values(m), micros: 0 }] };
+        let judged = |text: &str| {
+            let checked = crate::check::check_text(std::path::Path::new("t.sfz"), text);
+            assert!(!checked.has_errors(), "{:?}", checked.diags);
+            super::judge(&checked.spec.apis[0], &checks, &case, &exec).detections.iter().map(|d| d.oracle).collect::<Vec<_>>()
+        };
+        assert_eq!(judged(spec), vec![Oracle::Overflow]);
+        assert_eq!(judged(&refuting), Vec::<Oracle>::new());
+    }
+
+    #[test]
     fn an_in_place_write_into_an_expanded_input_that_raises_is_no_layout_finding() {
         use crate::wire::oracle::Oracle;
         use crate::wire::outcome::{ErrorClass, Outcome};

@@ -73,7 +73,8 @@ fn common_kind(a: Kind, b: Kind) -> Kind {
 /// The elements of `t` in logical order as `kind` (a CPU copy).
 fn flat(t: &Tensor, kind: Kind) -> Result<Tensor, tch::TchError> {
     let t = if t.device() == tch::Device::Cpu { t.shallow_clone() } else { t.f_to_device(tch::Device::Cpu)? };
-    t.f_to_kind(kind)?.f_contiguous()?.f_reshape([-1i64])
+    // A conjugate view (`fft.ihfft`'s result) is resolved first: `view_as_real` refuses it.
+    t.f_resolve_conj()?.f_to_kind(kind)?.f_contiguous()?.f_reshape([-1i64])
 }
 
 /// Compares `actual` with `expected` (same shape; the caller checks).
