@@ -166,3 +166,35 @@ fn broken_forwards_kill_the_unchecked_pooling_backward_and_the_reproducer_does_t
         assert_eq!(f["verification"]["reproduced"], true, "{f:#}");
     }
 }
+
+/// A forward input the backward knows only by what the forward made of it: `like(output)` builds
+/// it as `output` is (dtype, shape, values, the mutator's cliffs), so `tanh_backward` gets
+/// outputs tanh can produce. Unfed, a cliff value of 1e19 as `output` squares to inf in float32
+/// where the float64 reference is finite: a false premature overflow (judged false in a campaign).
+/// A relation changing a fed argument keeps the dtype the forward gave it, not its recipe's.
+#[test]
+fn an_output_fed_from_a_forward_built_like_it_is_one_the_forward_can_produce() {
+    let fed = "api torch.tanh(input: Tensor) -> Tensor {\n    input.dtype == float32;\n}\n\napi torch.tanh_backward(grad_output: Tensor, output: Tensor) -> Tensor {\n    from torch.tanh(input = like(output)) {\n        grad_output: like(result);\n        output: result;\n    }\n    output.dtype == float32;\n    relation odd: self(grad_output = -grad_output) == -result;\n    oracles precision;\n}\n";
+    let unfed = fed.replace(
+        "    from torch.tanh(input = like(output)) {\n        grad_output: like(result);\n        output: result;\n    }\n",
+        "    grad_output.shape == output.shape;\n    grad_output.dtype == float32;\n",
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let findings = |name: &str, text: &str| {
+        let spec = write(dir.path(), &format!("{name}.sfz"), text);
+        let out = dir.path().join(name);
+        let (code, stdout, stderr) = run(sfz()
+            .args(["fuzz", "--json", "--iterations", "1500", "--seed", "1", "--workers", "1", "--check-share", "all", "--api", "_backward"])
+            .arg(&spec)
+            .arg("--out")
+            .arg(&out));
+        assert_eq!(code, 0, "{stderr}");
+        let s = json(&stdout);
+        assert!(s["conform_valid_rate"].as_f64().unwrap_or(0.0) >= 0.9, "{s}");
+        let text = std::fs::read_to_string(out.join("findings.jsonl")).unwrap_or_default();
+        text.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).expect("JSON")["oracle"].as_str().unwrap_or("").to_string()).collect::<Vec<_>>()
+    };
+    let unfed = findings("unfed", &unfed);
+    assert!(unfed.iter().any(|o| o == "overflow" || o == "precision"), "cliff values as tanh's output overflow its derivative: {unfed:?}");
+    assert_eq!(findings("fed", fed), Vec::<String>::new());
+}

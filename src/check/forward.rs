@@ -229,7 +229,7 @@ impl Checker<'_> {
 
     /// `like(p, shape)`: a fresh tensor with `p`'s recipe and this shape.
     fn like_arg(&mut self, api: &ApiSpec, want: &ParamSpec, who: &str, args: &[ast::CallArg], span: Span) -> Option<(FwdArg, Sub)> {
-        let help = "write `like(grad_output, input_size)`: a tensor built as `grad_output` is (its dtype and values), with the shape `input_size` (an int list parameter, or a list of int parameters and constants)";
+        let help = "write `like(grad_output, input_size)`: a tensor built as `grad_output` is (its dtype and values), with the shape `input_size` (an int list parameter, or a list of int parameters and constants); or `like(output)`, with `output`'s own shape";
         if want.ty != ParamType::Tensor {
             self.error(
                 Diagnostic::new(codes::E0025, format!("`{}` of {who} is not a tensor", want.name))
@@ -239,9 +239,15 @@ impl Checker<'_> {
             );
             return None;
         }
-        let [p, shape] = args else {
-            self.error(Diagnostic::new(codes::E0014, "`like` in a forward call takes two arguments").with_label(span, format!("called with {}", args.len())).with_help(help));
-            return None;
+        let (p, shape) = match args {
+            [p, shape] => (p, Some(shape)),
+            [p] => (p, None),
+            _ => {
+                self.error(
+                    Diagnostic::new(codes::E0014, "`like` in a forward call takes one or two arguments").with_label(span, format!("called with {}", args.len())).with_help(help),
+                );
+                return None;
+            }
         };
         let bad = |c: &mut Self, span: Span, what: &str| {
             c.error(Diagnostic::new(codes::E0025, format!("invalid `like` argument for `{}` of {who}", want.name)).with_label(span, what.to_string()).with_help(help));
@@ -253,6 +259,12 @@ impl Checker<'_> {
         let Some(tensor) = tensor else {
             bad(self, p.value.span, "not a Tensor parameter of this API");
             return None;
+        };
+        // `like(output)`: a forward input the API knows only by what the forward made of it
+        // (`sigmoid_backward`'s `output`), built as that parameter is, with its shape.
+        let Some(shape) = shape else {
+            let parts = vec![ShapePart::Shape(tensor)];
+            return Some((FwdArg::Like { param: tensor, shape: parts.clone() }, Sub::Like { param: tensor, shape: shape_texpr(&parts) }));
         };
         let int_param = |n: &str| api.param_index(n).filter(|&k| !api.params[k].optional && api.params[k].ty == ParamType::Int);
         let parts: Option<Vec<ShapePart>> = match &strip(&shape.value).kind {
@@ -453,12 +465,15 @@ fn default_sub(p: &ParamSpec) -> Sub {
 fn shape_texpr(parts: &[ShapePart]) -> TExpr {
     match parts {
         [ShapePart::List(k)] => TExpr::Param(*k),
+        [ShapePart::Shape(k)] => TExpr::Prop(Box::new(TExpr::Param(*k)), Prop::Shape),
         parts => TExpr::List(
             parts
                 .iter()
                 .map(|p| match p {
                     ShapePart::Int(k) | ShapePart::List(k) => TExpr::Param(*k),
                     ShapePart::Const(v) => TExpr::Lit(Value::Int(*v)),
+                    // Only ever alone (`like(p)`), above.
+                    ShapePart::Shape(k) => TExpr::Prop(Box::new(TExpr::Param(*k)), Prop::Shape),
                 })
                 .collect(),
         ),

@@ -106,15 +106,15 @@ fn from_text(api: &ApiSpec, from: &FromSpec) -> String {
                 let parts: Vec<String> = shape
                     .iter()
                     .map(|s| match s {
-                        ShapePart::Int(k) | ShapePart::List(k) => name(*k),
+                        ShapePart::Int(k) | ShapePart::List(k) | ShapePart::Shape(k) => name(*k),
                         ShapePart::Const(v) => v.to_string(),
                     })
                     .collect();
-                let shape = match shape.as_slice() {
-                    [ShapePart::List(_)] => parts.join(""),
-                    _ => format!("[{}]", parts.join(", ")),
-                };
-                format!("like({}, {shape})", name(*param))
+                match shape.as_slice() {
+                    [ShapePart::Shape(_)] => format!("like({})", name(*param)),
+                    [ShapePart::List(_)] => format!("like({}, {})", name(*param), parts.join("")),
+                    _ => format!("like({}, [{}])", name(*param), parts.join(", ")),
+                }
             }
         };
         args.push(format!("{} = {value}", fp.name));

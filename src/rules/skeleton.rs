@@ -468,6 +468,10 @@ fn wire_to(backward: &Skeleton, forward_op: &str, catalog: &Catalog) -> Option<W
             } else if let (true, Some(n)) = (fp.name == "weight", bwd.params.iter().find(|p| p.name == "num_weights" && p.ty == ParamType::Int && !p.optional)) {
                 // An embedding table: `num_weights` rows of 8.
                 args.push(format!("{} = like({g}, [{}, 8])", fp.name, n.name));
+            } else if let Some(&(i, _, _)) = binds.iter().find(|&&(_, k, like)| k == 0 && !like) {
+                // Known by what the forward made of it (`sigmoid_backward`'s `output`): built as
+                // that parameter is, so the output is one the forward can produce.
+                args.push(format!("{} = like({})", fp.name, bwd.params[i].name));
             } else if fp.default.is_none() && !fp.optional {
                 return None;
             }
@@ -623,8 +627,11 @@ mod tests {
         let (forward, text) = wired("aten::embedding_dense_backward").expect("wired");
         assert_eq!(forward, "aten::embedding");
         assert!(text.contains("weight = like(grad_output, [num_weights, 8])"), "{text}");
-        // No forward takes what `tanh_backward` has (its output, not its input).
-        assert!(wired("aten::tanh_backward").is_none());
+        // A forward input the backward knows only by what the forward made of it: built as
+        // that parameter is, so `tanh_backward`'s output is one tanh can produce.
+        let (forward, text) = wired("aten::tanh_backward").expect("wired");
+        assert_eq!(forward, "aten::tanh");
+        assert!(text.contains("from torch.tanh(input = like(output)) { grad_output: like(result); output: result; }"), "{text}");
         assert!(wired("aten::exp").is_none(), "not a backward");
         let backwards: Vec<&str> = c.names().into_iter().filter(|n| n.ends_with("_backward")).collect();
         assert_eq!(backwards.len(), 143);

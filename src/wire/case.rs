@@ -319,12 +319,13 @@ pub enum FwdArg {
 }
 
 /// One piece of a `like(p, shape)` shape: an int parameter, an int list parameter spliced in,
-/// or a constant.
+/// or a constant; or, for `like(p)`, the shape of tensor parameter `p` itself.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum ShapePart {
     Int(usize),
     List(usize),
     Const(i64),
+    Shape(usize),
 }
 
 impl ShapePart {
@@ -341,6 +342,10 @@ impl ShapePart {
                 ShapePart::List(i) => match args.get(*i)? {
                     Arg::IntList(vs) => out.extend(vs),
                     Arg::Int(v) => out.push(*v),
+                    _ => return None,
+                },
+                ShapePart::Shape(i) => match args.get(*i)? {
+                    Arg::Tensor(r) => out.extend(&r.shape),
                     _ => return None,
                 },
             }

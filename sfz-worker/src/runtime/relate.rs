@@ -211,14 +211,21 @@ impl Executor {
         let mut replaced: Vec<(usize, Tensor)> = Vec::new();
         for (p, v) in values {
             let Some(arg) = case.args.get_mut(p) else { return Err(Failure::Skip(format!("the case has no argument {p}"))) };
+            // The dtype the argument has in the call: its recipe's, unless a forward filled it
+            // (`grad_output: like(result)` takes the forward's output dtype).
+            let given = match &*arg {
+                Arg::Tensor(r) => Some(scope.inputs.of(p).first().map_or(Ok(kind(r.dtype)), Tensor::f_kind)?),
+                _ => None,
+            };
+            let exact = |k: Kind| matches!(k, Kind::Half | Kind::BFloat16 | Kind::Float | Kind::Double | Kind::ComplexHalf | Kind::ComplexFloat | Kind::ComplexDouble);
             match (v, &*arg) {
                 // Negated or scaled, an integer wraps or truncates: no longer the input changed.
-                (Val::T(_), Arg::Tensor(r)) if !r.dtype.is_floating() && !r.dtype.is_complex() => {
+                (Val::T(_), Arg::Tensor(_)) if !given.is_some_and(exact) => {
                     return Err(Failure::Skip("an integer argument cannot be negated or scaled exactly".into()));
                 }
-                (Val::T(t), Arg::Tensor(r)) => {
+                (Val::T(t), Arg::Tensor(_)) => {
                     // The argument keeps its dtype: a scaled float16 input is a float16 input.
-                    let t = t.f_to_kind(kind(r.dtype))?;
+                    let t = t.f_to_kind(given.unwrap_or(Kind::Double))?;
                     let was_finite = scope.inputs.of(p).iter().all(|x| all_finite(x).unwrap_or(false));
                     if was_finite && !all_finite(&t)? {
                         return Err(Failure::Skip("a changed argument left its dtype's range".into()));
@@ -237,7 +244,7 @@ impl Executor {
                 }
                 (Val::N(x), Arg::Int(_)) if x.fract() == 0.0 && x.abs() < 9.0e15 => *arg = Arg::Int(x as i64),
                 (Val::N(x), Arg::Float(_) | Arg::Int(_)) => *arg = Arg::Float(x),
-                (Val::N(x), Arg::Tensor(r)) => replaced.push((p, Tensor::f_full_like(&scope.inputs.of(p)[0], x)?.f_to_kind(kind(r.dtype))?)),
+                (Val::N(x), Arg::Tensor(_)) => replaced.push((p, Tensor::f_full_like(&scope.inputs.of(p)[0], x)?.f_to_kind(given.unwrap_or(Kind::Double))?)),
                 _ => return Err(Failure::Skip(format!("argument {p} cannot take the relation's value"))),
             }
         }
