@@ -46,13 +46,15 @@ impl Frame {
 const RUNTIMES: [&str; 9] = ["libc.so", "libc-", "libm.so", "libpthread", "libstdc++", "libgcc_s", "ld-linux", "libgomp", "libdl"];
 
 /// Function prefixes of code every call runs through.
-const GENERIC: [&str; 23] = [
+const GENERIC: [&str; 24] = [
     "c10::",
     // Allocation: where a damaged heap is noticed, not what damaged it.
     "at::detail::empty",
     "at::empty",
     "at::native::empty",
     "at::native::resize",
+    // A structured kernel's meta function, which sizes and allocates its output.
+    "at::meta::",
     "at::native::zeros",
     "at::native::full",
     "at::_ops::",
@@ -73,9 +75,24 @@ const GENERIC: [&str; 23] = [
     "operator new",
 ];
 
-/// The frame a crash is keyed by: the innermost that is not infrastructure.
+/// The frame a crash is keyed by: the innermost that is neither infrastructure nor a vendor
+/// library's.
 pub fn site(frames: &[Frame]) -> Option<&str> {
-    frames.iter().find(|f| !f.is_infrastructure()).and_then(|f| f.function.as_deref())
+    frames.iter().find(|f| !f.is_infrastructure() && !f.is_vendor()).and_then(|f| f.function.as_deref())
+}
+
+impl Frame {
+    /// Code of the libraries torch calls into (MKL's BLAS and LAPACK, oneDNN, Sleef): a kernel
+    /// that hands them a wrong shape dies in whichever routine its dtype and size pick
+    /// (`_cholesky_solve_helper`'s missing check died in 12 MKL routines of one campaign), so
+    /// the defect is keyed by torch's caller.
+    pub fn is_vendor(&self) -> bool {
+        let Some(f) = self.function.as_deref() else { return false };
+        // Torch's own code is in namespaces (`at::`, `c10::`, `torch::`); what is not is C or
+        // Fortran of the libraries it links (`mkl_blas_def_dtrsv_lnn`, `zpotrs`, `SPOTRS`).
+        let c_or_fortran = !f.contains("::") && !self.module.starts_with("sfz");
+        c_or_fortran || f.starts_with("dnnl::") || f.starts_with("xbyak")
+    }
 }
 
 /// What a dying worker's fault handler wrote, taken out of its stderr.
@@ -277,6 +294,21 @@ mod tests {
     }
 
     /// The handler's lines leave the stderr kept; its mark of a death between calls is read.
+    #[test]
+    fn a_death_inside_a_vendor_library_is_keyed_by_torchs_caller() {
+        let frames = [
+            frame("libtorch_cpu.so", Some("mkl_blas_def_dtrsv_lnn")),
+            frame("libtorch_cpu.so", Some("mkl_blas_dtrsv")),
+            frame("libtorch_cpu.so", Some("dtrsm_")),
+            frame("libtorch_cpu.so", Some("SPOTRS")),
+            frame("libtorch_cpu.so", Some("at::native::{anon}::apply_cholesky_solve")),
+            frame("libtorch_cpu.so", Some("at::native::_cholesky_solve_helper_cpu")),
+        ];
+        assert_eq!(site(&frames), Some("at::native::{anon}::apply_cholesky_solve"));
+        // Torch's own kernels keep their names, however short.
+        assert!(!frame("libtorch_cpu.so", Some("at::native::cpu_kernel")).is_vendor());
+    }
+
     #[test]
     fn the_handlers_lines_are_taken_out() {
         let plain = take("free(): invalid pointer\n");
