@@ -596,4 +596,28 @@ api torch.upsample_nearest2d_backward(grad_output: Tensor, output_size: int[2], 
         );
         assert!(b.requires.iter().all(|c| c.params == [2]), "{:?}", b.requires);
     }
+
+    #[test]
+    fn like_of_one_parameter_builds_a_forward_input_of_its_shape() {
+        let src = r#"
+api torch.tanh(input: Tensor) -> Tensor {
+    input.ndim >= 1;
+}
+api torch.tanh_backward(grad_output: Tensor, output: Tensor) -> Tensor {
+    from torch.tanh(input = like(output)) {
+        grad_output: like(result);
+        output: result;
+    }
+}
+"#;
+        let checked = check_text(Path::new("t.sfz"), src);
+        assert!(!checked.has_errors(), "{:?}", checked.diags);
+        let b = &checked.spec.apis[1];
+        assert_eq!(b.from.as_ref().unwrap().args[0], FwdArg::Like { param: 1, shape: vec![ShapePart::Shape(1)] });
+        let texts: Vec<&str> = b.requires.iter().map(|c| c.text.as_str()).collect();
+        assert!(texts.contains(&"input.ndim >= 1 (from `torch.tanh`)"), "{texts:?}");
+        // Three arguments are none of `like`'s forms.
+        let bad = check_text(Path::new("t.sfz"), &src.replace("like(output)", "like(output, output, output)"));
+        assert!(bad.diags.iter().any(|d| d.code == crate::diag::codes::E0014), "{:?}", bad.diags);
+    }
 }
