@@ -416,3 +416,14 @@ fn nans_the_inputs_explain_are_agreed_and_a_variance_overflow_is_not() {
     let v = verdict(&mut ex, &norm(one));
     assert!(matches!(&v, CheckOutcome::Values(m) if m.premature.is_some()), "{v:?}");
 }
+
+/// rms_norm's `eps` left None is the epsilon of its computation type (float32's for float16
+/// inputs, as documented): the float64 reference takes that one, not float64's.
+#[test]
+fn a_documented_dtype_epsilon_default_reaches_the_reference() {
+    let _rng = common::rng_lock();
+    let mut ex = executor("api torch.rms_norm(input: Tensor, normalized_shape: int[], weight: Tensor? = None, eps: float? = None) -> Tensor {}", Accuracy::Backward);
+    let small = tensor(DType::Float16, &[4, 3], Fill::Constant(-0.0005739458062940753), 1, vec![]);
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(small), Arg::IntList(vec![4, 3]), Arg::Omitted, Arg::Omitted], forward: None });
+    assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
+}

@@ -61,6 +61,12 @@ pub fn mixes_phases(name: &str) -> bool {
     name.starts_with("fft_") || name.starts_with("_fft_") || matches!(name, "stft" | "istft")
 }
 
+/// Whether operator `name`'s `eps` left None is documented as the machine epsilon of its
+/// computation type (`rms_norm`): a float64 reference must be given the original's, not its own.
+pub fn eps_defaults_to_dtype_epsilon(name: &str) -> bool {
+    matches!(name.strip_prefix("aten::").unwrap_or(name), "rms_norm" | "_fused_rms_norm")
+}
+
 fn names(text: &'static str) -> HashSet<&'static str> {
     text.lines().filter(|l| !l.starts_with('#')).collect()
 }

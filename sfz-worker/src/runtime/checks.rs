@@ -148,6 +148,28 @@ impl Executor {
         self.promote(case, main, inputs, &any_finite, Accuracy::Forward, true)
     }
 
+    /// `case` with an `eps` left None given the original's epsilon, where the operator documents
+    /// that default (`rms_norm`: float32's 1.2e-7 against float64's 2.2e-16 changes a result of
+    /// small inputs entirely).
+    fn with_dtype_epsilon(&self, op: u32, mut case: Case, inputs: &Inputs) -> Result<Case, Failure> {
+        let loaded = self.op(op).map_err(Failure::from)?;
+        if !tags::eps_defaults_to_dtype_epsilon(&loaded.schema.name) {
+            return Ok(case);
+        }
+        let Some(position) = loaded.schema.args.iter().position(|a| a.name == "eps") else { return Ok(case) };
+        let Some(ArgSource::Param { index, .. }) = loaded.binding.args.get(position) else { return Ok(case) };
+        // The epsilon of the computation (opmath) type: float32's for float16, bfloat16 and
+        // float32 inputs (torch.nn.RMSNorm's documentation).
+        let eps = match inputs.tensors.first().map(Tensor::f_kind).transpose()? {
+            Some(Kind::Half | Kind::BFloat16 | Kind::Float) => f64::from(f32::EPSILON),
+            _ => return Ok(case),
+        };
+        if let Some(arg @ (Arg::Omitted | Arg::None)) = case.args.get_mut(*index) {
+            *arg = Arg::Float(eps);
+        }
+        Ok(case)
+    }
+
     /// For a BLAS or LAPACK operator, why its inputs are where it promises nothing (see
     /// `conditioning::beyond_safe_range`); None for other operators.
     fn blas_beyond_safe_range(&self, op: u32, inputs: &Inputs) -> Result<Option<String>, Failure> {
@@ -192,7 +214,7 @@ impl Executor {
                 None => Ok(t.shallow_clone()),
             }
         })?;
-        let case2 = promote_dtype_args(case);
+        let case2 = self.with_dtype_epsilon(case.op, promote_dtype_args(case), inputs)?;
         if !changed && case2 == *case {
             // Float64 only: no wider reference, but pointwise math can still overflow early.
             if accuracy == Accuracy::Forward {
