@@ -427,3 +427,57 @@ fn a_documented_dtype_epsilon_default_reaches_the_reference() {
     let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(small), Arg::IntList(vec![4, 3]), Arg::Omitted, Arg::Omitted], forward: None });
     assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
 }
+
+/// A special polynomial of float64 whose true value is beyond the range (He_10(1.8e308) is about
+/// 1e3082) gives NaN from its recurrence's inf - inf: an honest overflow, while sinc's NaN in
+/// float32 (checked above) and a NaN where the value is in range stay findings.
+#[test]
+fn a_float64_nan_whose_true_value_overflows_is_honest() {
+    let _rng = common::rng_lock();
+    let mut ex = asking_where_defined("api torch.special.hermite_polynomial_he(x: Tensor, n: Tensor) -> Tensor {}");
+    let ten = tensor(DType::Float64, &[2], Fill::Constant(10.0), 1, vec![]);
+    let huge = tensor(DType::Float64, &[2], Fill::Constant(1.79e308), 1, vec![(1, Special::Value(-1.86e154))]);
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(huge), Arg::Tensor(ten.clone())], forward: None });
+    assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
+    // A NaN input's NaN is no overflow: the verdict is left to the domain.
+    let nan = tensor(DType::Float64, &[2], Fill::Constant(f64::NAN), 1, vec![]);
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(nan), Arg::Tensor(ten)], forward: None });
+    assert!(matches!(v, CheckOutcome::Skipped(_)), "{v:?}");
+}
+
+/// Every float32 beyond 2^23 is an integer: a pole of trigamma when negative, where the float64
+/// reference's reflection formula gives any number (14.7 at -FLT_MAX). Such elements are not
+/// judged; the others are.
+#[test]
+fn the_gamma_familys_poles_are_not_judged() {
+    let _rng = common::rng_lock();
+    let decl = "api torch.polygamma(n: int, input: Tensor) -> Tensor {}";
+    let mut ex = asking_where_defined(decl);
+    let at_poles = tensor(DType::Float32, &[2], Fill::Constant(-(f32::MAX as f64)), 1, vec![(1, Special::Value(-3.0))]);
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Int(1), Arg::Tensor(at_poles.clone())], forward: None });
+    assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
+    let mut ex = executor(decl, Accuracy::Forward);
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Int(1), Arg::Tensor(at_poles)], forward: None });
+    assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
+    // Between the poles the reference judges.
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Int(1), Arg::Tensor(f32s(&[8], 0.5, 4.0, 3))], forward: None });
+    assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
+}
+
+/// A pointwise element's terms are its own operands: gelu's derivative at -10 times FLT_MAX is
+/// -2.6e17, which the vectorized float32 kernel returns as 0 (its tail below float32's epsilon):
+/// an absolute error the operands' rounding explains, not an overflow. An inverse FFT of
+/// ±FLT_MAX sums beyond the range before it scales by 1/n: honest too.
+#[test]
+fn pointwise_terms_are_operands_and_an_ffts_unnormalized_sum_may_overflow() {
+    let _rng = common::rng_lock();
+    let mut ex = executor("api torch.ops.aten.gelu_backward(grad_output: Tensor, input: Tensor) -> Tensor {}", Accuracy::Forward);
+    let grad = tensor(DType::Float32, &[2], Fill::Constant(0.0), 1, vec![(0, Special::Value(f32::MAX as f64))]);
+    let at = tensor(DType::Float32, &[2], Fill::Constant(-10.0), 1, vec![]);
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(grad), Arg::Tensor(at)], forward: None });
+    assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
+    let mut ex = asking_where_defined("api torch.fft.ifftn(input: Tensor) -> Tensor {}");
+    let alternating = tensor(DType::Float32, &[34], Fill::Constant(f32::MAX as f64), 1, (0..17).map(|k| (2 * k + 1, Special::Value(-(f32::MAX as f64)))).collect());
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(alternating)], forward: None });
+    assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
+}

@@ -61,6 +61,19 @@ pub fn mixes_phases(name: &str) -> bool {
     name.starts_with("fft_") || name.starts_with("_fft_") || matches!(name, "stft" | "istft")
 }
 
+/// Which tensor input of operator `name` (counted among its tensor arguments) has the gamma
+/// function's poles at the non-positive integers: there the value is infinite or undefined, and
+/// past 2^52 every float64 is an integer whose reflection formula (`pi / tan(pi x)`) rounds to
+/// any number at all, so no reference can judge an element that input makes a pole.
+pub fn gamma_poles(name: &str) -> Option<usize> {
+    match name.strip_prefix("aten::").unwrap_or(name) {
+        "lgamma" | "lgamma_" | "digamma" | "digamma_" | "polygamma" | "polygamma_" | "special_digamma" | "special_psi" | "special_gammaln" | "special_polygamma" => Some(0),
+        // Hurwitz's zeta(x, q) has them in q.
+        "special_zeta" => Some(1),
+        _ => None,
+    }
+}
+
 /// Whether operator `name`'s `eps` left None is documented as the machine epsilon of its
 /// computation type (`rms_norm`): a float64 reference must be given the original's, not its own.
 pub fn eps_defaults_to_dtype_epsilon(name: &str) -> bool {

@@ -11,16 +11,37 @@
 //! of the fit) overflowed in an intermediate, as `exp(x) * g(x)` does when `exp(x)` alone
 //! leaves the range first. A pole at the input has no smooth steps and is never judged; the
 //! reproducer repeats the same arithmetic in Python.
+//!
+//! A NaN has no such neighbour (the check of where results are defined asks): where the true value overflows, a recurrence's `inf - inf`
+//! gives NaN instead of inf (`hermite_polynomial_he(1.8e308, 10)`), which no campaign should
+//! report as a wrong number. So the input an element's NaN comes from (its largest-magnitude
+//! operand) is halved until the result is finite; where `log |f|` then grows by at least as
+//! much per doubling as it did over the last two (a polynomial's `n ln 2`, an exponential's
+//! more), that growth carried back up to the input is a lower bound of the true magnitude, and
+//! a bound beyond the range means the NaN stands for an honest overflow.
 use tch::{Kind, Tensor};
 
 use super::checks::Failure;
 use super::executor::{Called, Executor, Inputs};
 use sfz::wire::case::{Case, DType};
-use sfz::wire::outcome::{Outcome, Output};
+use sfz::ops::tags;
+use sfz::wire::outcome::{Outcome, Output, TensorInfo};
 use sfz::wire::variant::{CheckOutcome, Premature, PrematureKind, Tolerance, ValueMismatch};
 
 /// The steps of the ray, relative to the input, tried in order.
 pub const STEPS: [f64; 4] = [1.0 / 4096.0, 1.0 / 1024.0, 1.0 / 256.0, 1.0 / 64.0];
+
+/// How many halvings of an input the NaN check tries: enough to bring float64's largest value
+/// below 1.
+const HALVINGS: usize = 1100;
+
+/// How many NaN elements of an output the NaN check looks at: each costs a call.
+const NAN_SAMPLES: usize = 3;
+
+/// The float64 outputs `pick` chooses.
+fn float64_outputs(outputs: &[Output], pick: fn(&TensorInfo) -> bool) -> Vec<usize> {
+    outputs.iter().enumerate().filter(|(_, o)| matches!(o, Output::Tensor(i) if i.dtype == Some(DType::Float64) && pick(i))).map(|(k, _)| k).collect()
+}
 
 /// Whether three values along the ray can be extrapolated at all.
 fn usable(near: [f64; 3]) -> bool {
@@ -46,14 +67,23 @@ pub fn premature(log: f64, near: [f64; 3]) -> bool {
     log < f64::MAX.ln() - 0.01 - 2.0 * curvature
 }
 
+/// Whether the values of `f` at an input halved `i` times (`halved[i]`, `halved[0]` the input
+/// itself) say that its magnitude there is beyond float64's range (see the module's doc).
+pub fn overflows_by_halving(halved: &[f64]) -> bool {
+    let usable = |v: f64| v.is_finite() && v != 0.0;
+    let Some(i) = (1..halved.len().saturating_sub(2)).find(|&i| halved[i..i + 3].iter().all(|v| usable(*v))) else { return false };
+    let [l0, l1, l2] = [halved[i], halved[i + 1], halved[i + 2]].map(|v| v.abs().ln());
+    let (d1, d2) = (l0 - l1, l1 - l2);
+    d2 > 0.0 && d1 >= 0.9 * d2 && l0 + i as f64 * d1 > f64::MAX.ln() + 1.0
+}
+
 impl Executor {
     /// The float64 overflow check of a pointwise case (see the module's doc).
     pub(super) fn ray(&mut self, case: &Case, main: &Called, inputs: &Inputs) -> Result<CheckOutcome, Failure> {
         let Outcome::Returned { outputs, .. } = &main.outcome else {
             return Err(Failure::Skip("the call raised".into()));
         };
-        let infinite: Vec<usize> =
-            outputs.iter().enumerate().filter(|(_, o)| matches!(o, Output::Tensor(i) if i.inf > 0 && i.dtype == Some(DType::Float64))).map(|(k, _)| k).collect();
+        let infinite = float64_outputs(outputs, |i| i.inf > 0);
         if infinite.is_empty() {
             return Err(Failure::Skip("no input to promote and no infinite float64 result".into()));
         }
@@ -123,11 +153,54 @@ impl Executor {
         }
         Ok(CheckOutcome::Agree { max_abs: 0.0, max_rel: 0.0 })
     }
+
+    /// Whether the NaN elements of a pointwise call's float64 outputs (a few of each) all stand
+    /// for true values beyond the range (see the module's doc): per element, one call on
+    /// vectors holding its operands, the largest halved 0 to `HALVINGS` times.
+    pub(super) fn nans_overflow(&mut self, case: &Case, main: &Called, inputs: &Inputs) -> Result<bool, Failure> {
+        let Outcome::Returned { outputs, .. } = &main.outcome else { return Ok(false) };
+        let nan = float64_outputs(outputs, |i| i.nan > 0);
+        if nan.is_empty() || tags::class(self.op_name(case.op)) != tags::OpClass::Pointwise {
+            return Ok(false);
+        }
+        let flat = |t: &Tensor| t.f_to_kind(Kind::Double)?.f_contiguous()?.f_reshape([-1i64]);
+        for k in nan {
+            let Some(Some(out)) = main.tensors.get(k) else { return Ok(false) };
+            let shape = out.size();
+            let elements: Vec<i64> = Vec::<i64>::try_from(&flat(out)?.f_isnan()?.f_nonzero()?.f_reshape([-1i64])?)?;
+            for &e in elements.iter().take(NAN_SAMPLES) {
+                // Each input's element that output element `e` reads.
+                let mut operands = Vec::with_capacity(inputs.tensors.len());
+                for t in &inputs.tensors {
+                    let Ok(wide) = t.f_broadcast_to(shape.as_slice()) else { return Ok(false) };
+                    operands.push(flat(&wide)?.double_value(&[e]));
+                }
+                let largest = (0..operands.len())
+                    .filter(|&i| inputs.tensors[i].is_floating_point() && operands[i].is_finite())
+                    .max_by(|&a, &b| operands[a].abs().total_cmp(&operands[b].abs()));
+                let Some(largest) = largest else { return Ok(false) };
+                let halvings = Tensor::from_slice(&(0..HALVINGS).map(|i| 0.5f64.powi(i as i32)).collect::<Vec<_>>());
+                let mut index = 0;
+                let vectors = inputs.map(|_, t| {
+                    index += 1;
+                    let x = Tensor::from_slice(&[operands[index - 1]]).f_expand([HALVINGS as i64], false)?;
+                    let x = if index - 1 == largest { x.f_mul(&halvings)? } else { x.f_contiguous()? };
+                    x.f_to_kind(t.f_kind()?)
+                })?;
+                let called = self.invoke_variant(case.op, case, &vectors, &[])?;
+                let Some(Some(y)) = called.tensors.get(k).filter(|_| matches!(called.outcome, Outcome::Returned { .. })) else { return Ok(false) };
+                if y.size() != [HALVINGS as i64] || !overflows_by_halving(&Vec::<f64>::try_from(&flat(y)?)?) {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{extrapolate, premature, STEPS};
+    use super::{extrapolate, overflows_by_halving, premature, STEPS};
 
     fn at(f: impl Fn(f64) -> f64, x: f64) -> [f64; 3] {
         [1.0, 2.0, 3.0].map(|k| f(x * (1.0 - k * STEPS[0])))
@@ -143,6 +216,18 @@ mod tests {
         // exp(710) itself is beyond the range: its inf is honest.
         let near = at(f64::exp, 709.9);
         assert!(!premature(extrapolate(near).unwrap(), near));
+    }
+
+    #[test]
+    fn a_polynomial_beyond_the_range_is_an_honest_overflow_and_one_within_it_is_not() {
+        let halved = |f: &dyn Fn(f64) -> f64, x: f64| (0..1100).map(|i| f(x * 0.5f64.powi(i))).collect::<Vec<_>>();
+        // x^10 at 1.8e308 is 1e3082; NaN where it leaves the range, as a recurrence's inf - inf.
+        let pow10 = |x: f64| if x.powi(10).is_finite() { x.powi(10) } else { f64::NAN };
+        assert!(overflows_by_halving(&halved(&pow10, 1.8e308)));
+        // At 1e30 it is 1e300, in range: a NaN there is no overflow.
+        assert!(!overflows_by_halving(&halved(&|x: f64| if x > 1e29 { f64::NAN } else { x.powi(10) }, 1e30)));
+        // A value that shrinks as its input grows (sinc) never stands for an overflow.
+        assert!(!overflows_by_halving(&halved(&|x: f64| if x > 1e300 { f64::NAN } else { (x.sin() / x).abs().max(1e-300) }, 1e308)));
     }
 
     #[test]
