@@ -481,3 +481,19 @@ fn pointwise_terms_are_operands_and_an_ffts_unnormalized_sum_may_overflow() {
     let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(alternating)], forward: None });
     assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
 }
+
+/// eigvals promises no order: a relation reading them element by element is not judged (LAPACK
+/// returned {0, -2e-28} in one order and their scaled copies in the other), while eigvalsh's
+/// ascending values are.
+#[test]
+fn a_relation_on_an_output_in_no_order_is_not_judged() {
+    let _rng = common::rng_lock();
+    let relation = "relation homogeneous: forall s in [4.0]: self(input = input * s) == s * result;";
+    let mut ex = checking_relation(&format!("api torch.linalg.eigvals(input: Tensor) -> Tensor {{\n    {relation}\n}}\n"), Accuracy::BackwardInSafeRange);
+    let square = |dtype| Arg::Tensor(TensorRecipe { dtype, ..f32s(&[3, 3], -1.0, 1.0, 5) });
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![square(DType::Float64)], forward: None });
+    assert!(matches!(&v, CheckOutcome::Skipped(why) if why.contains("order")), "{v:?}");
+    let mut ex = checking_relation(&format!("api torch.linalg.eigvalsh(input: Tensor, UPLO: str = \"L\") -> Tensor {{\n    {relation}\n}}\n"), Accuracy::BackwardInSafeRange);
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![square(DType::Float64), Arg::Omitted], forward: None });
+    assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
+}
