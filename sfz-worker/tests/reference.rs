@@ -497,3 +497,19 @@ fn a_relation_on_an_output_in_no_order_is_not_judged() {
     let v = verdict(&mut ex, &Case { op: 0, args: vec![square(DType::Float64), Arg::Omitted], forward: None });
     assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
 }
+
+/// A subnormal argument holds too few digits for a relation's tolerance: sgn of complex128
+/// values near 3e-321 against the same values scaled by 2^60 differs by 9e-4 (gradual
+/// underflow's rounding of |z|), which is no finding; normal values are judged.
+#[test]
+fn a_finite_difference_on_subnormal_arguments_is_not_judged() {
+    let _rng = common::rng_lock();
+    let decl = "api torch.sgn(input: Tensor) -> Tensor {\n    relation scale_invariant: forall s in [1152921504606846976.0]: self(input = input * s) == result;\n}\n";
+    let mut ex = checking_relation(decl, Accuracy::Forward);
+    // Eight elements, all on the vectorized path (the scalar one returns inf there).
+    let complex = |fill| Arg::Tensor(TensorRecipe { dtype: DType::Complex128, shape: vec![8], fill, seed: 3, layout: Layout::Contiguous, specials: vec![] });
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![complex(Fill::Uniform { lo: -3.21e-321, hi: -8e-322 })], forward: None });
+    assert!(matches!(&v, CheckOutcome::Skipped(why) if why.contains("subnormal")), "{v:?}");
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![complex(Fill::Uniform { lo: 0.5, hi: 2.0 })], forward: None });
+    assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
+}
