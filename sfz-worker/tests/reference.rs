@@ -513,3 +513,15 @@ fn a_finite_difference_on_subnormal_arguments_is_not_judged() {
     let v = verdict(&mut ex, &Case { op: 0, args: vec![complex(Fill::Uniform { lo: 0.5, hi: 2.0 })], forward: None });
     assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
 }
+
+/// Bicubic weights sum beyond 1 (0.72 of -FLT_MAX in one output, from one input element): no
+/// headroom, so a NaN there is honest, while the finite elements beside it are still compared
+/// (float32's bicubic weights are off by a few roundings: 5e-5 relative where a weight is small).
+#[test]
+fn a_linear_combination_without_headroom_is_honest_where_it_overflows() {
+    let _rng = common::rng_lock();
+    let mut ex = executor("api torch.ops.aten.upsample_bicubic2d(input: Tensor, output_size: int[], align_corners: bool) -> Tensor {}", Accuracy::Backward);
+    let x = tensor(DType::Float32, &[1, 1, 8, 1], Fill::Constant(0.0), 1, vec![(0, Special::Value(-(f32::MAX as f64)))]);
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(x), Arg::IntList(vec![5, 3]), Arg::Bool(false)], forward: None });
+    assert!(matches!(&v, CheckOutcome::Values(m) if m.premature.is_none() && m.actual.is_finite()), "{v:?}");
+}

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use tch::{Device, Kind, Tensor};
 
-use super::compare::{compare_with, Extra};
+use super::compare::{compare_with, Allowance, Extra};
 use super::conditioning;
 use super::executor::{Called, Executor, Inputs, Rejected};
 use super::materialize::{kind, materialize};
@@ -276,10 +276,10 @@ impl Executor {
     /// element, where `u` is the dtype's unit roundoff, `m` the same call on the inputs'
     /// absolute values in float64 (for sums, products of matrices, convolutions: the sum of
     /// the terms' magnitudes) and `n` the number of terms a result may sum (the ratio of input
-    /// to output elements, or the longest input dimension, whichever is larger); infinite where
-    /// the terms themselves leave the dtype's range. None for an output the magnitude call
-    /// cannot give (it raised, or changed shape).
-    fn rounding_allowance(&mut self, op: u32, case: &Case, promoted: &Inputs, main: &Called) -> Result<Vec<Option<Tensor>>, Failure> {
+    /// to output elements, or the longest input dimension, whichever is larger); and where the
+    /// terms themselves leave the dtype's range (a finite result is held to the same rounding
+    /// there). None for an output the magnitude call cannot give (it raised, or changed shape).
+    fn rounding_allowance(&mut self, op: u32, case: &Case, promoted: &Inputs, main: &Called) -> Result<Vec<Option<Allowance>>, Failure> {
         let class = tags::class(self.op_name(op));
         let pointwise = class == tags::OpClass::Pointwise;
         let mixes_phases = tags::mixes_phases(self.op_name(op));
@@ -345,7 +345,7 @@ impl Executor {
             let allowance = m.f_mul_scalar(n * u)?;
             // Where the terms an element sums (the input-to-output ratio of them, each at most
             // `m`: a mean's sum; an FFT's or a convolution's is `m` itself) leave the dtype's
-            // range, so do the natural algorithm's intermediates: infinite, to say so (a norm's
+            // range, so do the natural algorithm's intermediates: no headroom (a norm's
             // squares are no such terms: its `m` is the norm of `|x|`, in range).
             let room = info.dtype.and_then(DType::limits).map_or(f64::INFINITY, |(max, ..)| max);
             // A pointwise element's terms are its own operands, one element of each input.
@@ -357,7 +357,9 @@ impl Executor {
             // weights may sum beyond 1 (bicubic interpolation's reach 1.07 times the input).
             let room = if pointwise { room } else { room / 2.0 };
             let beyond = if sums_beyond { terms.f_ones_like()?.f_to_kind(Kind::Bool)? } else { terms.f_gt(room)? };
-            out.push(Some(allowance.f_masked_fill(&beyond, f64::INFINITY)?));
+            // A NaN magnitude (of a NaN input) bounds nothing either.
+            let no_headroom = beyond.f_logical_or(&allowance.f_isfinite()?.f_logical_not()?)?;
+            out.push(Some(Allowance { rounding: allowance, no_headroom }));
         }
         Ok(out)
     }
@@ -498,7 +500,7 @@ impl Executor {
             None => Ok(t.shallow_clone()),
         })?;
         let allowance = self.rounding_allowance(case.op, &promote_dtype_args(case), &promoted, main)?;
-        let both_sides = allowance.into_iter().map(|a| a.map(|t| t.f_mul_scalar(REORDERINGS)).transpose()).collect::<Result<Vec<_>, _>>()?;
+        let both_sides = allowance.iter().map(|a| a.as_ref().map(|a| a.map(|t| t.f_mul_scalar(REORDERINGS))).transpose()).collect::<Result<Vec<_>, _>>()?;
         Ok(compare_allowing(variant, main, tol, Mode::Same, &both_sides))
     }
 
@@ -747,7 +749,7 @@ fn unjudged_at_poles(reference: &mut Called, input: Option<&Tensor>) -> Result<(
 }
 
 /// `compare_outputs` with an allowance per element of output k (`allowance[k]`, added to atol).
-fn compare_allowing(actual: &Called, expected: &Called, tol: &Tolerances, mode: Mode, allowance: &[Option<Tensor>]) -> CheckOutcome {
+fn compare_allowing(actual: &Called, expected: &Called, tol: &Tolerances, mode: Mode, allowance: &[Option<Allowance>]) -> CheckOutcome {
     let (Outcome::Returned { outputs: a, .. }, Outcome::Returned { outputs: e, .. }) = (&actual.outcome, &expected.outcome) else {
         return CheckOutcome::BothRaised;
     };
@@ -782,7 +784,8 @@ fn compare_allowing(actual: &Called, expected: &Called, tol: &Tolerances, mode: 
                 };
                 let t = tol.for_dtype(tx.dtype);
                 let extra = Extra {
-                    allowance: allowance.get(k).and_then(Option::as_ref),
+                    allowance: allowance.get(k).and_then(Option::as_ref).map(|a| &a.rounding),
+                    no_headroom: allowance.get(k).and_then(Option::as_ref).map(|a| &a.no_headroom),
                     // A float64 original has no wider reference to call a value representable.
                     premature_in: tx.dtype.filter(|d| mode == Mode::Promote && (d.is_floating() || d.is_complex()) && !matches!(d, DType::Float64 | DType::Complex128)),
                     rounded_reference: mode == Mode::Promote,

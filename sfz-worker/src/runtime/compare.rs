@@ -49,11 +49,28 @@ impl Comparison {
 #[derive(Clone, Copy, Default)]
 pub struct Extra<'a> {
     pub allowance: Option<&'a Tensor>,
+    /// Where an element's terms leave the dtype's range (`Allowance::no_headroom`).
+    pub no_headroom: Option<&'a Tensor>,
     pub premature_in: Option<DType>,
     /// `expected` is a wider reference rounded to the dtype of `actual`: where it is not finite
     /// the true value is not representable there (or the reference itself failed), so nothing
     /// the original computes is wrong by it and the element is not compared.
     pub rounded_reference: bool,
+}
+
+/// What one output's elements may honestly differ by: the rounding their terms explain (added to
+/// `atol`), and where those terms leave the dtype's range, so that the natural algorithm's
+/// intermediates do too and an inf or NaN there is honest, not premature.
+pub struct Allowance {
+    pub rounding: Tensor,
+    pub no_headroom: Tensor,
+}
+
+impl Allowance {
+    /// The same allowance with `rounding` changed by `f`.
+    pub fn map(&self, f: impl FnOnce(&Tensor) -> Result<Tensor, tch::TchError>) -> Result<Allowance, tch::TchError> {
+        Ok(Allowance { rounding: f(&self.rounding)?, no_headroom: self.no_headroom.shallow_clone() })
+    }
 }
 
 /// The dtype both sides are compared in: complex128 when either is complex, else float64 when
@@ -93,12 +110,13 @@ pub fn compare_with(actual: &Tensor, expected: &Tensor, tol: Tolerance, extra: E
         Some(t) => Some(Vec::<f64>::try_from(&flat(&t.f_broadcast_to(expected.size())?, Kind::Double)?)?),
         None => None,
     };
+    let beyond = match extra.no_headroom {
+        Some(t) => Some(Vec::<bool>::try_from(&t.f_broadcast_to(expected.size())?.f_contiguous()?.f_reshape([-1i64])?)?),
+        None => None,
+    };
     let range = extra.premature_in.and_then(DType::limits);
     let more = |i: usize| allow.as_ref().and_then(|v| v.get(i)).copied().filter(|m| m.is_finite()).unwrap_or(0.0);
-    // An infinite allowance marks an element whose terms leave the dtype's range
-    // (`rounding_allowance`): the natural algorithm's intermediates do too, and an inf or NaN
-    // there is honest, not premature.
-    let no_headroom = |i: usize| range.is_some() && allow.as_ref().and_then(|v| v.get(i)).is_some_and(|m| !m.is_finite());
+    let no_headroom = |i: usize| range.is_some() && beyond.as_ref().and_then(|v| v.get(i)).is_some_and(|b| *b);
     if kind == Kind::Double && (extra.allowance.is_some() || extra.premature_in.is_some() || extra.rounded_reference) {
         let a = Vec::<f64>::try_from(&a)?;
         let e = Vec::<f64>::try_from(&e)?;

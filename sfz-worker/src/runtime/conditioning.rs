@@ -28,6 +28,7 @@
 use tch::{Kind, Tensor};
 
 use super::checks::Failure;
+use super::compare::Allowance;
 use super::executor::{Called, Executor, Inputs};
 use sfz::seed::mix;
 use sfz::wire::case::{Case, DType};
@@ -111,7 +112,7 @@ impl Executor {
 impl Conditioning {
     /// The reference with every unjudged element NaN (a comparison against a rounded
     /// reference skips those), and `allowance` grown by the slack.
-    pub(super) fn apply(&self, reference: &Called, allowance: &[Option<Tensor>]) -> Result<(Called, Vec<Option<Tensor>>), tch::TchError> {
+    pub(super) fn apply(&self, reference: &Called, allowance: &[Option<Allowance>]) -> Result<(Called, Vec<Option<Allowance>>), tch::TchError> {
         let mut tensors = Vec::with_capacity(reference.tensors.len());
         let mut allowed = Vec::with_capacity(reference.tensors.len());
         for (i, r) in reference.tensors.iter().enumerate() {
@@ -120,14 +121,14 @@ impl Conditioning {
                 (Some(r), Some((slack, unjudged))) => {
                     tensors.push(Some(r.f_masked_fill(unjudged, f64::NAN)?));
                     allowed.push(Some(match before {
-                        // A comparison reads a non-finite allowance as none.
-                        Some(a) => a.f_nan_to_num(0.0, 0.0, 0.0)?.f_add(slack)?,
-                        None => slack.shallow_clone(),
+                        // A comparison reads a non-finite rounding as none.
+                        Some(a) => a.map(|t| t.f_nan_to_num(0.0, 0.0, 0.0)?.f_add(slack))?,
+                        None => Allowance { rounding: slack.shallow_clone(), no_headroom: slack.f_zeros_like()?.f_to_kind(Kind::Bool)? },
                     }));
                 }
                 (r, _) => {
                     tensors.push(r.as_ref().map(Tensor::shallow_clone));
-                    allowed.push(before.map(Tensor::shallow_clone));
+                    allowed.push(before.map(|a| a.map(|t| Ok(t.shallow_clone()))).transpose()?);
                 }
             }
         }

@@ -23,8 +23,8 @@ use tch::{Kind, Tensor};
 
 use super::checks::Failure;
 use super::executor::{Called, Executor, Inputs};
-use sfz::wire::case::{Case, DType};
 use sfz::ops::tags;
+use sfz::wire::case::{Case, DType};
 use sfz::wire::outcome::{Outcome, Output, TensorInfo};
 use sfz::wire::variant::{CheckOutcome, Premature, PrematureKind, Tolerance, ValueMismatch};
 
