@@ -33,6 +33,44 @@ fn check_reports_unreadable_files() {
     insta::assert_snapshot!(stderr.replace(&dir.path().display().to_string(), "<tmp>"));
 }
 
+/// `check --oracles` counts the APIs each oracle would run on: written ones, implied ones less
+/// those a rejected rule refutes or that cannot apply (sin has no in-place twin taking `out`),
+/// and relations.
+#[test]
+fn check_says_on_how_many_apis_each_oracle_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = write(
+        dir.path(),
+        "apis.sfz",
+        r#"api torch.exp(input: Tensor) -> Tensor {
+    relation odd: self(input = -input) == -result;
+}
+
+api torch.sin(input: Tensor) -> Tensor {
+    oracles crash, precision;
+}
+
+api torch.cos(input: Tensor) -> Tensor {}
+
+#[status(rejected), source(manual), reason("a test")]
+rule no_layout for torch.cos {
+    oracles layout;
+}
+"#,
+    );
+    let (code, stdout, stderr) = run(sfz().args(["check", "--oracles", "--format", "json"]).arg(&spec));
+    assert_eq!(code, 0, "{stderr}");
+    let oracles = &json(&stdout)["oracles"];
+    assert_eq!(oracles["apis"], 3, "{oracles}");
+    assert_eq!(oracles["precision"], 3, "{oracles}");
+    assert_eq!(oracles["layout"], 1, "exp only: sin names its oracles, cos refutes layout: {oracles}");
+    assert_eq!(oracles["relation"], 1, "{oracles}");
+    assert_eq!(oracles["relations"], 1, "{oracles}");
+    let (code, _, stderr) = run(sfz().args(["check", "--oracles", "--no-signatures"]).arg(&spec));
+    assert_eq!(code, 2, "--oracles needs the operators: {stderr}");
+    assert!(stderr.contains("--oracles needs libtorch's operators"), "{stderr}");
+}
+
 #[test]
 fn fuzz_reports_apis_it_cannot_call_and_runs_the_rest() {
     let dir = tempfile::tempdir().expect("tempdir");

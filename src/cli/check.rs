@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use super::{Color, Format};
 use crate::check;
 use crate::diag::{self, RenderConfig, Severity};
+use crate::wire::oracle::Oracle;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -23,6 +24,10 @@ pub struct Args {
     /// The `sfz-worker` binary that reads libtorch's schemas (default: next to `sfz`).
     #[arg(long)]
     pub worker: Option<PathBuf>,
+    /// Also say, per oracle, on how many APIs a campaign would run its checks (written or
+    /// implied, less those refuted or not applicable), and how many relations it would check.
+    #[arg(long)]
+    pub oracles: bool,
 }
 
 pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
@@ -38,6 +43,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         let _ = check::sat::save(path);
     }
     // Signatures are compared for specs without errors (a broken API would only add noise).
+    let mut coverage = None;
     let signatures: Result<(), String> = if args.no_signatures {
         Err("--no-signatures".into())
     } else if checked.has_errors() {
@@ -47,8 +53,14 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         catalog(&worker).map(|catalog| {
             checked.diags.extend(check::signatures::compare(&checked, &catalog));
             diag::sort(&mut checked.diags);
+            if args.oracles {
+                coverage = Some(OracleCoverage::of(&checked.spec, &catalog));
+            }
         })
     };
+    if args.oracles && coverage.is_none() {
+        anyhow::bail!("--oracles needs libtorch's operators and specs without errors: {}", signatures.as_ref().err().map_or("", String::as_str));
+    }
     let errors = checked.diags.iter().filter(|d| d.severity == Severity::Error).count();
     let warnings = checked.diags.len() - errors;
     match args.format {
@@ -59,6 +71,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
                 "errors": errors,
                 "warnings": warnings,
                 "signatures_compared": signatures.is_ok(),
+                "oracles": coverage.as_ref().map(OracleCoverage::to_json),
                 "diagnostics": checked.diags.iter().map(|d| diag::to_json(&checked.map, d)).collect::<Vec<_>>(),
             });
             println!("{}", serde_json::to_string_pretty(&out)?);
@@ -78,6 +91,9 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
                 plural(warnings)
             );
             eprintln!("{summary}");
+            if let Some(c) = &coverage {
+                eprint!("{}", c.table());
+            }
             match &signatures {
                 Err(why) if !args.no_signatures && errors == 0 => {
                     eprintln!("note: signatures were not compared with libtorch's operators: {why}")
@@ -87,6 +103,49 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(if errors > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// Per oracle, the APIs a campaign would check with it (`plan::plan`'s checks; `overflow`
+/// rides on the precision check, the crash family runs everywhere), and the relations.
+struct OracleCoverage {
+    apis: usize,
+    per_oracle: Vec<(Oracle, usize)>,
+    relations: usize,
+}
+
+impl OracleCoverage {
+    fn of(spec: &crate::spec::Spec, catalog: &crate::ops::catalog::Catalog) -> OracleCoverage {
+        let (plans, _) = crate::plan::plan(spec, catalog);
+        let count = |oracle: Oracle| {
+            plans.iter().filter(|p| p.checks.iter().any(|c| c.check.oracle == oracle || (oracle == Oracle::Precision && c.check.oracle == Oracle::Overflow))).count()
+        };
+        let shown = [Oracle::Precision, Oracle::Layout, Oracle::Out, Oracle::Inplace, Oracle::Gradient, Oracle::NanInf, Oracle::Relation];
+        OracleCoverage {
+            apis: plans.len(),
+            per_oracle: shown.iter().map(|&o| (o, count(o))).collect(),
+            relations: plans.iter().map(|p| p.checks.iter().filter(|c| c.check.oracle == Oracle::Relation).count()).sum(),
+        }
+    }
+
+    fn table(&self) -> String {
+        let mut out = format!(
+            "oracles on {} planned APIs (besides crash, hang, internal_error, oom on all):
+",
+            self.apis
+        );
+        for (oracle, n) in &self.per_oracle {
+            let extra = if *oracle == Oracle::Relation { format!(" ({} relations)", self.relations) } else { String::new() };
+            out.push_str(&format!("  {:<10} {n:>5}{extra}\n", oracle.as_str()));
+        }
+        out
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        let mut per: serde_json::Map<String, serde_json::Value> = self.per_oracle.iter().map(|(o, n)| (o.as_str().to_string(), (*n).into())).collect();
+        per.insert("apis".into(), self.apis.into());
+        per.insert("relations".into(), self.relations.into());
+        serde_json::Value::Object(per)
+    }
 }
 
 fn plural(n: usize) -> &'static str {

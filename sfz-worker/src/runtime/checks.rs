@@ -297,7 +297,8 @@ impl Executor {
         })?;
         let called = self.invoke_variant(op, case, &magnitudes, &[])?;
         let Outcome::Returned { outputs, .. } = &main.outcome else { return Ok(Vec::new()) };
-        let floating: Vec<&Tensor> = promoted.tensors.iter().filter(|t| t.f_kind().is_ok_and(data)).collect();
+        // The data inputs' magnitudes, in float64 (a complex modulus is real).
+        let floating: Vec<&Tensor> = promoted.tensors.iter().zip(&magnitudes.tensors).filter(|(t, _)| t.f_kind().is_ok_and(data)).map(|(_, m)| m).collect();
         let elements: i64 = floating.iter().map(|t| t.numel() as i64).sum();
         let longest = floating.iter().flat_map(|t| t.size()).max().unwrap_or(1);
         // A pointwise operator's intermediates are as large as its operands (`a - alpha * b`
@@ -309,11 +310,10 @@ impl Executor {
         // An FFT's unnormalized sums too: a normalized transform scales after summing.
         let sums_beyond = class == tags::OpClass::Other && {
             let mut beyond = false;
-            for t in &floating {
+            for m in &floating {
                 // Finite ones: an inf's own arithmetic is no sum overflowing.
-                let m = t.f_abs()?.f_to_kind(Kind::Double)?;
                 let finite = m.f_masked_fill(&m.f_isfinite()?.f_logical_not()?, 0.0)?;
-                beyond |= t.numel() > 0 && finite.f_sum(Kind::Double)?.double_value(&[]) > f32::MAX as f64;
+                beyond |= m.numel() > 0 && finite.f_sum(Kind::Double)?.double_value(&[]) > f32::MAX as f64;
             }
             beyond
         };
@@ -328,7 +328,7 @@ impl Executor {
             let mut m = m.f_abs()?;
             if pointwise && shape_ok {
                 for t in &floating {
-                    if let Ok(operand) = t.f_abs()?.f_to_kind(Kind::Double)?.f_broadcast_to(info.shape.as_slice()) {
+                    if let Ok(operand) = t.f_broadcast_to(info.shape.as_slice()) {
                         m = m.f_maximum(&operand.f_mul_scalar(scale)?)?;
                     }
                 }
