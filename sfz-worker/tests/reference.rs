@@ -525,3 +525,48 @@ fn a_linear_combination_without_headroom_is_honest_where_it_overflows() {
     let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(x), Arg::IntList(vec![5, 3]), Arg::Bool(false)], forward: None });
     assert!(matches!(&v, CheckOutcome::Values(m) if m.premature.is_none() && m.actual.is_finite()), "{v:?}");
 }
+
+/// Noise of campaign 37, by class: each case was a false finding there.
+#[test]
+fn honest_results_of_campaign_37_are_agreed() {
+    let _rng = common::rng_lock();
+    // K1(5e-324) is about 2e323, beyond float64: its NaN is an honest overflow, found by doubling.
+    let mut ex = asking_where_defined("api torch.special.modified_bessel_k1(input: Tensor) -> Tensor {}");
+    let tiny = tensor(DType::Float64, &[1], Fill::Constant(5e-324), 1, vec![]);
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(tiny)], forward: None });
+    assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
+    // tanh-gelu's derivative near -5.5 is 0 in float32 where it is -3e-7: a few roundings of 1,
+    // times a gradient of 7.3e18.
+    let mut ex = executor("api torch.ops.aten.gelu_backward(grad_output: Tensor, input: Tensor, *, approximate: str = \"none\") -> Tensor {}", Accuracy::Forward);
+    let grad = tensor(DType::Float32, &[5, 4], Fill::Constant(7.309553971376184e18), 1, vec![]);
+    let at = f32s(&[5, 4], -10.0, 10.0, 7269232046848958);
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(grad), Arg::Tensor(at), Arg::Str("tanh".into())], forward: None });
+    assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
+    // softshrink_backward compares float16 inputs with the threshold rounded to float16: an
+    // input equal to the rounded threshold is inside it, as the reference given the same
+    // rounded threshold says.
+    let mut ex = executor("api torch.ops.aten.softshrink_backward(grad_output: Tensor, input: Tensor, lambd: float) -> Tensor {}", Accuracy::Forward);
+    let ones = tensor(DType::Float16, &[2], Fill::Constant(1.0), 1, vec![]);
+    let on_threshold = tensor(DType::Float16, &[2], Fill::Constant(-2.59765625), 1, vec![]);
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(ones), Arg::Tensor(on_threshold), Arg::Float(2.597580533971369)], forward: None });
+    assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
+}
+
+/// fill_diagonal_ into an expanded input writes one location for a whole column: no variant's
+/// copy shares that memory, so no check judges it; a contiguous input is judged.
+#[test]
+fn a_mutating_call_into_an_expanded_argument_is_not_checked() {
+    let _rng = common::rng_lock();
+    let check = Check {
+        oracle: sfz::wire::oracle::Oracle::Layout,
+        variant: Variant::Layout,
+        tolerances: Tolerances::uniform(Tolerance { rtol: 1e-5, atol: 1e-5 }),
+        accuracy: Accuracy::Forward,
+    };
+    let mut ex = executor_checking("api torch.ops.aten.fill_diagonal_(input: Tensor, fill_value: float, wrap: bool = false) -> Tensor {}", check);
+    let matrix = |layout| Arg::Tensor(TensorRecipe { layout, ..f32s(&[3, 3], -1.0, 1.0, 2) });
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![matrix(Layout::Expanded), Arg::Float(5.0), Arg::Omitted], forward: None });
+    assert!(matches!(&v, CheckOutcome::Skipped(why) if why.contains("expanded")), "{v:?}");
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![matrix(Layout::Contiguous), Arg::Float(5.0), Arg::Omitted], forward: None });
+    assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
+}

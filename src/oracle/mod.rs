@@ -140,7 +140,14 @@ pub fn judge(api: &ApiSpec, checks: &[Check], case: &Case, exec: &Execution) -> 
             if differential::undefined_there(checks, reports) {
                 v.detections.retain(|d| d.oracle != Oracle::NanInf);
             }
-            v.detections.extend(differential::judge_reports(api, checks, case, outcome, reports));
+            let mut judged = differential::judge_reports(api, checks, case, outcome, reports);
+            // What the true value should be is asked only where the spec says the op is defined,
+            // as for `nan_inf` (a class weight of -1.7e38 where the spec's are in 0.5..2.0);
+            // layout, out= and in-place twins must agree with the call everywhere.
+            if judged.iter().any(|d| judges_truth(d.oracle)) && !within_bounds(api, case) {
+                judged.retain(|d| !judges_truth(d.oracle));
+            }
+            v.detections.extend(judged);
             v
         }
         Execution::InCheck { check, failure } => {
@@ -276,6 +283,12 @@ fn judge_outcome(api: &ApiSpec, case: &Case, outcome: &Outcome) -> Verdict {
         }
     };
     Verdict { status, detections, error }
+}
+
+/// The oracles that hold a result to its true value (the float64 reference, a relation, finite
+/// differences), as opposed to another path of the same operator.
+fn judges_truth(oracle: Oracle) -> bool {
+    matches!(oracle, Oracle::Precision | Oracle::Overflow | Oracle::Relation | Oracle::Gradient)
 }
 
 /// True when the case's arguments satisfy every constraint of the API the evaluator can judge.
@@ -556,6 +569,52 @@ mod tests {
         };
         assert_eq!(judged(spec), vec![Oracle::Overflow]);
         assert_eq!(judged(&refuting), Vec::<Oracle>::new());
+    }
+
+    /// Outside the spec's value bounds (a cliff put a class weight of -1.7e38 where the spec says
+    /// 0.5..2.0), the true value is not asked for; another path of the operator still must agree.
+    #[test]
+    fn truth_is_judged_within_the_specs_bounds_and_consistency_everywhere() {
+        use crate::wire::oracle::Oracle;
+        use crate::wire::outcome::{Outcome, Output, TensorInfo};
+        use crate::wire::variant::{Accuracy, Check, CheckOutcome, CheckReport, Tolerance, Tolerances, ValueMismatch, Variant};
+        use crate::worker::Execution;
+        let checked = crate::check::check_text(
+            std::path::Path::new("t.sfz"),
+            "api torch.exp(input: Tensor) -> Tensor {\n    input.values in 0.5..2.0;\n    oracles crash, precision, layout;\n}\n",
+        );
+        assert!(!checked.has_errors(), "{:?}", checked.diags);
+        let api = &checked.spec.apis[0];
+        let tolerance = Tolerance { rtol: 1e-5, atol: 1e-5 };
+        let checks = [
+            Check { oracle: Oracle::Precision, variant: Variant::Promote, tolerances: Tolerances::uniform(tolerance), accuracy: Accuracy::Forward },
+            Check { oracle: Oracle::Layout, variant: Variant::Layout, tolerances: Tolerances::uniform(tolerance), accuracy: Accuracy::Forward },
+        ];
+        let m = ValueMismatch {
+            output: 0,
+            dtype: Some(DType::Float32),
+            index: 0,
+            actual: 1.0,
+            expected: 2.0,
+            mismatched: 1,
+            total: 1,
+            max_abs: 1.0,
+            max_rel: 0.5,
+            tolerance,
+            premature: None,
+        };
+        let outcome =
+            Outcome::Returned { outputs: vec![Output::Tensor(TensorInfo { dtype: Some(DType::Float32), shape: vec![1], nan: 0, inf: 0, min: None, max: None })], micros: 1 };
+        let exec = Execution::Checked {
+            outcome,
+            checks: vec![CheckReport { outcome: CheckOutcome::Values(m.clone()), micros: 0 }, CheckReport { outcome: CheckOutcome::Values(m), micros: 0 }],
+        };
+        let judged = |value: f64| {
+            let x = Arg::Tensor(TensorRecipe { dtype: DType::Float32, shape: vec![1], fill: Fill::Constant(value), seed: 0, layout: Default::default(), specials: Vec::new() });
+            super::judge(api, &checks, &Case { op: 0, args: vec![x], forward: None }, &exec).detections.iter().map(|d| d.oracle).collect::<Vec<_>>()
+        };
+        assert_eq!(judged(1.0), vec![Oracle::Precision, Oracle::Layout]);
+        assert_eq!(judged(-1.7e38), vec![Oracle::Layout]);
     }
 
     #[test]

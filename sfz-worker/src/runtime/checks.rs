@@ -101,6 +101,14 @@ impl Executor {
         if judges_values && case.args.iter().any(nan_scalar) {
             return CheckOutcome::Skipped("a floating argument is NaN: the result's value is unspecified".into());
         }
+        // A mutating call into an expanded input writes one memory location for many elements
+        // (`fill_diagonal_` fills a whole column of a stride-0 tensor, `embedding_renorm_`
+        // renormalizes a row twice): torch documents in-place writes to expanded tensors as
+        // unsupported, and no variant's copy shares that memory. The call is still judged for
+        // crashes.
+        if self.writes_into_expanded(case) {
+            return CheckOutcome::Skipped("a mutating call into an expanded input writes memory its elements share, which no variant's copy does".into());
+        }
         let result = match &check.variant {
             Variant::Promote => self.promote(case, main, inputs, &check.tolerances, check.accuracy, false),
             Variant::Defined => self.defined(case, main, inputs),
@@ -152,6 +160,14 @@ impl Executor {
         self.promote(case, main, inputs, &any_finite, Accuracy::Forward, true)
     }
 
+    /// Whether an argument the operator writes to (`Tensor(a!)`) is built expanded (stride 0).
+    fn writes_into_expanded(&self, case: &Case) -> bool {
+        let Ok(op) = self.op(case.op) else { return false };
+        op.schema.args.iter().zip(&op.binding.args).any(|(a, source)| {
+            a.mutable && matches!(source, ArgSource::Param { index, .. } if case.args.get(*index).is_some_and(|arg| arg.tensors().any(|r| r.layout == Layout::Expanded)))
+        })
+    }
+
     /// `case` with an `eps` left None given the original's epsilon, where the operator documents
     /// that default (`rms_norm`: float32's 1.2e-7 against float64's 2.2e-16 changes a result of
     /// small inputs entirely).
@@ -186,12 +202,6 @@ impl Executor {
     /// Float16, bfloat16, float32 (and complex64) inputs and `dtype` arguments in double
     /// precision; with `integers`, integer inputs too.
     fn promote(&mut self, case: &Case, main: &Called, inputs: &Inputs, tol: &Tolerances, accuracy: Accuracy, integers: bool) -> Result<CheckOutcome, Failure> {
-        // A mutating call into an expanded input writes one memory location for many elements
-        // (`fill_diagonal_` fills a whole column of a stride-0 tensor); the promoted copy has
-        // its own memory per element.
-        if self.mutates(case.op) && case.args.iter().flat_map(Arg::tensors).any(|r| r.layout == Layout::Expanded) {
-            return Err(Failure::Skip("a mutating call into an expanded input writes memory its elements share, which a promoted copy does not".into()));
-        }
         if let Some(why) = representable::unrepresentable(case, inputs, main)? {
             return Err(Failure::Skip(why));
         }
@@ -231,7 +241,26 @@ impl Executor {
                 return Err(Failure::Skip(why));
             }
         }
-        let mut reference = self.invoke_variant(case.op, &case2, &promoted, &[])?;
+        let verdict = self.against(case, &case2, main, inputs, &promoted, tol, accuracy)?;
+        // A float argument the call holds in its own dtype (`softshrink_backward`'s threshold
+        // compared in float16): the reference given the same rounded argument computes the
+        // function the call does, and agreeing with it is agreement.
+        if matches!(verdict, CheckOutcome::Values(_)) {
+            if let Some(rounded) = narrowest_floating(inputs).and_then(|k| scalars_rounded(&case2, k)) {
+                if let Ok(agreed @ CheckOutcome::Agree { .. }) = self.against(case, &rounded, main, inputs, &promoted, tol, accuracy) {
+                    return Ok(agreed);
+                }
+            }
+        }
+        Ok(verdict)
+    }
+
+    /// `main` (the call of `case` on `inputs`) against the float64 reference: `case2` called on
+    /// `promoted`, compared plainly, then allowing for honest rounding, then for the input's
+    /// conditioning.
+    #[allow(clippy::too_many_arguments)]
+    fn against(&mut self, case: &Case, case2: &Case, main: &Called, inputs: &Inputs, promoted: &Inputs, tol: &Tolerances, accuracy: Accuracy) -> Result<CheckOutcome, Failure> {
+        let mut reference = self.invoke_variant(case.op, case2, promoted, &[])?;
         if let Some(c) = consistency(main, &reference) {
             return Ok(c);
         }
@@ -260,14 +289,14 @@ impl Executor {
             return Ok(plain);
         }
         // Honest rounding grows with the terms a result sums: judge again allowing for it.
-        let allowance = self.rounding_allowance(case.op, &case2, &promoted, main)?;
+        let allowance = self.rounding_allowance(case.op, case2, promoted, main)?;
         let judged = compare_allowing(main, &reference, tol, Mode::Promote, &allowance);
         if !matches!(judged, CheckOutcome::Values(_)) {
             return Ok(judged);
         }
         // What moving the input by its rounding explains is agreement (for pointwise operators,
         // a few times it: see `conditioning`).
-        let conditioning = self.conditioning(case.op, &case2, inputs, &promoted, &reference, accuracy)?;
+        let conditioning = self.conditioning(case.op, case2, inputs, promoted, &reference, accuracy)?;
         let (reference, allowance) = conditioning.apply(&reference, &allowance)?;
         Ok(compare_allowing(main, &reference, tol, Mode::Promote, &allowance))
     }
@@ -276,7 +305,8 @@ impl Executor {
     /// element, where `u` is the dtype's unit roundoff, `m` the same call on the inputs'
     /// absolute values in float64 (for sums, products of matrices, convolutions: the sum of
     /// the terms' magnitudes) and `n` the number of terms a result may sum (the ratio of input
-    /// to output elements, or the longest input dimension, whichever is larger); and where the
+    /// to output elements, or the longest input dimension, whichever is larger; a fixed few for
+    /// a pointwise operator, `POINTWISE_ROUNDINGS`); and where the
     /// terms themselves leave the dtype's range (a finite result is held to the same rounding
     /// there). None for an output the magnitude call cannot give (it raised, or changed shape).
     fn rounding_allowance(&mut self, op: u32, case: &Case, promoted: &Inputs, main: &Called) -> Result<Vec<Option<Allowance>>, Failure> {
@@ -341,7 +371,9 @@ impl Executor {
                 continue;
             };
             let ratio = (elements / info.shape.iter().product::<i64>().max(1)).max(1);
-            let n = ratio.max(longest) as f64;
+            // A pointwise element is a few roundings of its own operands whatever the tensor's
+            // size (a minimized case of one element is held to what its original was).
+            let n = if pointwise { POINTWISE_ROUNDINGS } else { ratio.max(longest) as f64 };
             let allowance = m.f_mul_scalar(n * u)?;
             // Where the terms an element sums (the input-to-output ratio of them, each at most
             // `m`: a mean's sum; an FFT's or a convolution's is `m` itself) leave the dtype's
@@ -680,6 +712,11 @@ fn first_line(s: &str) -> &str {
     s.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim()
 }
 
+/// How many roundings of its operands' size a pointwise result may honestly hold: its formula's
+/// own steps (gelu's derivative at -5.5 is `0.5 (1 + tanh u) + ...`, where the sum with 1
+/// leaves an error of a few roundings of 1), as many as the longest dimension sfz generates.
+const POINTWISE_ROUNDINGS: f64 = 8.0;
+
 /// How many honest roundings of `rounding_allowance` a difference between two summation orders
 /// (CPU and CUDA, two memory layouts) may hold: each side may be off the exact result by one, in
 /// opposite directions.
@@ -732,6 +769,43 @@ enum Mode {
 /// Compares the outputs of two calls that both returned.
 fn compare_outputs(actual: &Called, expected: &Called, tol: &Tolerances, mode: Mode) -> CheckOutcome {
     compare_allowing(actual, expected, tol, mode, &[])
+}
+
+/// The narrowest floating dtype among a call's inputs (a complex one by its parts), below
+/// float64.
+fn narrowest_floating(inputs: &Inputs) -> Option<Kind> {
+    let rank = |k: Kind| match k {
+        Kind::Half | Kind::ComplexHalf => Some((0, Kind::Half)),
+        Kind::BFloat16 => Some((0, Kind::BFloat16)),
+        Kind::Float | Kind::ComplexFloat => Some((1, Kind::Float)),
+        _ => None,
+    };
+    inputs.tensors.iter().filter_map(|t| t.f_kind().ok().and_then(rank)).min_by_key(|(r, _)| *r).map(|(_, k)| k)
+}
+
+/// `case` with its float arguments rounded to `kind`, or None when none changes.
+fn scalars_rounded(case: &Case, kind: Kind) -> Option<Case> {
+    let round = |v: f64| Tensor::from(v).f_to_kind(kind).and_then(|t| t.f_to_kind(Kind::Double)).map(|t| t.double_value(&[])).unwrap_or(v);
+    let mut rounded = case.clone();
+    let mut changed = false;
+    for arg in &mut rounded.args {
+        match arg {
+            Arg::Float(v) if v.is_finite() => {
+                let r = round(*v);
+                changed |= r != *v;
+                *v = r;
+            }
+            Arg::FloatList(vs) => {
+                for v in vs.iter_mut().filter(|v| v.is_finite()) {
+                    let r = round(*v);
+                    changed |= r != *v;
+                    *v = r;
+                }
+            }
+            _ => {}
+        }
+    }
+    changed.then_some(rounded)
 }
 
 /// The reference NaN (not judged) wherever `input`, broadcast to an output, is a non-positive

@@ -14,11 +14,11 @@
 //!
 //! A NaN has no such neighbour (the check of where results are defined asks): where the true value overflows, a recurrence's `inf - inf`
 //! gives NaN instead of inf (`hermite_polynomial_he(1.8e308, 10)`), which no campaign should
-//! report as a wrong number. So the input an element's NaN comes from (its largest-magnitude
-//! operand) is halved until the result is finite; where `log |f|` then grows by at least as
-//! much per doubling as it did over the last two (a polynomial's `n ln 2`, an exponential's
-//! more), that growth carried back up to the input is a lower bound of the true magnitude, and
-//! a bound beyond the range means the NaN stands for an honest overflow.
+//! report as a wrong number. So each operand of the element is halved (and, apart, doubled:
+//! `k1(5e-324)` is 2e323) until the result is finite; where `log |f|` then grows, walking back,
+//! by at least as much per step as it did over the last two (a polynomial's `n ln 2`, an
+//! exponential's more), that growth carried back to the input is a lower bound of the true
+//! magnitude, and a bound beyond the range means the NaN stands for an honest overflow.
 use tch::{Kind, Tensor};
 
 use super::checks::Failure;
@@ -31,8 +31,8 @@ use sfz::wire::variant::{CheckOutcome, Premature, PrematureKind, Tolerance, Valu
 /// The steps of the ray, relative to the input, tried in order.
 pub const STEPS: [f64; 4] = [1.0 / 4096.0, 1.0 / 1024.0, 1.0 / 256.0, 1.0 / 64.0];
 
-/// How many halvings of an input the NaN check tries: enough to bring float64's largest value
-/// below 1.
+/// How many halvings (or doublings) of an operand the NaN check tries: enough to bring
+/// float64's largest value below 1 (and its smallest denormal above it).
 const HALVINGS: usize = 1100;
 
 /// How many NaN elements of an output the NaN check looks at: each costs a call.
@@ -67,9 +67,10 @@ pub fn premature(log: f64, near: [f64; 3]) -> bool {
     log < f64::MAX.ln() - 0.01 - 2.0 * curvature
 }
 
-/// Whether the values of `f` at an input halved `i` times (`halved[i]`, `halved[0]` the input
-/// itself) say that its magnitude there is beyond float64's range (see the module's doc).
-pub fn overflows_by_halving(halved: &[f64]) -> bool {
+/// Whether the values of `f` along a walk from an input, one operand halved (or doubled) `i`
+/// times at `halved[i]` (`halved[0]` the input itself), say that its magnitude at the input is
+/// beyond float64's range (see the module's doc).
+pub fn overflows_along(halved: &[f64]) -> bool {
     let usable = |v: f64| v.is_finite() && v != 0.0;
     let Some(i) = (1..halved.len().saturating_sub(2)).find(|&i| halved[i..i + 3].iter().all(|v| usable(*v))) else { return false };
     let [l0, l1, l2] = [halved[i], halved[i + 1], halved[i + 2]].map(|v| v.abs().ln());
@@ -155,8 +156,9 @@ impl Executor {
     }
 
     /// Whether the NaN elements of a pointwise call's float64 outputs (a few of each) all stand
-    /// for true values beyond the range (see the module's doc): per element, one call on
-    /// vectors holding its operands, the largest halved 0 to `HALVINGS` times.
+    /// for true values beyond the range (see the module's doc): per element, calls on vectors
+    /// holding its operands, one of them halved, or doubled, 0 to `HALVINGS` times; one such
+    /// walk along which the value grows past the range explains the NaN.
     pub(super) fn nans_overflow(&mut self, case: &Case, main: &Called, inputs: &Inputs) -> Result<bool, Failure> {
         let Outcome::Returned { outputs, .. } = &main.outcome else { return Ok(false) };
         let nan = float64_outputs(outputs, |i| i.nan > 0);
@@ -175,21 +177,27 @@ impl Executor {
                     let Ok(wide) = t.f_broadcast_to(shape.as_slice()) else { return Ok(false) };
                     operands.push(flat(&wide)?.double_value(&[e]));
                 }
-                let largest = (0..operands.len())
-                    .filter(|&i| inputs.tensors[i].is_floating_point() && operands[i].is_finite())
-                    .max_by(|&a, &b| operands[a].abs().total_cmp(&operands[b].abs()));
-                let Some(largest) = largest else { return Ok(false) };
-                let halvings = Tensor::from_slice(&(0..HALVINGS).map(|i| 0.5f64.powi(i as i32)).collect::<Vec<_>>());
-                let mut index = 0;
-                let vectors = inputs.map(|_, t| {
-                    index += 1;
-                    let x = Tensor::from_slice(&[operands[index - 1]]).f_expand([HALVINGS as i64], false)?;
-                    let x = if index - 1 == largest { x.f_mul(&halvings)? } else { x.f_contiguous()? };
-                    x.f_to_kind(t.f_kind()?)
-                })?;
-                let called = self.invoke_variant(case.op, case, &vectors, &[])?;
-                let Some(Some(y)) = called.tensors.get(k).filter(|_| matches!(called.outcome, Outcome::Returned { .. })) else { return Ok(false) };
-                if y.size() != [HALVINGS as i64] || !overflows_by_halving(&Vec::<f64>::try_from(&flat(y)?)?) {
+                // A huge operand halved (`hermite_polynomial_he(1.79e308, 10)`), a tiny one
+                // doubled (`modified_bessel_k1(5e-324)`, about 2e323).
+                let walks = (0..operands.len()).filter(|&i| inputs.tensors[i].is_floating_point() && operands[i].is_finite() && operands[i] != 0.0);
+                let mut explained = false;
+                for (walked, factor) in walks.flat_map(|i| [(i, 0.5), (i, 2.0)]) {
+                    let steps = Tensor::from_slice(&(0..HALVINGS).map(|i| f64::powi(factor, i as i32)).collect::<Vec<_>>());
+                    let mut index = 0;
+                    let vectors = inputs.map(|_, t| {
+                        index += 1;
+                        let x = Tensor::from_slice(&[operands[index - 1]]).f_expand([HALVINGS as i64], false)?;
+                        let x = if index - 1 == walked { x.f_mul(&steps)? } else { x.f_contiguous()? };
+                        x.f_to_kind(t.f_kind()?)
+                    })?;
+                    let called = self.invoke_variant(case.op, case, &vectors, &[])?;
+                    let Some(Some(y)) = called.tensors.get(k).filter(|_| matches!(called.outcome, Outcome::Returned { .. })) else { continue };
+                    if y.size() == [HALVINGS as i64] && overflows_along(&Vec::<f64>::try_from(&flat(y)?)?) {
+                        explained = true;
+                        break;
+                    }
+                }
+                if !explained {
                     return Ok(false);
                 }
             }
@@ -200,7 +208,7 @@ impl Executor {
 
 #[cfg(test)]
 mod tests {
-    use super::{extrapolate, overflows_by_halving, premature, STEPS};
+    use super::{extrapolate, overflows_along, premature, STEPS};
 
     fn at(f: impl Fn(f64) -> f64, x: f64) -> [f64; 3] {
         [1.0, 2.0, 3.0].map(|k| f(x * (1.0 - k * STEPS[0])))
@@ -223,11 +231,11 @@ mod tests {
         let halved = |f: &dyn Fn(f64) -> f64, x: f64| (0..1100).map(|i| f(x * 0.5f64.powi(i))).collect::<Vec<_>>();
         // x^10 at 1.79e308 is 3e3082; NaN where it leaves the range, as a recurrence's inf - inf.
         let pow10 = |x: f64| if x.powi(10).is_finite() { x.powi(10) } else { f64::NAN };
-        assert!(overflows_by_halving(&halved(&pow10, 1.79e308)));
+        assert!(overflows_along(&halved(&pow10, 1.79e308)));
         // At 1e30 it is 1e300, in range: a NaN there is no overflow.
-        assert!(!overflows_by_halving(&halved(&|x: f64| if x > 1e29 { f64::NAN } else { x.powi(10) }, 1e30)));
+        assert!(!overflows_along(&halved(&|x: f64| if x > 1e29 { f64::NAN } else { x.powi(10) }, 1e30)));
         // A value that shrinks as its input grows (sinc) never stands for an overflow.
-        assert!(!overflows_by_halving(&halved(&|x: f64| if x > 1e300 { f64::NAN } else { (x.sin() / x).abs().max(1e-300) }, 1e308)));
+        assert!(!overflows_along(&halved(&|x: f64| if x > 1e300 { f64::NAN } else { (x.sin() / x).abs().max(1e-300) }, 1e308)));
     }
 
     #[test]
