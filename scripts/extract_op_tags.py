@@ -44,6 +44,9 @@ for name in base:
     linalg = name.startswith(("linalg_", "_linalg_")) and "norm" not in name and name not in ("linalg__powsum", "linalg_cross", "linalg_diagonal", "linalg_vander")
     if (linalg or name in PRODUCTS) and not tagged(packet, torch.Tag.reduction):
         products.add(name)
+# A backward of a BLAS or LAPACK operator multiplies by the same factors without scaling them
+# (`matrix_exp_backward` is a matrix exponential of a block matrix).
+products |= {name for name in base if name.endswith("_backward") and name.removesuffix("_backward") in products}
 # Composite aliases carry no tags of their own: `special_i0` is `i0`, `arccos` is `acos`.
 for name in base - pointwise:
     for alias in (name.removeprefix("special_"), name.replace("arc", "a", 1)):

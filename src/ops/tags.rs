@@ -89,6 +89,13 @@ mod tests {
     use super::{class, not_unique, OpClass};
 
     #[test]
+    fn the_gamma_familys_poles_are_in_its_argument() {
+        assert_eq!(super::gamma_poles("aten::polygamma"), Some(0));
+        assert_eq!(super::gamma_poles("special_zeta"), Some(1));
+        assert_eq!(super::gamma_poles("exp"), None);
+    }
+
+    #[test]
     fn fourier_transforms_mix_phases_and_sums_do_not() {
         assert!(super::mixes_phases("aten::fft_rfft2") && super::mixes_phases("_fft_c2c") && super::mixes_phases("stft"));
         assert!(!super::mixes_phases("aten::sum") && !super::mixes_phases("fftshift_like"));
@@ -109,7 +116,7 @@ mod tests {
         for op in ["sin", "tan", "exp", "lgamma", "hypot", "add", "special_i0e"] {
             assert_eq!(class(op), OpClass::Pointwise, "{op}");
         }
-        for op in ["aten::linalg_inv", "linalg_inv", "inverse", "qr", "geqrf", "mm", "matmul", "conv2d", "linalg_eigvalsh"] {
+        for op in ["aten::linalg_inv", "linalg_inv", "inverse", "qr", "geqrf", "mm", "matmul", "conv2d", "linalg_eigvalsh", "matrix_exp_backward", "convolution_backward"] {
             assert_eq!(class(op), OpClass::BlasLapack, "{op}");
         }
         for op in ["sum", "var", "linalg_vector_norm", "linalg_matrix_norm", "softmax", "layer_norm", "cumsum", "# aten operators"] {
