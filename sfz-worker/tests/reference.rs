@@ -570,3 +570,17 @@ fn a_mutating_call_into_an_expanded_argument_is_not_checked() {
     let v = verdict(&mut ex, &Case { op: 0, args: vec![matrix(Layout::Contiguous), Arg::Float(5.0), Arg::Omitted], forward: None });
     assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
 }
+
+/// A relation scaling an FFT's input until its magnitudes sum past float32's range: the scaled
+/// side overflows honestly (numpy's does too), so the relation is not judged there.
+#[test]
+fn a_relation_whose_scaled_input_sums_past_the_range_is_not_judged() {
+    let _rng = common::rng_lock();
+    let decl = "api torch.fft.rfftn(input: Tensor) -> Tensor {\n    relation homogeneous: forall s in [4.0]: self(input = input * s) == s * result;\n}\n";
+    let mut ex = checking_relation(decl, Accuracy::Backward);
+    let big = tensor(DType::Float32, &[4], Fill::Constant(4e37), 1, vec![(1, Special::Value(-4e37))]);
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(big)], forward: None });
+    assert!(matches!(&v, CheckOutcome::Skipped(why) if why.contains("sum beyond")), "{v:?}");
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(f32s(&[4], -1.0, 1.0, 1))], forward: None });
+    assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
+}
