@@ -12,9 +12,9 @@
 //! leaves the range first. A pole at the input has no smooth steps and is never judged; the
 //! reproducer repeats the same arithmetic in Python.
 //!
-//! A NaN has no such neighbour (the check of where results are defined asks): where the true value overflows, a recurrence's `inf - inf`
-//! gives NaN instead of inf (`hermite_polynomial_he(1.8e308, 10)`), which no campaign should
-//! report as a wrong number. So each operand of the element is halved (and, apart, doubled:
+//! A NaN has no such neighbour (the check of where results are defined asks about it): where
+//! the true value overflows, a recurrence's `inf - inf` gives NaN instead of inf
+//! (`hermite_polynomial_he(1.79e308, 10)`), which no campaign should report as a wrong number. So each operand of the element is halved (and, apart, doubled:
 //! `k1(5e-324)` is 2e323) until the result is finite; where `log |f|` then grows, walking back,
 //! by at least as much per step as it did over the last two (a polynomial's `n ln 2`, an
 //! exponential's more), that growth carried back to the input is a lower bound of the true
