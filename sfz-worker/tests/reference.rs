@@ -584,3 +584,14 @@ fn a_relation_whose_scaled_input_sums_past_the_range_is_not_judged() {
     let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(f32s(&[4], -1.0, 1.0, 1))], forward: None });
     assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
 }
+
+/// An inf in one channel makes the magnitudes call NaN where its zero weights meet it: that must
+/// not hide the FLT_MAX of another channel, whose bicubic taps sum past the range.
+#[test]
+fn an_infinite_input_elsewhere_does_not_hide_a_linear_combinations_missing_headroom() {
+    let _rng = common::rng_lock();
+    let mut ex = executor("api torch.ops.aten.upsample_bicubic2d(input: Tensor, output_size: int[], align_corners: bool) -> Tensor {}", Accuracy::Backward);
+    let x = tensor(DType::Float32, &[1, 3, 2, 1], Fill::Constant(0.0), 1, vec![(1, Special::Value(f32::MAX as f64)), (3, Special::NegInf)]);
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(x), Arg::IntList(vec![3, 2]), Arg::Bool(false)], forward: None });
+    assert!(!matches!(&v, CheckOutcome::Values(m) if m.premature.is_some()), "{v:?}");
+}

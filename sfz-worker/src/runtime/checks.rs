@@ -384,7 +384,9 @@ impl Executor {
             let terms = if pointwise { m.shallow_clone() } else { m.f_mul_scalar(ratio as f64)? };
             // Past pointwise operators, any element's intermediates may hold any input's terms
             // (an FFT's butterflies, a convolution's partial sums): the largest decides for all.
-            let terms = if pointwise || terms.numel() == 0 { terms } else { terms.f_max()?.f_expand_as(&terms)? };
+            // A NaN term (an inf input times a zero weight) is an infinite one, not none: NaN
+            // would hide every other term from the maximum.
+            let terms = if pointwise || terms.numel() == 0 { terms } else { terms.f_nan_to_num(f64::INFINITY, f64::INFINITY, f64::INFINITY)?.f_max()?.f_expand_as(&terms)? };
             // And past pointwise operators, with a factor 2 of headroom: a linear combination's
             // weights may sum beyond 1 (bicubic interpolation's reach 1.07 times the input).
             let room = if pointwise { room } else { room / 2.0 };
