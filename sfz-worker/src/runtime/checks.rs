@@ -246,7 +246,7 @@ impl Executor {
         // compared in float16): the reference given the same rounded argument computes the
         // function the call does, and agreeing with it is agreement.
         if matches!(verdict, CheckOutcome::Values(_)) {
-            if let Some(rounded) = narrowest_floating(inputs).and_then(|k| scalars_rounded(&case2, k)) {
+            if let Some(rounded) = representable::scalars_rounded(&case2, main) {
                 if let Ok(agreed @ CheckOutcome::Agree { .. }) = self.against(case, &rounded, main, inputs, &promoted, tol, accuracy) {
                     return Ok(agreed);
                 }
@@ -342,8 +342,7 @@ impl Executor {
             let mut beyond = false;
             for m in &floating {
                 // Finite ones: an inf's own arithmetic is no sum overflowing.
-                let finite = m.f_masked_fill(&m.f_isfinite()?.f_logical_not()?, 0.0)?;
-                beyond |= m.numel() > 0 && finite.f_sum(Kind::Double)?.double_value(&[]) > f32::MAX as f64;
+                beyond |= conditioning::finite_magnitude_sum(m)? > f32::MAX as f64;
             }
             beyond
         };
@@ -771,43 +770,6 @@ enum Mode {
 /// Compares the outputs of two calls that both returned.
 fn compare_outputs(actual: &Called, expected: &Called, tol: &Tolerances, mode: Mode) -> CheckOutcome {
     compare_allowing(actual, expected, tol, mode, &[])
-}
-
-/// The narrowest floating dtype among a call's inputs (a complex one by its parts), below
-/// float64.
-fn narrowest_floating(inputs: &Inputs) -> Option<Kind> {
-    let rank = |k: Kind| match k {
-        Kind::Half | Kind::ComplexHalf => Some((0, Kind::Half)),
-        Kind::BFloat16 => Some((0, Kind::BFloat16)),
-        Kind::Float | Kind::ComplexFloat => Some((1, Kind::Float)),
-        _ => None,
-    };
-    inputs.tensors.iter().filter_map(|t| t.f_kind().ok().and_then(rank)).min_by_key(|(r, _)| *r).map(|(_, k)| k)
-}
-
-/// `case` with its float arguments rounded to `kind`, or None when none changes.
-fn scalars_rounded(case: &Case, kind: Kind) -> Option<Case> {
-    let round = |v: f64| Tensor::from(v).f_to_kind(kind).and_then(|t| t.f_to_kind(Kind::Double)).map(|t| t.double_value(&[])).unwrap_or(v);
-    let mut rounded = case.clone();
-    let mut changed = false;
-    for arg in &mut rounded.args {
-        match arg {
-            Arg::Float(v) if v.is_finite() => {
-                let r = round(*v);
-                changed |= r != *v;
-                *v = r;
-            }
-            Arg::FloatList(vs) => {
-                for v in vs.iter_mut().filter(|v| v.is_finite()) {
-                    let r = round(*v);
-                    changed |= r != *v;
-                    *v = r;
-                }
-            }
-            _ => {}
-        }
-    }
-    changed.then_some(rounded)
 }
 
 /// The reference NaN (not judged) wherever `input`, broadcast to an output, is a non-positive

@@ -166,6 +166,8 @@ impl Executor {
             return Ok(false);
         }
         let flat = |t: &Tensor| t.f_to_kind(Kind::Double)?.f_contiguous()?.f_reshape([-1i64]);
+        let walk = |factor: f64| Tensor::from_slice(&(0..HALVINGS).map(|i| f64::powi(factor, i as i32)).collect::<Vec<_>>());
+        let (halved, doubled) = (walk(0.5), walk(2.0));
         for k in nan {
             let Some(Some(out)) = main.tensors.get(k) else { return Ok(false) };
             let shape = out.size();
@@ -181,13 +183,12 @@ impl Executor {
                 // doubled (`modified_bessel_k1(5e-324)`, about 2e323).
                 let walks = (0..operands.len()).filter(|&i| inputs.tensors[i].is_floating_point() && operands[i].is_finite() && operands[i] != 0.0);
                 let mut explained = false;
-                for (walked, factor) in walks.flat_map(|i| [(i, 0.5), (i, 2.0)]) {
-                    let steps = Tensor::from_slice(&(0..HALVINGS).map(|i| f64::powi(factor, i as i32)).collect::<Vec<_>>());
+                for (walked, steps) in walks.flat_map(|i| [(i, &halved), (i, &doubled)]) {
                     let mut index = 0;
                     let vectors = inputs.map(|_, t| {
                         index += 1;
                         let x = Tensor::from_slice(&[operands[index - 1]]).f_expand([HALVINGS as i64], false)?;
-                        let x = if index - 1 == walked { x.f_mul(&steps)? } else { x.f_contiguous()? };
+                        let x = if index - 1 == walked { x.f_mul(steps)? } else { x.f_contiguous()? };
                         x.f_to_kind(t.f_kind()?)
                     })?;
                     let called = self.invoke_variant(case.op, case, &vectors, &[])?;

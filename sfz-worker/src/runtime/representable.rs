@@ -58,6 +58,29 @@ pub(super) fn unrepresentable_scalar(case: &Case, main: &Called) -> Option<Strin
     })
 }
 
+/// `case` with its float arguments rounded to the dtype the original computes in (its
+/// narrowest floating output's), or None when none changes: a threshold the call compares in
+/// float16 (`softshrink_backward`) is that float16 number.
+pub(super) fn scalars_rounded(case: &Case, main: &Called) -> Option<Case> {
+    let kind = super::materialize::kind(real(narrowest(main)?));
+    let round = |v: f64| tch::Tensor::from(v).f_to_kind(kind).and_then(|t| t.f_to_kind(Kind::Double)).map(|t| t.double_value(&[])).unwrap_or(v);
+    let mut rounded = case.clone();
+    let mut changed = false;
+    for arg in &mut rounded.args {
+        let values: &mut [f64] = match arg {
+            Arg::Float(v) => std::slice::from_mut(v),
+            Arg::FloatList(vs) => vs,
+            _ => continue,
+        };
+        for v in values.iter_mut().filter(|v| v.is_finite()) {
+            let r = round(*v);
+            changed |= r != *v;
+            *v = r;
+        }
+    }
+    changed.then_some(rounded)
+}
+
 /// Why the case holds an argument the original's output dtype cannot represent, if it does.
 pub(super) fn unrepresentable(case: &Case, inputs: &Inputs, main: &Called) -> Result<Option<String>, tch::TchError> {
     let Some(dtype) = narrowest(main) else { return Ok(None) };
