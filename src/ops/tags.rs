@@ -61,6 +61,16 @@ pub fn mixes_phases(name: &str) -> bool {
     name.starts_with("fft_") || name.starts_with("_fft_") || matches!(name, "stft" | "istft")
 }
 
+/// Whether operator `name` interpolates: each output element is its input's elements near it
+/// times weights computed from coordinates (bicubic's are signed). A weight's rounding is
+/// absolute, about `u` whatever the weight, so an element's error is `u` times its
+/// neighbours' magnitudes, not times the weighted sum the magnitudes call gives (a weight of
+/// -0.01 on a large neighbour).
+pub fn interpolates(name: &str) -> bool {
+    let name = name.strip_prefix("aten::").unwrap_or(name);
+    name.contains("upsample_") || name.starts_with("grid_sampler") || name.starts_with("_grid_sampler")
+}
+
 /// Which tensor input of operator `name` (counted among its tensor arguments) has the gamma
 /// function's poles at the non-positive integers: there the value is infinite or undefined, and
 /// past 2^52 every float64 is an integer whose reflection formula (`pi / tan(pi x)`) rounds to
