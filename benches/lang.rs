@@ -2,6 +2,8 @@
 //!
 //! 1. `sfz check` on the set: the real binary, cold (no cached satisfiability verdicts, so z3
 //!    solves all 300 APIs) and warm (verdicts and operator schemas cached, as on a re-run);
+//!    and `sfz check specs/`, the repository's specs, warm with and without the syntax trees
+//!    cached;
 //! 2. the language server: time from a `didChange` on a 2,000-line file to the
 //!    `publishDiagnostics` that answers it, over edits that each change one API;
 //! 3. `sfz fmt`: every spec of the repository and of the set formatted twice, the second pass a
@@ -102,6 +104,29 @@ fn bench_check(set: &Path, cache: &Path) {
     let checked = sfz::check::check_paths(&files);
     assert!(!checked.has_errors(), "{}", sfz::diag::render_all(&checked.map, &checked.diags, Default::default()));
     println!("check in process, 300 APIs, memo empty (z3)   {:>17}", ms(start.elapsed()));
+}
+
+/// `sfz check specs/` (789 APIs, 805 KB), warm: the verdicts cached, and the syntax trees cached
+/// or not (their file removed before each such run, so that it parses every file).
+fn bench_specs(cache: &Path) {
+    let specs = Path::new(env!("CARGO_MANIFEST_DIR")).join("specs");
+    let run = || time_cmd(Command::new(env!("CARGO_BIN_EXE_sfz")).env("SFZ_CACHE_DIR", cache).arg("check").arg(&specs));
+    let forget_trees = || {
+        for entry in std::fs::read_dir(cache).expect("the cache folder").flatten() {
+            if entry.file_name().to_string_lossy().starts_with("parsed-") {
+                std::fs::remove_file(entry.path()).expect("remove the trees");
+            }
+        }
+    };
+    run();
+    let (mut parsing, mut cached) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        forget_trees();
+        parsing.push(run());
+        cached.push(run());
+    }
+    println!("sfz check specs/, warm, trees parsed         median {:>10}", ms(median(parsing)));
+    println!("sfz check specs/, warm, trees cached         median {:>10}   target < 200 ms", ms(median(cached)));
 }
 
 /// A client on an in-memory connection to a server thread.
@@ -240,6 +265,7 @@ fn main() {
     std::env::set_var("SFZ_CACHE_DIR", &cache);
     println!("sfz language tooling, {} cores", std::thread::available_parallelism().map_or(1, |n| n.get()));
     bench_check(&set, &cache);
+    bench_specs(&cache);
     bench_lsp(dir.path());
     bench_fmt(&set);
 }

@@ -1,37 +1,39 @@
 //! The syntax tree: plain data mirroring the grammar, a span on every node, no semantic information.
 //! The formatter prints it back; the checker resolves it into `spec`.
+use serde::{Deserialize, Serialize};
+
 use crate::diag::Span;
 pub use crate::spec::{BinOp, UnOp};
 
 /// One parsed file.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Module {
     pub items: Vec<Item>,
     /// Ordinary comments (`//`, `/* */`) with their spans, for the formatter.
     pub comments: Vec<Comment>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Comment {
     pub span: Span,
     pub text: String,
 }
 
 /// A name with its location.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Ident {
     pub name: String,
     pub span: Span,
 }
 
 /// A `///` line, without the slashes.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Doc {
     pub text: String,
     pub span: Span,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Item {
     pub docs: Vec<Doc>,
     pub attrs: Vec<Attr>,
@@ -39,7 +41,7 @@ pub struct Item {
     pub span: Span,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum ItemKind {
     Use(Use),
     Api(Api),
@@ -82,7 +84,7 @@ impl ItemKind {
 }
 
 /// `#[name]`, `#[name = value]` or `#[name(args)]`; several may share one `#[...]`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Attr {
     pub name: Ident,
     pub args: Vec<AttrArg>,
@@ -91,7 +93,7 @@ pub struct Attr {
     pub span: Span,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AttrArg {
     pub key: Option<Ident>,
     pub value: Lit,
@@ -99,7 +101,7 @@ pub struct AttrArg {
 }
 
 /// A literal in an attribute.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Lit {
     Int(i64),
     Float { value: f64, text: String },
@@ -108,14 +110,14 @@ pub enum Lit {
     Ident(String),
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Use {
     /// The module path, e.g. `std::dtypes`, plus the last segment for `Single`.
     pub path: Vec<Ident>,
     pub tree: UseTree,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum UseTree {
     /// `use a::b::c;` imports `c` from `a::b`.
     Single,
@@ -125,7 +127,7 @@ pub enum UseTree {
     Glob(Span),
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Api {
     /// The dotted Python path, e.g. `torch.nn.functional.conv2d`, as one identifier.
     pub path: Ident,
@@ -134,14 +136,14 @@ pub struct Api {
     pub body: Body,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Param {
     pub docs: Vec<Doc>,
     pub kind: ParamKind,
     pub span: Span,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum ParamKind {
     /// A bare `*`: the parameters after it are keyword-only.
     KwOnlyMarker,
@@ -152,13 +154,13 @@ pub enum ParamKind {
     },
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Type {
     pub kind: TypeKind,
     pub span: Span,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum TypeKind {
     Named(Ident),
     /// `T[]` or `T[N]`.
@@ -170,65 +172,65 @@ pub enum TypeKind {
     Optional(Box<Type>),
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Returns {
     Single(Type),
     Named(Vec<(Ident, Type)>),
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Rule {
     pub name: Ident,
     pub target: Ident,
     pub body: Body,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Program {
     pub name: Ident,
     pub params: Vec<Param>,
     pub body: Body,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DtypesDef {
     pub name: Ident,
     pub value: Expr,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConstraintSet {
     pub name: Ident,
     pub params: Vec<Param>,
     pub body: Body,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TypeAlias {
     pub name: Ident,
     pub ty: Type,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct OracleDecl {
     pub name: Ident,
     pub params: Vec<Param>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Body {
     pub stmts: Vec<Stmt>,
     pub span: Span,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Stmt {
     pub docs: Vec<Doc>,
     pub kind: StmtKind,
     pub span: Span,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum StmtKind {
     /// A precondition; `explicit` when written with the `requires` keyword.
     Require {
@@ -251,7 +253,7 @@ pub enum StmtKind {
 
 /// A `from` statement: the forward API called with the statement's arguments, and what each
 /// bound parameter takes of its outputs (`result.1`, `like(result.0)`).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct From {
     pub callee: Ident,
     pub args: Vec<CallArg>,
@@ -261,7 +263,7 @@ pub struct From {
 }
 
 /// `param: value;` in a `from` block.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FromBind {
     pub docs: Vec<Doc>,
     pub param: Ident,
@@ -269,14 +271,14 @@ pub struct FromBind {
     pub span: Span,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct OracleRef {
     pub name: Ident,
     pub args: Vec<CallArg>,
     pub span: Span,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Expr {
     pub kind: ExprKind,
     pub span: Span,
@@ -295,7 +297,7 @@ impl Expr {
     }
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum ExprKind {
     Int(i64),
     /// The literal's text is kept so the formatter prints it as written.
@@ -338,7 +340,7 @@ pub enum ExprKind {
     },
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CallArg {
     pub name: Option<Ident>,
     pub value: Expr,

@@ -4,9 +4,10 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use super::parsed;
 use crate::ast::{self, ItemKind, UseTree};
 use crate::diag::{codes, Diagnostic, FileId, SourceMap, Span};
-use crate::{stdlib, syntax};
+use crate::stdlib;
 
 /// Index of a loaded module.
 pub type ModId = usize;
@@ -40,7 +41,7 @@ impl Module {
 fn parse_all(map: &SourceMap, files: &[FileId]) -> Vec<(ast::Module, Vec<Diagnostic>)> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(files.len());
     if threads <= 1 {
-        return files.iter().map(|&f| syntax::parse(f, &map.get(f).text)).collect();
+        return files.iter().map(|&f| parsed::parse(f, &map.get(f).text)).collect();
     }
     // Largest first, each to the thread with the least text so far.
     let mut order: Vec<usize> = (0..files.len()).collect();
@@ -54,7 +55,7 @@ fn parse_all(map: &SourceMap, files: &[FileId]) -> Vec<(ast::Module, Vec<Diagnos
     let mut out: Vec<Option<(ast::Module, Vec<Diagnostic>)>> = (0..files.len()).map(|_| None).collect();
     std::thread::scope(|scope| {
         let handles: Vec<_> =
-            shares.iter().map(|(_, share)| scope.spawn(move || share.iter().map(|&i| (i, syntax::parse(files[i], &map.get(files[i]).text))).collect::<Vec<_>>())).collect();
+            shares.iter().map(|(_, share)| scope.spawn(move || share.iter().map(|&i| (i, parsed::parse(files[i], &map.get(files[i]).text))).collect::<Vec<_>>())).collect();
         for h in handles {
             for (i, parsed) in h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)) {
                 out[i] = Some(parsed);
@@ -150,7 +151,7 @@ impl Loader {
 
     fn add(&mut self, key: ModKey, name: String, text: String, root: bool) -> ModId {
         let file = self.map.add(name, text);
-        let parsed = syntax::parse(file, &self.map.get(file).text);
+        let parsed = parsed::parse(file, &self.map.get(file).text);
         self.add_parsed(key, file, parsed, root)
     }
 

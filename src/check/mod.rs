@@ -8,6 +8,7 @@ pub mod forward;
 mod items;
 pub mod loader;
 mod lowering;
+pub mod parsed;
 mod programs;
 mod relations;
 pub mod sat;
@@ -61,6 +62,18 @@ pub struct Inputs {
 pub fn cache_dir() -> Option<PathBuf> {
     let var = |name| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
     var("SFZ_CACHE_DIR").or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("sfz"))).or_else(|| var("HOME").map(|d| d.join(".cache").join("sfz")))
+}
+
+/// A key of this `sfz` build (its executable's size and modification time): what a cache keeps
+/// is only as good as the code that computed it.
+pub fn build_key() -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    if let Some(meta) = std::env::current_exe().ok().and_then(|exe| std::fs::metadata(exe).ok()) {
+        meta.len().hash(&mut h);
+        meta.modified().ok().hash(&mut h);
+    }
+    h.finish()
 }
 
 /// Checks files and directories.

@@ -166,13 +166,7 @@ pub fn save(path: &Path) -> std::io::Result<()> {
 /// `$XDG_CACHE_HOME/sfz`, else `~/.cache/sfz`; one file per `sfz` build (its size and
 /// modification time), because a verdict is only as good as the encoder that reached it.
 pub fn default_path() -> Option<std::path::PathBuf> {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    if let Some(meta) = std::env::current_exe().ok().and_then(|exe| std::fs::metadata(exe).ok()) {
-        meta.len().hash(&mut h);
-        meta.modified().ok().hash(&mut h);
-    }
-    crate::check::cache_dir().map(|d| d.join(format!("sat-{:016x}.json", h.finish())))
+    crate::check::cache_dir().map(|d| d.join(format!("sat-{:016x}.json", crate::check::build_key())))
 }
 
 /// The API's constraints without the rule's, plus the negation of the rule (last): if these

@@ -15,7 +15,8 @@ pub struct Args {
     /// `human` (rustc-style) or `json` (one object with every diagnostic).
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
-    /// Solve every API's constraints afresh instead of reusing verdicts cached by earlier runs.
+    /// Parse every file and solve every API's constraints afresh instead of reusing the syntax
+    /// trees and verdicts cached by earlier runs.
     #[arg(long)]
     pub no_cache: bool,
     /// Do not compare the APIs' signatures with libtorch's operator schemas.
@@ -33,14 +34,22 @@ pub struct Args {
 pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     super::missing_paths(&args.paths)?;
     // Satisfiability verdicts from earlier runs: solving is most of the time of a check.
+    // And the files' syntax trees: parsing is most of the rest.
     let cache = if args.no_cache { None } else { check::sat::default_path() };
+    let trees = if args.no_cache { None } else { check::parsed::default_path() };
     if let Some(path) = &cache {
         check::sat::load(path);
     }
+    if let Some(path) = &trees {
+        check::parsed::load(path);
+    }
     let mut checked = check::check_paths(&args.paths);
+    // A cache that cannot be written only makes the next run slower.
     if let Some(path) = &cache {
-        // A cache that cannot be written only makes the next run slower.
         let _ = check::sat::save(path);
+    }
+    if let Some(path) = &trees {
+        let _ = check::parsed::save(path);
     }
     // Signatures are compared for specs without errors (a broken API would only add noise).
     let mut coverage = None;

@@ -7,7 +7,7 @@ pub mod suggest;
 
 pub use codes::{lookup, Code, CodeInfo, CODES};
 pub use render::{render, render_all, to_json, RenderConfig};
-pub use source::{FileId, SourceFile, SourceMap, Span};
+pub use source::{reading_spans_of, FileId, SourceFile, SourceMap, Span};
 
 /// How bad a diagnostic is. Errors make `sfz check` exit 1; warnings do not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]

@@ -13,6 +13,34 @@ pub struct Span {
     pub hi: u32,
 }
 
+std::thread_local! {
+    /// The file whose spans are being read back (`Span`'s `Deserialize`).
+    static READING: std::cell::Cell<FileId> = const { std::cell::Cell::new(FileId(0)) };
+}
+
+/// Runs `f`, reading back every span it deserializes as a span of `file`. A stored syntax tree
+/// (the parse cache) is of one file's text, whichever id that file has in this run, so spans
+/// are stored without it.
+pub fn reading_spans_of<T>(file: FileId, f: impl FnOnce() -> T) -> T {
+    let before = READING.with(|r| r.replace(file));
+    let out = f();
+    READING.with(|r| r.set(before));
+    out
+}
+
+impl serde::Serialize for Span {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        (self.lo, self.hi).serialize(s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Span {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Span, D::Error> {
+        let (lo, hi) = <(u32, u32)>::deserialize(d)?;
+        Ok(Span { file: READING.with(|r| r.get()), lo, hi })
+    }
+}
+
 impl Span {
     pub fn new(file: FileId, lo: usize, hi: usize) -> Span {
         Span { file, lo: lo as u32, hi: hi as u32 }
