@@ -186,14 +186,27 @@ pub fn table(findings: &[&Finding], verified: &HashMap<String, Verification>) ->
 /// aliases of one another (`torch.divide` and `torch.div`, as torch's docs say:
 /// `ops::docs::canonical`). Generic signatures (a timeout, a
 /// corrupted heap, differing values) on unrelated APIs say nothing about the cause and group
-/// nothing.
+/// nothing. And the memory errors of one operator (and its aliases) are one cause, whichever
+/// check's call died and in whichever frame: a kernel that writes out of bounds damages the
+/// heap, and the damage is found where the allocator next looks (max_pool3d's backward dies in
+/// its kernel, in the float64 reference's call, in the other layout's).
 pub fn shared_causes<'a>(findings: &[&'a Finding]) -> Vec<(String, Vec<&'a Finding>)> {
     // A native frame a death was keyed by (`oracle::death_signature`) is specific too: one
     // kernel reached through several operators.
     let died_in = |s: &str| s.split(": ").any(|part| (part.starts_with("SIG") || part.starts_with(crate::oracle::MEMORY_ERROR)) && part.contains(" in "));
     let specific = |s: &str| [".cpp:", ".h:", "StdException", "OutOfRange", "InvalidArgument", "on entry to"].iter().any(|k| s.contains(k)) || died_in(s);
     let mut groups: BTreeMap<String, Vec<&Finding>> = BTreeMap::new();
+    // A death (older findings name its signal alone, SIGSEGV) in the call or in a check's call.
+    let memory = |f: &Finding| {
+        f.signal.as_deref().is_some_and(|signal| crate::oracle::is_memory_error(signal, &f.signature))
+            && (f.oracle == Oracle::Crash || f.signature.contains(crate::oracle::MEMORY_ERROR))
+    };
+    let mut per_operator: BTreeMap<String, Vec<&Finding>> = BTreeMap::new();
     for f in findings.iter().filter(|f| f.oracle != Oracle::Oom) {
+        if memory(f) {
+            per_operator.entry(format!("memory errors of {} and its aliases (any check, any frame)", crate::ops::docs::canonical(&f.api))).or_default().push(f);
+            continue;
+        }
         let key = if specific(&f.signature) {
             format!("{}: {}", f.oracle, f.signature)
         } else {
@@ -201,7 +214,8 @@ pub fn shared_causes<'a>(findings: &[&'a Finding]) -> Vec<(String, Vec<&'a Findi
         };
         groups.entry(key).or_default().push(f);
     }
-    groups.into_iter().filter(|(_, fs)| fs.iter().map(|f| &f.api).collect::<HashSet<_>>().len() > 1).collect()
+    let across = groups.into_iter().filter(|(_, fs)| fs.iter().map(|f| &f.api).collect::<HashSet<_>>().len() > 1);
+    across.chain(per_operator.into_iter().filter(|(_, fs)| fs.len() > 1)).collect()
 }
 
 /// How many causes `findings` are: each group of `shared_causes` counts once.
@@ -226,7 +240,7 @@ pub fn shared_causes_text(findings: &[&Finding]) -> String {
     if causes.is_empty() {
         return out;
     }
-    let _ = writeln!(out, "\nshared causes (one defect reached through several APIs; report it once):");
+    let _ = writeln!(out, "\nshared causes (one defect reached through several APIs or checks; report it once):");
     for (cause, fs) in causes {
         let members: Vec<String> = fs.iter().map(|f| format!("{} ({})", f.api, f.id)).collect();
         let _ = writeln!(out, "  {cause}\n    {}", members.join(", "));
@@ -416,9 +430,10 @@ mod tests {
     use crate::findings::Finding;
 
     fn finding(id: &str, api: &str, oracle: &str, signature: &str) -> Finding {
+        let signal = if signature.contains("memory error") { Some("SIGABRT") } else { signature.split(' ').next().filter(|w| w.starts_with("SIG")) };
         serde_json::from_value(serde_json::json!({
             "id": id, "api": api, "aten": "aten::x", "oracle": oracle, "signature": signature, "message": "",
-            "signal": null, "seed": 0, "case_index": 0, "case": {"op": 0, "args": []}, "inputs": [], "repro": "",
+            "signal": signal, "seed": 0, "case_index": 0, "case": {"op": 0, "args": []}, "inputs": [], "repro": "",
             "elapsed_s": 0.0, "sfz_version": "", "torch_version": ""
         }))
         .expect("a finding")
@@ -438,5 +453,23 @@ mod tests {
         let ids: Vec<Vec<&str>> = groups.iter().map(|(_, fs)| fs.iter().map(|f| f.id.as_str()).collect()).collect();
         assert_eq!(ids, vec![vec!["d", "e"], vec!["a", "b"]], "{groups:?}");
         assert_eq!(causes(&all), 3);
+    }
+
+    /// One operator's heap damage, found by its own call, a check's call and another frame, is
+    /// one cause; another operator's, or the same operator's division by zero, is not.
+    #[test]
+    fn the_memory_errors_of_one_operator_are_one_cause() {
+        let own = finding("a", "torch.max_pool3d_with_indices_backward", "crash", "memory error in at::native::max_pool3d_backward_kernel_impl");
+        let later = finding("b", "torch.max_pool3d_with_indices_backward", "crash", "memory error");
+        let in_check = finding("c", "torch.max_pool3d_with_indices_backward", "layout", "other memory layout: memory error");
+        let reference = finding("d", "torch.max_pool3d_with_indices_backward", "precision", "float64 reference: memory error");
+        let other_op = finding("e", "torch.max_pool2d_with_indices_backward", "crash", "memory error");
+        let fpe = finding("f", "torch.max_pool3d_with_indices_backward", "crash", "SIGFPE in at::native::kernel");
+        let wrong = finding("g", "torch.max_pool3d_with_indices_backward", "precision", "values differ in output 0");
+        let all = vec![&own, &later, &in_check, &reference, &other_op, &fpe, &wrong];
+        let groups = shared_causes(&all);
+        let ids: Vec<Vec<&str>> = groups.iter().map(|(_, fs)| fs.iter().map(|f| f.id.as_str()).collect()).collect();
+        assert_eq!(ids, vec![vec!["a", "b", "c", "d"]], "{groups:?}");
+        assert_eq!(causes(&all), 4);
     }
 }
