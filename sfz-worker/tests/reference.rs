@@ -627,3 +627,32 @@ fn honest_results_of_campaign_38_are_agreed() {
     let v = verdict(&mut ex, &case);
     assert!(!matches!(v, CheckOutcome::Values(_)), "{v:?}");
 }
+
+/// Noise of campaign 39: bicubic interpolation of one -DBL_MAX pixel to width 3 sums weights of
+/// 1.28 in magnitude, beyond float64's range (inf - inf is NaN); at half the range it is judged.
+#[test]
+fn an_interpolation_past_half_the_range_has_no_headroom_in_float64() {
+    let _rng = common::rng_lock();
+    let mut ex = asking_where_defined(
+        "api torch.ops.aten.upsample_bicubic2d(input: Tensor, output_size: int[], align_corners: bool, scales_h: float? = None, scales_w: float? = None) -> Tensor {}",
+    );
+    let pixel = |v: f64| tensor(DType::Float64, &[1, 1, 1, 1], Fill::Constant(0.0), 1, vec![(8, Special::Value(v))]);
+    let case = |v: f64| Case { op: 0, args: vec![Arg::Tensor(pixel(v)), Arg::IntList(vec![1, 3]), Arg::Bool(false), Arg::Omitted, Arg::Omitted], forward: None };
+    let v = verdict(&mut ex, &case(-f64::MAX));
+    assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
+    let v = verdict(&mut ex, &case(-1e300));
+    assert!(!matches!(v, CheckOutcome::Values(_)), "{v:?}");
+}
+
+/// Noise of campaign 39: gelu's derivative at int32 -9 is Phi(-9) + ..., about 1e-18, which
+/// float32's 1 + erf(x / sqrt 2) rounds to an absolute error of u: the integer input counts by
+/// its magnitude in the magnitudes call (where gelu' is 1), not as -9.
+#[test]
+fn an_integer_operand_counts_by_its_magnitude() {
+    let _rng = common::rng_lock();
+    let mut ex = executor("api torch.ops.aten.infinitely_differentiable_gelu_backward(grad: Tensor, input: Tensor) -> Tensor {}", Accuracy::Forward);
+    let grad = tensor(DType::Float32, &[], Fill::Constant(-1.004505259813969e38), 1, vec![]);
+    let at = TensorRecipe { dtype: DType::Int32, shape: vec![2, 2], fill: Fill::Int { lo: -10, hi: 11 }, seed: 36975992479228, layout: Layout::Contiguous, specials: vec![] };
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(grad), Arg::Tensor(at)], forward: None });
+    assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
+}

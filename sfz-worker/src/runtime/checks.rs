@@ -330,6 +330,10 @@ impl Executor {
             match t.f_kind()? {
                 Kind::Double | Kind::ComplexDouble => t.f_abs(),
                 k if data(index == 1, k) => t.f_abs()?.f_to_kind(Kind::Double),
+                // Other integers by their absolute values too, in their own dtype: an index or a
+                // size is nonnegative already, and data (`gelu_backward(grad, int32)`) then
+                // counts by its magnitude.
+                Kind::Int8 | Kind::Uint8 | Kind::Int16 | Kind::Int | Kind::Int64 => t.f_abs(),
                 _ => Ok(t.shallow_clone()),
             }
         })?;
@@ -339,7 +343,7 @@ impl Executor {
         let floating: Vec<&Tensor> =
             promoted.tensors.iter().zip(&magnitudes.tensors).enumerate().filter(|(j, (t, _))| t.f_kind().is_ok_and(|k| data(*j == 0, k))).map(|(_, (_, m))| m).collect();
         // An interpolation's elements are held to the largest finite input magnitude.
-        let largest = if !interpolates { 0.0 } else { floating.iter().map(|m| finite_max(m)).try_fold(0f64, |a, m| m.map(|m| a.max(m)))? };
+        let largest = if !interpolates { 0.0 } else { floating.iter().map(|m| conditioning::finite_max(m)).try_fold(0f64, |a, m| m.map(|m| a.max(m)))? };
         let elements: i64 = floating.iter().map(|t| t.numel() as i64).sum();
         let longest = floating.iter().flat_map(|t| t.size()).max().unwrap_or(1);
         // A pointwise operator's intermediates are as large as its operands (`a - alpha * b`
@@ -744,15 +748,6 @@ const POINTWISE_ROUNDINGS: f64 = 8.0;
 /// An interpolated element's roundings: up to 4 taps a dimension, each weight a few roundings of
 /// its coordinate (bicubic's are cubic polynomials), summed over 2 dimensions.
 const INTERPOLATION_ROUNDINGS: f64 = 16.0;
-
-/// The largest finite magnitude of `t` (0 when it has none).
-fn finite_max(t: &Tensor) -> Result<f64, tch::TchError> {
-    if t.numel() == 0 {
-        return Ok(0.0);
-    }
-    let m = t.f_abs()?.f_to_kind(Kind::Double)?;
-    Ok(m.f_masked_fill(&m.f_isfinite()?.f_logical_not()?, 0.0)?.f_max()?.double_value(&[]))
-}
 
 /// How many honest roundings of `rounding_allowance` a difference between two summation orders
 /// (CPU and CUDA, two memory layouts) may hold: each side may be off the exact result by one, in

@@ -183,6 +183,16 @@ pub(super) fn finite_magnitude_sum(t: &Tensor) -> Result<f64, tch::TchError> {
     Ok(m.f_masked_fill(&m.f_isfinite()?.f_logical_not()?, 0.0)?.f_sum(Kind::Double)?.double_value(&[]))
 }
 
+/// The largest finite magnitude of `t` (0 when it has none).
+pub(super) fn finite_max(t: &Tensor) -> Result<f64, tch::TchError> {
+    if t.numel() == 0 {
+        return Ok(0.0);
+    }
+    let wide = if t.is_complex() { Kind::ComplexDouble } else { Kind::Double };
+    let m = t.f_to_kind(wide)?.f_abs()?.f_to_kind(Kind::Double)?;
+    Ok(m.f_masked_fill(&m.f_isfinite()?.f_logical_not()?, 0.0)?.f_max()?.double_value(&[]))
+}
+
 /// Why a BLAS or LAPACK result is not judged although its inputs are in range: some element of
 /// the float64 reference is beyond the largest value of the original's dtype, so the
 /// original's coupled intermediates overflow and may spoil the elements that are in range.

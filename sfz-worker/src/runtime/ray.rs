@@ -158,11 +158,26 @@ impl Executor {
     /// Whether the NaN elements of a pointwise call's float64 outputs (a few of each) all stand
     /// for true values beyond the range (see the module's doc): per element, calls on vectors
     /// holding its operands, one of them halved, or doubled, 0 to `HALVINGS` times; one such
-    /// walk along which the value grows past the range explains the NaN.
+    /// walk along which the value grows past the range explains the NaN. And any NaN of an
+    /// interpolation whose input reaches past half the range.
     pub(super) fn nans_overflow(&mut self, case: &Case, main: &Called, inputs: &Inputs) -> Result<bool, Failure> {
         let Outcome::Returned { outputs, .. } = &main.outcome else { return Ok(false) };
         let nan = float64_outputs(outputs, |i| i.nan > 0);
-        if nan.is_empty() || tags::class(self.op_name(case.op)) != tags::OpClass::Pointwise {
+        if nan.is_empty() {
+            return Ok(false);
+        }
+        // An interpolation's weights sum beyond 1 in magnitude (bicubic's 1.28): an input past
+        // half the range leaves its partial sums no headroom, and inf - inf is NaN.
+        if tags::interpolates(self.op_name(case.op)) {
+            let mut largest = 0f64;
+            for t in inputs.tensors.iter().filter(|t| t.is_floating_point()) {
+                largest = largest.max(super::conditioning::finite_max(t)?);
+            }
+            if largest > f64::MAX / 2.0 {
+                return Ok(true);
+            }
+        }
+        if tags::class(self.op_name(case.op)) != tags::OpClass::Pointwise {
             return Ok(false);
         }
         let flat = |t: &Tensor| t.f_to_kind(Kind::Double)?.f_contiguous()?.f_reshape([-1i64]);
