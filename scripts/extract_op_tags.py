@@ -44,6 +44,9 @@ for name in base:
     linalg = name.startswith(("linalg_", "_linalg_")) and "norm" not in name and name not in ("linalg__powsum", "linalg_cross", "linalg_diagonal", "linalg_vander")
     if (linalg or name in PRODUCTS) and not tagged(packet, torch.Tag.reduction):
         products.add(name)
+# Elementwise kernels torch does not tag: the gradients of the gamma and Dirichlet samplers
+# (one element of each input makes one of the result) and gelu's twice-differentiable backward.
+pointwise |= {"_standard_gamma_grad", "_dirichlet_grad", "infinitely_differentiable_gelu_backward"}
 # A backward of a BLAS or LAPACK operator multiplies by the same factors without scaling them
 # (`matrix_exp_backward` is a matrix exponential of a block matrix).
 products |= {name for name in base if name.endswith("_backward") and name.removesuffix("_backward") in products}
