@@ -644,3 +644,23 @@ fn an_integer_operand_counts_by_its_magnitude() {
     let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(grad), Arg::Tensor(at)], forward: None });
     assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
 }
+
+/// Noise of campaign 39: mul of complex128 values of [-10, 10) by one near DBL_MAX. Where a part
+/// of the true product overflows, the textbook product's other part (`ac - bd`) may overflow on
+/// the way too: the element says nothing, both parts (as both share a guard).
+#[test]
+fn a_complex_element_with_one_part_beyond_the_range_is_not_judged() {
+    let _rng = common::rng_lock();
+    let decl = "api torch.mul(input: Tensor, other: Tensor) -> Tensor {\n    relation positively_homogeneous: forall s in [4.0]: self(input = input * s) == s * result;\n}\n";
+    let mut ex = checking_relation(decl, Accuracy::Forward);
+    let complex = |shape: Vec<i64>, lo: f64, hi: f64, seed: u64| {
+        Arg::Tensor(TensorRecipe { dtype: DType::Complex128, shape, fill: Fill::Uniform { lo, hi }, seed, layout: Layout::Contiguous, specials: vec![] })
+    };
+    let case = Case { op: 0, args: vec![complex(vec![57], -10.0, 10.0, 2752894095934914), complex(vec![], 5.565505460495095e307, f64::MAX, 7796553782152658)], forward: None };
+    let v = verdict(&mut ex, &case);
+    assert!(!matches!(v, CheckOutcome::Values(_)), "{v:?}");
+    // In range, the same relation is judged.
+    let case = Case { op: 0, args: vec![complex(vec![57], -10.0, 10.0, 2752894095934914), complex(vec![], 1.0, 2.0, 7796553782152658)], forward: None };
+    let v = verdict(&mut ex, &case);
+    assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
+}
