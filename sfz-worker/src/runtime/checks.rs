@@ -318,32 +318,24 @@ impl Executor {
         // can only be data (`fft(int64)`, `1 - alpha * float16`, the one tensor of a reduction:
         // `nansum(int32, dtype=bfloat16)`), not indices or sizes (`bincount(x, weights)`).
         let alone = promoted.tensors.len() == 1;
-        let data = |first: bool, k: Kind| {
-            matches!(k, Kind::Double | Kind::ComplexDouble)
-                || ((pointwise || mixes_phases || (first && alone)) && matches!(k, Kind::Int8 | Kind::Uint8 | Kind::Int16 | Kind::Int | Kind::Int64))
-        };
+        let data = |k: Kind| matches!(k, Kind::Double | Kind::ComplexDouble) || ((pointwise || mixes_phases || alone) && integer(k));
         // Complex inputs by their moduli: |a·b + c·d| <= |a||b| + |c||d| bounds a complex sum of products too.
         // Integer data in float64 too: the magnitudes of `fft(int64)` are then float64 as well.
-        let mut index = 0;
-        let magnitudes = promoted.map(|_, t| {
-            index += 1;
-            match t.f_kind()? {
-                Kind::Double | Kind::ComplexDouble => t.f_abs(),
-                k if data(index == 1, k) => t.f_abs()?.f_to_kind(Kind::Double),
-                // Other integers by their absolute values too, in their own dtype: an index or a
-                // size is nonnegative already, and data (`gelu_backward(grad, int32)`) then
-                // counts by its magnitude.
-                Kind::Int8 | Kind::Uint8 | Kind::Int16 | Kind::Int | Kind::Int64 => t.f_abs(),
-                _ => Ok(t.shallow_clone()),
-            }
+        let magnitudes = promoted.map(|_, t| match t.f_kind()? {
+            Kind::Double | Kind::ComplexDouble => t.f_abs(),
+            k if data(k) => t.f_abs()?.f_to_kind(Kind::Double),
+            // Other integers by their absolute values too, in their own dtype: an index or a
+            // size is nonnegative already, and data (`gelu_backward(grad, int32)`) then counts
+            // by its magnitude.
+            k if integer(k) => t.f_abs(),
+            _ => Ok(t.shallow_clone()),
         })?;
         let called = self.invoke_variant(op, case, &magnitudes, &[])?;
         let Outcome::Returned { outputs, .. } = &main.outcome else { return Ok(Vec::new()) };
         // The data inputs' magnitudes, in float64 (a complex modulus is real).
-        let floating: Vec<&Tensor> =
-            promoted.tensors.iter().zip(&magnitudes.tensors).enumerate().filter(|(j, (t, _))| t.f_kind().is_ok_and(|k| data(*j == 0, k))).map(|(_, (_, m))| m).collect();
+        let floating: Vec<&Tensor> = promoted.tensors.iter().zip(&magnitudes.tensors).filter(|(t, _)| t.f_kind().is_ok_and(data)).map(|(_, m)| m).collect();
         // An interpolation's elements are held to the largest finite input magnitude.
-        let largest = if !interpolates { 0.0 } else { floating.iter().map(|m| conditioning::finite_max(m)).try_fold(0f64, |a, m| m.map(|m| a.max(m)))? };
+        let largest = if interpolates { conditioning::finite_max(floating.iter().copied())? } else { 0.0 };
         let elements: i64 = floating.iter().map(|t| t.numel() as i64).sum();
         let longest = floating.iter().flat_map(|t| t.size()).max().unwrap_or(1);
         // A pointwise operator's intermediates are as large as its operands (`a - alpha * b`
@@ -744,6 +736,11 @@ fn first_line(s: &str) -> &str {
 /// own steps (gelu's derivative at -5.5 is `0.5 (1 + tanh u) + ...`, where the sum with 1
 /// leaves an error of a few roundings of 1), as many as the longest dimension sfz generates.
 const POINTWISE_ROUNDINGS: f64 = 8.0;
+
+/// Whether `k` is an integer dtype (bool is not).
+fn integer(k: Kind) -> bool {
+    matches!(k, Kind::Int8 | Kind::Uint8 | Kind::Int16 | Kind::Int | Kind::Int64)
+}
 
 /// An interpolated element's roundings: up to 4 taps a dimension, each weight a few roundings of
 /// its coordinate (bicubic's are cubic polynomials), summed over 2 dimensions.

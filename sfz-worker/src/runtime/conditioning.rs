@@ -172,25 +172,29 @@ pub(super) fn beyond_safe_range_of(tensors: &[Tensor]) -> Result<Option<String>,
     Ok(None)
 }
 
-/// The sum of a tensor's finite magnitudes (a complex element's modulus), in float64; 0 for an
-/// empty or non-floating one. An inf's own arithmetic is no sum overflowing, so it counts 0.
+/// A tensor's magnitudes (a complex element's modulus) in float64, its infinite and NaN ones 0.
+fn finite_magnitudes(t: &Tensor) -> Result<Tensor, tch::TchError> {
+    let wide = if t.is_complex() { Kind::ComplexDouble } else { Kind::Double };
+    let m = t.f_to_kind(wide)?.f_abs()?.f_to_kind(Kind::Double)?;
+    m.f_masked_fill(&m.f_isfinite()?.f_logical_not()?, 0.0)
+}
+
+/// The sum of a tensor's finite magnitudes, in float64; 0 for an empty or non-floating one. An
+/// inf's own arithmetic is no sum overflowing, so it counts 0.
 pub(super) fn finite_magnitude_sum(t: &Tensor) -> Result<f64, tch::TchError> {
     if t.numel() == 0 || (!t.is_floating_point() && !t.is_complex()) {
         return Ok(0.0);
     }
-    let wide = if t.is_complex() { Kind::ComplexDouble } else { Kind::Double };
-    let m = t.f_to_kind(wide)?.f_abs()?.f_to_kind(Kind::Double)?;
-    Ok(m.f_masked_fill(&m.f_isfinite()?.f_logical_not()?, 0.0)?.f_sum(Kind::Double)?.double_value(&[]))
+    Ok(finite_magnitudes(t)?.f_sum(Kind::Double)?.double_value(&[]))
 }
 
-/// The largest finite magnitude of `t` (0 when it has none).
-pub(super) fn finite_max(t: &Tensor) -> Result<f64, tch::TchError> {
-    if t.numel() == 0 {
-        return Ok(0.0);
+/// The largest finite magnitude among `tensors` (0 when they have none).
+pub(super) fn finite_max<'a>(tensors: impl IntoIterator<Item = &'a Tensor>) -> Result<f64, tch::TchError> {
+    let mut largest = 0f64;
+    for t in tensors.into_iter().filter(|t| t.numel() > 0) {
+        largest = largest.max(finite_magnitudes(t)?.f_max()?.double_value(&[]));
     }
-    let wide = if t.is_complex() { Kind::ComplexDouble } else { Kind::Double };
-    let m = t.f_to_kind(wide)?.f_abs()?.f_to_kind(Kind::Double)?;
-    Ok(m.f_masked_fill(&m.f_isfinite()?.f_logical_not()?, 0.0)?.f_max()?.double_value(&[]))
+    Ok(largest)
 }
 
 /// Why a BLAS or LAPACK result is not judged although its inputs are in range: some element of
