@@ -76,6 +76,17 @@ pub fn build_key() -> u64 {
     h.finish()
 }
 
+/// Writes a cache file atomically (a temporary file renamed over it), so that concurrent runs
+/// never read half a file.
+pub(crate) fn write_cache(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
+}
+
 /// Checks files and directories.
 pub fn check_paths(paths: &[PathBuf]) -> Checked {
     check(Inputs { paths: paths.to_vec(), overlays: HashMap::new() })

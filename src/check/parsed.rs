@@ -72,12 +72,7 @@ pub fn save(path: &Path) -> std::io::Result<()> {
         memo.trees.retain(|k, _| used.contains(k));
         memo.used = used;
     }
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, postcard::to_stdvec(&memo.trees).map_err(std::io::Error::other)?)?;
-    std::fs::rename(&tmp, path)?;
+    super::write_cache(path, &postcard::to_stdvec(&memo.trees).map_err(std::io::Error::other)?)?;
     memo.dirty = false;
     Ok(())
 }

@@ -152,12 +152,7 @@ pub fn save(path: &Path) -> std::io::Result<()> {
     if !memo.dirty {
         return Ok(());
     }
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, serde_json::to_vec(&memo.verdicts)?)?;
-    std::fs::rename(&tmp, path)?;
+    super::write_cache(path, &serde_json::to_vec(&memo.verdicts)?)?;
     memo.dirty = false;
     Ok(())
 }
