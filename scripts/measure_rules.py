@@ -3,6 +3,7 @@
 two fuzzing campaigns over the same operators: schema-only skeletons vs the inferred specs.
 
 Usage: python3 scripts/measure_rules.py [--sfz target/debug/sfz] [--time 120s] [--seed 1]
+       python3 scripts/measure_rules.py --reach
 """
 import argparse
 import json
@@ -51,6 +52,25 @@ def inference_figures():
         print(f"  valid inputs during inference (kept APIs): skeleton {100*statistics.mean(before):.1f}% -> inferred {100*statistics.mean(after):.1f}%")
 
 
+def reach_table():
+    """The distribution the ATen-surface issue asks for: per operator any pass of
+    scripts/grow_specs.py tried, the best valid-input rate inference ended at."""
+    best = {}
+    for f in (ROOT / "data/ops").glob("*.json"):
+        if f.name.startswith("fuzz-"):
+            continue
+        for r in json.loads(f.read_text() or "[]"):
+            best[r["api"]] = max(best.get(r["api"], 0.0), r.get("valid_after") or 0.0)
+    in_specs = set()
+    for f in (ROOT / "specs").rglob("*.sfz"):
+        in_specs.update(re.findall(r"^api ([\w.]+)\(", f.read_text(), re.M))
+    bands = [(0.9, 1.01), (0.75, 0.9), (0.5, 0.75), (0.2, 0.5), (0.0, 0.2)]
+    print(f"operators inference tried: {len(best)}; APIs in specs/: {len(in_specs)}")
+    for lo, hi in bands:
+        n = sum(lo <= v < hi for v in best.values())
+        print(f"  best valid after inference in [{lo:.2f}, {min(hi, 1.0):.2f}{']' if hi > 1 else ')'}: {n} ({100 * n / max(len(best), 1):.1f}%)")
+
+
 def fuzz(sfz, paths, time, seed, out):
     r = subprocess.run([sfz, "fuzz", "--json", "--time", time, "--seed", str(seed), "--out", str(out)] + [str(p) for p in paths], capture_output=True, text=True)
     if r.returncode != 0:
@@ -70,8 +90,12 @@ def main():
     ap.add_argument("--sfz", default=str(ROOT / "target/debug/sfz"))
     ap.add_argument("--time", default="120s")
     ap.add_argument("--seed", default="1")
+    ap.add_argument("--reach", action="store_true", help="only the reach table, from data/ops/*.json; no fuzzing")
     args = ap.parse_args()
     inference_figures()
+    reach_table()
+    if args.reach:
+        return
     inferred = sorted((ROOT / "specs/inferred").glob("*.sfz"))
     names = []
     for f in inferred:

@@ -266,3 +266,26 @@ fn int_constants_outside_the_default_domain_are_reachable() {
         assert!(matches!(m[2], SymValue::Int(n) if n >= 100), "{m:?}");
     }
 }
+
+/// A value bound on every element of a tensor list, as `forall t in xs: t.values in ..` or
+/// `xs[*].values in ..`, bounds the elements the generator fills: an RNN's weights.
+#[test]
+fn value_bounds_reach_the_elements_of_tensor_lists() {
+    for bound in ["forall t in params: t.values in -2.0..2.0;", "params[*].values in -2.0..2.0;"] {
+        let api = api_text(&format!("api torch.f(input: Tensor, params: Tensor[]) -> Tensor {{\n len(params) >= 1;\n {bound}\n}}"));
+        let config = GenConfig { seed: 5, pool_size: 8, ..Default::default() };
+        let generator = Generator::new(vec![api.clone()], vec![gen::solve_api(&api, &config, 0).expect("solvable")], config);
+        let mut conforming = 0;
+        for index in 0..200 {
+            let case = generator.case(index).expect("models");
+            let Arg::TensorList(ts) = &case.args[1] else { panic!("{:?}", case.args) };
+            // The cliff mutator may put values past a bound; such a case says it does not conform.
+            if case.conforms {
+                conforming += 1;
+                let (requires, _) = judge(&api, &case.args);
+                assert!(requires.iter().all(|v| *v != Some(false)), "`{bound}`: {ts:?}");
+            }
+        }
+        assert!(conforming > 150, "`{bound}`: {conforming} of 200 cases conform");
+    }
+}

@@ -76,16 +76,30 @@ fn bounds_of(api: &ApiSpec, p: usize, known: &[Val], skip: Option<usize>) -> Bou
 /// Bounds that these constraints put on parameter `p`.
 fn bounds_from<'c>(constraints: impl Iterator<Item = &'c crate::spec::Constraint>, p: usize, known: &[Val]) -> Bounds {
     let mut b = Bounds::none();
+    // `p.values`, and for a tensor list `p[*].values` (every element's).
     let is_target = |e: &TExpr| match e {
-        TExpr::Prop(base, Prop::Values) => matches!(**base, TExpr::Param(i) if i == p),
+        TExpr::Prop(base, Prop::Values) => match &**base {
+            TExpr::Param(i) => *i == p,
+            TExpr::Each(list) => matches!(**list, TExpr::Param(i) if i == p),
+            _ => false,
+        },
         TExpr::Param(i) => *i == p,
         _ => false,
     };
     let bindings = Bindings { params: known, results: &[] };
     let number = |e: &TExpr| eval_number(e, &bindings);
     for c in constraints {
-        let TExpr::Binary(op, l, r) = &c.expr else { continue };
-        match (op, is_target(l), is_target(r)) {
+        let (op, l, r, l_target, r_target) = match &c.expr {
+            TExpr::Binary(op, l, r) => (op, l, r, is_target(l), is_target(r)),
+            // `forall t in p: t.values in ..`: the same bound on every element of a tensor list.
+            TExpr::Forall { var, range, body } if matches!(**range, TExpr::Param(i) if i == p) => {
+                let TExpr::Binary(op, l, r) = &**body else { continue };
+                let element = |e: &TExpr| matches!(e, TExpr::Prop(b, Prop::Values) if matches!(**b, TExpr::Bound(v) if v == *var));
+                (op, l, r, element(l), element(r))
+            }
+            _ => continue,
+        };
+        match (op, l_target, r_target) {
             (BinOp::In, true, false) => {
                 if let TExpr::Range { lo, hi, inclusive } = &**r {
                     if let Some(v) = number(lo) {

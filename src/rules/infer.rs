@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::{enums, ranks, reduce, Candidate, Judged};
+use super::{enums, ranks, reduce, weaken, Candidate, Judged};
 use crate::gen::{mix, values};
 use crate::oracle::Status;
 use crate::solve::{self, Limits};
@@ -349,7 +349,7 @@ fn ran(b: &Batch) -> impl Iterator<Item = ranks::Ran<'_>> {
 }
 
 /// Whether the candidate holds on arguments: Some(false) when some constraint is broken.
-fn holds(probe: &ApiSpec, args: &[Arg]) -> Option<bool> {
+pub(super) fn holds(probe: &ApiSpec, args: &[Arg]) -> Option<bool> {
     let r = values::conforms(probe, args);
     if r.contains(&Some(false)) {
         Some(false)
@@ -770,11 +770,13 @@ fn search(
         result.cases += batch.ok.len();
         batch.valid_rate().unwrap_or(0.0)
     };
-    for k in 0..accepted.len() {
+    let mut k = 0;
+    while k < accepted.len() {
         // A learned value set was probed by its own runs (the probe string).
         if let Some(evidence) = &accepted[k].0.evidence {
             let count = |name: &str| evidence.iter().find(|(n, _)| n == name).map_or(0, |(_, v)| *v);
             judged_ok.push((accepted[k].0.clone(), [count("probe_rejected"), count("probe_ok")]));
+            k += 1;
             continue;
         }
         let others: Vec<&[Constraint]> = accepted.iter().enumerate().filter(|(j, _)| *j != k).map(|(_, (c, _))| c.constraints.as_slice()).collect();
@@ -792,10 +794,41 @@ fn search(
         let failed = batch.ok.len() as i64 - passed;
         let viol_rate = if batch.ok.is_empty() { 0.0 } else { passed as f64 / batch.ok.len() as f64 };
         if batch.ok.is_empty() || viol_rate <= (0.25 * verify_rate).max(0.02) {
+            // Inputs breaking it ran: it is stronger than libtorch's check. Candidates that
+            // explain its rejections and keep those inputs take its place, and are probed in
+            // turn (each replacement is taken from `remaining`, so this ends).
+            if let Some(mut chosen) = weaken::replacements(&remaining, &counterexamples, &batch.args, &batch.ok) {
+                if config.trace {
+                    let names: Vec<&str> = chosen.iter().map(|&i| remaining[i].0.candidate.name.as_str()).collect();
+                    result.trace.push(format!("probe: {} refused {passed} valid inputs, replaced by {names:?}", accepted[k].0.candidate.name));
+                }
+                let (c, _) = accepted.remove(k);
+                rejected.push((c, vec![("violating_ok".into(), passed), ("violating_rejected".into(), failed)]));
+                chosen.sort_unstable_by(|a, b| b.cmp(a));
+                let mut taken: Vec<(Checked, ApiSpec)> = chosen.into_iter().map(|i| remaining.remove(i)).collect();
+                taken.reverse();
+                accepted.extend(taken);
+                // A rule probed before without a breaking input may have had none because the
+                // replaced rule implied it (`broadcastable(input, mat2)` beside `input.shape ==
+                // mat2.shape`): it is probed again after the replacements.
+                let unprobed: Vec<String> = judged_ok.iter().filter(|(c, [f, p])| c.evidence.is_none() && f + p == 0).map(|(c, _)| c.candidate.name.clone()).collect();
+                judged_ok.retain(|(c, _)| !unprobed.contains(&c.candidate.name));
+                for name in unprobed {
+                    if let Some(i) = accepted.iter().position(|(c, _)| c.candidate.name == name) {
+                        let again = accepted.remove(i);
+                        if i < k {
+                            k -= 1;
+                        }
+                        accepted.push(again);
+                    }
+                }
+                continue;
+            }
             judged_ok.push((accepted[k].0.clone(), [failed, passed]));
         } else {
             rejected.push((accepted[k].0.clone(), vec![("violating_ok".into(), passed), ("violating_rejected".into(), failed)]));
         }
+        k += 1;
     }
     // Drop validated rules implied by the others.
     let sets: Vec<Vec<Constraint>> = judged_ok.iter().map(|(c, _)| c.constraints.clone()).collect();

@@ -16,6 +16,7 @@ pub mod reduce;
 pub mod rejections;
 pub mod relations;
 pub mod skeleton;
+mod weaken;
 
 use crate::ast::ItemKind;
 use crate::spec::{RuleSource, RuleStatus};

@@ -511,7 +511,16 @@ impl Executor {
         let first = first_output(&main.outcome);
         let written = Called { outcome: first.clone(), tensors: vec![Some(mutated.shallow_clone())] };
         let expected = Called { outcome: first, tensors: main.tensors.iter().take(1).map(|t| t.as_ref().map(Tensor::shallow_clone)).collect() };
-        Ok(compare_outputs(&written, &expected, tol, Mode::Same))
+        let plain = compare_outputs(&written, &expected, tol, Mode::Same);
+        if !matches!(plain, CheckOutcome::Values(_)) {
+            return Ok(plain);
+        }
+        // The in-place kernel may round in another order or at another precision than the
+        // out-of-place one (index_add_ scales `source` in the input's dtype before adding):
+        // within what each may honestly round is agreement. The inputs above were written
+        // into, so the allowance is computed on fresh ones.
+        let originals = self.materialize(case.op, case, &mut materialize).map_err(Failure::from)?;
+        self.reordered(case, &originals, &expected, &written, tol)
     }
 
     /// The same inputs on the first CUDA device.
