@@ -475,7 +475,11 @@ impl Generator {
                     if !matches!(args.get(*param), Some(Arg::Tensor(_))) || !Check::Conform.holds(spec, &prep.plan, &args) {
                         continue;
                     }
-                    self.mutate(api, &mut args, Check::Conform, rng);
+                    // A cliff past a value bound would break more than the binding.
+                    let before = args.clone();
+                    if !self.mutate(api, &mut args, Check::Conform, rng) {
+                        args = before;
+                    }
                     let broken = Break { param: *param, kind: *kind, seed: rng.random() };
                     return Some(Generated { api, args, conforms: false, violated: Some(v), forward: self.forward(api, Some(broken)) });
                 }
