@@ -26,7 +26,13 @@ convolution _convolution conv1d conv2d conv3d conv_transpose1d conv_transpose2d 
 inverse det logdet slogdet qr geqrf orgqr ormqr svd cholesky cholesky_inverse cholesky_solve triangular_solve
 lu_solve lu_unpack _lu_with_info matrix_exp matrix_power pinverse
 rnn_tanh_cell rnn_relu_cell gru_cell lstm_cell rnn_tanh rnn_relu gru lstm
+_addmm_activation _int_mm _weight_int8pack_mm _trilinear _convolution_mode _slow_conv2d_forward _slow_conv2d_backward
+thnn_conv2d slow_conv3d slow_conv3d_forward slow_conv_dilated2d slow_conv_dilated3d slow_conv_transpose2d
+slow_conv_transpose3d conv_depthwise3d _conv_depthwise2d mkldnn_convolution _nnpack_spatial_convolution
+cross linalg_cross
 """.split()
+# The kernels behind those (`slow_conv3d_forward` is what conv3d runs on the CPU) and cross,
+# whose a_j * b_k - a_k * b_j products are unscaled too.
 
 
 def tagged(packet, tag):
@@ -41,7 +47,7 @@ for name in base:
         continue
     if tagged(packet, torch.Tag.pointwise):
         pointwise.add(name)
-    linalg = name.startswith(("linalg_", "_linalg_")) and "norm" not in name and name not in ("linalg__powsum", "linalg_cross", "linalg_diagonal", "linalg_vander")
+    linalg = name.startswith(("linalg_", "_linalg_")) and "norm" not in name and name not in ("linalg__powsum", "linalg_diagonal", "linalg_vander")
     if (linalg or name in PRODUCTS) and not tagged(packet, torch.Tag.reduction):
         products.add(name)
 # Elementwise kernels torch does not tag: the gradients of the gamma and Dirichlet samplers
@@ -50,6 +56,8 @@ pointwise |= {"_standard_gamma_grad", "_dirichlet_grad", "infinitely_differentia
 # A backward of a BLAS or LAPACK operator multiplies by the same factors without scaling them
 # (`matrix_exp_backward` is a matrix exponential of a block matrix).
 products |= {name for name in base if name.endswith("_backward") and name.removesuffix("_backward") in products}
+# In-place forms compute what their functional form does (`addmm_`, `baddbmm_`).
+products |= {name for name in base if name.endswith("_") and not name.endswith("__") and name[:-1] in products}
 # Composite aliases carry no tags of their own: `special_i0` is `i0`, `arccos` is `acos`.
 for name in base - pointwise:
     for alias in (name.removeprefix("special_"), name.replace("arc", "a", 1)):

@@ -138,12 +138,12 @@ impl Executor {
         // precision check holds them to. Like a value the call's dtype cannot hold, that
         // explains the NaN: agreeing says so to the domain's `nan_inf` verdict too, float64
         // calls included.
-        if self.blas_beyond_safe_range(case.op, inputs)?.is_some() {
+        if self.blas_beyond_safe_range(case, inputs)?.is_some() {
             return Ok(CheckOutcome::Agree { max_abs: 0.0, max_rel: 0.0 });
         }
         if !inputs.tensors.iter().any(|t| t.f_kind().is_ok_and(|k| promoted_kind(k, true).is_some())) {
             // Float64 already: no wider reference, but a NaN may stand for an overflow.
-            if self.nans_overflow(case, main, inputs)? {
+            if self.nans_overflow(case, main, inputs)? || self.nans_lack_headroom(case, main, inputs)? {
                 return Ok(CheckOutcome::Agree { max_abs: 0.0, max_rel: 0.0 });
             }
             return Err(Failure::Skip("no input to compute in float64".into()));
@@ -158,6 +158,45 @@ impl Executor {
         // by many periods) excuses any value, but never a NaN where the reference has a number.
         let any_finite = Tolerances::uniform(Tolerance { rtol: 0.0, atol: f64::INFINITY });
         self.promote(case, main, inputs, &any_finite, Accuracy::Forward, true)
+    }
+
+    /// Whether every NaN of a float64 call that is not pointwise lies where the terms its
+    /// elements sum leave the range (the rounding allowance's `no_headroom`: the same call on
+    /// the inputs' magnitudes, a convolution's or an integral's `sum |w| |x|`, beyond half of
+    /// it): there `inf - inf` is how the natural algorithm ends, whatever the exact sum is.
+    fn nans_lack_headroom(&mut self, case: &Case, main: &Called, inputs: &Inputs) -> Result<bool, Failure> {
+        if tags::class(self.op_name(case.op)) == tags::OpClass::Pointwise {
+            return Ok(false);
+        }
+        let Outcome::Returned { outputs, .. } = &main.outcome else { return Ok(false) };
+        let allowance = self.rounding_allowance(case.op, case, inputs, main)?;
+        // Where the magnitudes call is NaN itself, an input whose magnitudes alone sum past half
+        // the range still leaves no headroom (`trapezoid`'s spacings are no magnitudes: |x|
+        // reorders them, and its integral of -DBL_MAX then holds inf - inf too).
+        let mut huge = false;
+        for t in inputs.tensors.iter().filter(|t| t.is_floating_point() || t.is_complex()) {
+            huge |= conditioning::finite_magnitude_sum(t)? > f64::MAX / 2.0;
+        }
+        let mut any = false;
+        for (k, output) in outputs.iter().enumerate() {
+            let Output::Tensor(info) = output else { continue };
+            if info.nan == 0 {
+                continue;
+            }
+            let (Some(Some(out)), Some(Some(a))) = (main.tensors.get(k), allowance.get(k)) else { return Ok(false) };
+            if info.dtype != Some(DType::Float64) {
+                return Ok(false);
+            }
+            // Otherwise not where the magnitudes call is NaN itself (`var` of one element): that
+            // bounds no terms, and a kernel's NaN on any input would read as explained.
+            let explained = if huge { a.no_headroom.shallow_clone() } else { a.no_headroom.f_logical_and(&a.rounding.f_isnan()?.f_logical_not()?)? };
+            let unexplained = out.f_isnan()?.f_logical_and(&explained.f_logical_not()?)?;
+            if bool::try_from(unexplained.f_any()?)? {
+                return Ok(false);
+            }
+            any = true;
+        }
+        Ok(any)
     }
 
     /// Whether an argument the operator writes to (`Tensor(a!)`) is built expanded (stride 0).
@@ -192,11 +231,11 @@ impl Executor {
 
     /// For a BLAS or LAPACK operator, why its inputs are where it promises nothing (see
     /// `conditioning::beyond_safe_range`); None for other operators.
-    fn blas_beyond_safe_range(&self, op: u32, inputs: &Inputs) -> Result<Option<String>, Failure> {
-        if tags::class(self.op_name(op)) != tags::OpClass::BlasLapack {
+    fn blas_beyond_safe_range(&self, case: &Case, inputs: &Inputs) -> Result<Option<String>, Failure> {
+        if tags::class(self.op_name(case.op)) != tags::OpClass::BlasLapack {
             return Ok(None);
         }
-        Ok(conditioning::beyond_safe_range(inputs)?)
+        Ok(conditioning::beyond_safe_range(case, inputs)?)
     }
 
     /// Float16, bfloat16, float32 (and complex64) inputs and `dtype` arguments in double
@@ -237,7 +276,7 @@ impl Executor {
             return Err(Failure::Skip("no float16, bfloat16, float32 or complex64 input".into()));
         }
         if accuracy == Accuracy::BackwardInSafeRange {
-            if let Some(why) = conditioning::beyond_safe_range(inputs)? {
+            if let Some(why) = conditioning::beyond_safe_range(case, inputs)? {
                 return Err(Failure::Skip(why));
             }
         }
@@ -548,7 +587,7 @@ impl Executor {
         }
         // Where BLAS and LAPACK promise nothing (products beyond the range, NaN or inf in the
         // input), another order of their products may honestly end elsewhere.
-        if let Some(why) = self.blas_beyond_safe_range(case.op, inputs)? {
+        if let Some(why) = self.blas_beyond_safe_range(case, inputs)? {
             return Err(Failure::Skip(why));
         }
         // A scalar the compute dtype cannot hold (an exponent of 5e-324 is 0 in float32) may be

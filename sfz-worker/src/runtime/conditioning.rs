@@ -24,14 +24,16 @@
 //! BLAS and LAPACK operators (`Accuracy::BackwardInSafeRange`) are not judged at all on an input
 //! with a magnitude beyond the square root of its dtype's largest value or smallest normal: they
 //! do not scale the products they form, so overflow or underflow there is their documented
-//! behaviour, not a defect.
+//! behaviour, not a defect. A scalar factor (`addmm`'s `alpha`) narrows that range: BLAS may
+//! scale an operand by it before the product (reference `dgemm` does), so `alpha · a · b` must
+//! be representable as well.
 use tch::{Kind, Tensor};
 
 use super::checks::Failure;
 use super::compare::Allowance;
 use super::executor::{Called, Executor, Inputs};
 use sfz::seed::mix;
-use sfz::wire::case::{Case, DType};
+use sfz::wire::case::{Arg, Case, DType};
 use sfz::wire::outcome::Outcome;
 use sfz::wire::variant::Accuracy;
 
@@ -136,15 +138,23 @@ impl Conditioning {
     }
 }
 
-/// Why `original`'s inputs are beyond the range in which BLAS and LAPACK form products safely
-/// (see the module's doc), or hold NaN or inf, or None when every nonzero magnitude is within it.
-pub(super) fn beyond_safe_range(original: &Inputs) -> Result<Option<String>, tch::TchError> {
-    beyond_safe_range_of(&original.tensors)
+/// Why the inputs of `case` (`original`) are beyond the range in which BLAS and LAPACK form
+/// products safely (see the module's doc), or hold NaN or inf, or None when every nonzero
+/// magnitude is within it.
+pub(super) fn beyond_safe_range(case: &Case, original: &Inputs) -> Result<Option<String>, tch::TchError> {
+    beyond_safe_range_of(&original.tensors, scalar_factor(case))
+}
+
+/// The largest magnitude of `case`'s float arguments, at least 1 (infinite for an infinite one):
+/// a factor such as `alpha` or `beta` may multiply any operand before BLAS forms its products.
+pub(super) fn scalar_factor(case: &Case) -> f64 {
+    case.args.iter().filter_map(|a| if let Arg::Float(v) = a { Some(v.abs()) } else { None }).filter(|v| !v.is_nan()).fold(1.0, f64::max)
 }
 
 /// `beyond_safe_range` of any tensors, float64 and complex128 ones included (a relation
-/// scales a float64 matrix of 1e140 by 2^60, where double-precision LAPACK overflows too).
-pub(super) fn beyond_safe_range_of(tensors: &[Tensor]) -> Result<Option<String>, tch::TchError> {
+/// scales a float64 matrix of 1e140 by 2^60, where double-precision LAPACK overflows too), for
+/// products scaled by `factor` (at least 1).
+pub(super) fn beyond_safe_range_of(tensors: &[Tensor], factor: f64) -> Result<Option<String>, tch::TchError> {
     for t in tensors {
         let Some(dtype) = floating(t.f_kind()?) else { continue };
         let Some((max, normal, _)) = dtype.limits() else { continue };
@@ -164,6 +174,9 @@ pub(super) fn beyond_safe_range_of(tensors: &[Tensor]) -> Result<Option<String>,
         let (largest, smallest) = (values.f_max()?.double_value(&[]), values.f_min()?.double_value(&[]));
         if largest > max.sqrt() {
             return Ok(Some(format!("an input magnitude of {largest:e} is beyond the square root of the dtype's largest value, where BLAS and LAPACK products may overflow")));
+        }
+        if largest > (max / factor).sqrt() {
+            return Ok(Some(format!("an input magnitude of {largest:e} times a scalar factor of {factor:e} leaves no room for BLAS and LAPACK products in the dtype's range")));
         }
         if smallest < normal.sqrt() {
             return Ok(Some(format!("an input magnitude of {smallest:e} is below the square root of the dtype's smallest normal, where BLAS and LAPACK products may underflow")));

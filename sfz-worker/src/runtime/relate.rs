@@ -58,7 +58,7 @@ impl Executor {
         }
         let safe_range_only = accuracy == Accuracy::BackwardInSafeRange;
         if safe_range_only {
-            if let Some(why) = conditioning::beyond_safe_range_of(&inputs.tensors)? {
+            if let Some(why) = conditioning::beyond_safe_range(case, inputs)? {
                 return Err(Failure::Skip(why));
             }
         }
@@ -270,7 +270,7 @@ impl Executor {
                         }
                     }
                     if scope.safe_range_only {
-                        if let Some(why) = conditioning::beyond_safe_range_of(std::slice::from_ref(&t))? {
+                        if let Some(why) = conditioning::beyond_safe_range_of(std::slice::from_ref(&t), conditioning::scalar_factor(scope.case))? {
                             return Err(Failure::Skip(format!("a changed argument: {why}")));
                         }
                     }
