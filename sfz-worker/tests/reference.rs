@@ -694,7 +694,14 @@ fn an_in_place_forms_own_rounding_is_not_a_finding() {
 #[test]
 fn a_float64_nan_is_honest_only_where_terms_or_scaled_products_leave_the_range() {
     let _rng = common::rng_lock();
-    let f64s = |shape: &[i64], fill: Fill, seed: u64, specials: Vec<(u64, Special)>| TensorRecipe { dtype: DType::Float64, shape: shape.to_vec(), fill, seed, layout: Layout::Contiguous, specials };
+    let f64s = |shape: &[i64], fill: Fill, seed: u64, specials: Vec<(u64, Special)>| TensorRecipe {
+        dtype: DType::Float64,
+        shape: shape.to_vec(),
+        fill,
+        seed,
+        layout: Layout::Contiguous,
+        specials,
+    };
     // An integral over a spike of -DBL_MAX: its two trapezoids overflow with opposite signs
     // (inf - inf), and the exact integral is beyond the range too. No wider dtype exists; the
     // integral of the magnitudes leaves the range, so the NaN is how any float64 sum ends.
@@ -709,7 +716,13 @@ fn a_float64_nan_is_honest_only_where_terms_or_scaled_products_leave_the_range()
     let mut addmm = asking_where_defined("api torch.addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Scalar = 1, alpha: Scalar = 1) -> Tensor {}");
     let case = |alpha: f64| Case {
         op: 0,
-        args: vec![Arg::Tensor(f64s(&[], Fill::Constant(0.0), 0, vec![])), Arg::Tensor(f64s(&[1, 2], Fill::Constant(-10.0), 0, vec![])), Arg::Tensor(f64s(&[2, 1], Fill::Constant(0.0), 0, vec![])), Arg::Omitted, Arg::Float(alpha)],
+        args: vec![
+            Arg::Tensor(f64s(&[], Fill::Constant(0.0), 0, vec![])),
+            Arg::Tensor(f64s(&[1, 2], Fill::Constant(-10.0), 0, vec![])),
+            Arg::Tensor(f64s(&[2, 1], Fill::Constant(0.0), 0, vec![])),
+            Arg::Omitted,
+            Arg::Float(alpha),
+        ],
         forward: None,
     };
     let v = verdict(&mut addmm, &case(f64::MAX));
@@ -728,8 +741,20 @@ fn blas_in_place_forms_keep_the_promises_of_their_functional_forms() {
     // addmm_ is addmm: its products of 1e308 overflow with opposite signs (inf - inf), beyond
     // the square root of the range where BLAS promises nothing.
     let mut ex = asking_where_defined("api torch.addmm_(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Scalar = 1, alpha: Scalar = 1) -> Tensor {}");
-    let t = |shape: &[i64], fill: Fill, specials: Vec<(u64, Special)>| Arg::Tensor(TensorRecipe { dtype: DType::Float64, shape: shape.to_vec(), fill, seed: 0, layout: Layout::Contiguous, specials });
-    let case = Case { op: 0, args: vec![t(&[1, 1], Fill::Constant(0.0), vec![]), t(&[1, 2], Fill::Constant(10.0), vec![(1, Special::Value(-10.0))]), t(&[2, 1], Fill::Constant(1e308), vec![]), Arg::Omitted, Arg::Omitted], forward: None };
+    let t = |shape: &[i64], fill: Fill, specials: Vec<(u64, Special)>| {
+        Arg::Tensor(TensorRecipe { dtype: DType::Float64, shape: shape.to_vec(), fill, seed: 0, layout: Layout::Contiguous, specials })
+    };
+    let case = Case {
+        op: 0,
+        args: vec![
+            t(&[1, 1], Fill::Constant(0.0), vec![]),
+            t(&[1, 2], Fill::Constant(10.0), vec![(1, Special::Value(-10.0))]),
+            t(&[2, 1], Fill::Constant(1e308), vec![]),
+            Arg::Omitted,
+            Arg::Omitted,
+        ],
+        forward: None,
+    };
     let v = verdict(&mut ex, &case);
     assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
     assert_eq!(sfz::ops::tags::class("addmm_"), sfz::ops::tags::OpClass::BlasLapack);
