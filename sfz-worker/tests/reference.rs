@@ -760,3 +760,17 @@ fn blas_in_place_forms_keep_the_promises_of_their_functional_forms() {
     assert_eq!(sfz::ops::tags::class("addmm_"), sfz::ops::tags::OpClass::BlasLapack);
     assert_eq!(sfz::ops::tags::class("slow_conv3d_forward"), sfz::ops::tags::OpClass::BlasLapack);
 }
+
+#[test]
+fn a_negative_view_is_read_with_its_sign() {
+    let _rng = common::rng_lock();
+    // `_neg_view` returns the input's memory with the negative bit set: read as it lies, the
+    // contiguous call would hold `x` and the other layout's copy `-x`.
+    let mut ex = relaid("api torch._neg_view(input: Tensor) -> Tensor {}", Accuracy::Forward);
+    // In the dtype it is compared in (float64, complex128), no conversion copies it first.
+    for dtype in [DType::Float64, DType::Complex128] {
+        let x = tensor(dtype, &[3, 4], Fill::Uniform { lo: 1.0, hi: 2.0 }, 7, vec![]);
+        let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(x)], forward: None });
+        assert!(matches!(v, CheckOutcome::Agree { .. }), "{dtype}: {v:?}");
+    }
+}

@@ -90,8 +90,10 @@ fn common_kind(a: Kind, b: Kind) -> Kind {
 /// The elements of `t` in logical order as `kind` (a CPU copy).
 fn flat(t: &Tensor, kind: Kind) -> Result<Tensor, tch::TchError> {
     let t = if t.device() == tch::Device::Cpu { t.shallow_clone() } else { t.f_to_device(tch::Device::Cpu)? };
-    // A conjugate view (`fft.ihfft`'s result) is resolved first: `view_as_real` refuses it.
-    t.f_resolve_conj()?.f_to_kind(kind)?.f_contiguous()?.f_reshape([-1i64])
+    // A conjugate view (`fft.ihfft`'s result) is resolved first: `view_as_real` refuses it. So
+    // is a negative view (`_neg_view`, the `imag` of a conjugate): reading its memory as it
+    // lies would drop the sign.
+    t.f_resolve_conj()?.f_resolve_neg()?.f_to_kind(kind)?.f_contiguous()?.f_reshape([-1i64])
 }
 
 /// Compares `actual` with `expected` (same shape; the caller checks).
