@@ -802,26 +802,9 @@ fn search(
                     let names: Vec<&str> = chosen.iter().map(|&i| remaining[i].0.candidate.name.as_str()).collect();
                     result.trace.push(format!("probe: {} refused {passed} valid inputs, replaced by {names:?}", accepted[k].0.candidate.name));
                 }
-                let (c, _) = accepted.remove(k);
+                chosen.sort_unstable();
+                let c = weaken::swap(&mut accepted, &mut remaining, &mut judged_ok, &mut k, &chosen);
                 rejected.push((c, vec![("violating_ok".into(), passed), ("violating_rejected".into(), failed)]));
-                chosen.sort_unstable_by(|a, b| b.cmp(a));
-                let mut taken: Vec<(Checked, ApiSpec)> = chosen.into_iter().map(|i| remaining.remove(i)).collect();
-                taken.reverse();
-                accepted.extend(taken);
-                // A rule probed before without a breaking input may have had none because the
-                // replaced rule implied it (`broadcastable(input, mat2)` beside `input.shape ==
-                // mat2.shape`): it is probed again after the replacements.
-                let unprobed: Vec<String> = judged_ok.iter().filter(|(c, [f, p])| c.evidence.is_none() && f + p == 0).map(|(c, _)| c.candidate.name.clone()).collect();
-                judged_ok.retain(|(c, _)| !unprobed.contains(&c.candidate.name));
-                for name in unprobed {
-                    if let Some(i) = accepted.iter().position(|(c, _)| c.candidate.name == name) {
-                        let again = accepted.remove(i);
-                        if i < k {
-                            k -= 1;
-                        }
-                        accepted.push(again);
-                    }
-                }
                 continue;
             }
             judged_ok.push((accepted[k].0.clone(), [failed, passed]));
