@@ -25,7 +25,7 @@ impl Checker<'_> {
                     keyword_seen = true;
                     match params.iter().position(|p| p.name == k.name) {
                         Some(i) => {
-                            self.reference(k.span, Some(params[i].span), hover_text(&param_text(&params[i]), "A parameter."));
+                            self.reference(k.span, Some(params[i].span), || hover_text(&param_text(&params[i]), "A parameter."));
                             Some(i)
                         }
                         None => {

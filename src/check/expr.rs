@@ -152,7 +152,7 @@ impl Checker<'_> {
                 };
                 let id = self.next_var;
                 self.next_var += 1;
-                self.reference(var.span, Some(var.span), hover_text(&format!("{}: {}", var.name, var_ty.describe()), "A variable bound by a quantifier."));
+                self.reference(var.span, Some(var.span), || hover_text(&format!("{}: {}", var.name, var_ty.describe()), "A variable bound by a quantifier."));
                 env.bound.push((var.name.clone(), id, var_ty, var.span));
                 let b = self.constraint(env, body);
                 env.bound.pop();
@@ -166,7 +166,7 @@ impl Checker<'_> {
     fn name(&mut self, env: &mut Env, name: &str, span: Span) -> (TExpr, Ty) {
         if let Some((_, id, ty, def)) = env.bound.iter().rev().find(|(n, ..)| n == name) {
             let (id, ty, def) = (*id, ty.clone(), *def);
-            self.reference(span, Some(def), hover_text(&format!("{name}: {}", ty.describe()), "A variable bound by a quantifier."));
+            self.reference(span, Some(def), || hover_text(&format!("{name}: {}", ty.describe()), "A variable bound by a quantifier."));
             return (TExpr::Bound(id), ty);
         }
         if let Some(subst) = env.subst {
@@ -176,14 +176,14 @@ impl Checker<'_> {
         }
         if let Some(i) = env.params.iter().position(|p| p.name == name) {
             let p = &env.params[i];
-            self.reference(span, Some(p.span), hover_text(&param_text(p), "A parameter."));
+            self.reference(span, Some(p.span), || hover_text(&param_text(p), "A parameter."));
             return (TExpr::Param(i), Ty::of_param(&p.ty, p.optional));
         }
         if let Some(results) = env.results {
             if name == "result" {
                 let tys: Vec<String> = results.iter().map(|r| r.ty.describe()).collect();
                 let shown = if tys.len() == 1 { tys[0].clone() } else { format!("({})", tys.join(", ")) };
-                self.reference(span, None, hover_text(&format!("result: {shown}"), "The output of the call (in `ensures`)."));
+                self.reference(span, None, || hover_text(&format!("result: {shown}"), "The output of the call (in `ensures`)."));
                 return match results {
                     [one] => (TExpr::Result(0), Ty::of_param(&one.ty, false)),
                     many => (TExpr::Lit(Value::None), Ty::Tuple(many.iter().map(|r| Ty::of_param(&r.ty, false)).collect())),
@@ -194,7 +194,7 @@ impl Checker<'_> {
             }
         }
         if let Some(d) = DType::from_name(name) {
-            self.reference(span, None, hover_text(&format!("dtype {}", d.name()), &format!("`torch.{}`", d.name())));
+            self.reference(span, None, || hover_text(&format!("dtype {}", d.name()), &format!("`torch.{}`", d.name())));
             return (TExpr::Lit(Value::Dtype(d)), Ty::Dtype);
         }
         if let Some(item) = self.scopes.lookup(env.module, name) {
@@ -206,7 +206,7 @@ impl Checker<'_> {
             if let ItemKind::Dtypes(_) = ast_item.kind {
                 let set = self.dtype_group(item).unwrap_or_default();
                 let names = set.iter().map(|d| d.name()).collect::<Vec<_>>().join(", ");
-                self.reference(span, def_span, hover_text(&format!("dtypes {name} = [{names}]"), &docs));
+                self.reference(span, def_span, || hover_text(&format!("dtypes {name} = [{names}]"), &docs));
                 return (TExpr::Lit(Value::DtypeSet(set)), Ty::DtypeSet);
             }
             let what = match ast_item.kind.keyword() {
@@ -304,7 +304,7 @@ impl Checker<'_> {
 
     fn property_hover(&mut self, field: &ast::Ident) {
         if let Some((name, ty, doc)) = PROPERTIES.iter().find(|(n, ..)| *n == field.name) {
-            self.reference(field.span, None, hover_text(&format!("{name}: {ty}"), doc));
+            self.reference(field.span, None, || hover_text(&format!("{name}: {ty}"), doc));
         }
     }
 
@@ -460,7 +460,7 @@ impl Checker<'_> {
         };
         if let Some(b) = Builtin::from_name(name) {
             if let Some((_, sig, doc)) = BUILTINS.iter().find(|(n, ..)| *n == name) {
-                self.reference(callee.span, None, hover_text(sig, doc));
+                self.reference(callee.span, None, || hover_text(sig, doc));
             }
             return self.builtin(env, b, args, span);
         }

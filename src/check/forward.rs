@@ -101,11 +101,9 @@ impl Checker<'_> {
             );
             return None;
         }
-        self.reference(
-            f.callee.span,
-            Some(callee.span),
-            hover_text(&api_signature(callee), "The forward: called first on the case's arguments; its outputs fill the parameters bound below."),
-        );
+        self.reference(f.callee.span, Some(callee.span), || {
+            hover_text(&api_signature(callee), "The forward: called first on the case's arguments; its outputs fill the parameters bound below.")
+        });
         let who = format!("`{name}`");
         let args = self.forward_args(api, callee, &who, &f.args, f.callee.span);
         let binds = self.binds(api, callee, &who, &f.binds, args.as_deref());
@@ -191,7 +189,7 @@ impl Checker<'_> {
         if let ExprKind::Name(n) = &e.kind {
             if let Some(k) = api.param_index(n) {
                 let p = &api.params[k];
-                self.reference(e.span, Some(p.span), hover_text(&param_text(p), "A parameter."));
+                self.reference(e.span, Some(p.span), || hover_text(&param_text(p), "A parameter."));
                 if !compatible(p, want) {
                     mismatch(self, format!("`{n}`, {}", describe(p)), e.span);
                     return None;
@@ -312,7 +310,7 @@ impl Checker<'_> {
                 continue;
             };
             let p = &api.params[k];
-            self.reference(b.param.span, Some(p.span), hover_text(&param_text(p), if docs.is_empty() { "A parameter filled from the forward's output." } else { &docs }));
+            self.reference(b.param.span, Some(p.span), || hover_text(&param_text(p), if docs.is_empty() { "A parameter filled from the forward's output." } else { &docs }));
             if p.ty != ParamType::Tensor {
                 ok = false;
                 self.error(
@@ -400,7 +398,7 @@ impl Checker<'_> {
                 return None;
             }
         };
-        self.reference(e.span, None, hover_text(&format!("{}: {}", outs[output].name, outs[output].ty.describe()), "An output of the forward."));
+        self.reference(e.span, None, || hover_text(&format!("{}: {}", outs[output].name, outs[output].ty.describe()), "An output of the forward."));
         if outs[output].ty != ParamType::Tensor {
             self.error(
                 Diagnostic::new(codes::E0026, format!("output {output} of {who} is not a tensor"))

@@ -57,7 +57,7 @@ impl Checker<'_> {
             let default = default.as_ref().and_then(|d| self.default_value(d, &name.name, &kind, optional, &out, &all_names));
             let spec = ParamSpec { name: name.name.clone(), span: name.span, ty: kind, optional, kw_only, default };
             let docs = p.docs.iter().map(|d| d.text.as_str()).collect::<Vec<_>>().join("\n");
-            self.reference(name.span, Some(name.span), hover_text(&param_text(&spec), &docs));
+            self.reference(name.span, Some(name.span), || hover_text(&param_text(&spec), &docs));
             out.push(spec);
         }
         out
@@ -68,7 +68,7 @@ impl Checker<'_> {
         match &ty.kind {
             ast::TypeKind::Named(id) => {
                 if let Some((name, doc)) = TYPES.iter().find(|(n, _)| *n == id.name) {
-                    self.reference(id.span, None, hover_text(name, doc));
+                    self.reference(id.span, None, || hover_text(name, doc));
                 } else if let Some(item) = self.scopes.lookup(module, &id.name) {
                     self.reference_item(id.span, item);
                 }
@@ -231,7 +231,7 @@ impl Checker<'_> {
             from: None,
         };
         let docs = item.docs.iter().map(|d| d.text.as_str()).collect::<Vec<_>>().join("\n");
-        self.reference(api.path.span, Some(api.path.span), hover_text(&api_signature(&spec), &docs));
+        self.reference(api.path.span, Some(api.path.span), || hover_text(&api_signature(&spec), &docs));
         self.body_scope(api.body.span, &spec.params, true);
         let mut saw_oracles = false;
         for stmt in &api.body.stmts {
@@ -548,7 +548,7 @@ impl Checker<'_> {
             return None;
         };
         let file = self.loader.modules[module].file;
-        self.reference(rule.target.span, Some(api.span), hover_text(&api_signature(api), ""));
+        self.reference(rule.target.span, Some(api.span), || hover_text(&api_signature(api), ""));
         self.body_scope(rule.body.span, &api.params, false);
         let mut constraints = Vec::new();
         let mut ensures = Vec::new();

@@ -55,6 +55,9 @@ impl Checked {
 pub struct Inputs {
     pub paths: Vec<PathBuf>,
     pub overlays: HashMap<PathBuf, String>,
+    /// Whether `Checked::symbols` is filled (definitions, hovers and completions, for editors):
+    /// a command-line check never reads them, and their hover texts are a fifth of its time.
+    pub symbols: bool,
 }
 
 /// The directory sfz caches things in between runs: `$SFZ_CACHE_DIR`, else
@@ -89,12 +92,12 @@ pub(crate) fn write_cache(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 /// Checks files and directories.
 pub fn check_paths(paths: &[PathBuf]) -> Checked {
-    check(Inputs { paths: paths.to_vec(), overlays: HashMap::new() })
+    check(Inputs { paths: paths.to_vec(), overlays: HashMap::new(), symbols: false })
 }
 
 /// Checks one in-memory text as if it were the file `path` (imports resolve next to it).
 pub fn check_text(path: &Path, text: &str) -> Checked {
-    check(Inputs { paths: vec![path.to_path_buf()], overlays: HashMap::from([(path.to_path_buf(), text.to_string())]) })
+    check(Inputs { paths: vec![path.to_path_buf()], overlays: HashMap::from([(path.to_path_buf(), text.to_string())]), symbols: true })
 }
 
 /// The first API of a spec text, checked by the real checker (unit tests across the crate).
@@ -153,6 +156,7 @@ pub fn check(inputs: Inputs) -> Checked {
         expanding: Vec::new(),
         set_params: HashMap::new(),
         symbols: Symbols::default(),
+        record_symbols: inputs.symbols,
         next_var: 0,
         captured: None,
     };
@@ -179,6 +183,8 @@ pub struct Checker<'l> {
     expanding: Vec<ItemRef>,
     set_params: HashMap<ItemRef, Vec<ParamSpec>>,
     symbols: Symbols,
+    /// Whether `symbols` is filled (`Inputs::symbols`).
+    record_symbols: bool,
     /// Next id for a forall/exists variable.
     next_var: u32,
     /// While Some, diagnostics dropped for `quiet` are kept here instead (a constraint set's
@@ -334,18 +340,21 @@ impl Checker<'_> {
     }
 
     /// Records a reference for the language server (not while re-checking expanded text).
-    fn reference(&mut self, span: crate::diag::Span, def: Option<crate::diag::Span>, hover: String) {
-        if self.quiet == 0 {
-            self.symbols.reference(span, def, hover);
+    fn reference(&mut self, span: crate::diag::Span, def: Option<crate::diag::Span>, hover: impl FnOnce() -> String) {
+        if self.quiet == 0 && self.record_symbols {
+            self.symbols.reference(span, def, hover());
         }
     }
 
     /// Records a reference to an item: its definition and its signature and docs as hover.
     fn reference_item(&mut self, span: crate::diag::Span, item: ItemRef) {
+        if !self.record_symbols {
+            return;
+        }
         let ast_item = &self.loader.modules[item.module].ast.items[item.index];
         let def = ast_item.kind.name().map(|n| n.span);
         let hover = self.item_hover(item);
-        self.reference(span, def, hover);
+        self.reference(span, def, || hover);
     }
 
     /// An item's one-line signature and its doc comment, as hover markdown.
@@ -386,7 +395,7 @@ impl Checker<'_> {
 
     /// Notes the parameters visible in a body, for completion.
     fn body_scope(&mut self, span: crate::diag::Span, params: &[ParamSpec], has_results: bool) {
-        if self.quiet == 0 {
+        if self.quiet == 0 && self.record_symbols {
             let params = params.iter().map(|p| (p.name.clone(), expr::param_text(p))).collect();
             self.symbols.scopes.push(symbols::BodyScope { span, params, has_results });
         }
@@ -394,6 +403,9 @@ impl Checker<'_> {
 
     /// For each root file: hovers on imported names, and every name it can use.
     fn record_names(&mut self) {
+        if !self.record_symbols {
+            return;
+        }
         let loader = self.loader;
         for (m, module) in loader.modules.iter().enumerate() {
             if !module.root {

@@ -100,7 +100,7 @@ impl Checker<'_> {
                         );
                         continue;
                     }
-                    self.reference(name.span, Some(name.span), hover_text(&format!("let {}", name.name), "A value computed by the program."));
+                    self.reference(name.span, Some(name.span), || hover_text(&format!("let {}", name.name), "A value computed by the program."));
                     names.insert(name.name.clone(), name.span);
                     lowerer.lower_let(&name.name, value);
                 }
@@ -164,7 +164,7 @@ impl Checker<'_> {
         match &e.kind {
             ExprKind::Name(n) => {
                 if let Some(&def) = names.get(n) {
-                    self.reference(e.span, Some(def), hover_text(n, ""));
+                    self.reference(e.span, Some(def), || hover_text(n, ""));
                 } else if !(bound.contains(n) || DType::from_name(n).is_some() || n == "torch" || self.scopes.lookup(module, n).is_some()) {
                     let mut candidates: Vec<&str> = names.keys().map(String::as_str).collect();
                     candidates.extend(bound.iter().map(String::as_str));

@@ -64,7 +64,7 @@ impl Checker<'_> {
             match &stmt.kind {
                 StmtKind::Relation { name, tolerances, expr } => {
                     let docs = stmt.docs.iter().map(|d| d.text.as_str()).collect::<Vec<_>>().join("\n");
-                    self.reference(name.span, Some(name.span), hover_text(&format!("relation {}", name.name), &docs));
+                    self.reference(name.span, Some(name.span), || hover_text(&format!("relation {}", name.name), &docs));
                     let span = name.span.to(expr.span);
                     let text = format!("relation {}", loader.map.get(file).slice(span));
                     if let Some(relation) = self.relation(ctx, name, tolerances, expr, text) {
@@ -203,7 +203,7 @@ impl Checker<'_> {
                     );
                 }
             }
-            self.reference(var.span, Some(var.span), hover_text(&format!("{}: float", var.name), "The relation's `forall` variable: each case uses one of its values."));
+            self.reference(var.span, Some(var.span), || hover_text(&format!("{}: float", var.name), "The relation's `forall` variable: each case uses one of its values."));
             ctx.var = Some((var.name.clone(), var.span));
             body = strip(inner);
         }
@@ -355,13 +355,13 @@ impl Checker<'_> {
     fn rel_name(&mut self, ctx: &mut RelCtx, name: &str, span: Span) -> Option<(RelExpr, Kind)> {
         if let Some((var, def)) = &ctx.var {
             if var == name {
-                self.reference(span, Some(*def), hover_text(&format!("{name}: float"), "The relation's `forall` variable: each case uses one of its values."));
+                self.reference(span, Some(*def), || hover_text(&format!("{name}: float"), "The relation's `forall` variable: each case uses one of its values."));
                 return Some((RelExpr::Scalar, Kind::Num));
             }
         }
         if let Some(i) = ctx.params.iter().position(|p| p.name == name) {
             let p = &ctx.params[i];
-            self.reference(span, Some(p.span), hover_text(&param_text(p), "A parameter."));
+            self.reference(span, Some(p.span), || hover_text(&param_text(p), "A parameter."));
             if !elementwise(&p.ty) {
                 self.error(
                     Diagnostic::new(codes::E0021, format!("parameter `{name}` is {}, not a tensor or a number", p.ty.describe()))
@@ -376,7 +376,7 @@ impl Checker<'_> {
             return match ctx.outputs {
                 None | Some([_]) => {
                     let ty = ctx.outputs.map_or("the API's first output".to_string(), |o| o[0].ty.describe());
-                    self.reference(span, None, hover_text(&format!("result: {ty}"), "The output of the original call."));
+                    self.reference(span, None, || hover_text(&format!("result: {ty}"), "The output of the original call."));
                     Some((RelExpr::Result(0), Kind::Num))
                 }
                 Some([]) => {
@@ -394,7 +394,7 @@ impl Checker<'_> {
             };
         }
         if let Some(k) = ctx.outputs.and_then(|o| o.iter().position(|r| r.name == name)) {
-            self.reference(span, None, hover_text(&format!("{name}: {}", ctx.outputs.unwrap_or_default()[k].ty.describe()), "An output of the original call."));
+            self.reference(span, None, || hover_text(&format!("{name}: {}", ctx.outputs.unwrap_or_default()[k].ty.describe()), "An output of the original call."));
             return Some((RelExpr::Result(k), Kind::Num));
         }
         if name == "self" {
@@ -449,7 +449,7 @@ impl Checker<'_> {
                         return None;
                     }
                 }
-                self.reference(e.span, None, hover_text(&format!("result.{k}"), "An output of the original call."));
+                self.reference(e.span, None, || hover_text(&format!("result.{k}"), "An output of the original call."));
                 Some((RelExpr::Result(k), Kind::Num))
             }
             ExprKind::Call(callee, args) => self.rel_call(ctx, callee, args, e.span, Some(k)),
@@ -479,7 +479,7 @@ impl Checker<'_> {
         let function = RelFn::from_name(&path).map(Some).or_else(|| (path == "pow").then_some(None));
         if let Some(f) = function {
             let sig = if f.is_none() { "pow(a, b)".to_string() } else { format!("{path}(x)") };
-            self.reference(callee.span, None, hover_text(&sig, "An elementwise function of relations."));
+            self.reference(callee.span, None, || hover_text(&sig, "An elementwise function of relations."));
             if let Some(k) = output {
                 return self.not_elementwise(span, &format!("`.{k}` after `{path}`"), "`.N` selects an output of `self(...)` or of an API call");
             }
@@ -502,14 +502,12 @@ impl Checker<'_> {
             });
         }
         let (callee_id, who, params, outputs): (Callee, String, &[ParamSpec], Option<&[ReturnSpec]>) = if path == "self" {
-            self.reference(
-                callee.span,
-                None,
-                hover_text("self(...)", "The API the relation belongs to, called again with the arguments given replaced and the others as in the case."),
-            );
+            self.reference(callee.span, None, || {
+                hover_text("self(...)", "The API the relation belongs to, called again with the arguments given replaced and the others as in the case.")
+            });
             (Callee::Itself, "`self`".to_string(), ctx.params, ctx.outputs)
         } else if let Some(api) = ctx.apis.iter().find(|a| a.name == path) {
-            self.reference(callee.span, Some(api.span), hover_text(&api_signature(api), ""));
+            self.reference(callee.span, Some(api.span), || hover_text(&api_signature(api), ""));
             (Callee::Api(path.clone()), format!("`{path}`"), &api.params[..], Some(&api.returns[..]))
         } else if NOT_ELEMENTWISE.contains(&path.as_str()) {
             return self.not_elementwise(callee.span, &format!("`{path}`"), &format!("the functions of relations are {FUNCTIONS}"));

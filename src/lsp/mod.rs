@@ -210,7 +210,7 @@ impl Server {
             return;
         }
         let overlays = self.docs.iter().map(|(p, d)| (p.clone(), d.text.clone())).collect();
-        let mut checked = check::check(Inputs { paths: vec![path.to_path_buf()], overlays });
+        let mut checked = check::check(Inputs { paths: vec![path.to_path_buf()], overlays, symbols: true });
         let Some(file) = checked.map.find(&path.display().to_string()) else { return };
         if self.catalog.is_none() {
             self.catalog = check::signatures::cached_catalog(&self.worker_exe).map(|c| {
