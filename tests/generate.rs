@@ -269,6 +269,31 @@ fn int_constants_outside_the_default_domain_are_reachable() {
 
 /// A value bound on every element of a tensor list, as `forall t in xs: t.values in ..` or
 /// `xs[*].values in ..`, bounds the elements the generator fills: an RNN's weights.
+/// Constraint sets applied inside constraint sets, and bounds behind guards, give conforming
+/// cases: the fused optimizers' lists (a `forall` over indices tying shapes, beside an `if` on
+/// a list's length bounding a float) ran at 0 conforming cases when the inner set came as one
+/// `and` the solver did not take apart, and the guarded float was drawn unbounded.
+#[test]
+fn nested_constraint_sets_and_guarded_bounds_conform() {
+    let src = "constraints inner(xs: Tensor[], ys: Tensor[], m: float) {\n\
+                   forall i in 0..len(xs): ys[i].shape == xs[i].shape and ys[i].dtype == xs[i].dtype;\n\
+                   if len(ys) == 0 then m == 0.0 else m in 0.1..0.99;\n\
+               }\n\
+               constraints outer(xs: Tensor[], ys: Tensor[], m: float) {\n\
+                   len(xs) in 1..=3;\n\
+                   len(ys) == len(xs);\n\
+                   inner(xs, ys, m);\n\
+               }\n\
+               api torch.ops.aten._foreach_lerp.Scalar(self: Tensor[], tensors1: Tensor[], weight: Scalar) -> Tensor[] {\n\
+                   outer(self, tensors1, weight);\n\
+               }\n";
+    let api = api_text(src);
+    let config = GenConfig { seed: 3, pool_size: 8, ..Default::default() };
+    let generator = Generator::new(vec![api.clone()], vec![gen::solve_api(&api, &config, 0).expect("solvable")], config);
+    let conforming = (0..200).filter(|&i| generator.case(i).expect("models").conforms).count();
+    assert!(conforming > 150, "{conforming} of 200 cases conform");
+}
+
 #[test]
 fn value_bounds_reach_the_elements_of_tensor_lists() {
     for bound in ["forall t in params: t.values in -2.0..2.0;", "params[*].values in -2.0..2.0;"] {

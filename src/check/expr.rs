@@ -608,13 +608,30 @@ impl Checker<'_> {
         for stmt in &body.stmts {
             if let ast::StmtKind::Require { expr, .. } = &stmt.kind {
                 let mut inner = Env { module: set_module, params: &[], subst: Some(&subst), results: None, bound: env.bound.clone() };
-                let t = self.constraint(&mut inner, expr);
                 let text = self.loader.map.get(file).slice(expr.span).to_string();
+                // A set applied inside a set gives its constraints one by one, as at an API: the
+                // solver takes each apart (a `forall` inside an `and` it would not).
+                if let Some((nested, nested_name, nested_args)) = self.set_application(set_module, expr) {
+                    for (t, part) in self.expand_set(&mut inner, nested, nested_name, nested_args, expr.span) {
+                        out.push((t, format!("{text}: {part}")));
+                    }
+                    continue;
+                }
+                let t = self.constraint(&mut inner, expr);
                 out.push((t, text));
             }
         }
         self.quiet -= 1;
         out
+    }
+
+    /// The constraint set `expr` applies, with its name and arguments, when it is one's
+    /// application (`channel_stats(input, weight)`) as seen from `module`.
+    pub fn set_application<'e>(&self, module: usize, expr: &'e ast::Expr) -> Option<(ItemRef, &'e str, &'e [ast::CallArg])> {
+        let ast::ExprKind::Call(callee, args) = &expr.kind else { return None };
+        let ExprKind::Name(name) = &callee.kind else { return None };
+        let item = self.scopes.lookup(module, name)?;
+        matches!(self.loader.modules[item.module].ast.items[item.index].kind, ItemKind::Constraints(_)).then_some((item, name.as_str(), args.as_slice()))
     }
 
     pub fn mismatch(&mut self, span: Span, expected: &str, found: &Ty) {

@@ -281,19 +281,15 @@ impl Checker<'_> {
     pub(super) fn requirement(&mut self, module: usize, params: &[ParamSpec], expr: &ast::Expr, file: crate::diag::FileId, origin: Origin) -> Vec<Constraint> {
         let mut env = Env::new(module, params);
         let whole = self.loader.map.get(file).slice(expr.span).to_string();
-        if let ast::ExprKind::Call(callee, args) = &expr.kind {
-            if let ast::ExprKind::Name(name) = &callee.kind {
-                if let Some(item) = self.scopes.lookup(module, name) {
-                    if let ItemKind::Constraints(_) = self.loader.modules[item.module].ast.items[item.index].kind {
-                        self.reference_item(callee.span, item);
-                        return self
-                            .expand_set(&mut env, item, name, args, expr.span)
-                            .into_iter()
-                            .map(|(t, text)| classify::constraint(t, expr.span, format!("{whole}: {text}"), origin.clone(), params))
-                            .collect();
-                    }
-                }
+        if let Some((item, name, args)) = self.set_application(module, expr) {
+            if let ast::ExprKind::Call(callee, _) = &expr.kind {
+                self.reference_item(callee.span, item);
             }
+            return self
+                .expand_set(&mut env, item, name, args, expr.span)
+                .into_iter()
+                .map(|(t, text)| classify::constraint(t, expr.span, format!("{whole}: {text}"), origin.clone(), params))
+                .collect();
         }
         let t = self.constraint(&mut env, expr);
         vec![classify::constraint(t, expr.span, whole, origin, params)]

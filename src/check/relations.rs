@@ -72,9 +72,9 @@ impl Checker<'_> {
                     }
                 }
                 StmtKind::Require { expr, .. } => {
-                    if let Some((item, args)) = self.set_application(ctx.module, expr) {
+                    if let Some((item, _, args)) = self.set_application(ctx.module, expr) {
                         let whole = loader.map.get(file).slice(expr.span).to_string();
-                        self.instantiate(ctx, item, &args, expr.span, &whole, origin, out);
+                        self.instantiate(ctx, item, args, expr.span, &whole, origin, out);
                     }
                 }
                 _ => {}
@@ -107,14 +107,6 @@ impl Checker<'_> {
             return;
         }
         out.push(r);
-    }
-
-    /// The constraint set a statement applies, and its arguments.
-    fn set_application(&self, module: usize, expr: &ast::Expr) -> Option<(ItemRef, Vec<ast::CallArg>)> {
-        let ExprKind::Call(callee, args) = &expr.kind else { return None };
-        let ExprKind::Name(name) = &callee.kind else { return None };
-        let item = self.scopes.peek(module, name)?;
-        matches!(self.loader.modules[item.module].ast.items[item.index].kind, ItemKind::Constraints(_)).then(|| (item, args.clone()))
     }
 
     /// The relations of constraint set `item` applied to `args` (and of the sets it applies).
@@ -173,7 +165,7 @@ impl Checker<'_> {
                     }
                 }
                 StmtKind::Require { expr, .. } => {
-                    if let Some((inner, inner_args)) = self.set_application(item.module, expr) {
+                    if let Some((inner, _, inner_args)) = self.set_application(item.module, expr) {
                         let inner_args: Vec<ast::CallArg> = inner_args.iter().map(|a| ast::CallArg { name: a.name.clone(), value: subst(&a.value, &map) }).collect();
                         self.instantiate(ctx, inner, &inner_args, at, whole, origin, out);
                     }

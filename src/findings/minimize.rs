@@ -9,6 +9,7 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use crate::gen::values::conforms;
 use crate::spec::ApiSpec;
 use crate::wire::case::{Arg, Case, Fill, Layout, TensorRecipe};
 
@@ -46,10 +47,18 @@ pub fn minimize(api: &ApiSpec, case: &Case, budget: Budget, fires: &mut dyn FnMu
     let mut steps = 0u32;
     // Candidates already tried from some case and found not to fire (or no smaller).
     let mut tried: BTreeSet<String> = BTreeSet::new();
+    // A candidate keeps every constraint the case keeps: a smaller case the operator promises
+    // nothing for (a gradient of another shape than its parameter, an index at the size) would
+    // trade the finding for an invalid input. A violating case keeps breaking what it broke.
+    let kept: Vec<usize> = conforms(api, &case.args).iter().enumerate().filter(|(_, v)| **v == Some(true)).map(|(k, _)| k).collect();
+    let keeps = |c: &Case| {
+        let verdicts = conforms(api, &c.args);
+        kept.iter().all(|&k| verdicts.get(k) != Some(&Some(false)))
+    };
     'outer: loop {
         let key = size(&current);
         let candidates: Vec<Case> =
-            candidates(api, &current).into_iter().filter(|c| size(c) < key).filter(|c| tried.insert(serde_json::to_string(c).unwrap_or_default())).collect();
+            candidates(api, &current).into_iter().filter(|c| size(c) < key).filter(|c| tried.insert(serde_json::to_string(c).unwrap_or_default())).filter(|c| keeps(c)).collect();
         if candidates.is_empty() {
             break;
         }
@@ -320,6 +329,22 @@ mod tests {
         assert_eq!(shapes, vec![vec![1, 1], vec![1, 1]], "{shrunk:?}");
         assert!(shrunk.case.args.iter().flat_map(Arg::tensors).all(|t| t.layout == Layout::Contiguous && t.fill == Fill::Constant(0.0)));
         assert!(shrunk.steps > 3 && shrunk.executions > 0 && calls > 0);
+    }
+
+    /// Shrinking never breaks a constraint the case kept, though the oracle would fire on the
+    /// smaller case too: the input stays a matrix, the weight as long as its rows.
+    #[test]
+    fn a_shrunk_case_keeps_the_constraints_the_case_kept() {
+        let a = api("api torch.prelu(input: Tensor, weight: Tensor) -> Tensor {\n\
+                         input.ndim == 2;\n\
+                         weight.ndim == 1;\n\
+                         weight.shape[0] == input.shape[1];\n\
+                     }");
+        let case = Case { op: 0, args: vec![t(&[3, 4]), t(&[4])], forward: None };
+        let shrunk = minimize(&a, &case, Budget::default(), &mut |batch| batch.iter().map(|_| true).collect());
+        assert!(shrunk.steps > 0, "{shrunk:?}");
+        let shapes: Vec<Vec<i64>> = shrunk.case.args.iter().flat_map(Arg::tensors).map(|t| t.shape.clone()).collect();
+        assert_eq!(shapes, vec![vec![1, 1], vec![1]], "{shrunk:?}");
     }
 
     #[test]

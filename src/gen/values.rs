@@ -88,8 +88,12 @@ fn bounds_from<'c>(constraints: impl Iterator<Item = &'c crate::spec::Constraint
     };
     let bindings = Bindings { params: known, results: &[] };
     let number = |e: &TExpr| eval_number(e, &bindings);
+    let mut parts = Vec::new();
     for c in constraints {
-        let (op, l, r, l_target, r_target) = match &c.expr {
+        conjuncts(&c.expr, &bindings, &mut parts);
+    }
+    for e in parts {
+        let (op, l, r, l_target, r_target) = match e {
             TExpr::Binary(op, l, r) => (op, l, r, is_target(l), is_target(r)),
             // `forall t in p: t.values in ..`: the same bound on every element of a tensor list.
             TExpr::Forall { var, range, body } if matches!(**range, TExpr::Param(i) if i == p) => {
@@ -136,14 +140,50 @@ fn bounds_from<'c>(constraints: impl Iterator<Item = &'c crate::spec::Constraint
     b
 }
 
+/// The parts of constraint `e` that must hold given what is known: both sides of an `and`, the
+/// branch of an `if` the known values choose, the side of an `or` whose other side they make
+/// false, the consequence of an `=>` whose premise they make true; `e` itself otherwise. So a
+/// bound behind a guard (`if len(bufs) == 0 then momentum == 0.0 else momentum in 0.1..0.99`)
+/// bounds the drawn value once the guard's parameters are known.
+fn conjuncts<'e>(e: &'e TExpr, b: &Bindings, out: &mut Vec<&'e TExpr>) {
+    let decided = |c: &TExpr| eval::holds(c, b, &[], &[]);
+    match e {
+        TExpr::Binary(BinOp::And, l, r) => {
+            conjuncts(l, b, out);
+            conjuncts(r, b, out);
+        }
+        TExpr::Binary(BinOp::Or, l, r) => match (decided(l), decided(r)) {
+            (Some(true), _) | (_, Some(true)) => {}
+            (Some(false), _) => conjuncts(r, b, out),
+            (_, Some(false)) => conjuncts(l, b, out),
+            _ => {}
+        },
+        TExpr::Binary(BinOp::Implies, l, r) => {
+            if decided(l) == Some(true) {
+                conjuncts(r, b, out);
+            }
+        }
+        TExpr::If(c, then, otherwise) => match decided(c) {
+            Some(true) => conjuncts(then, b, out),
+            Some(false) => conjuncts(otherwise, b, out),
+            None => {}
+        },
+        _ => out.push(e),
+    }
+}
+
 /// The values a float or Scalar parameter `p` is limited to by `p in [a, b, ...]` or `p == a`
 /// (`multi_margin_loss`'s `p in [1, 2]`), when a constraint other than `skip` limits it so; the
 /// range bounds of `bounds_of` cannot say that.
 fn choices_of(api: &ApiSpec, p: usize, known: &[Val], skip: Option<usize>) -> Option<Vec<f64>> {
     let bindings = Bindings { params: known, results: &[] };
     let mut out: Option<Vec<f64>> = None;
+    let mut parts = Vec::new();
     for (_, c) in api.requires.iter().enumerate().filter(|(k, _)| Some(*k) != skip) {
-        let TExpr::Binary(op, l, r) = &c.expr else { continue };
+        conjuncts(&c.expr, &bindings, &mut parts);
+    }
+    for e in parts {
+        let TExpr::Binary(op, l, r) = e else { continue };
         let values: Option<Vec<f64>> = match (op, &**l, &**r) {
             (BinOp::In, TExpr::Param(i), TExpr::List(items)) if *i == p => items.iter().map(|e| eval_number(e, &bindings)).collect(),
             (BinOp::In, TExpr::Param(i), TExpr::Lit(Value::List(items))) if *i == p => items
@@ -411,5 +451,31 @@ pub fn value_val(v: &Value) -> Val {
         Value::Dtype(d) => Val::Dtype(*d),
         Value::DtypeSet(ds) => Val::DtypeSet(ds.clone()),
         Value::List(items) => Val::List(items.iter().map(value_val).collect()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A bound behind a guard bounds the drawn float once the known values decide the guard:
+    /// an `if`'s branch, an `or`'s other side, an `=>`'s consequence; an undecided guard bounds
+    /// nothing.
+    #[test]
+    fn guarded_bounds_bound_the_value_once_the_guard_is_decided() {
+        let api = crate::check::first_api(
+            "api torch.ops.aten._foreach_lerp.Scalar(self: Tensor[], tensors1: Tensor[], weight: Scalar) -> Tensor[] {\n\
+                 if len(tensors1) == 0 then weight == 0.0 else weight in 0.1..0.99;\n\
+                 len(self) == 0 or weight >= 0.2;\n\
+                 len(self) >= 1 => weight <= 0.9;\n\
+             }\n",
+        );
+        let list = |n: usize| Val::List((0..n).map(|_| Val::Tensor(unknown_values(DType::Float32, &[2]))).collect());
+        let b = bounds_of(&api, 2, &[list(2), list(2), Val::Unknown], None);
+        assert_eq!((b.lo, b.hi, b.hi_closed), (Some(0.2), Some(0.9), true));
+        assert_eq!(choices_of(&api, 2, &[list(0), list(0), Val::Unknown], None), Some(vec![0.0]));
+        // The lists unknown: no guard is decided.
+        let b = bounds_of(&api, 2, &[Val::Unknown, Val::Unknown, Val::Unknown], None);
+        assert_eq!((b.lo, b.hi), (None, None));
     }
 }
