@@ -203,11 +203,17 @@ impl Writer<'_> {
     }
 
     /// Output `k` of the value bound to `name`: the value itself for an operator with one
-    /// tensor return, else `name[k]`.
+    /// tensor return, else `name[k]`; where lists sit among several returns (`_fused_sgd`'s
+    /// five lists), the `k`th tensor of them all in order, as sfz's worker numbers them.
     fn output(&self, name: &str, k: usize) -> String {
-        let single = schema::parse(&self.r.binding.schema).map_or(true, |s| s.returns.len() == 1 && s.returns[0].ty == SchemaType::Tensor);
+        let returns = schema::parse(&self.r.binding.schema).map(|s| s.returns);
+        let single = returns.as_ref().map_or(true, |r| r.len() == 1 && r[0].ty == SchemaType::Tensor);
+        let returns = returns.unwrap_or_default();
+        let nested = returns.len() > 1 && returns.iter().any(|r| matches!(r.ty, SchemaType::List(..)));
         if single && k == 0 {
             name.to_string()
+        } else if nested {
+            format!("[t for r in {name} for t in (r if isinstance(r, (list, tuple)) else [r])][{k}]")
         } else {
             format!("{name}[{k}]")
         }
@@ -373,6 +379,22 @@ mod tests {
         };
         insta::assert_snapshot!("late_death_in_check", render(3));
         assert!(!render(1).contains("for _ in range"), "{}", render(1));
+    }
+
+    /// Lists among several returns are numbered as the worker flattens them, and a list's
+    /// other layout is not named like its elements.
+    #[test]
+    fn outputs_of_list_returns_and_relaid_lists() {
+        let sgd = api("api torch.ops.aten._fused_sgd.default(input: Tensor[], grads: Tensor[], momentum_buffer_list: Tensor[], *, weight_decay: float, momentum: float, lr: float, dampening: float, nesterov: bool, maximize: bool, is_first_step: bool, grad_scale: Tensor? = None, found_inf: Tensor? = None) -> Tensor[] {}");
+        let list = Arg::TensorList(vec![recipe(), recipe(), recipe()]);
+        let mut args = vec![list.clone(), list, Arg::TensorList(vec![])];
+        args.extend([Arg::Float(0.0), Arg::Float(0.0), Arg::Float(0.1), Arg::Float(0.0), Arg::Bool(false), Arg::Bool(false), Arg::Bool(false), Arg::Omitted, Arg::Omitted]);
+        let case = Case { op: 0, args, forward: None };
+        let layout = check(Oracle::Layout, Variant::Layout);
+        let s = script(&sgd, &case, values(4), Some(&layout), None);
+        assert!(s.contains("input_relaid = [input_0.mT.contiguous().mT, "), "{s}");
+        assert!(s.contains("[t for r in variant for t in (r if isinstance(r, (list, tuple)) else [r])][4]"), "{s}");
+        assert!(!s.contains("input_2 = ["), "{s}");
     }
 
     #[test]

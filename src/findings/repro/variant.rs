@@ -102,7 +102,8 @@ impl Writer<'_> {
                         }
                         Arg::TensorList(rs) => {
                             let items: Vec<String> = rs.iter().enumerate().map(|(k, rec)| flipped(&format!("{}_{k}", self.vars[i]), rec)).collect();
-                            let name = format!("{}_2", self.vars[i]);
+                            // Not `_2`: that names the list's third element.
+                            let name = format!("{}_relaid", self.vars[i]);
                             setup.push(format!("{name} = [{}]  # the same values, the other layout", items.join(", ")));
                             vars[i] = name;
                         }
