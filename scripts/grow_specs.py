@@ -136,6 +136,8 @@ def main():
     ap.add_argument("--aten", action="store_true",
                     help="every base operator with a skeleton that no earlier pass tried (see the docstring)")
     ap.add_argument("--chunk", type=int, default=40, help="with --aten or --retry: operators per `sfz infer` run")
+    ap.add_argument("--measure", action="store_true",
+                    help="with --retry: record the figures only; append nothing to specs/inferred")
     ap.add_argument("--redo", action="store_true",
                     help="with --aten: run the named areas' listed operators again into emptied files")
     ap.add_argument("areas", nargs="*")
@@ -215,7 +217,7 @@ def grow(args, area, ops, tag=None):
         gained = out.read_text() if out.exists() else ""
     target = ROOT / f"specs/inferred/{area}.sfz"
     text = target.read_text() if target.exists() else ""
-    if gained.strip():
+    if gained.strip() and not getattr(args, "measure", False):
         target.write_text(text.rstrip("\n") + "\n\n" + gained)
         subprocess.run([args.sfz, "fmt", str(target)], check=True)
     return len(re.findall(r"^api ", gained, re.M))

@@ -141,7 +141,9 @@ fn naive_cases_that_claim_to_conform_do() {
 
 #[test]
 fn a_case_is_a_function_of_seed_and_index() {
-    let apis = spec_apis();
+    // Determinism needs no API in particular: every ninth keeps the suite's time bounded as
+    // specs/ grows (solving violating pools twice for all 1,357 was its costliest test).
+    let apis: Vec<ApiSpec> = spec_apis().into_iter().step_by(9).collect();
     let config = GenConfig { seed: 9, pool_size: 16, mode: Mode::Mixed(0.5), ..Default::default() };
     let build = || Generator::new(apis.clone(), pools(&apis, &config), config.clone());
     let (a, b) = (build(), build());

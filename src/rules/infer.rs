@@ -156,6 +156,16 @@ impl Batch {
         counts.iter().fold(None::<(&str, usize)>, |best, &(k, n)| if best.is_none_or(|(_, b)| n > b) { Some((k, n)) } else { best }).map(|(k, n)| (k.to_string(), n))
     }
 
+    /// The cases a candidate holds on, when there are at least `min` of them.
+    fn obeying(&self, probe: &ApiSpec, min: usize) -> Option<Batch> {
+        let keep: Vec<usize> = (0..self.args.len()).filter(|&k| holds(probe, &self.args[k]) == Some(true)).collect();
+        (keep.len() >= min.max(1)).then(|| Batch {
+            args: keep.iter().map(|&k| self.args[k].clone()).collect(),
+            ok: keep.iter().map(|&k| self.ok[k]).collect(),
+            errors: keep.iter().map(|&k| self.errors[k].clone()).collect(),
+        })
+    }
+
     fn valid_rate(&self) -> Option<f64> {
         (!self.ok.is_empty()).then(|| self.ok.iter().filter(|&&o| o).count() as f64 / self.ok.len() as f64)
     }
@@ -187,6 +197,26 @@ fn nonempty_constraints(api: &ApiSpec) -> Vec<Constraint> {
         .collect()
 }
 
+/// The tensor parameter a constraint makes 0-d (`x.ndim == 0`).
+fn rank_zero(c: &Constraint) -> Option<usize> {
+    use crate::spec::{BinOp, Prop, TExpr, Value};
+    match &c.expr {
+        TExpr::Binary(BinOp::Eq, l, r) => match (&**l, &**r) {
+            (TExpr::Prop(t, Prop::Ndim), TExpr::Lit(Value::Int(0))) => match &**t {
+                TExpr::Param(p) => Some(*p),
+                _ => None,
+            },
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Whether a constraint is the `ndim >= 1` half of the non-empty assumption.
+fn is_rank_assumption(c: &Constraint) -> bool {
+    c.text.ends_with("ndim >= 1")
+}
+
 /// A stage of the search: what it assumes of the inputs, and the parameters its inputs leave
 /// out (their defaults apply).
 #[derive(Clone, Copy)]
@@ -212,9 +242,14 @@ fn pin(api: &ApiSpec, mut args: Vec<Vec<Arg>>, pinned: &[usize]) -> Vec<Vec<Arg>
     args
 }
 
+/// Up to this many cases, a sample skips the solver's domain exploration (`solve::sample_quick`):
+/// the search's probes of one candidate are many and small, and exploring was most of their time.
+const QUICK_SAMPLE: usize = 32;
+
 /// Conforming argument lists for `api`, as many as the solver gives up to `count`.
 pub(super) fn sample(api: &ApiSpec, count: usize, seed: u64, limits: &Limits, extra_check: Option<&ApiSpec>) -> Vec<Vec<Arg>> {
-    let Ok(models) = solve::sample(api, limits, count, seed) else { return Vec::new() };
+    let solved = if count <= QUICK_SAMPLE { solve::sample_quick(api, limits, count, seed) } else { solve::sample(api, limits, count, seed) };
+    let Ok(models) = solved else { return Vec::new() };
     let mut rng = ChaCha8Rng::seed_from_u64(mix(seed ^ 0x5eed));
     let mut out = Vec::new();
     let plan = crate::gen::plan::GenPlan::new(api);
@@ -277,7 +312,9 @@ fn relevance(api: &ApiSpec, complaint: &str, candidate: &Checked) -> usize {
 /// `expected scalar type`) rather than about ranks, sizes or values.
 fn about_dtypes(complaint: &str) -> bool {
     let lower = complaint.to_ascii_lowercase();
-    ["dtype", "scalar type", "not implemented for", "type t", "can't be cast", "cannot be cast"].iter().any(|k| lower.contains(k))
+    // `T` is where `errors::complaint` took a dtype's name out ("Expected a T tensor for index").
+    let names_a_dtype = complaint.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).any(|w| w == "T");
+    names_a_dtype || ["dtype", "scalar type", "not implemented for", "type t", "can't be cast", "cannot be cast"].iter().any(|k| lower.contains(k))
 }
 
 /// Whether (1) or not (0) a candidate is of the complaint's kind: rules about dtypes for a
@@ -581,12 +618,16 @@ fn search(
         let assume = this.assume;
         pass += 1;
         let mut stuck = 0;
+        let blind_before = blind.len();
         for _ in 0..config.max_rounds {
             if Instant::now() >= search_end {
                 break;
             }
             round += 1;
-            let api = reduce::with(&current(&accepted), &[assume], None);
+            // A tensor a rule makes 0-d is exempt from the assumption's `ndim >= 1`.
+            let zero_d: Vec<usize> = accepted.iter().flat_map(|(c, _)| c.constraints.iter().filter_map(rank_zero)).collect();
+            let assumed: Vec<Constraint> = assume.iter().filter(|c| !(is_rank_assumption(c) && c.params.iter().all(|p| zero_d.contains(p)))).cloned().collect();
+            let api = reduce::with(&current(&accepted), &[&assumed], None);
             let seed = mix(config.seed ^ mix(round) ^ mix(index as u64));
             let args = pin(&api, sample(&api, config.round_cases, seed, limits, None), this.pinned);
             if args.is_empty() {
@@ -603,6 +644,7 @@ fn search(
             }
             // Candidates no accepted input breaks, ranked by the rejected inputs they exclude.
             let mut eligible: Vec<(usize, usize)> = Vec::new();
+            let mut unseen: Vec<(usize, usize)> = Vec::new();
             let mut best: Option<(usize, usize)> = None;
             for (i, (c, probe)) in remaining.iter().enumerate() {
                 let t = tally(probe, &batch);
@@ -614,7 +656,13 @@ fn search(
                     }
                     continue;
                 }
-                if t.bad_broken == 0 || (t.ok_holds + t.bad_holds) == 0 {
+                if t.bad_broken == 0 {
+                    continue;
+                }
+                // One the batch never obeyed says nothing here (it excludes all), but a probe of
+                // its own may: `stack`'s equal shapes are rare in random lists.
+                if t.ok_holds + t.bad_holds == 0 {
+                    unseen.push((i, t.bad_broken));
                     continue;
                 }
                 eligible.push((i, t.bad_broken));
@@ -635,7 +683,8 @@ fn search(
                 let dominant_about_dtypes = dominant.as_ref().is_some_and(|(key, _)| about_dtypes(key));
                 let relevance = |i: usize| dominant.as_ref().map_or(0, |(key, _)| relevance(&api, key, &remaining[i].0));
                 let kind = |i: usize| dominant.as_ref().map_or(0, |(key, _)| same_kind(key, &remaining[i].0));
-                eligible.sort_by_key(|&(i, n)| (std::cmp::Reverse(relevance(i)), std::cmp::Reverse(kind(i)), std::cmp::Reverse(n)));
+                let mut probing: Vec<(usize, usize)> = eligible.iter().chain(&unseen).copied().collect();
+                probing.sort_by_key(|&(i, n)| (std::cmp::Reverse(relevance(i)), std::cmp::Reverse(kind(i)), std::cmp::Reverse(n)));
                 let dominant_share = dominant.as_ref().map_or(0, |(_, c)| c * 1000 / batch.ok.len().max(1));
                 // (candidate, accepted per mille, whether it relieves the complaint, relevance,
                 // kind, per mille past the kind of check that complained, per mille free of the
@@ -644,17 +693,30 @@ fn search(
                 let mut scored: Option<(usize, Score)> = None;
                 let complaints: std::collections::HashSet<&str> = batch.errors.iter().flatten().map(String::as_str).collect();
                 let n = batch.ok.len().max(1);
-                for &(i, _) in eligible.iter().take(config.try_candidates) {
+                // Candidates tried on fresh samples; those tried on the batch's own cases are
+                // free, so up to four times as many candidates are looked at.
+                let mut solved = 0;
+                for &(i, _) in probing.iter().take(4 * config.try_candidates) {
+                    if solved >= config.try_candidates || Instant::now() >= search_end {
+                        break;
+                    }
                     // Ties go to the more general candidate: the one more current inputs obey.
                     let t = tally(&remaining[i].1, &batch);
                     let general = (t.ok_holds + t.bad_holds) * 1000 / n;
-                    if Instant::now() >= search_end {
-                        break;
-                    }
-                    let probe = reduce::with(&api, &[&remaining[i].0.constraints], None);
-                    let args = pin(&probe, sample(&probe, config.try_cases, mix(seed ^ mix(i as u64 + 1)), limits, None), this.pinned);
-                    let tried = execute(runner, index, args, search_end);
-                    result.cases += tried.ok.len();
+                    // The batch's own cases the candidate holds on are what a fresh sample of
+                    // the API with it would be; solving and running anew is for the candidates
+                    // too few of them obey (a rank the solver rarely draws).
+                    let tried = match batch.obeying(&remaining[i].1, config.try_cases) {
+                        Some(reused) => reused,
+                        None => {
+                            solved += 1;
+                            let probe = reduce::with(&api, &[&remaining[i].0.constraints], None);
+                            let args = pin(&probe, sample(&probe, config.try_cases, mix(seed ^ mix(i as u64 + 1)), limits, None), this.pinned);
+                            let tried = execute(runner, index, args, search_end);
+                            result.cases += tried.ok.len();
+                            tried
+                        }
+                    };
                     if tried.ok.is_empty() {
                         continue;
                     }
@@ -692,7 +754,11 @@ fn search(
             // Nothing accepted and no one rule relieved the complaint: the ranks of several
             // tensors may have to change together (`ranks`).
             if accepted_inputs == 0 && !matches!(best, Some((_, 0))) {
-                let (tuple, probed) = silencing_ranks(&api, &batch, runner, index, config, mix(seed ^ 0x7a2c), search_end);
+                // Ranks are what the tuples try, 0 among them: the assumption's `ndim >= 1`
+                // does not bind them.
+                let unranked: Vec<Constraint> = assumed.iter().filter(|c| !is_rank_assumption(c)).cloned().collect();
+                let free = reduce::with(&current(&accepted), &[&unranked], None);
+                let (tuple, probed) = silencing_ranks(&free, &batch, runner, index, config, mix(seed ^ 0x7a2c), search_end);
                 result.cases += probed;
                 if let Some(tuple) = tuple {
                     let mut moved = Vec::new();
@@ -731,6 +797,13 @@ fn search(
                     if stuck > 1 {
                         if config.trace {
                             result.trace.push(format!("round {round}: {} cases, valid 0, complaint {:?}: stuck, pass ends", batch.ok.len(), batch.dominant_error()));
+                        }
+                        // What this pass guessed led nowhere: the next pass starts without it
+                        // (`linspace`'s guessed `end.ndim == 1` would keep the 0-d pair away).
+                        for name in blind.drain(blind_before..) {
+                            if let Some(k) = accepted.iter().position(|(c, _)| c.candidate.name == name) {
+                                remaining.push(accepted.remove(k));
+                            }
                         }
                         break;
                     }
@@ -972,6 +1045,45 @@ mod tests {
         assert!(result.valid_after.is_some_and(|v| v >= 0.9), "{result:?}");
         let names: Vec<&str> = result.rules.iter().map(|r| r.candidate.name.as_str()).collect();
         assert_eq!(names, ["other_ndim_0"], "{result:?}");
+    }
+
+    /// Rejects as `linspace` does: unless `start` and `end` are both 0-d, one complaint about
+    /// both.
+    struct ZeroDPair;
+    impl Runner for ZeroDPair {
+        fn run_with_errors(&self, _: usize, cases: &[Vec<Arg>], _: Instant) -> Vec<(Status, Option<String>)> {
+            let rank = |a: &Arg| if let Arg::Tensor(t) = a { t.shape.len() } else { 9 };
+            cases
+                .iter()
+                .map(|args| match (rank(&args[0]), rank(&args[1])) {
+                    (0, 0) => (Status::Ok, None),
+                    (a, b) => (
+                        Status::Invalid,
+                        Some(format!("linspace only supports 0-dimensional start and end tensors, but got start with {a} dimension(s) and end with {b} dimension(s).")),
+                    ),
+                })
+                .collect()
+        }
+    }
+
+    /// Two tensors that must be 0-d together: no single rank rule relieves the complaint, the
+    /// non-empty assumption rules rank 0 out, and a guess the stuck first pass took (`end.ndim ==
+    /// 1`) would keep the pair away in the next. The rank tuples try 0, and a pass that ends
+    /// stuck gives its guesses back.
+    #[test]
+    fn two_tensors_that_must_be_0_d_together_are_found() {
+        let api = "api torch.linspace(start: Tensor, end: Tensor, steps: int) -> Tensor {}\n";
+        let checked = crate::check::check_text(Path::new("t.sfz"), api);
+        let base = checked.spec.apis[0].clone();
+        let src = format!("{api}{}", super::super::rules_text(&base.name, &super::super::enumerate::candidates(&base), None));
+        let checked = crate::check::check_text(Path::new("t.sfz"), &src);
+        assert!(!checked.has_errors());
+        let config = InferConfig { budget: Duration::from_secs(20), learn_values: false, trace: true, ..InferConfig::default() };
+        let result = infer_api(&base, 0, candidates_of(&checked.spec), &ZeroDPair, &config, false);
+        assert!(result.valid_after.is_some_and(|v| v >= 0.9), "{result:?}");
+        let mut names: Vec<&str> = result.rules.iter().map(|r| r.candidate.name.as_str()).collect();
+        names.sort();
+        assert_eq!(names, ["end_ndim_0", "start_ndim_0"], "{result:?}");
     }
 
     /// A complaint names parameters in libtorch's words: `self` for `input`, `mat2` as `matN`

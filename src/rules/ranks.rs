@@ -12,18 +12,20 @@ use crate::wire::case::Arg;
 /// `solve::Limits::max_ndim`, which a rule naming the rank lifts: `named_rank`).
 pub const PROBED: usize = 5;
 
-/// How many tuples a probe tries at most (one reshaped case each).
-pub const TUPLES: usize = 125;
+/// How many tuples a probe tries at most (one reshaped case each): every one of three tensors.
+pub const TUPLES: usize = (PROBED + 1).pow(3);
 
 /// The rank tuples to try on the API's first tensor parameters (at most three; the others stay
-/// free), lowest ranks first: every tuple of ranks 1 and 2, then those with a 3, and so on to
-/// `PROBED`, each group in lexicographic order; at most `TUPLES`.
+/// free), lowest ranks first: every tuple of ranks 0 to 2, then those with a 3, and so on to
+/// `PROBED`, each group in lexicographic order; at most `TUPLES`. Rank 0 is in: `linspace`
+/// wants 0-d `start` and `end` together, which no single rank rule reaches.
 pub fn tuples(api: &ApiSpec) -> Vec<Vec<(usize, usize)>> {
     let params: Vec<usize> = tensors(api).take(3).collect();
-    let count = PROBED.pow(params.len() as u32);
-    // The n-th tuple in lexicographic order: n's digits in base PROBED, each plus one.
+    let base = PROBED + 1;
+    let count = base.pow(params.len() as u32);
+    // The n-th tuple in lexicographic order: n's digits in base PROBED + 1.
     let mut out: Vec<Vec<(usize, usize)>> =
-        (0..count).map(|n| params.iter().enumerate().map(|(k, &p)| (p, n / PROBED.pow((params.len() - 1 - k) as u32) % PROBED + 1)).collect()).collect();
+        (0..count).map(|n| params.iter().enumerate().map(|(k, &p)| (p, n / base.pow((params.len() - 1 - k) as u32) % base)).collect()).collect();
     out.sort_by_key(|t: &Vec<(usize, usize)>| t.iter().map(|&(_, r)| r).max().unwrap_or(0).max(2));
     out.truncate(TUPLES);
     out
@@ -137,11 +139,13 @@ mod tests {
     fn tuples_go_from_low_ranks_to_five_on_three_tensors_at_most() {
         let addmv = api("api torch.addmv(input: Tensor, mat: Tensor, vec: Tensor) -> Tensor {}");
         let t = tuples(&addmv);
-        assert_eq!(t.len(), 125);
-        assert_eq!(t[0], vec![(0, 1), (1, 1), (2, 1)]);
+        assert_eq!(t.len(), 216);
+        assert_eq!(t[0], vec![(0, 0), (1, 0), (2, 0)]);
         // Every tuple of ranks up to 2 comes before any with a 3.
         let first_three = t.iter().position(|x| x.iter().any(|(_, r)| *r == 3)).unwrap();
-        assert_eq!(first_three, 8);
+        assert_eq!(first_three, 27);
+        let linspace = api("api torch.linspace(start: Tensor, end: Tensor, steps: int) -> Tensor {}");
+        assert!(tuples(&linspace).contains(&vec![(0, 0), (1, 0)]));
         assert!(t.contains(&vec![(0, 1), (1, 2), (2, 1)]) && t.contains(&vec![(0, 5), (1, 5), (2, 1)]));
         let mut dedup = t.clone();
         dedup.dedup();
