@@ -156,14 +156,18 @@ impl Batch {
         counts.iter().fold(None::<(&str, usize)>, |best, &(k, n)| if best.is_none_or(|(_, b)| n > b) { Some((k, n)) } else { best }).map(|(k, n)| (k.to_string(), n))
     }
 
-    /// The cases a candidate holds on, when there are at least `min` of them.
-    fn obeying(&self, probe: &ApiSpec, min: usize) -> Option<Batch> {
-        let keep: Vec<usize> = (0..self.args.len()).filter(|&k| holds(probe, &self.args[k]) == Some(true)).collect();
-        (keep.len() >= min.max(1)).then(|| Batch {
+    /// The indices of the cases a candidate holds on.
+    fn obeying(&self, probe: &ApiSpec) -> Vec<usize> {
+        (0..self.args.len()).filter(|&k| holds(probe, &self.args[k]) == Some(true)).collect()
+    }
+
+    /// The cases at `keep`, as a batch of their own.
+    fn subset(&self, keep: &[usize]) -> Batch {
+        Batch {
             args: keep.iter().map(|&k| self.args[k].clone()).collect(),
             ok: keep.iter().map(|&k| self.ok[k]).collect(),
             errors: keep.iter().map(|&k| self.errors[k].clone()).collect(),
-        })
+        }
     }
 
     fn valid_rate(&self) -> Option<f64> {
@@ -212,9 +216,18 @@ fn rank_zero(c: &Constraint) -> Option<usize> {
     }
 }
 
-/// Whether a constraint is the `ndim >= 1` half of the non-empty assumption.
+/// Whether a constraint is the `ndim >= 1` half of the non-empty assumption (of a tensor, or
+/// of each element of a list).
 fn is_rank_assumption(c: &Constraint) -> bool {
-    c.text.ends_with("ndim >= 1")
+    use crate::spec::{BinOp, Prop, TExpr, Value};
+    fn at_least_1(e: &TExpr) -> bool {
+        match e {
+            TExpr::Forall { body, .. } => at_least_1(body),
+            TExpr::Binary(BinOp::Ge, l, r) => matches!((&**l, &**r), (TExpr::Prop(_, Prop::Ndim), TExpr::Lit(Value::Int(1)))),
+            _ => false,
+        }
+    }
+    at_least_1(&c.expr)
 }
 
 /// A stage of the search: what it assumes of the inputs, and the parameters its inputs leave
@@ -701,21 +714,20 @@ fn search(
                         break;
                     }
                     // Ties go to the more general candidate: the one more current inputs obey.
-                    let t = tally(&remaining[i].1, &batch);
-                    let general = (t.ok_holds + t.bad_holds) * 1000 / n;
+                    let obeying = batch.obeying(&remaining[i].1);
+                    let general = obeying.len() * 1000 / n;
                     // The batch's own cases the candidate holds on are what a fresh sample of
                     // the API with it would be; solving and running anew is for the candidates
                     // too few of them obey (a rank the solver rarely draws).
-                    let tried = match batch.obeying(&remaining[i].1, config.try_cases) {
-                        Some(reused) => reused,
-                        None => {
-                            solved += 1;
-                            let probe = reduce::with(&api, &[&remaining[i].0.constraints], None);
-                            let args = pin(&probe, sample(&probe, config.try_cases, mix(seed ^ mix(i as u64 + 1)), limits, None), this.pinned);
-                            let tried = execute(runner, index, args, search_end);
-                            result.cases += tried.ok.len();
-                            tried
-                        }
+                    let tried = if obeying.len() >= config.try_cases.max(1) {
+                        batch.subset(&obeying)
+                    } else {
+                        solved += 1;
+                        let probe = reduce::with(&api, &[&remaining[i].0.constraints], None);
+                        let args = pin(&probe, sample(&probe, config.try_cases, mix(seed ^ mix(i as u64 + 1)), limits, None), this.pinned);
+                        let tried = execute(runner, index, args, search_end);
+                        result.cases += tried.ok.len();
+                        tried
                     };
                     if tried.ok.is_empty() {
                         continue;
