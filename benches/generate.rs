@@ -92,10 +92,10 @@ fn short(api: &str) -> &str {
 }
 
 fn solve(plans: &[ApiPlan]) {
-    println!("\n## solve: pools per API, one thread (pool 64, 8 per broken constraint)\n");
+    let config = GenConfig { mode: Mode::Violate, ..base_config() };
+    println!("\n## solve: pools per API, one thread (pool {}, {} per broken constraint)\n", config.pool_size, config.violation_pool_size);
     println!("| API | conform job (s) | violate jobs (s) | models | boundary | breakable / constraints |");
     println!("|---|---|---|---|---|---|");
-    let config = GenConfig { mode: Mode::Violate, ..GenConfig::default() };
     let (mut total_c, mut total_v) = (0.0, 0.0);
     for (i, p) in plans.iter().enumerate() {
         let t = Instant::now();
@@ -126,12 +126,12 @@ fn cases(plans: &[ApiPlan]) {
         (Strategy::Solver, Mode::Conform, Mutation::default(), "default"),
         (Strategy::Solver, Mode::Violate, Mutation::default(), "default"),
     ] {
-        let config = GenConfig { seed: 1, strategy, mode, mutation, ..GenConfig::default() };
+        let config = GenConfig { seed: 1, strategy, mode, mutation, ..base_config() };
         let (pools, _, _) = plan::solve_pools(plans, &config);
         let generator = Generator::new(apis.clone(), pools, config);
         let t = Instant::now();
         let (mut n, mut ok) = (0u64, 0u64);
-        while t.elapsed() < Duration::from_secs(2) {
+        while t.elapsed() < Duration::from_secs(secs(2)) {
             for _ in 0..256 {
                 let g = generator.case(n).expect("a case");
                 ok += g.conforms as u64;
@@ -145,7 +145,7 @@ fn cases(plans: &[ApiPlan]) {
 
 fn valid(plans: &[ApiPlan]) {
     println!("\n## valid: conform mode, default mutation mix, 20 s\n");
-    let (s, solve) = campaign(plans, GenConfig { seed: 11, ..GenConfig::default() }, secs(20));
+    let (s, solve) = campaign(plans, GenConfig { seed: 11, ..base_config() }, secs(20));
     println!(
         "{} executions, {:.0} execs/s, pools solved in {solve:.1} s; valid rate over conforming executions: {:.2}%\n",
         s.executions,
@@ -162,7 +162,7 @@ fn valid(plans: &[ApiPlan]) {
 
 fn violate(plans: &[ApiPlan]) {
     println!("\n## violate: violate mode, default mutation mix, 20 s\n");
-    let (s, _) = campaign(plans, GenConfig { seed: 12, mode: Mode::Violate, ..GenConfig::default() }, secs(20));
+    let (s, _) = campaign(plans, GenConfig { seed: 12, mode: Mode::Violate, ..base_config() }, secs(20));
     println!(
         "{} violating executions: {:.1}% rejected by libtorch, {:.1}% rejected with an error naming the broken constraint\n",
         s.executions,
@@ -210,10 +210,11 @@ fn drive(plans: &[ApiPlan], seconds: u64, make: &(dyn Fn(u64) -> Option<Case> + 
 
 fn cost(plans: &[ApiPlan]) {
     println!("\n## cost: execs/s, generation per execution vs replaying pre-generated cases (10 s each, 3 rounds)\n");
-    let config = GenConfig { seed: 13, ..GenConfig::default() };
+    let config = GenConfig { seed: 13, ..base_config() };
     let (pools, _, _) = plan::solve_pools(plans, &config);
     let generator = Generator::new(plans.iter().map(|p| p.api.clone()).collect(), pools, config);
-    let pregenerated: Vec<Case> = (0..65_536).map(|i| generator.case(i).map(|g| Case { op: g.api as u32, args: g.args, forward: None }).expect("a case")).collect();
+    let pregenerated: Vec<Case> =
+        (0..if smoke() { 4_096 } else { 65_536 }).map(|i| generator.case(i).map(|g| Case { op: g.api as u32, args: g.args, forward: None }).expect("a case")).collect();
     println!("| round | generated (execs/s) | replayed (execs/s) | ratio |");
     println!("|---|---|---|---|");
     let mut ratios = Vec::new();
@@ -230,9 +231,9 @@ fn cost(plans: &[ApiPlan]) {
 fn combos(plans: &[ApiPlan]) {
     println!("\n## combos: distinct (dtype, rank, boundary class) per API, 10 s campaigns\n");
     let runs = [
-        ("naive", GenConfig { seed: 14, strategy: Strategy::Naive, mutation: Mutation::none(), ..GenConfig::default() }),
-        ("solver, no mutation", GenConfig { seed: 14, mutation: Mutation::none(), ..GenConfig::default() }),
-        ("solver, default mix", GenConfig { seed: 14, ..GenConfig::default() }),
+        ("naive", GenConfig { seed: 14, strategy: Strategy::Naive, mutation: Mutation::none(), ..base_config() }),
+        ("solver, no mutation", GenConfig { seed: 14, mutation: Mutation::none(), ..base_config() }),
+        ("solver, default mix", GenConfig { seed: 14, ..base_config() }),
     ];
     let mut table: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut totals = Vec::new();
@@ -270,7 +271,7 @@ fn mix(plans: &[ApiPlan]) {
         "boundary=0.35,huge=0.005,special=0.35,layout=0.3,scalar=0.2,dtype=0.5",
     ] {
         let mutation = Mutation::parse(text).expect("mix parses");
-        let (s, _) = campaign(plans, GenConfig { seed: 15, mutation, ..GenConfig::default() }, secs(10));
+        let (s, _) = campaign(plans, GenConfig { seed: 15, mutation, ..base_config() }, secs(10));
         let (mut combos, mut accepted, mut classes) = (0, 0, 0);
         for a in &s.apis {
             let c = a.coverage.as_ref().expect("coverage");
@@ -282,12 +283,28 @@ fn mix(plans: &[ApiPlan]) {
     }
 }
 
-/// Under `cargo test --all-targets` (no `--bench` argument) every timed part runs for a second:
-/// a smoke test that keeps the benchmark from rotting without costing CI minutes.
+/// Under `cargo test --all-targets` (no `--bench` argument) every part runs on every
+/// `SMOKE_STRIDE`th API and every timed part for a second: a smoke test that keeps the benchmark
+/// from rotting without costing CI minutes (the full set solves its pools 17 times over).
 static SMOKE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+const SMOKE_STRIDE: usize = 25;
+
+fn smoke() -> bool {
+    *SMOKE.get().unwrap_or(&false)
+}
+
+/// The default generation config, with small pools in the smoke test.
+fn base_config() -> GenConfig {
+    let config = GenConfig::default();
+    if smoke() {
+        GenConfig { pool_size: 8, ..config }
+    } else {
+        config
+    }
+}
 
 fn secs(full: u64) -> u64 {
-    if *SMOKE.get().unwrap_or(&false) {
+    if smoke() {
         1
     } else {
         full
@@ -304,6 +321,7 @@ fn main() {
         return;
     }
     let plans = plans();
+    let plans: Vec<ApiPlan> = if smoke() { plans.into_iter().step_by(SMOKE_STRIDE).collect() } else { plans };
     println!("# generation benchmark: {} APIs from specs/", plans.len());
     type Part = (&'static str, fn(&[ApiPlan]));
     let parts: [Part; 7] = [("solve", solve), ("cases", cases), ("valid", valid), ("violate", violate), ("cost", cost), ("combos", combos), ("mix", mix)];
