@@ -3,7 +3,6 @@
 //! the solver's pools (boundary mutators on) are judged by the evaluator and the declaration
 //! checks, which share no code with the z3 encoding.
 use std::collections::{BTreeMap, HashSet};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use sfz::gen::plan::{GenPlan, Target};
 use sfz::gen::{self, values, violate, ApiPools, GenConfig, Generator, Mode, Mutation, Strategy};
@@ -23,29 +22,11 @@ fn api_text(src: &str) -> ApiSpec {
     checked.spec.apis.into_iter().next().expect("one api")
 }
 
-/// Every API's pools, solved on every core (the tests below solve all of specs/, which is most
-/// of this file's time; each API's pools depend only on its index and the config).
+/// Every API's pools, solved on every core as `sfz fuzz` solves them.
 fn pools(apis: &[ApiSpec], config: &GenConfig) -> Vec<ApiPools> {
-    let next = AtomicUsize::new(0);
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut solved: Vec<(usize, ApiPools)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut out = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(api) = apis.get(i) else { break };
-                        out.push((i, gen::solve_api(api, config, i).unwrap_or_else(|e| panic!("{}: {e}", api.name))));
-                    }
-                    out
-                })
-            })
-            .collect();
-        handles.into_iter().flat_map(|h| h.join().expect("a solver thread")).collect()
-    });
-    solved.sort_by_key(|(i, _)| *i);
-    solved.into_iter().map(|(_, p)| p).collect()
+    let refs: Vec<&ApiSpec> = apis.iter().collect();
+    let solved = gen::solve_all(&refs, config);
+    apis.iter().zip(solved).map(|(api, p)| p.unwrap_or_else(|e| panic!("{}: {e}", api.name))).collect()
 }
 
 /// The evaluator's verdict per `requires` constraint and the declaration checks' per declared

@@ -14,6 +14,7 @@ pub mod values;
 pub mod violate;
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -229,6 +230,35 @@ pub fn assemble(api: &ApiSpec, results: Vec<JobResult>) -> Result<ApiPools, Solv
 pub fn solve_api(api: &ApiSpec, config: &GenConfig, api_index: usize) -> Result<ApiPools, SolveError> {
     let results = jobs(api, config).into_iter().map(|j| run_job(api, config, api_index, j)).collect();
     assemble(api, results)
+}
+
+/// Solves many APIs' pools on every core, job by job (an API with many constraints has as many
+/// violation jobs, so jobs balance the threads better than APIs). One result per API, in order.
+pub fn solve_all(apis: &[&ApiSpec], config: &GenConfig) -> Vec<Result<ApiPools, SolveError>> {
+    let work: Vec<(usize, Job)> = apis.iter().enumerate().flat_map(|(i, api)| jobs(api, config).into_iter().map(move |j| (i, j))).collect();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(work.len().max(1));
+    let next = AtomicUsize::new(0);
+    let results: Vec<(usize, JobResult)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut out = Vec::new();
+                    while let Some(&(i, job)) = work.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        out.push((i, run_job(apis[i], config, i, job)));
+                    }
+                    out
+                })
+            })
+            .collect();
+        // A job that panicked is a bug in the solver's encoding: surface it rather than run
+        // the API without the pool it was solving.
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+    });
+    let mut per_api: Vec<Vec<JobResult>> = apis.iter().map(|_| Vec::new()).collect();
+    for (i, r) in results {
+        per_api[i].push(r);
+    }
+    apis.iter().zip(per_api).map(|(api, results)| assemble(api, results)).collect()
 }
 
 /// One violation the generator can produce, for reports.

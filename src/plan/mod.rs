@@ -2,9 +2,8 @@
 //! each schema argument comes from, and its symbolic pool solved. An API that cannot be planned
 //! is reported and left out; the others go on.
 use crate::diag::{codes, Diagnostic};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::gen::{self, ApiPools, GenConfig, Job, JobResult};
+use crate::gen::{self, ApiPools, GenConfig};
 use crate::ops::binding::{ForwardCall, OpBinding};
 use crate::ops::catalog::Catalog;
 use crate::ops::diagnostic;
@@ -113,33 +112,11 @@ pub fn op_table(plans: &[ApiPlan]) -> (Vec<OpBinding>, Vec<Vec<crate::wire::vari
 /// API was skipped. A constraint that cannot be broken alone, or whose violating models time
 /// out, is noted in its API's pools; the API still runs.
 pub fn solve_pools(plans: &[ApiPlan], config: &GenConfig) -> (Vec<ApiPools>, Vec<Diagnostic>, Vec<Skipped>) {
-    let work: Vec<(usize, Job)> = plans.iter().enumerate().flat_map(|(i, p)| gen::jobs(&p.api, config).into_iter().map(move |j| (i, j))).collect();
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(work.len().max(1));
-    let next = AtomicUsize::new(0);
-    let results: Vec<(usize, JobResult)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut out = Vec::new();
-                    loop {
-                        let w = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(&(i, job)) = work.get(w) else { break };
-                        out.push((i, gen::run_job(&plans[i].api, config, i, job)));
-                    }
-                    out
-                })
-            })
-            .collect();
-        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
-    });
-    let mut per_api: Vec<Vec<JobResult>> = (0..plans.len()).map(|_| Vec::new()).collect();
-    for (i, r) in results {
-        per_api[i].push(r);
-    }
+    let apis: Vec<&ApiSpec> = plans.iter().map(|p| &p.api).collect();
     let mut pools = Vec::with_capacity(plans.len());
     let mut failed: Vec<Option<SolveError>> = Vec::with_capacity(plans.len());
-    for (plan, results) in plans.iter().zip(per_api) {
-        match gen::assemble(&plan.api, results) {
+    for solved in gen::solve_all(&apis, config) {
+        match solved {
             Ok(p) => {
                 pools.push(p);
                 failed.push(None);
