@@ -69,7 +69,7 @@ fn conforming_cases_satisfy_every_constraint() {
 #[test]
 fn violating_cases_break_exactly_the_constraint_they_name() {
     // Every other API: a violation pool per constraint makes this the suite's costliest solve
-    // (15 minutes on two cores for all of specs/), and the constraint forms recur across APIs.
+    // (15 minutes on one core for all of specs/), and the constraint forms recur across APIs.
     let apis: Vec<ApiSpec> = spec_apis().into_iter().step_by(2).collect();
     let config = GenConfig { seed: 5, pool_size: 16, mode: Mode::Violate, ..Default::default() };
     let pools = pools(&apis, &config);
