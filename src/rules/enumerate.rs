@@ -36,8 +36,18 @@ fn is_in_place(api: &str) -> bool {
 const HALF: &str = "[float16, bfloat16]";
 
 /// Every candidate for an API, deduplicated by text, in a stable order (weakest of a family
-/// first, so that ties in `infer` go to the more general rule).
+/// first, so that ties in `infer` go to the more general rule). None is about a parameter a
+/// `from` statement fills (a backward's `grad_output`, `indices`, saved `mean`): the forward's
+/// outputs replace whatever was drawn for it, so no rule on it changes an input, and the
+/// search's probes go to the forward's own arguments.
 pub fn candidates(api: &ApiSpec) -> Vec<Candidate> {
+    let fed: Vec<&str> = api.from.iter().flat_map(|f| &f.binds).filter_map(|b| api.params.get(b.param)).map(|p| p.name.as_str()).collect();
+    let mut out = every_candidate(api);
+    out.retain(|c| !c.text.split(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_')).any(|w| fed.contains(&w)));
+    out
+}
+
+fn every_candidate(api: &ApiSpec) -> Vec<Candidate> {
     let mut out = Vec::new();
     let mut add = |name: String, text: String| {
         if !out.iter().any(|c: &Candidate| c.text == text) {

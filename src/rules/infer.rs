@@ -81,7 +81,9 @@ impl Default for InferConfig {
             try_cases: 12,
             target_valid: 0.97,
             min_valid: 0.5,
-            limits: Limits { timeout_ms: 1000, ..Limits::default() },
+            // Bounded by work, not by a timer (`Limits::timeout_ms`): about a second of z3's
+            // hardest checks on this machine.
+            limits: Limits { timeout_ms: 0, rlimit: Some(2_000_000), ..Limits::default() },
             learn_values: true,
             trace: false,
         }
@@ -238,7 +240,7 @@ struct Pass<'a> {
     pinned: &'a [usize],
 }
 
-/// `args` with the parameters of `pinned` left out, the ones that no longer conform to `api`
+/// `args` with the parameters of `pinned` left out (None where there is no default), the ones that no longer conform to `api`
 /// dropped (a rule relating a left-out parameter to another was solved for a drawn value).
 fn pin(api: &ApiSpec, mut args: Vec<Vec<Arg>>, pinned: &[usize]) -> Vec<Vec<Arg>> {
     if pinned.is_empty() {
@@ -247,7 +249,7 @@ fn pin(api: &ApiSpec, mut args: Vec<Vec<Arg>>, pinned: &[usize]) -> Vec<Vec<Arg>
     for a in &mut args {
         for &p in pinned {
             if let Some(slot) = a.get_mut(p) {
-                *slot = Arg::Omitted;
+                *slot = if api.params.get(p).is_some_and(|p| p.default.is_none()) { Arg::None } else { Arg::Omitted };
             }
         }
     }
@@ -263,10 +265,16 @@ const QUICK_SAMPLE: usize = 32;
 pub(super) fn sample(api: &ApiSpec, count: usize, seed: u64, limits: &Limits, extra_check: Option<&ApiSpec>) -> Vec<Vec<Arg>> {
     let solved = if count <= QUICK_SAMPLE { solve::sample_quick(api, limits, count, seed) } else { solve::sample(api, limits, count, seed) };
     let Ok(models) = solved else { return Vec::new() };
+    arguments(api, &models, seed, extra_check)
+}
+
+/// Argument lists made from solved models of `api` (values drawn with a stream of `seed`),
+/// those that conform.
+fn arguments(api: &ApiSpec, models: &[solve::SymModel], seed: u64, extra_check: Option<&ApiSpec>) -> Vec<Vec<Arg>> {
     let mut rng = ChaCha8Rng::seed_from_u64(mix(seed ^ 0x5eed));
     let mut out = Vec::new();
     let plan = crate::gen::plan::GenPlan::new(api);
-    for m in &models {
+    for m in models {
         for _ in 0..3 {
             let args = values::concretize(api, &plan, m, None, &mut rng);
             let conforms = values::conforms(api, &args).iter().all(|c| *c != Some(false));
@@ -296,9 +304,11 @@ fn execute(runner: &dyn Runner, index: usize, mut args: Vec<Vec<Arg>>, deadline:
     Batch { args, ok, errors }
 }
 
-/// Whether (1000) or not (0) a complaint names a parameter a candidate constrains (`self` is
-/// `input`; digits are `N` in both, as `errors::complaint` writes them; `pad` names
-/// `padding`): libtorch's message says which arguments it checked.
+/// How many of the parameters a candidate constrains a complaint names (`self` is `input`;
+/// digits are `N` in both, as `errors::complaint` writes them; `pad` names `padding`):
+/// libtorch's message says which arguments it checked, and a rule relating two of them
+/// (`2 * padding <= kernel_size` against "pad should be at most half of effective kernel size")
+/// is likelier than one about either alone.
 fn relevance(api: &ApiSpec, complaint: &str, candidate: &Checked) -> usize {
     let words: Vec<String> = complaint.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).map(|w| w.to_ascii_lowercase()).collect();
     let text = candidate.constraints.iter().map(|c| c.text.as_str()).collect::<Vec<_>>().join(" ");
@@ -312,13 +322,9 @@ fn relevance(api: &ApiSpec, complaint: &str, candidate: &Checked) -> usize {
     if params.is_empty() {
         return 0;
     }
-    // Any one named is enough: `dim in -input.ndim..input.ndim` answers `Dimension out of
-    // range` although the complaint does not say `input`.
-    if params.iter().any(|p| named(p)) {
-        1000
-    } else {
-        0
-    }
+    // Any one named is enough to be relevant: `dim in -input.ndim..input.ndim` answers
+    // `Dimension out of range` although the complaint does not say `input`.
+    params.iter().filter(|p| named(p)).count()
 }
 
 /// Whether libtorch complains about dtypes (`mixed dtype`, `not implemented for 'Half'`,
@@ -585,7 +591,9 @@ fn search(
     // one those of one more of them (`layer_norm`: without `weight` and `bias`, then with
     // `weight`, then with both; `conv2d`: stride, padding, dilation and groups one at a time).
     // Rules for several parameters at once are more than one greedy step finds.
-    let defaulted: Vec<usize> = base.params.iter().enumerate().filter(|(_, p)| p.default.is_some()).map(|(i, _)| i).collect();
+    // An optional parameter without a default (`native_layer_norm`'s `weight`) is left out as
+    // None.
+    let defaulted: Vec<usize> = base.params.iter().enumerate().filter(|(_, p)| p.default.is_some() || p.optional).map(|(i, _)| i).collect();
     let staged = before.ok.iter().filter(|&&o| o).count() < config.few_valid && !defaulted.is_empty();
     let mut passes: Vec<Pass> = Vec::new();
     if staged {
@@ -707,25 +715,36 @@ fn search(
                 let complaints: std::collections::HashSet<&str> = batch.errors.iter().flatten().map(String::as_str).collect();
                 let n = batch.ok.len().max(1);
                 // Candidates tried on fresh samples; those tried on the batch's own cases are
-                // free, so up to four times as many candidates are looked at.
-                let mut solved = 0;
+                // free, so up to four times as many candidates are looked at. The batch's own
+                // cases a candidate holds on are what a fresh sample of the API with it would
+                // be; solving and running anew is for the candidates too few of them obey (a
+                // rank the solver rarely draws), all solved together.
+                let mut looked: Vec<(usize, Vec<usize>)> = Vec::new();
+                let mut to_solve: Vec<(&[Constraint], u64)> = Vec::new();
                 for &(i, _) in probing.iter().take(4 * config.try_candidates) {
-                    if solved >= config.try_candidates || Instant::now() >= search_end {
+                    if to_solve.len() >= config.try_candidates {
+                        break;
+                    }
+                    let obeying = batch.obeying(&remaining[i].1);
+                    if obeying.len() < config.try_cases.max(1) {
+                        to_solve.push((&remaining[i].0.constraints, mix(seed ^ mix(i as u64 + 1))));
+                    }
+                    looked.push((i, obeying));
+                }
+                let mut solved = solve::sample_each(&api, &to_solve, limits, config.try_cases, search_end).into_iter();
+                for (i, obeying) in looked {
+                    if Instant::now() >= search_end {
                         break;
                     }
                     // Ties go to the more general candidate: the one more current inputs obey.
-                    let obeying = batch.obeying(&remaining[i].1);
                     let general = obeying.len() * 1000 / n;
-                    // The batch's own cases the candidate holds on are what a fresh sample of
-                    // the API with it would be; solving and running anew is for the candidates
-                    // too few of them obey (a rank the solver rarely draws).
                     let tried = if obeying.len() >= config.try_cases.max(1) {
                         batch.subset(&obeying)
                     } else {
-                        solved += 1;
+                        let Some(models) = solved.next() else { break };
                         let probe = reduce::with(&api, &[&remaining[i].0.constraints], None);
-                        let args = pin(&probe, sample(&probe, config.try_cases, mix(seed ^ mix(i as u64 + 1)), limits, None), this.pinned);
-                        let tried = execute(runner, index, args, search_end);
+                        let args = arguments(&probe, &models.unwrap_or_default(), mix(seed ^ mix(i as u64 + 1)), None);
+                        let tried = execute(runner, index, pin(&probe, args, this.pinned), search_end);
                         result.cases += tried.ok.len();
                         tried
                     };
@@ -742,7 +761,9 @@ fn search(
                     // A candidate that relieves the complaint without naming what it names
                     // often trips an earlier check instead (`input.ndim <= 2` against a
                     // padding complaint): relevance ranks the relieving ones.
-                    let relieves = ok > 0 || 1000 - relieved < dominant_share / 2;
+                    // Two fifths fewer is relief: one rule of a conjunction relieves part of
+                    // it (`2 * padding <= kernel_size` leaves the negative dilations).
+                    let relieves = ok > 0 || (1000 - relieved) * 5 < dominant_share * 3;
                     // Inputs that got past the kind of check that complained: a dtype rule that
                     // works moves libtorch on to its shape checks, one that trips an earlier
                     // dtype check (`weight.dtype == bool`) does not.

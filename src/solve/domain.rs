@@ -9,14 +9,12 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use z3::ast::{Bool, Int};
-use z3::{Params, SatResult};
+use z3::SatResult;
 
 use super::vars::{self, TensorVars, Var, VarKind};
 use super::{Problem, SolveError, SymModel};
 use crate::wire::case::DType;
 
-/// Per-check time limit while exploring, in milliseconds: exploration is best effort.
-const EXPLORE_TIMEOUT_MS: u32 = 300;
 /// Int variables explored per problem; the rest keep their declared domain.
 const MAX_EXPLORED_INTS: usize = 24;
 
@@ -67,9 +65,7 @@ impl Problem {
             return;
         }
         self.explored = true;
-        let mut params = Params::new();
-        params.set_u32("timeout", EXPLORE_TIMEOUT_MS.min(self.limits.timeout_ms));
-        self.solver.set_params(&params);
+        self.solver.set_params(&self.limits.params(true));
         let (ints, _) = vars::decision_vars(&self.vars);
         let mut domains = Domains::default();
         let mut explored_ints = 0;
@@ -91,9 +87,7 @@ impl Problem {
             }
         }
         self.domains = domains;
-        let mut params = Params::new();
-        params.set_u32("timeout", self.limits.timeout_ms);
-        self.solver.set_params(&params);
+        self.solver.set_params(&self.limits.params(false));
     }
 
     /// Every value `v` takes in some model, sorted, when there are at most `cap`; None when a
@@ -165,9 +159,7 @@ impl Problem {
 
     /// The dtypes each parameter can have in a conforming input (with the parameter present).
     pub fn feasible_dtypes(&mut self) -> Vec<Vec<DType>> {
-        let mut params = Params::new();
-        params.set_u32("timeout", EXPLORE_TIMEOUT_MS.min(self.limits.timeout_ms));
-        self.solver.set_params(&params);
+        self.solver.set_params(&self.limits.params(true));
         let out = self
             .vars
             .iter()
@@ -187,9 +179,7 @@ impl Problem {
                 values.into_iter().filter_map(|i| DType::ALL.get(i as usize).copied()).collect()
             })
             .collect();
-        let mut params = Params::new();
-        params.set_u32("timeout", self.limits.timeout_ms);
-        self.solver.set_params(&params);
+        self.solver.set_params(&self.limits.params(false));
         out
     }
 

@@ -33,18 +33,40 @@ pub struct Limits {
     pub int_range: (i64, i64),
     pub max_list_len: u32,
     pub max_tensor_list: u32,
-    /// Per solver call, in milliseconds.
+    /// Per solver call, in milliseconds; 0: none. z3 arms a timer thread for every call that has
+    /// one, and on two cores waking it cost a tenth of `sfz infer`'s time, so inference bounds
+    /// its many small calls by `rlimit` alone.
     pub timeout_ms: u32,
     /// Per solver call, in z3's resource units (`rlimit`): unlike the wall-clock timeout, the same
     /// on a loaded machine and an idle one. None: no such limit.
     pub rlimit: Option<u32>,
 }
 
+/// Exploration is best effort: its checks get this share of a call's bounds, and 300 ms at most.
+const EXPLORE_TIMEOUT_MS: u32 = 300;
+const EXPLORE_RLIMIT_SHARE: u32 = 4;
+
 impl Limits {
     /// These limits, with `max_ndim` raised to the largest rank the API's constraints name.
     pub fn for_api(&self, api: &ApiSpec) -> Limits {
         let named = literals::named_rank(api).unwrap_or(0);
         Limits { max_ndim: self.max_ndim.max(named), ..self.clone() }
+    }
+}
+
+impl Limits {
+    /// The solver's per-call bounds, those of exploration (`domain`) when `exploring`.
+    fn params(&self, exploring: bool) -> Params {
+        let mut params = Params::new();
+        let timeout = match (exploring, self.timeout_ms) {
+            (true, t) if t > 0 => EXPLORE_TIMEOUT_MS.min(t),
+            (_, t) => t,
+        };
+        params.set_u32("timeout", timeout);
+        let rlimit = self.rlimit.map(|r| if exploring { (r / EXPLORE_RLIMIT_SHARE).max(1) } else { r });
+        // 0 is z3's "no limit", which resets one an earlier call set.
+        params.set_u32("rlimit", rlimit.unwrap_or(0));
+        params
     }
 }
 
@@ -87,12 +109,7 @@ impl Problem {
     pub fn new(api: &ApiSpec, limits: &Limits, skip: &[usize]) -> Problem {
         let limits = &limits.for_api(api);
         let solver = Solver::new();
-        let mut params = Params::new();
-        params.set_u32("timeout", limits.timeout_ms);
-        if let Some(r) = limits.rlimit {
-            params.set_u32("rlimit", r);
-        }
-        solver.set_params(&params);
+        solver.set_params(&limits.params(false));
         let vars = vars::declare(&solver, api, limits);
         let mut tracked = Vec::new();
         for (i, c) in api.requires.iter().enumerate() {
@@ -157,8 +174,7 @@ impl Problem {
             SatResult::Sat => Ok(()),
             SatResult::Unsat => {
                 let core = self.solver.get_unsat_core();
-                let names: Vec<String> = core.iter().map(|b| b.to_string()).collect();
-                let idx = self.tracked.iter().enumerate().filter(|(_, lit)| lit.as_ref().is_some_and(|l| names.contains(&l.to_string()))).map(|(i, _)| i).collect();
+                let idx = self.tracked.iter().enumerate().filter(|(_, lit)| lit.as_ref().is_some_and(|l| core.contains(l))).map(|(i, _)| i).collect();
                 Err(SolveError::Unsat { core: idx })
             }
             SatResult::Unknown => Err(self.unknown()),
@@ -213,11 +229,24 @@ impl Problem {
         Ok(out)
     }
 
+    /// `sample` with `extra` asserted on top of the constraints, and taken back after.
+    fn sample_with(&mut self, extra: &[Constraint], count: usize, seed: u64) -> Result<Vec<SymModel>, SolveError> {
+        self.solver.push();
+        for c in extra {
+            match Encoder::new(&self.vars, &self.limits).constraint(&c.expr, &c.params) {
+                Ok(b) => self.solver.assert(b),
+                Err(_) => implied_by_values(&self.solver, &self.vars, &self.limits, c),
+            }
+        }
+        let out = self.sample(count, seed);
+        self.solver.pop(1);
+        out
+    }
+
     /// Randomises z3's own choices too, so that two seeds do not start from the same corner.
     fn seed_solver(&self, seed: u64) {
-        let mut params = Params::new();
+        let mut params = self.limits.params(false);
         params.set_u32("random_seed", (seed & 0x7fff_ffff) as u32);
-        params.set_u32("timeout", self.limits.timeout_ms);
         self.solver.set_params(&params);
     }
 
@@ -243,7 +272,8 @@ impl Problem {
             if !rng.random_bool(0.5) {
                 continue;
             }
-            let name = v.to_string();
+            // Sizes have no domain entry, and are most of the variables: no name to print.
+            let name = if *kind == VarKind::Dim { String::new() } else { v.to_string() };
             let feasible = self.domains.finite.get(&name);
             let value = match (kind, feasible) {
                 (VarKind::Dtype | VarKind::Ndim | VarKind::Enum | VarKind::Len, Some(values)) if !values.is_empty() => values[rng.random_range(0..values.len())],
@@ -289,13 +319,15 @@ impl Problem {
                     return Ok(model);
                 }
                 SatResult::Unsat => {
-                    let core: Vec<String> = self.solver.get_unsat_core().iter().map(|b| b.to_string()).collect();
+                    // Literals compared as terms: z3 shares equal terms, and printing them
+                    // cost more than the check.
+                    let core = self.solver.get_unsat_core();
                     self.solver.pop(1);
                     if core.is_empty() {
                         return Ok(None);
                     }
                     let before = targets.len();
-                    targets = lits.iter().zip(targets).filter(|(l, _)| !core.contains(&l.to_string())).map(|(_, t)| t).collect();
+                    targets = lits.iter().zip(targets).filter(|(l, _)| !core.contains(l)).map(|(_, t)| t).collect();
                     if targets.len() == before {
                         targets.clear();
                     }
@@ -376,6 +408,44 @@ pub fn sample_quick(api: &ApiSpec, limits: &Limits, count: usize, seed: u64) -> 
         p.explored = true;
         p.sample(count, seed)
     })
+}
+
+/// `sample_quick` of `api` with each set of `extras` added in turn (each with its seed), in one
+/// z3 context: the parameters are declared and `api`'s constraints encoded once, and each set
+/// is pushed and popped. `sfz infer` probes two dozen candidates a round this way, and a fresh
+/// context per candidate cost more than its few models. A set that names a rank beyond `api`'s
+/// (`x.ndim == 5`) needs more dimensions than the shared declarations have, and gets a context
+/// of its own. Sets not started by `deadline` get no result.
+pub fn sample_each(api: &ApiSpec, extras: &[(&[Constraint], u64)], limits: &Limits, count: usize, deadline: std::time::Instant) -> Vec<Result<Vec<SymModel>, SolveError>> {
+    let own_limits = limits.for_api(api);
+    let fits = |extra: &[Constraint]| {
+        let mut with = api.clone();
+        with.requires.extend(extra.iter().cloned());
+        limits.for_api(&with).max_ndim <= own_limits.max_ndim
+    };
+    let shared = fresh(|| {
+        let mut p = Problem::new(api, limits, &[]);
+        p.explored = true;
+        let mut out = Vec::new();
+        for (extra, seed) in extras {
+            if std::time::Instant::now() >= deadline {
+                break;
+            }
+            out.push(fits(extra).then(|| p.sample_with(extra, count, *seed)));
+        }
+        out
+    });
+    shared
+        .into_iter()
+        .zip(extras)
+        .map(|(r, (extra, seed))| {
+            r.unwrap_or_else(|| {
+                let mut with = api.clone();
+                with.requires.extend(extra.iter().cloned());
+                sample_quick(&with, limits, count, *seed)
+            })
+        })
+        .collect()
 }
 
 /// What the solver makes of one API's constraints for conforming inputs.
