@@ -43,7 +43,7 @@ const HALF: &str = "[float16, bfloat16]";
 pub fn candidates(api: &ApiSpec) -> Vec<Candidate> {
     let fed: Vec<&str> = api.from.iter().flat_map(|f| &f.binds).filter_map(|b| api.params.get(b.param)).map(|p| p.name.as_str()).collect();
     let mut out = every_candidate(api);
-    out.retain(|c| !c.text.split(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_')).any(|w| fed.contains(&w)));
+    out.retain(|c| !super::words(&c.text).any(|w| fed.contains(&w)));
     out
 }
 
@@ -434,6 +434,27 @@ mod tests {
             assert!(!checked.has_errors(), "{src}: {:?}", checked.diags.iter().filter(|d| d.is_error()).map(|d| &d.message).collect::<Vec<_>>());
             assert_eq!(checked.spec.rules.len(), cands.len());
         }
+    }
+
+    /// A backward operator's `grad_output` and `indices` come from its forward's outputs: no
+    /// candidate is about them, while the forward's own arguments keep theirs.
+    #[test]
+    fn no_candidate_is_about_a_parameter_the_forward_fills() {
+        let src = "api torch.max_pool2d_with_indices(input: Tensor, kernel_size: int[2], stride: int[2], padding: int[2] = [0, 0]) -> (Tensor, Tensor) {}\n\n\
+            api torch.max_pool2d_with_indices_backward(grad_output: Tensor, input: Tensor, kernel_size: int[2], stride: int[2], padding: int[2], indices: Tensor) -> Tensor {\n    \
+            from torch.max_pool2d_with_indices(input = input, kernel_size = kernel_size, stride = stride, padding = padding) {\n        \
+            grad_output: like(result.0);\n        indices: result.1;\n    }\n}\n";
+        let checked = crate::check::check_text(Path::new("t.sfz"), src);
+        assert!(!checked.has_errors(), "{:?}", checked.diags.iter().map(|d| &d.message).collect::<Vec<_>>());
+        let backward = &checked.spec.apis[1];
+        assert!(backward.from.is_some());
+        let cands = candidates(backward);
+        assert!(cands.iter().any(|c| c.name == "padding_at_most_half_of_kernel_size"), "{:?}", cands.iter().map(|c| &c.name).collect::<Vec<_>>());
+        for c in &cands {
+            assert!(!c.text.contains("grad_output") && !c.text.contains("indices"), "{}", c.text);
+        }
+        // Without the filter the same parameters get candidates.
+        assert!(every_candidate(backward).iter().any(|c| c.text.contains("indices")));
     }
 
     /// The conditional families (emptiness unless a size is given, dtypes unless one is given,

@@ -240,8 +240,8 @@ struct Pass<'a> {
     pinned: &'a [usize],
 }
 
-/// `args` with the parameters of `pinned` left out (None where there is no default), the ones that no longer conform to `api`
-/// dropped (a rule relating a left-out parameter to another was solved for a drawn value).
+/// `args` with the parameters of `pinned` left out (None where there is no default), the ones
+/// that no longer conform to `api` dropped (a rule relating a left-out parameter to another was solved for a drawn value).
 fn pin(api: &ApiSpec, mut args: Vec<Vec<Arg>>, pinned: &[usize]) -> Vec<Vec<Arg>> {
     if pinned.is_empty() {
         return args;
@@ -310,9 +310,9 @@ fn execute(runner: &dyn Runner, index: usize, mut args: Vec<Vec<Arg>>, deadline:
 /// (`2 * padding <= kernel_size` against "pad should be at most half of effective kernel size")
 /// is likelier than one about either alone.
 fn relevance(api: &ApiSpec, complaint: &str, candidate: &Checked) -> usize {
-    let words: Vec<String> = complaint.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).map(|w| w.to_ascii_lowercase()).collect();
+    let words: Vec<String> = super::words(complaint).map(|w| w.to_ascii_lowercase()).collect();
     let text = candidate.constraints.iter().map(|c| c.text.as_str()).collect::<Vec<_>>().join(" ");
-    let uses = |name: &str| text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).any(|w| w == name);
+    let uses = |name: &str| super::words(&text).any(|w| w == name);
     let named = |name: &str| {
         // Numbers made uniform as in the complaint's key (`mat2` is `matn`).
         let name: String = name.to_ascii_lowercase().chars().map(|c| if c.is_ascii_digit() { 'n' } else { c }).collect();
@@ -332,7 +332,7 @@ fn relevance(api: &ApiSpec, complaint: &str, candidate: &Checked) -> usize {
 fn about_dtypes(complaint: &str) -> bool {
     let lower = complaint.to_ascii_lowercase();
     // `T` is where `errors::complaint` took a dtype's name out ("Expected a T tensor for index").
-    let names_a_dtype = complaint.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).any(|w| w == "T");
+    let names_a_dtype = super::words(complaint).any(|w| w == "T");
     names_a_dtype || ["dtype", "scalar type", "not implemented for", "type t", "can't be cast", "cannot be cast"].iter().any(|k| lower.contains(k))
 }
 
@@ -719,6 +719,7 @@ fn search(
                 // cases a candidate holds on are what a fresh sample of the API with it would
                 // be; solving and running anew is for the candidates too few of them obey (a
                 // rank the solver rarely draws), all solved together.
+                let probe_seed = |i: usize| mix(seed ^ mix(i as u64 + 1));
                 let mut looked: Vec<(usize, Vec<usize>)> = Vec::new();
                 let mut to_solve: Vec<(&[Constraint], u64)> = Vec::new();
                 for &(i, _) in probing.iter().take(4 * config.try_candidates) {
@@ -727,7 +728,7 @@ fn search(
                     }
                     let obeying = batch.obeying(&remaining[i].1);
                     if obeying.len() < config.try_cases.max(1) {
-                        to_solve.push((&remaining[i].0.constraints, mix(seed ^ mix(i as u64 + 1))));
+                        to_solve.push((&remaining[i].0.constraints, probe_seed(i)));
                     }
                     looked.push((i, obeying));
                 }
@@ -743,7 +744,7 @@ fn search(
                     } else {
                         let Some(models) = solved.next() else { break };
                         let probe = reduce::with(&api, &[&remaining[i].0.constraints], None);
-                        let args = arguments(&probe, &models.unwrap_or_default(), mix(seed ^ mix(i as u64 + 1)), None);
+                        let args = arguments(&probe, &models.unwrap_or_default(), probe_seed(i), None);
                         let tried = execute(runner, index, pin(&probe, args, this.pinned), search_end);
                         result.cases += tried.ok.len();
                         tried
@@ -981,6 +982,37 @@ mod tests {
     use std::path::Path;
 
     /// The rules of a checked file as candidates, before any evidence.
+    /// Candidates solved together in one context (`solve::sample_each`) each get models that
+    /// obey them, a rank beyond the shared declarations included, and none leaks into the next.
+    #[test]
+    fn candidates_solved_together_each_hold() {
+        let src = "api torch.add(input: Tensor, other: Tensor) -> Tensor {}\n";
+        let checked = crate::check::check_text(Path::new("t.sfz"), src);
+        let names = ["input_ndim_2", "input_other_same_shape", "input_ndim_5", "input_ndim_1"];
+        let cands: Vec<Candidate> = super::super::enumerate::candidates(&checked.spec.apis[0]).into_iter().filter(|c| names.contains(&c.name.as_str())).collect();
+        let text = super::super::rules_text("torch.add", &cands, None);
+        let checked = crate::check::check_text(Path::new("t.sfz"), &format!("{src}\n{text}"));
+        let rules = candidates_of(&checked.spec);
+        assert_eq!(rules.len(), 4);
+        let extras: Vec<(&[Constraint], u64)> = rules.iter().map(|c| (c.constraints.as_slice(), 7)).collect();
+        let solved = solve::sample_each(&checked.spec.apis[0], &extras, &Limits::default(), 8, Instant::now() + Duration::from_secs(120));
+        assert_eq!(solved.len(), 4);
+        for (rule, models) in rules.iter().zip(solved) {
+            let models = models.unwrap();
+            assert!(models.len() > 2, "{}: {models:?}", rule.candidate.name);
+            for m in &models {
+                let (SymValue::Tensor { shape: a, .. }, SymValue::Tensor { shape: b, .. }) = (&m[0], &m[1]) else { panic!("{m:?}") };
+                let holds = match rule.candidate.name.as_str() {
+                    "input_ndim_1" => a.len() == 1,
+                    "input_ndim_2" => a.len() == 2,
+                    "input_ndim_5" => a.len() == 5,
+                    _ => a == b,
+                };
+                assert!(holds, "{}: {m:?}", rule.candidate.name);
+            }
+        }
+    }
+
     fn candidates_of(spec: &crate::spec::Spec) -> Vec<Checked> {
         spec.rules
             .iter()

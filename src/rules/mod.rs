@@ -183,6 +183,12 @@ pub fn remove_api(text: &str, api: &str) -> Option<String> {
     Some(crate::fmt::format_text(&out).unwrap_or(out))
 }
 
+/// The identifiers of a text (a rule's statement, libtorch's complaint): runs of letters,
+/// digits and underscores.
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|w| !w.is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -418,10 +418,10 @@ pub fn sample_quick(api: &ApiSpec, limits: &Limits, count: usize, seed: u64) -> 
 /// of its own. Sets not started by `deadline` get no result.
 pub fn sample_each(api: &ApiSpec, extras: &[(&[Constraint], u64)], limits: &Limits, count: usize, deadline: std::time::Instant) -> Vec<Result<Vec<SymModel>, SolveError>> {
     let own_limits = limits.for_api(api);
-    let fits = |extra: &[Constraint]| {
+    let with = |extra: &[Constraint]| {
         let mut with = api.clone();
         with.requires.extend(extra.iter().cloned());
-        limits.for_api(&with).max_ndim <= own_limits.max_ndim
+        with
     };
     let shared = fresh(|| {
         let mut p = Problem::new(api, limits, &[]);
@@ -431,21 +431,13 @@ pub fn sample_each(api: &ApiSpec, extras: &[(&[Constraint], u64)], limits: &Limi
             if std::time::Instant::now() >= deadline {
                 break;
             }
-            out.push(fits(extra).then(|| p.sample_with(extra, count, *seed)));
+            let alone = with(extra);
+            let fits = limits.for_api(&alone).max_ndim <= own_limits.max_ndim;
+            out.push(if fits { Ok(p.sample_with(extra, count, *seed)) } else { Err(alone) });
         }
         out
     });
-    shared
-        .into_iter()
-        .zip(extras)
-        .map(|(r, (extra, seed))| {
-            r.unwrap_or_else(|| {
-                let mut with = api.clone();
-                with.requires.extend(extra.iter().cloned());
-                sample_quick(&with, limits, count, *seed)
-            })
-        })
-        .collect()
+    shared.into_iter().zip(extras).map(|(r, (_, seed))| r.unwrap_or_else(|alone| sample_quick(&alone, limits, count, *seed))).collect()
 }
 
 /// What the solver makes of one API's constraints for conforming inputs.
