@@ -283,6 +283,20 @@ fn every_candidate(api: &ApiSpec) -> Vec<Candidate> {
     for l in &lists {
         add(format!("{l}_floating_or_complex"), format!("{l}[*].dtype in [float16, bfloat16, float32, float64, complex64, complex128];"));
     }
+    // The ranks and lengths a complaint names ("Expected 2D or 3D", "of size 1"), which the
+    // search ranks first (`counts`). An `int[1]` of a schema is written `int[]`, since most take
+    // any length (`sum`'s dims), but a 1-d pooling's `kernel_size` takes one. Last, for the
+    // same reason.
+    for t in &tensors {
+        for (a, b) in [(1, 2), (2, 3), (4, 5)] {
+            add(format!("{t}_ndim_{a}_or_{b}"), format!("{t}.ndim in {a}..={b};"));
+        }
+    }
+    for l in api.params.iter().filter(|p| p.ty == ParamType::IntList(None) && !p.optional).map(|p| p.name.as_str()) {
+        for k in 1..=3 {
+            add(format!("{l}_len_{k}"), format!("len({l}) == {k};"));
+        }
+    }
     out
 }
 

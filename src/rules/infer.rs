@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::{enums, ranks, reduce, weaken, Candidate, Judged};
+use super::{counts, enums, ranks, reduce, weaken, Candidate, Judged};
 use crate::gen::{mix, values};
 use crate::oracle::Status;
 use crate::solve::{self, Limits};
@@ -142,6 +142,8 @@ struct Batch {
     /// Per case: libtorch's argument error, normalized (`oracle::errors::complaint`), when it
     /// rejected the case.
     errors: Vec<Option<String>>,
+    /// Per rejected case: the first line of libtorch's message as it was, numbers included.
+    messages: Vec<Option<String>>,
 }
 
 impl Batch {
@@ -158,6 +160,13 @@ impl Batch {
         counts.iter().fold(None::<(&str, usize)>, |best, &(k, n)| if best.is_none_or(|(_, b)| n > b) { Some((k, n)) } else { best }).map(|(k, n)| (k.to_string(), n))
     }
 
+    /// The counts (ranks, lengths) one message behind complaint `key` names as wanted
+    /// (`counts::named`).
+    fn named_counts(&self, key: &str) -> Vec<i64> {
+        let k = self.errors.iter().position(|e| e.as_deref() == Some(key));
+        k.and_then(|k| self.messages[k].as_deref()).map_or_else(Vec::new, counts::named)
+    }
+
     /// The indices of the cases a candidate holds on.
     fn obeying(&self, probe: &ApiSpec) -> Vec<usize> {
         (0..self.args.len()).filter(|&k| holds(probe, &self.args[k]) == Some(true)).collect()
@@ -169,6 +178,7 @@ impl Batch {
             args: keep.iter().map(|&k| self.args[k].clone()).collect(),
             ok: keep.iter().map(|&k| self.ok[k]).collect(),
             errors: keep.iter().map(|&k| self.errors[k].clone()).collect(),
+            messages: keep.iter().map(|&k| self.messages[k].clone()).collect(),
         }
     }
 
@@ -294,14 +304,15 @@ fn execute(runner: &dyn Runner, index: usize, mut args: Vec<Vec<Arg>>, deadline:
     let ran = runner.run_with_errors(index, &args, deadline);
     args.truncate(ran.len());
     let ok = ran.iter().map(|(s, _)| matches!(s, Status::Ok | Status::Failed)).collect();
-    let errors = ran
+    let messages: Vec<Option<String>> = ran
         .iter()
         .map(|(s, e)| match (s, e) {
-            (Status::Invalid, Some(e)) => Some(crate::oracle::errors::complaint(e.lines().find(|l| !l.trim().is_empty()).unwrap_or(""))),
+            (Status::Invalid, Some(e)) => Some(e.lines().find(|l| !l.trim().is_empty()).unwrap_or("").to_string()),
             _ => None,
         })
         .collect();
-    Batch { args, ok, errors }
+    let errors = messages.iter().map(|m| m.as_deref().map(crate::oracle::errors::complaint)).collect();
+    Batch { args, ok, errors, messages }
 }
 
 /// How many of the parameters a candidate constrains a complaint names (`self` is `input`;
@@ -704,13 +715,17 @@ fn search(
                 let dominant_about_dtypes = dominant.as_ref().is_some_and(|(key, _)| about_dtypes(key));
                 let relevance = |i: usize| dominant.as_ref().map_or(0, |(key, _)| relevance(&api, key, &remaining[i].0));
                 let kind = |i: usize| dominant.as_ref().map_or(0, |(key, _)| same_kind(key, &remaining[i].0));
+                // "Expected 2D or 3D tensor": the ranks and lengths the complaint wanted.
+                let named = dominant.as_ref().map_or_else(Vec::new, |(key, _)| batch.named_counts(key));
+                let hinted = |i: usize| counts::hinted(&named, &remaining[i].0.constraints);
                 let mut probing: Vec<(usize, usize)> = eligible.iter().chain(&unseen).copied().collect();
-                probing.sort_by_key(|&(i, n)| (std::cmp::Reverse(relevance(i)), std::cmp::Reverse(kind(i)), std::cmp::Reverse(n)));
+                probing.sort_by_key(|&(i, n)| (std::cmp::Reverse(relevance(i)), std::cmp::Reverse(hinted(i)), std::cmp::Reverse(kind(i)), std::cmp::Reverse(n)));
                 let dominant_share = dominant.as_ref().map_or(0, |(_, c)| c * 1000 / batch.ok.len().max(1));
                 // (candidate, accepted per mille, whether it relieves the complaint, relevance,
-                // kind, per mille past the kind of check that complained, per mille free of the
-                // dominant complaint, per mille raising a complaint the batch did not, generality)
-                type Score = (usize, bool, usize, usize, usize, usize, usize, usize);
+                // a count the complaint wanted, kind, per mille past the kind of check that
+                // complained, per mille free of the dominant complaint, per mille raising a
+                // complaint the batch did not, generality)
+                type Score = (usize, bool, usize, usize, usize, usize, usize, usize, usize);
                 let mut scored: Option<(usize, Score)> = None;
                 let complaints: std::collections::HashSet<&str> = batch.errors.iter().flatten().map(String::as_str).collect();
                 let n = batch.ok.len().max(1);
@@ -770,7 +785,7 @@ fn search(
                     // dtype check (`weight.dtype == bool`) does not.
                     let past =
                         dominant.as_ref().map_or(0, |_| tried.errors.iter().filter(|e| e.as_deref().is_none_or(|e| about_dtypes(e) != dominant_about_dtypes)).count() * 1000 / len);
-                    let score = (ok, relieves, relevance(i), kind(i), past, relieved, fresh, general);
+                    let score = (ok, relieves, relevance(i), hinted(i), kind(i), past, relieved, fresh, general);
                     if config.trace {
                         result.trace.push(format!("  tried {:40} {score:?}", remaining[i].0.candidate.name));
                     }

@@ -5,6 +5,7 @@
 //! support (`infer`) and drops those others imply (`reduce`); `sfz suggest` shows a model the
 //! errors libtorch raised on conforming inputs (`rejections`). Results go back into the spec file
 //! as `rule` items with their status and evidence, through the formatter (`write_rules`).
+mod counts;
 pub mod domains;
 pub mod enumerate;
 pub mod enums;
