@@ -32,6 +32,17 @@ fn every_code_appears_in_a_snapshot() {
     }
 }
 
+/// No spec is known to make the solver's encoding panic (`gen::run_job` catches it), so the
+/// warning that skips such an API is rendered here from the function `sfz fuzz`'s planner calls.
+#[test]
+fn a_solver_failure_skips_the_api_with_w0008() {
+    let src = "api torch.abs(input: Tensor) -> Tensor {\n    input.ndim >= 1;\n}\n";
+    let checked = sfz::check::check_text(Path::new("spec.sfz"), src);
+    let (diag, skipped) = sfz::plan::solver_failure(&checked.spec.apis[0], "unexpected term in an index");
+    assert_eq!(skipped.reason, "solver failure: unexpected term in an index");
+    insta::assert_snapshot!(sfz::diag::render_all(&checked.map, &[diag], Default::default()));
+}
+
 fn collect(dir: &Path, out: &mut String) {
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let p = entry.path();

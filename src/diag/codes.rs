@@ -93,6 +93,7 @@ registry! {
     W0102 Warning "unreadable finding skipped";
     W0103 Warning "merged folders from different versions or specs";
     W0007 Warning "language model unavailable";
+    W0008 Warning "solver failure";
 }
 
 /// The entry for a code, case-insensitively (`e0002` works).

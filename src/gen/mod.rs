@@ -180,8 +180,27 @@ pub enum JobResult {
     Violate(usize, Result<Vec<SymModel>, SolveError>),
 }
 
-/// Runs one job in a fresh z3 context (on the calling thread).
+/// Runs one job in a fresh z3 context (on the calling thread). A job that panics fails with
+/// `SolveError::Internal` rather than taking the campaign down: the other APIs still run.
 pub fn run_job(api: &ApiSpec, config: &GenConfig, api_index: usize, job: Job) -> JobResult {
+    guarded(job, || solve_job(api, config, api_index, job))
+}
+
+/// `run`'s result, or the job failed with the panic's message if it panicked.
+fn guarded(job: Job, run: impl FnOnce() -> JobResult) -> JobResult {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).unwrap_or_else(|payload| {
+        let message =
+            payload.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| payload.downcast_ref::<String>().cloned()).unwrap_or_else(|| "a panic without a message".into());
+        let e = SolveError::Internal(message);
+        match job {
+            Job::Conform => JobResult::Conform(Err(e)),
+            Job::Huge => JobResult::Huge(Err(e)),
+            Job::Violate(k) => JobResult::Violate(k, Err(e)),
+        }
+    })
+}
+
+fn solve_job(api: &ApiSpec, config: &GenConfig, api_index: usize, job: Job) -> JobResult {
     match job {
         Job::Conform => {
             let count = if config.strategy == Strategy::Naive { 1 } else { config.pool_size };
@@ -250,8 +269,7 @@ pub fn solve_all(apis: &[&ApiSpec], config: &GenConfig) -> Vec<Result<ApiPools, 
                 })
             })
             .collect();
-        // A job that panicked is a bug in the solver's encoding: surface it rather than run
-        // the API without the pool it was solving.
+        // `run_job` catches a job's panic; one outside it is a bug in this loop.
         handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
     });
     let mut per_api: Vec<Vec<JobResult>> = apis.iter().map(|_| Vec::new()).collect();
@@ -607,5 +625,25 @@ impl Check<'_> {
                 requires_ok && declared_ok
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A job that panics fails with its own kind of result, carrying the message, and the
+    /// caller goes on (`solve_all` runs the other jobs, `plan` skips only that API with W0008).
+    #[test]
+    fn a_panicking_job_is_an_internal_solver_error() {
+        let violate = guarded(Job::Violate(3), || panic!("unexpected term {}", 7));
+        assert!(matches!(&violate, JobResult::Violate(3, Err(SolveError::Internal(m))) if m == "unexpected term 7"), "{violate:?}");
+        let conform = guarded(Job::Conform, || panic!("no message arguments"));
+        assert!(matches!(&conform, JobResult::Conform(Err(SolveError::Internal(m))) if m == "no message arguments"), "{conform:?}");
+        let fine = guarded(Job::Huge, || JobResult::Huge(Ok(Vec::new())));
+        assert!(matches!(fine, JobResult::Huge(Ok(ref v)) if v.is_empty()));
+        // An API whose ordinary models panicked is skipped with the message, not run without them.
+        let api = crate::check::check_text(std::path::Path::new("t.sfz"), "api torch.abs(input: Tensor) -> Tensor {}\n").spec.apis.remove(0);
+        assert_eq!(assemble(&api, vec![conform]).err(), Some(SolveError::Internal("no message arguments".into())));
     }
 }

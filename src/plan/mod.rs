@@ -152,10 +152,24 @@ pub fn solve_pools(plans: &[ApiPlan], config: &GenConfig) -> (Vec<ApiPools>, Vec
                 diags.push(d);
                 skipped.push(s);
             }
+            SolveError::Internal(message) => {
+                let (d, s) = solver_failure(api, &message);
+                diags.push(d);
+                skipped.push(s);
+            }
             e => skipped.push(Skipped { api: api.name.clone(), reason: e.to_string() }),
         }
     }
     (pools, diags, skipped)
+}
+
+/// W0008 and the skip of an API whose solving panicked with `message` (`SolveError::Internal`).
+pub fn solver_failure(api: &ApiSpec, message: &str) -> (Diagnostic, Skipped) {
+    let d = Diagnostic::new(codes::W0008, format!("the solver failed on `{}`", api.name))
+        .with_label(api.span, "no input was generated for this API; it is skipped")
+        .with_note(format!("the solver's encoding panicked: {message}"))
+        .with_help("this is a bug in sfz: please report it with this spec; the other APIs ran as usual");
+    (d, Skipped { api: api.name.clone(), reason: format!("solver failure: {message}") })
 }
 
 /// W0006 and the skip of an API the solver gave up on `limit` (`after 5 ms`); `flag` raises it.

@@ -297,6 +297,8 @@ fn every_candidate(api: &ApiSpec) -> Vec<Candidate> {
             add(format!("{l}_len_{k}"), format!("len({l}) == {k};"));
         }
     }
+    // Last, for the same reason.
+    windows(api, &tensors, &mut add);
     out
 }
 
@@ -363,6 +365,66 @@ fn relations(api: &ApiSpec, tensors: &[&str], ints: &[&str], add: &mut impl FnMu
     for idx in tensors.iter().filter(|t| t.contains("index") || t.contains("indices")) {
         for t in tensors.iter().filter(|t| *t != idx) {
             add(format!("{idx}_indexes_{t}_plane"), format!("{t}.ndim >= 2;\n    {idx}.values in 0..{t}.shape[-1] * {t}.shape[-2];"));
+        }
+    }
+}
+
+/// The arithmetic of sliding windows (pooling, convolution): a window dilated and padded fits the
+/// input, so the output has at least one element (`(L + 2p - d(k - 1) - 1) / s + 1 >= 1`), the
+/// check behind "Invalid computed output size" and "Kernel size can't be greater than actual
+/// input size"; and the per-dimension lists agree in length, or one is empty (`stride=[]` means
+/// the kernel's). The parameters are found by the names ATen's schemas give them.
+fn windows(api: &ApiSpec, tensors: &[&str], add: &mut impl FnMut(String, String)) {
+    let list = |name: &str| api.params.iter().find(|p| p.name == name && matches!(p.ty, ParamType::IntList(_)) && !p.optional).map(|p| p.name.as_str());
+    let (padding, dilation) = (list("padding"), list("dilation"));
+    let dilated = |d: Option<&str>, i: &str, k: &str| d.map_or(k.to_string(), |d| format!("{d}[{i}] * ({k} - 1) + 1"));
+    // Without dilation too: `avg_pool2d` has none, and a dilated rule is no use while its
+    // dilations are left at their defaults.
+    let dilations: Vec<Option<&str>> = if dilation.is_some() { vec![None, dilation] } else { vec![None] };
+    if let (Some(k), Some(p)) = (list("kernel_size"), padding) {
+        for t in tensors.iter().filter(|t| !t.contains("indices")) {
+            for &d in &dilations {
+                let same_len = d.map_or(String::new(), |d| format!("\n    len({d}) == len({k});"));
+                add(
+                    format!("{k}{}_fits_padded_{t}", d.map_or(String::new(), |d| format!("_{d}"))),
+                    format!(
+                        "len({p}) == len({k});{same_len}\n    len({k}) <= {t}.ndim;\n    forall i in 0..len({k}): {} <= {t}.shape[{t}.ndim - len({k}) + i] + 2 * {p}[i];",
+                        dilated(d, "i", &format!("{k}[i]"))
+                    ),
+                );
+            }
+        }
+    }
+    // A convolution's weight has two dimensions more than its spatial lists are long, and the
+    // input as many (batched) or one fewer (unbatched): "expected stride to be ... a list of 3
+    // values to match the convolution dimensions", "Expected 4D (unbatched) or 5D (batched)".
+    for w in tensors.iter().filter(|w| w.contains("weight")) {
+        for l in ["stride", "padding", "dilation"].into_iter().filter_map(list) {
+            add(format!("{l}_len_spatial_of_{w}"), format!("len({l}) == {w}.ndim - 2;"));
+        }
+        for x in tensors.iter().filter(|x| *x != w && !x.contains("bias")) {
+            add(format!("{x}_batched_or_not_for_{w}"), format!("{x}.ndim >= {w}.ndim - 1;\n    {x}.ndim <= {w}.ndim;"));
+        }
+    }
+    if let Some(p) = padding {
+        for w in tensors.iter().filter(|w| w.contains("weight")) {
+            for x in tensors.iter().filter(|x| *x != w && !x.contains("bias")) {
+                let same_len = dilation.map_or(String::new(), |d| format!("\n    len({d}) == {w}.ndim - 2;"));
+                add(
+                    format!("{w}_window_fits_padded_{x}"),
+                    format!(
+                        "{w}.ndim >= 3;\n    {x}.ndim >= {w}.ndim - 1;\n    len({p}) == {w}.ndim - 2;{same_len}\n    forall i in 2..{w}.ndim: {} <= {x}.shape[{x}.ndim - {w}.ndim + i] + 2 * {p}[i - 2];",
+                        dilated(dilation, "i - 2", &format!("{w}.shape[i]"))
+                    ),
+                );
+            }
+        }
+    }
+    let unfixed: Vec<&str> = api.params.iter().filter(|p| p.ty == ParamType::IntList(None) && !p.optional).map(|p| p.name.as_str()).collect();
+    for a in &unfixed {
+        for b in unfixed.iter().filter(|b| *b != a) {
+            add(format!("{a}_len_of_{b}"), format!("len({a}) == len({b});"));
+            add(format!("{a}_empty_or_len_of_{b}"), format!("len({a}) == 0 or len({a}) == len({b});"));
         }
     }
 }
@@ -438,6 +500,17 @@ mod tests {
                 "input.ndim >= 2;\n    weight.ndim >= 2;\n    input.shape[1] == weight.shape[1] * groups;",
             ),
             ("api torch.max_pool2d_with_indices_backward(grad_output: Tensor, input: Tensor, indices: Tensor) -> Tensor {}\n", "input.ndim >= 2;\n    indices.values in 0..input.shape[-1] * input.shape[-2];"),
+            (
+                "api torch.max_pool1d(input: Tensor, kernel_size: int[], stride: int[] = [], padding: int[] = [0], dilation: int[] = [1]) -> Tensor {}\n",
+                "len(padding) == len(kernel_size);\n    len(dilation) == len(kernel_size);\n    len(kernel_size) <= input.ndim;\n    forall i in 0..len(kernel_size): dilation[i] * (kernel_size[i] - 1) + 1 <= input.shape[input.ndim - len(kernel_size) + i] + 2 * padding[i];",
+            ),
+            ("api torch.max_pool1d(input: Tensor, kernel_size: int[], stride: int[] = []) -> Tensor {}\n", "len(stride) == 0 or len(stride) == len(kernel_size);"),
+            ("api torch.conv3d(input: Tensor, weight: Tensor, stride: int[3] = [1, 1, 1]) -> Tensor {}\n", "len(stride) == weight.ndim - 2;"),
+            ("api torch.conv3d(input: Tensor, weight: Tensor, stride: int[3] = [1, 1, 1]) -> Tensor {}\n", "input.ndim >= weight.ndim - 1;\n    input.ndim <= weight.ndim;"),
+            (
+                "api torch.conv2d(input: Tensor, weight: Tensor, bias: Tensor? = None, stride: int[2] = 1, padding: int[2] = 0, dilation: int[2] = 1, groups: int = 1) -> Tensor {}\n",
+                "weight.ndim >= 3;\n    input.ndim >= weight.ndim - 1;\n    len(padding) == weight.ndim - 2;\n    len(dilation) == weight.ndim - 2;\n    forall i in 2..weight.ndim: dilation[i - 2] * (weight.shape[i] - 1) + 1 <= input.shape[input.ndim - weight.ndim + i] + 2 * padding[i - 2];",
+            ),
         ] {
             let checked = crate::check::check_text(Path::new("t.sfz"), src);
             let api = &checked.spec.apis[0];

@@ -89,6 +89,9 @@ pub enum SolveError {
     ResourceLimit(u32),
     #[error("the solver failed: {0}")]
     Unknown(String),
+    /// Encoding or solving panicked: a bug in sfz, not in the spec.
+    #[error("the solver's encoding failed (a bug in sfz): {0}")]
+    Internal(String),
 }
 
 /// One API's constraints in a solver.
