@@ -47,6 +47,14 @@ operators, each appended as it ends, so a stopped run keeps what it did.
    stuck pass given back): `--sfz target/release/sfz --retry --best --lo 0 --hi 0.9 --seed 19
    --tag retry5 --budget 8s --jobs 2 --measure`, figures only (most of these operators have
    hand-written specs by now): 26 of 474 reached 90%.
+9. with probes sharing a z3 context (0f7c713): `--retry --best --lo 0.2 --hi 0.9 --seed 23 --tag
+   retry6` and `--lo 0 --hi 0.2 --seed 29 --tag retry7`, both `--budget 8s --jobs 2 --measure`.
+10. with the complaints' counts (b542769): `--retry --best --lo 0 --hi 0.9 --seed 31 --tag retry8
+   --budget 8s --jobs 2 --measure` (425 operators, 47 min).
+11. with the window candidates (b9dcbd4), the 52 pooling and convolution operators of
+   data/ops/windows.txt outside this script: `sfz infer --color=never --seed 31 --budget 8s
+   --workers 2 --json -o /tmp/w.sfz $(cat data/ops/windows.txt) > data/ops/windows-retry9.json`,
+   and the same with `--seed 37 --budget 30s` (the default budget) into windows-budget30.json.
 
 The operator lists go to data/ops/<area>.txt (committed, so a run is reproducible), the figures
 of each area's run to data/ops/<area>.json.

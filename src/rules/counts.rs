@@ -47,6 +47,13 @@ pub fn named(message: &str) -> Vec<i64> {
             }
         }
     }
+    // Counts in words ("at least three dimensions"); not "one", which is mostly "one of".
+    for (k, word) in ["two", "three", "four", "five"].iter().enumerate() {
+        let n = k as i64 + 2;
+        if super::words(wanted).any(|w| w == *word) && !out.contains(&n) {
+            out.push(n);
+        }
+    }
     out
 }
 
@@ -82,7 +89,7 @@ mod tests {
 
     #[test]
     fn counts_are_read_from_what_the_message_wanted() {
-        let cases: [(&str, &[i64]); 8] = [
+        let cases: [(&str, &[i64]); 9] = [
             ("max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for input, but got:[2, 3, 4, 5]", &[2, 3, 0]),
             ("max_pool1d() kernel_size must be an int, list of ints or tuple of ints of size 1 but got size 3", &[1]),
             ("offsets has to be a 1D Tensor, but got Tensor of dimension 2", &[1]),
@@ -91,6 +98,7 @@ mod tests {
             ("torch.histogramdd: input tensor should have at least 2 dimensions", &[2]),
             ("Expected 3-D tensor, got 4-D", &[3]),
             ("linalg.matrix_norm: Order 3 not supported.", &[3]),
+            ("weight should have at least three dimensions", &[3]),
         ];
         for (message, want) in cases {
             assert_eq!(named(message), want, "{message}");

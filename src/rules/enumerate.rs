@@ -405,6 +405,11 @@ fn windows(api: &ApiSpec, tensors: &[&str], add: &mut impl FnMut(String, String)
         for x in tensors.iter().filter(|x| *x != w && !x.contains("bias")) {
             add(format!("{x}_batched_or_not_for_{w}"), format!("{x}.ndim >= {w}.ndim - 1;\n    {x}.ndim <= {w}.ndim;"));
         }
+        // A bias per output channel: the weight's first dimension (`conv2d`), its second times
+        // the groups for a transposed one (`conv_transpose2d`).
+        for b in tensors.iter().filter(|b| b.contains("bias")) {
+            add(format!("{b}_per_output_channel_of_{w}"), format!("{b}.ndim == 1;\n    {w}.ndim >= 1;\n    {b}.shape[0] == {w}.shape[0];"));
+        }
     }
     if let Some(p) = padding {
         for w in tensors.iter().filter(|w| w.contains("weight")) {
@@ -506,6 +511,7 @@ mod tests {
             ),
             ("api torch.max_pool1d(input: Tensor, kernel_size: int[], stride: int[] = []) -> Tensor {}\n", "len(stride) == 0 or len(stride) == len(kernel_size);"),
             ("api torch.conv3d(input: Tensor, weight: Tensor, stride: int[3] = [1, 1, 1]) -> Tensor {}\n", "len(stride) == weight.ndim - 2;"),
+            ("api torch.conv1d(input: Tensor, weight: Tensor, bias: Tensor? = None) -> Tensor {}\n", "bias.ndim == 1;\n    weight.ndim >= 1;\n    bias.shape[0] == weight.shape[0];"),
             ("api torch.conv3d(input: Tensor, weight: Tensor, stride: int[3] = [1, 1, 1]) -> Tensor {}\n", "input.ndim >= weight.ndim - 1;\n    input.ndim <= weight.ndim;"),
             (
                 "api torch.conv2d(input: Tensor, weight: Tensor, bias: Tensor? = None, stride: int[2] = 1, padding: int[2] = 0, dilation: int[2] = 1, groups: int = 1) -> Tensor {}\n",
