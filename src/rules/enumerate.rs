@@ -292,7 +292,7 @@ fn every_candidate(api: &ApiSpec) -> Vec<Candidate> {
             add(format!("{t}_ndim_{a}_or_{b}"), format!("{t}.ndim in {a}..={b};"));
         }
     }
-    for l in api.params.iter().filter(|p| p.ty == ParamType::IntList(None) && !p.optional).map(|p| p.name.as_str()) {
+    for l in unfixed_lists(api) {
         for k in 1..=3 {
             add(format!("{l}_len_{k}"), format!("len({l}) == {k};"));
         }
@@ -404,16 +404,7 @@ fn windows(api: &ApiSpec, tensors: &[&str], add: &mut impl FnMut(String, String)
         }
         for x in tensors.iter().filter(|x| *x != w && !x.contains("bias")) {
             add(format!("{x}_batched_or_not_for_{w}"), format!("{x}.ndim >= {w}.ndim - 1;\n    {x}.ndim <= {w}.ndim;"));
-        }
-        // A bias per output channel: the weight's first dimension (`conv2d`), its second times
-        // the groups for a transposed one (`conv_transpose2d`).
-        for b in tensors.iter().filter(|b| b.contains("bias")) {
-            add(format!("{b}_per_output_channel_of_{w}"), format!("{b}.ndim == 1;\n    {w}.ndim >= 1;\n    {b}.shape[0] == {w}.shape[0];"));
-        }
-    }
-    if let Some(p) = padding {
-        for w in tensors.iter().filter(|w| w.contains("weight")) {
-            for x in tensors.iter().filter(|x| *x != w && !x.contains("bias")) {
+            if let Some(p) = padding {
                 let same_len = dilation.map_or(String::new(), |d| format!("\n    len({d}) == {w}.ndim - 2;"));
                 add(
                     format!("{w}_window_fits_padded_{x}"),
@@ -424,14 +415,25 @@ fn windows(api: &ApiSpec, tensors: &[&str], add: &mut impl FnMut(String, String)
                 );
             }
         }
+        // A bias per output channel: the weight's first dimension (`conv2d`). A transposed
+        // convolution's is its second times `groups`, which this does not cover.
+        for b in tensors.iter().filter(|b| b.contains("bias")) {
+            add(format!("{b}_per_output_channel_of_{w}"), format!("{b}.ndim == 1;\n    {w}.ndim >= 1;\n    {b}.shape[0] == {w}.shape[0];"));
+        }
     }
-    let unfixed: Vec<&str> = api.params.iter().filter(|p| p.ty == ParamType::IntList(None) && !p.optional).map(|p| p.name.as_str()).collect();
+    let unfixed = unfixed_lists(api);
     for a in &unfixed {
         for b in unfixed.iter().filter(|b| *b != a) {
             add(format!("{a}_len_of_{b}"), format!("len({a}) == len({b});"));
             add(format!("{a}_empty_or_len_of_{b}"), format!("len({a}) == 0 or len({a}) == len({b});"));
         }
     }
+}
+
+/// The int lists of no fixed length that are always given (`kernel_size: int[]`, where a
+/// schema's `int[1]` may take one element or any number).
+fn unfixed_lists(api: &ApiSpec) -> Vec<&str> {
+    api.params.iter().filter(|p| p.ty == ParamType::IntList(None) && !p.optional).map(|p| p.name.as_str()).collect()
 }
 
 fn names(api: &ApiSpec, pred: impl Fn(&ParamType) -> bool) -> Vec<&str> {
