@@ -55,6 +55,8 @@ operators, each appended as it ends, so a stopped run keeps what it did.
    data/ops/windows.txt outside this script: `sfz infer --color=never --seed 31 --budget 8s
    --workers 2 --json -o /tmp/w.sfz $(cat data/ops/windows.txt) > data/ops/windows-retry9.json`,
    and the same with `--seed 37 --budget 30s` (the default budget) into windows-budget30.json.
+12. the same 8 s run at 583b6eb (a bias candidate, number words in complaints) into
+   windows-retry10.json.
 
 The operator lists go to data/ops/<area>.txt (committed, so a run is reproducible), the figures
 of each area's run to data/ops/<area>.json.
