@@ -5,12 +5,11 @@
 //! candidates that fix a rank or a length to one of them (`x.ndim == 2`, `len(kernel_size) == 1`).
 use crate::spec::{BinOp, Builtin, Constraint, Prop, TExpr, Value};
 
-/// The small numbers (0 to 8) a message states as wanted: those standing alone as a word or
-/// before a unit (`2D`, `3-D`, `1-dim`), in the part before what it got (`but got`, `got`,
-/// `instead`), which describes the rejected input. Digits inside a name (`conv3d`,
-/// `_weight_int8pack_mm`) are not counts.
-pub fn named(message: &str) -> Vec<i64> {
-    let line = message.lines().find(|l| !l.trim().is_empty()).unwrap_or_default();
+/// The small numbers (0 to 8) a line of libtorch's message (the first, as `infer` keeps it)
+/// states as wanted: those standing alone as a word or before a unit (`2D`, `3-D`, `1-dim`), in
+/// the part before what it got (`but got`, `got`, `instead`), which describes the rejected
+/// input. Digits inside a name (`conv3d`, `_weight_int8pack_mm`) are not counts.
+pub fn named(line: &str) -> Vec<i64> {
     let lower = line.to_ascii_lowercase();
     let end = ["but got", ", got", " got ", "got:", "instead", "but received", ", received"].iter().filter_map(|t| lower.find(t)).min().unwrap_or(lower.len());
     let wanted = &lower[..end];
@@ -48,9 +47,15 @@ pub fn named(message: &str) -> Vec<i64> {
         }
     }
     // Counts in words ("at least three dimensions"); not "one", which is mostly "one of".
-    for (k, word) in ["two", "three", "four", "five"].iter().enumerate() {
-        let n = k as i64 + 2;
-        if super::words(wanted).any(|w| w == *word) && !out.contains(&n) {
+    for w in super::words(wanted) {
+        let n = match w {
+            "two" => 2,
+            "three" => 3,
+            "four" => 4,
+            "five" => 5,
+            _ => continue,
+        };
+        if !out.contains(&n) {
             out.push(n);
         }
     }
