@@ -358,6 +358,42 @@ fn same_kind(complaint: &str, candidate: &Checked) -> usize {
 /// Rules accepted so far, each with the API it was checked against.
 type Accepted = [(Checked, ApiSpec)];
 
+/// At most this many accepted rules are taken back per pass for being in a candidate's way.
+const MAX_DISPLACEMENTS: usize = 3;
+
+/// The accepted rules (indices) to take back so that `candidate` can hold with the others:
+/// those in z3's unsat `core` (indices into the constraints of `current(accepted)` followed by
+/// `assumed`) that this search chose, the latest one alone when that is enough, else all of
+/// them. None when the core holds none of them (the API's own constraints contradict the
+/// candidate) or dropping them is not enough.
+fn in_the_way(
+    base: &ApiSpec,
+    current: &dyn Fn(&Accepted) -> ApiSpec,
+    accepted: &Accepted,
+    assumed: &[Constraint],
+    candidate: &[Constraint],
+    core: &[usize],
+    limits: &Limits,
+) -> Option<Vec<usize>> {
+    // Which accepted rule each constraint of `current(accepted)` comes from.
+    let mut owner: Vec<Option<usize>> = vec![None; base.requires.len()];
+    for (j, (c, _)) in accepted.iter().enumerate() {
+        owner.extend(std::iter::repeat_n(Some(j), c.constraints.len()));
+    }
+    // A value set learned from libtorch's own runs is evidence, not a guess.
+    let mut rules: Vec<usize> = core.iter().filter_map(|&i| owner.get(i).copied().flatten()).filter(|&j| accepted[j].0.evidence.is_none()).collect();
+    rules.sort_unstable();
+    rules.dedup();
+    let fits = |out: &[usize]| {
+        let others: Vec<(Checked, ApiSpec)> = accepted.iter().enumerate().filter(|(j, _)| !out.contains(j)).map(|(_, a)| a.clone()).collect();
+        solve::check_sat(&reduce::with(&current(&others), &[assumed, candidate], None), limits).is_ok()
+    };
+    if rules.is_empty() {
+        return None;
+    }
+    rules.iter().rev().find(|&&j| fits(&[j])).map(|&j| vec![j]).or_else(|| fits(&rules).then_some(rules))
+}
+
 /// The rule taken blind whose removal silences the batch's most frequent complaint, which names
 /// a parameter of the rule: without it, `try_cases` inputs raise the complaint less than half as
 /// often as the batch did. With how many of the batch's inputs raised the complaint, and how many
@@ -651,6 +687,7 @@ fn search(
         pass += 1;
         let mut stuck = 0;
         let blind_before = blind.len();
+        let mut displacements = 0;
         for _ in 0..config.max_rounds {
             if Instant::now() >= search_end {
                 break;
@@ -748,6 +785,11 @@ fn search(
                     looked.push((i, obeying));
                 }
                 let mut solved = solve::sample_each(&api, &to_solve, limits, config.try_cases, search_end).into_iter();
+                // Candidates the accepted rules contradict, with the unsat core z3 gave.
+                let mut blocked: Vec<(usize, Vec<usize>)> = Vec::new();
+                // Two fifths fewer is relief: one rule of a conjunction relieves part of it
+                // (`2 * padding <= kernel_size` leaves the negative dilations).
+                let relieving = |ok: usize, hits_per_mille: usize| ok > 0 || hits_per_mille * 5 < dominant_share * 3;
                 for (i, obeying) in looked {
                     if Instant::now() >= search_end {
                         break;
@@ -758,6 +800,11 @@ fn search(
                         batch.subset(&obeying)
                     } else {
                         let Some(models) = solved.next() else { break };
+                        // Contradicted by the rules taken so far: maybe one of them is wrong.
+                        if let Err(solve::SolveError::Unsat { core }) = &models {
+                            blocked.push((i, core.clone()));
+                            continue;
+                        }
                         let probe = reduce::with(&api, &[&remaining[i].0.constraints], None);
                         let args = arguments(&probe, &models.unwrap_or_default(), probe_seed(i), None);
                         let tried = execute(runner, index, pin(&probe, args, this.pinned), search_end);
@@ -777,9 +824,7 @@ fn search(
                     // A candidate that relieves the complaint without naming what it names
                     // often trips an earlier check instead (`input.ndim <= 2` against a
                     // padding complaint): relevance ranks the relieving ones.
-                    // Two fifths fewer is relief: one rule of a conjunction relieves part of
-                    // it (`2 * padding <= kernel_size` leaves the negative dilations).
-                    let relieves = ok > 0 || (1000 - relieved) * 5 < dominant_share * 3;
+                    let relieves = relieving(ok, 1000 - relieved);
                     // Inputs that got past the kind of check that complained: a dtype rule that
                     // works moves libtorch on to its shape checks, one that trips an earlier
                     // dtype check (`weight.dtype == bool`) does not.
@@ -797,6 +842,37 @@ fn search(
                     best = Some((i, 0));
                     if relevant == 0 {
                         blind.push(remaining[i].0.candidate.name.clone());
+                    }
+                } else if displacements < MAX_DISPLACEMENTS {
+                    // Nothing relieves the complaint, and the likeliest candidate that names what
+                    // it names cannot hold with the rules taken: an early greedy pick may be the
+                    // wrong one (`conv1d`: a 2-d input and a weight of the input's rank, then
+                    // "weight should have at least three dimensions"). The pick in the way goes
+                    // when the candidate, without it, relieves the complaint.
+                    let first = blocked.into_iter().find(|(i, _)| relevance(*i) > 0);
+                    let out = first.as_ref().and_then(|(i, core)| in_the_way(base, &current, &accepted, &assumed, &remaining[*i].0.constraints, core, limits));
+                    if let (Some((i, _)), Some(out)) = (first, out) {
+                        let others: Vec<(Checked, ApiSpec)> = accepted.iter().enumerate().filter(|(j, _)| !out.contains(j)).map(|(_, a)| a.clone()).collect();
+                        let probe = reduce::with(&current(&others), &[&assumed, &remaining[i].0.constraints], None);
+                        let args = pin(&probe, sample(&probe, config.try_cases, mix(probe_seed(i) ^ 0xd15), limits, None), this.pinned);
+                        let tried = execute(runner, index, args, search_end);
+                        result.cases += tried.ok.len();
+                        let len = tried.ok.len().max(1);
+                        let ok = tried.ok.iter().filter(|&&o| o).count() * 1000 / len;
+                        let hits = dominant.as_ref().map_or(0, |(key, _)| tried.errors.iter().filter(|e| e.as_deref() == Some(key.as_str())).count());
+                        if !tried.ok.is_empty() && relieving(ok, hits * 1000 / len) {
+                            displacements += 1;
+                            let count = dominant.as_ref().map_or(0, |(_, n)| *n as i64);
+                            for &j in out.iter().rev() {
+                                let (c, _) = accepted.remove(j);
+                                if config.trace {
+                                    result.trace.push(format!("round {round}: {} is in the way of {}: dropped", c.candidate.name, remaining[i].0.candidate.name));
+                                }
+                                blind.retain(|n| *n != c.candidate.name);
+                                rejected.push((c, vec![("contradicts_a_fix".into(), count)]));
+                            }
+                            best = Some((i, 0));
+                        }
                     }
                 }
             }
@@ -890,6 +966,9 @@ fn search(
         let args = sample(&api, config.verify_cases, mix(config.seed ^ 0xfeed ^ mix(index as u64)), limits, None);
         let batch = execute(runner, index, args, probes_end);
         result.cases += batch.ok.len();
+        if config.trace {
+            result.trace.push(format!("verify: {} cases, valid {:?}, complaint {:?}", batch.ok.len(), batch.valid_rate(), batch.dominant_error()));
+        }
         batch.valid_rate().unwrap_or(0.0)
     };
     let mut k = 0;
@@ -915,6 +994,9 @@ fn search(
         let passed = batch.ok.iter().filter(|&&o| o).count() as i64;
         let failed = batch.ok.len() as i64 - passed;
         let viol_rate = if batch.ok.is_empty() { 0.0 } else { passed as f64 / batch.ok.len() as f64 };
+        if config.trace {
+            result.trace.push(format!("probe: {} broken: {passed} ran, {failed} rejected (conforming: {verify_rate:.2} ran)", accepted[k].0.candidate.name));
+        }
         if batch.ok.is_empty() || viol_rate <= (0.25 * verify_rate).max(0.02) {
             // Inputs breaking it ran: it is stronger than libtorch's check. Candidates that
             // explain its rejections and keep those inputs take its place, and are probed in
@@ -1164,6 +1246,41 @@ mod tests {
         let mut names: Vec<&str> = result.rules.iter().map(|r| r.candidate.name.as_str()).collect();
         names.sort();
         assert_eq!(names, ["end_ndim_0", "start_ndim_0"], "{result:?}");
+    }
+
+    /// An early pick that contradicts the rule a later complaint asks for is found in z3's
+    /// unsat core and taken back alone when that is enough: `conv1d` took a 2-d input and a
+    /// weight of the input's rank, and "weight should have at least three dimensions" wants a
+    /// weight the second pick forbids. A contradiction with the API's own constraints takes
+    /// nothing back.
+    #[test]
+    fn the_pick_in_a_candidates_way_is_the_one_taken_back() {
+        let src = "api torch.conv1d(input: Tensor, weight: Tensor, groups: int = 1) {\n    requires groups >= 1;\n}\n\
+            #[status(candidate)] rule input_ndim_2 for torch.conv1d { input.ndim == 2; }\n\
+            #[status(candidate)] rule same_ndim for torch.conv1d { weight.ndim == input.ndim; }\n\
+            #[status(candidate)] rule groups_small for torch.conv1d { groups <= 4; }\n\
+            #[status(candidate)] rule weight_3d for torch.conv1d { weight.ndim >= 3; }\n\
+            #[status(candidate)] rule groups_0 for torch.conv1d { groups == 0; }\n";
+        let checked = crate::check::check_text(Path::new("t.sfz"), src);
+        assert!(!checked.has_errors(), "{:?}", checked.diags.iter().map(|d| &d.message).collect::<Vec<_>>());
+        let base = checked.spec.apis[0].clone();
+        let rules = candidates_of(&checked.spec);
+        let probe = |c: &Checked| reduce::with(&base, &[&c.constraints], None);
+        let accepted: Vec<(Checked, ApiSpec)> = rules[..3].iter().map(|c| (c.clone(), probe(c))).collect();
+        let current = |accepted: &Accepted| {
+            let extra: Vec<&[Constraint]> = accepted.iter().map(|(c, _)| c.constraints.as_slice()).collect();
+            reduce::with(&base, &extra, None)
+        };
+        let limits = Limits::default();
+        let way = |candidate: &Checked| {
+            let with = reduce::with(&current(&accepted), &[&candidate.constraints], None);
+            let Err(solve::SolveError::Unsat { core }) = solve::check_sat(&with, &limits) else { panic!("{} is satisfiable", candidate.candidate.name) };
+            in_the_way(&base, &current, &accepted, &[], &candidate.constraints, &core, &limits)
+        };
+        // Dropping `same_ndim` alone is enough, so `input_ndim_2` stays.
+        assert_eq!(way(&rules[3]), Some(vec![1]));
+        // `groups == 0` contradicts the API's own `groups >= 1`: no pick is to blame.
+        assert_eq!(way(&rules[4]), None);
     }
 
     /// A complaint names parameters in libtorch's words: `self` for `input`, `mat2` as `matN`
