@@ -25,6 +25,7 @@ const DTYPE_GROUPS: &[(&str, &str)] = &[
 
 const FULL: &str = "[float32, float64, complex64, complex128]";
 const INTEGRAL: &str = "[uint8, int8, int16, int32, int64]";
+const INTEGRAL_OR_BOOL: &str = "[bool, uint8, int8, int16, int32, int64]";
 const FLOATING: &str = "[float16, bfloat16, float32, float64]";
 const COMPLEX: &str = "[complex64, complex128]";
 
@@ -299,6 +300,18 @@ fn every_candidate(api: &ApiSpec) -> Vec<Candidate> {
     }
     // Last, for the same reason.
     windows(api, &tensors, &mut add);
+    // Bitwise and integer kernels (`bitwise_and`, shifts, `gcd`) exist for bool and the
+    // integers only, and see the promoted dtype: an integer tensor with a bool one is fine, with
+    // a float one is not. `integral` leaves bool out and `not_bool` lets floats in. Last, for
+    // the same reason.
+    for t in &tensors {
+        add(format!("{t}_integral_or_bool"), format!("{t}.dtype in {INTEGRAL_OR_BOOL};"));
+    }
+    for (i, a) in tensors.iter().enumerate() {
+        for b in tensors.iter().skip(i + 1) {
+            add(format!("{a}_{b}_promote_integral_or_bool"), format!("{a}.dtype in {INTEGRAL_OR_BOOL} and {b}.dtype in {INTEGRAL_OR_BOOL};"));
+        }
+    }
     out
 }
 
@@ -460,6 +473,24 @@ mod tests {
         let checked = crate::check::check_text(Path::new("t.sfz"), &format!("{src}\n{text}"));
         assert!(!checked.has_errors(), "{:?}", checked.diags.iter().map(|d| &d.message).collect::<Vec<_>>());
         assert_eq!(checked.spec.rules.len(), cands.len());
+    }
+
+    /// Bitwise kernels take bool and the integers, of each operand and of the pair: candidates
+    /// that `integral` (no bool) and `not_bool` (floats too) miss; they check.
+    #[test]
+    fn integer_or_bool_candidates_check() {
+        let src = "api torch.bitwise_and(input: Tensor, other: Tensor) -> Tensor {}\n";
+        let checked = crate::check::check_text(Path::new("t.sfz"), src);
+        let cands = candidates(&checked.spec.apis[0]);
+        let text_of = |name: &str| cands.iter().find(|c| c.name == name).map(|c| c.text.clone());
+        assert_eq!(text_of("other_integral_or_bool").as_deref(), Some("other.dtype in [bool, uint8, int8, int16, int32, int64];"));
+        assert_eq!(
+            text_of("input_other_promote_integral_or_bool").as_deref(),
+            Some("input.dtype in [bool, uint8, int8, int16, int32, int64] and other.dtype in [bool, uint8, int8, int16, int32, int64];")
+        );
+        let text = super::super::rules_text(&checked.spec.apis[0].name, &cands, None);
+        let checked = crate::check::check_text(Path::new("t.sfz"), &format!("{src}\n{text}"));
+        assert!(!checked.has_errors(), "{:?}", checked.diags.iter().map(|d| &d.message).collect::<Vec<_>>());
     }
 
     /// Tensor lists get candidates for their lengths, their elements and the relations between
