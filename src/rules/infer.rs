@@ -358,6 +358,11 @@ fn same_kind(complaint: &str, candidate: &Checked) -> usize {
 /// Rules accepted so far, each with the API it was checked against.
 type Accepted = [(Checked, ApiSpec)];
 
+/// The accepted rules but those at `out`.
+fn without(accepted: &Accepted, out: &[usize]) -> Vec<(Checked, ApiSpec)> {
+    accepted.iter().enumerate().filter(|(j, _)| !out.contains(j)).map(|(_, a)| a.clone()).collect()
+}
+
 /// At most this many accepted rules are taken back per pass for being in a candidate's way.
 const MAX_DISPLACEMENTS: usize = 3;
 
@@ -384,13 +389,10 @@ fn in_the_way(
     let mut rules: Vec<usize> = core.iter().filter_map(|&i| owner.get(i).copied().flatten()).filter(|&j| accepted[j].0.evidence.is_none()).collect();
     rules.sort_unstable();
     rules.dedup();
-    let fits = |out: &[usize]| {
-        let others: Vec<(Checked, ApiSpec)> = accepted.iter().enumerate().filter(|(j, _)| !out.contains(j)).map(|(_, a)| a.clone()).collect();
-        solve::check_sat(&reduce::with(&current(&others), &[assumed, candidate], None), limits).is_ok()
-    };
     if rules.is_empty() {
         return None;
     }
+    let fits = |out: &[usize]| solve::check_sat(&reduce::with(&current(&without(accepted, out)), &[assumed, candidate], None), limits).is_ok();
     rules.iter().rev().find(|&&j| fits(&[j])).map(|&j| vec![j]).or_else(|| fits(&rules).then_some(rules))
 }
 
@@ -420,9 +422,7 @@ fn culprit(
         if !blind.contains(&rule.candidate.name) || relevance(&accepted[k].1, &complaint, rule) == 0 || Instant::now() >= deadline {
             continue;
         }
-        let mut others = accepted.to_vec();
-        others.remove(k);
-        let api = reduce::with(&current(&others), &[pass.assume], None);
+        let api = reduce::with(&current(&without(accepted, &[k])), &[pass.assume], None);
         let args = pin(&api, sample(&api, config.try_cases, mix(seed ^ mix(k as u64 + 0xdead)), &config.limits, None), pass.pinned);
         let tried = execute(runner, index, args, deadline);
         probed += tried.ok.len();
@@ -852,8 +852,7 @@ fn search(
                     let first = blocked.into_iter().find(|(i, _)| relevance(*i) > 0);
                     let out = first.as_ref().and_then(|(i, core)| in_the_way(base, &current, &accepted, &assumed, &remaining[*i].0.constraints, core, limits));
                     if let (Some((i, _)), Some(out)) = (first, out) {
-                        let others: Vec<(Checked, ApiSpec)> = accepted.iter().enumerate().filter(|(j, _)| !out.contains(j)).map(|(_, a)| a.clone()).collect();
-                        let probe = reduce::with(&current(&others), &[&assumed, &remaining[i].0.constraints], None);
+                        let probe = reduce::with(&current(&without(&accepted, &out)), &[&assumed, &remaining[i].0.constraints], None);
                         let args = pin(&probe, sample(&probe, config.try_cases, mix(probe_seed(i) ^ 0xd15), limits, None), this.pinned);
                         let tried = execute(runner, index, args, search_end);
                         result.cases += tried.ok.len();
