@@ -29,10 +29,12 @@ const INTEGRAL_OR_BOOL: &str = "[bool, uint8, int8, int16, int32, int64]";
 const FLOATING: &str = "[float16, bfloat16, float32, float64]";
 const COMPLEX: &str = "[complex64, complex128]";
 
-/// `abs_`, `mul_`, `_foreach_add_`: written in place (not a dunder like `__iand__`).
+/// `abs_`, `mul_`, `_foreach_add_` and the in-place dunders (`__iand__`, not `__and__`):
+/// written in place.
 fn is_in_place(api: &str) -> bool {
     let base = api.rsplit('.').next().unwrap_or(api);
-    base.ends_with('_') && !base.ends_with("__")
+    let dunder = base.starts_with("__") && base.ends_with("__");
+    (base.ends_with('_') && !dunder) || (dunder && base.starts_with("__i"))
 }
 const HALF: &str = "[float16, bfloat16]";
 
@@ -307,12 +309,69 @@ fn every_candidate(api: &ApiSpec) -> Vec<Candidate> {
     for t in &tensors {
         add(format!("{t}_integral_or_bool"), format!("{t}.dtype in {INTEGRAL_OR_BOOL};"));
     }
+    // Pooling, upsampling and convolution take an empty batch but no other empty dimension
+    // ("Expected input to have non-zero size for non-batch dimensions"). Last, for the same
+    // reason.
+    for t in &tensors {
+        add(format!("{t}_nonempty_but_batch"), format!("forall i in 1..{t}.ndim: {t}.shape[i] >= 1;"));
+    }
+    more_checks(api, &tensors, &ints, &dims, &numbers, &mut add);
     for (i, a) in tensors.iter().enumerate() {
         for b in tensors.iter().skip(i + 1) {
             add(format!("{a}_{b}_promote_integral_or_bool"), format!("{a}.dtype in {INTEGRAL_OR_BOOL} and {b}.dtype in {INTEGRAL_OR_BOOL};"));
         }
     }
     out
+}
+
+/// Checks seen in the ends of searches, each a family of its own. Appended after the others, so
+/// that the candidates before keep their places.
+fn more_checks(api: &ApiSpec, tensors: &[&str], ints: &[&str], dims: &[&str], numbers: &[&str], add: &mut impl FnMut(String, String)) {
+    // `view_as_real`, `imag`: complex inputs only (no group above has them alone).
+    for t in tensors {
+        add(format!("{t}_complex"), format!("{t}.dtype in {COMPLEX};"));
+    }
+    // A flag a CPU build requires on (`linalg.lu_factor`'s `pivot`).
+    for p in api.params.iter().filter(|p| p.ty == ParamType::Bool) {
+        add(format!("{}_true", p.name), format!("{} == true;", p.name));
+    }
+    // Bounds given as two numbers (`histc`'s min and max, `rrelu`'s lower and upper).
+    for (i, a) in numbers.iter().enumerate() {
+        for b in numbers.iter().skip(i + 1) {
+            add(format!("{a}_le_{b}"), format!("{a} <= {b};"));
+            add(format!("{a}_lt_{b}"), format!("{a} < {b};"));
+        }
+    }
+    // Two dimensions of one tensor that must differ, or come in order, once wrapped
+    // (`diagonal`'s dim1 and dim2: 1 and -1 of a 2-d tensor are one; `flatten`'s start_dim and
+    // end_dim).
+    let wrapped = |d: &str, t: &str| format!("(if {d} < 0 then {d} + max({t}.ndim, 1) else {d})");
+    for (i, a) in dims.iter().enumerate() {
+        for b in dims.iter().skip(i + 1) {
+            for t in tensors {
+                add(format!("{a}_{b}_distinct_dims_of_{t}"), format!("{} != {};", wrapped(a, t), wrapped(b, t)));
+                add(format!("{a}_{b}_ordered_dims_of_{t}"), format!("{} <= {};", wrapped(a, t), wrapped(b, t)));
+            }
+        }
+    }
+    // Index values into the flattened tensor (`take`, `put`).
+    for idx in tensors.iter().filter(|t| t.contains("index") || t.contains("indices")) {
+        for t in tensors.iter().filter(|t| *t != idx) {
+            add(format!("{idx}_indexes_{t}_flat"), format!("{idx}.values in 0..{t}.numel;"));
+        }
+    }
+    for t in tensors {
+        // `glu` halves a dimension.
+        for d in dims {
+            add(format!("{t}_{d}_even"), format!("{t}.ndim >= 1;\n    {t}.shape[{d}] % 2 == 0;"));
+        }
+        // `pixel_shuffle` and `pixel_unshuffle`: channels by the square of a factor, height and
+        // width by the factor.
+        for n in ints.iter().filter(|n| !n.contains("dim") && !n.contains("axis")) {
+            add(format!("{t}_channels_divisible_by_{n}_squared"), format!("{n} >= 1;\n    {t}.ndim >= 3;\n    {t}.shape[-3] % ({n} * {n}) == 0;"));
+            add(format!("{t}_plane_divisible_by_{n}"), format!("{n} >= 1;\n    {t}.ndim >= 2;\n    {t}.shape[-1] % {n} == 0 and {t}.shape[-2] % {n} == 0;"));
+        }
+    }
 }
 
 /// `forall t in l`: the elements have one rank and agree in every dimension but `dim` (an int
@@ -488,9 +547,34 @@ mod tests {
             text_of("input_other_promote_integral_or_bool").as_deref(),
             Some("input.dtype in [bool, uint8, int8, int16, int32, int64] and other.dtype in [bool, uint8, int8, int16, int32, int64];")
         );
+        assert_eq!(text_of("input_nonempty_but_batch").as_deref(), Some("forall i in 1..input.ndim: input.shape[i] >= 1;"));
         let text = super::super::rules_text(&checked.spec.apis[0].name, &cands, None);
         let checked = crate::check::check_text(Path::new("t.sfz"), &format!("{src}\n{text}"));
         assert!(!checked.has_errors(), "{:?}", checked.diags.iter().map(|d| &d.message).collect::<Vec<_>>());
+    }
+
+    /// The families of `more_checks` check, each on an operator that needs it.
+    #[test]
+    fn more_check_candidates_check() {
+        for (src, name, expected) in [
+            ("api torch.diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor {}\n", "dim1_dim2_distinct_dims_of_input", "(if dim1 < 0 then dim1 + max(input.ndim, 1) else dim1) != (if dim2 < 0 then dim2 + max(input.ndim, 1) else dim2);"),
+            ("api torch.take(input: Tensor, index: Tensor) -> Tensor {}\n", "index_indexes_input_flat", "index.values in 0..input.numel;"),
+            ("api torch.histc(input: Tensor, bins: int = 100, min: Scalar = 0, max: Scalar = 0) -> Tensor {}\n", "min_lt_max", "min < max;"),
+            ("api torch.pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor {}\n", "input_channels_divisible_by_upscale_factor_squared", "upscale_factor >= 1;\n    input.ndim >= 3;\n    input.shape[-3] % (upscale_factor * upscale_factor) == 0;"),
+            ("api torch.linalg.lu_factor(A: Tensor, *, pivot: bool = true) -> (Tensor, Tensor) {}\n", "pivot_true", "pivot == true;"),
+            ("api torch.glu(input: Tensor, dim: int = -1) -> Tensor {}\n", "input_dim_even", "input.ndim >= 1;\n    input.shape[dim] % 2 == 0;"),
+            ("api torch.view_as_real(input: Tensor) -> Tensor {}\n", "input_complex", "input.dtype in [complex64, complex128];"),
+            ("api torch.__iand__(input: Tensor, other: Tensor) -> Tensor {}\n", "other_casts_into_input", "other.dtype == bool or (input.dtype in [uint8, int8, int16, int32, int64] and other.dtype in [uint8, int8, int16, int32, int64]) or (input.dtype in [float16, bfloat16, float32, float64] and other.dtype not in [complex64, complex128]) or input.dtype in [complex64, complex128];"),
+        ] {
+            let checked = crate::check::check_text(Path::new("t.sfz"), src);
+            assert!(!checked.has_errors(), "{src}: {:?}", checked.diags.iter().map(|d| &d.message).collect::<Vec<_>>());
+            let cands = candidates(&checked.spec.apis[0]);
+            assert_eq!(cands.iter().find(|c| c.name == name).map(|c| c.text.as_str()), Some(expected), "{src}");
+            let text = super::super::rules_text(&checked.spec.apis[0].name, &cands, None);
+            let checked = crate::check::check_text(Path::new("t.sfz"), &format!("{src}\n{text}"));
+            assert!(!checked.has_errors(), "{src}: {:?}", checked.diags.iter().map(|d| &d.message).collect::<Vec<_>>());
+        }
+        assert!(!is_in_place("torch.__and__") && is_in_place("torch.__iand__") && is_in_place("torch.abs_") && !is_in_place("torch.abs"));
     }
 
     /// Tensor lists get candidates for their lengths, their elements and the relations between

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::{counts, enums, ranks, reduce, weaken, Candidate, Judged};
+use super::{counts, enums, kernels, ranks, reduce, weaken, Candidate, Judged};
 use crate::gen::{mix, values};
 use crate::oracle::Status;
 use crate::solve::{self, Limits};
@@ -185,6 +185,23 @@ impl Batch {
     fn valid_rate(&self) -> Option<f64> {
         (!self.ok.is_empty()).then(|| self.ok.iter().filter(|&&o| o).count() as f64 / self.ok.len() as f64)
     }
+}
+
+/// The assumptions that `api` allows, taken greedily in order: all of them when they fit
+/// together (one z3 check), else each that fits with the ones kept before it.
+fn compatible(api: &ApiSpec, assumptions: &[Constraint], limits: &Limits) -> Vec<Constraint> {
+    let fits = |kept: &[Constraint]| solve::check_sat(&reduce::with(api, &[kept], None), limits).is_ok();
+    if fits(assumptions) {
+        return assumptions.to_vec();
+    }
+    let mut kept = Vec::new();
+    for a in assumptions {
+        kept.push(a.clone());
+        if !fits(&kept) {
+            kept.pop();
+        }
+    }
+    kept
 }
 
 /// `t.numel > 0` and `t.ndim >= 1` for every tensor parameter and every element of a tensor
@@ -604,6 +621,7 @@ fn search(
         reduce::with(base, &extra, None)
     };
     let mut counterexamples: Vec<(String, usize)> = Vec::new();
+    let mut refused = kernels::Refused::default();
     // The figure to beat: the API as it stands.
     let before = {
         let args = sample(base, config.round_cases, mix(config.seed ^ 0xbefe ^ mix(index as u64)), limits, None);
@@ -617,14 +635,17 @@ fn search(
     // rank 1 or more, then looks at all inputs (which finds rules about those themselves).
     let nonempty = nonempty_constraints(base);
     // Unless every input libtorch accepted breaks that assumption (`_foreach_mul` wants a 0-d
-    // `other`): rules chosen under it would be blind, and carried into the next pass.
+    // `other`): rules chosen under it would be blind, and carried into the next pass. Then the
+    // ranks are not assumed, but the sizes still are: that every accepted input is empty says
+    // that libtorch returned before its checks (`take_along_dim` of empty float indices), not
+    // that emptiness is wanted, and dropping it left dtype rules refuted by those inputs.
     let nonempty_refuted = {
         let mut probe = base.clone();
         probe.requires = nonempty.clone();
         let accepted: Vec<&Vec<Arg>> = before.args.iter().zip(&before.ok).filter(|(_, ok)| **ok).map(|(a, _)| a).collect();
         !accepted.is_empty() && accepted.iter().all(|a| holds(&probe, a) == Some(false))
     };
-    let nonempty = if nonempty_refuted { Vec::new() } else { nonempty };
+    let nonempty: Vec<Constraint> = if nonempty_refuted { nonempty.into_iter().filter(|c| !is_rank_assumption(c)).collect() } else { nonempty };
     let mut round = 0u64;
     let mut rejected: Vec<(Checked, Vec<(String, i64)>)> = Vec::new();
     // Rules taken without a link to the complaint they silenced (a rank tuple, or a candidate
@@ -710,6 +731,25 @@ fn search(
             let rate = batch.valid_rate().unwrap_or(0.0);
             if rate >= config.target_valid {
                 break;
+            }
+            // The dtypes the kernels refused so far, as one candidate per parameter; a
+            // larger set replaces its earlier version.
+            refused.observe(base, &batch.args, &batch.messages);
+            for c in refused.candidates(base) {
+                let name = c.candidate.name.as_str();
+                if accepted.iter().any(|(a, _)| a.candidate.name == name) || rejected.iter().any(|(r, _)| r.candidate.name == name) {
+                    continue;
+                }
+                if let Some(k) = remaining.iter().position(|(r, _)| r.candidate.name == name) {
+                    if remaining[k].0.candidate.text == c.candidate.text {
+                        continue;
+                    }
+                    remaining.remove(k);
+                } else {
+                    bump(&mut result.proposed, source_of(&c));
+                }
+                let p = probe_of(&c);
+                remaining.push((c, p));
             }
             // Candidates no accepted input breaks, ranked by the rejected inputs they exclude.
             let mut eligible: Vec<(usize, usize)> = Vec::new();
@@ -958,7 +998,11 @@ fn search(
         }
     }
 
-    // Probe each accepted rule alone: break it, keep the others.
+    // Probe each accepted rule alone: break it, keep the others. The non-empty assumption
+    // keeps only the parts the accepted rules allow: a rule taken in the pass over all inputs
+    // (`value.ndim == 0`) contradicts `value.ndim >= 1`, and would leave the verify batch and
+    // every probe without a case, each rule kept unprobed.
+    let nonempty = compatible(&current(&accepted), &nonempty, limits);
     let mut judged_ok: Vec<(Checked, [i64; 2])> = Vec::new();
     let verify_rate = {
         let api = reduce::with(&current(&accepted), &[&nonempty], None);
@@ -970,6 +1014,7 @@ fn search(
         }
         batch.valid_rate().unwrap_or(0.0)
     };
+    let probed_from = rejected.len();
     let mut k = 0;
     while k < accepted.len() {
         // A learned value set was probed by its own runs (the probe string).
@@ -1019,16 +1064,39 @@ fn search(
     // Drop validated rules implied by the others.
     let sets: Vec<Vec<Constraint>> = judged_ok.iter().map(|(c, _)| c.constraints.clone()).collect();
     let keep = reduce::minimal(base, &sets, limits);
-    let judged_ok: Vec<(Checked, [i64; 2])> = judged_ok.into_iter().enumerate().filter(|(i, _)| keep.contains(i)).map(|(_, x)| x).collect();
+    let mut judged_ok: Vec<(Checked, [i64; 2])> = judged_ok.into_iter().enumerate().filter(|(i, _)| keep.contains(i)).map(|(_, x)| x).collect();
 
     // Final figure: conforming inputs of the validated set.
-    let final_api = {
-        let extra: Vec<&[Constraint]> = judged_ok.iter().map(|(c, _)| c.constraints.as_slice()).collect();
-        reduce::with(base, &extra, None)
+    let final_batch = |judged: &[(Checked, [i64; 2])]| {
+        let extra: Vec<&[Constraint]> = judged.iter().map(|(c, _)| c.constraints.as_slice()).collect();
+        let args = sample(&reduce::with(base, &extra, None), config.verify_cases, mix(config.seed ^ 0xf1a1 ^ mix(index as u64)), limits, None);
+        execute(runner, index, args, (start + config.budget).max(Instant::now() + config.budget / 8))
     };
-    let args = sample(&final_api, config.verify_cases, mix(config.seed ^ 0xf1a1 ^ mix(index as u64)), limits, None);
-    let batch = execute(runner, index, args, (start + config.budget).max(Instant::now() + config.budget / 8));
+    let mut batch = final_batch(&judged_ok);
     result.cases += batch.ok.len();
+    // The probes dropped rules that are stronger than libtorch's checks. When the inputs are
+    // much less often valid without them, they also carried a check no kept rule makes (a
+    // window that fits the input, written as one of its sizes): narrower inputs beat invalid
+    // ones, so they return, with their probes' evidence.
+    if rejected.len() > probed_from && batch.valid_rate().is_some_and(|v| v < verify_rate - 0.1) {
+        let count = |ev: &[(String, i64)], key: &str| ev.iter().find(|(k, _)| k == key).map_or(0, |(_, v)| *v);
+        let mut with_back = judged_ok.clone();
+        with_back.extend(rejected[probed_from..].iter().map(|(c, ev)| (c.clone(), [count(ev, "violating_rejected"), count(ev, "violating_ok")])));
+        let again = final_batch(&with_back);
+        result.cases += again.ok.len();
+        if config.trace {
+            let names: Vec<&str> = rejected[probed_from..].iter().map(|(c, _)| c.candidate.name.as_str()).collect();
+            result.trace.push(format!("final: {:?} valid without {names:?}, {:?} with them", batch.valid_rate(), again.valid_rate()));
+        }
+        if again.valid_rate() > batch.valid_rate() {
+            rejected.truncate(probed_from);
+            judged_ok = with_back;
+            batch = again;
+        }
+    }
+    if config.trace {
+        result.trace.push(format!("final: {} cases, valid {:?}, complaint {:?}", batch.ok.len(), batch.valid_rate(), batch.dominant_error()));
+    }
     result.valid_after = batch.valid_rate();
     let pass = batch.ok.iter().filter(|&&o| o).count() as i64;
     let fail = batch.ok.len() as i64 - pass;
@@ -1075,6 +1143,7 @@ fn search(
 mod tests {
     use super::*;
     use crate::solve::SymValue;
+    use crate::wire::case::DType;
     use std::path::Path;
 
     /// The rules of a checked file as candidates, before any evidence.
@@ -1134,6 +1203,44 @@ mod tests {
         }
     }
 
+    /// Checks an index's dtype as `take_along_dim` does, after returning early on an empty one,
+    /// then the input's.
+    struct EarlyOnEmptyIndex;
+    impl Runner for EarlyOnEmptyIndex {
+        fn run_with_errors(&self, _: usize, cases: &[Vec<Arg>], _: Instant) -> Vec<(Status, Option<String>)> {
+            cases
+                .iter()
+                .map(|args| match (&args[0], &args[1]) {
+                    (_, Arg::Tensor(i)) if i.shape.contains(&0) => (Status::Ok, None),
+                    (_, Arg::Tensor(i)) if i.dtype != DType::Int64 => (Status::Invalid, Some("gather(): Expected dtype int64 for index".into())),
+                    (Arg::Tensor(x), _) if x.dtype != DType::Float64 => (Status::Invalid, Some("expected scalar type Double".into())),
+                    _ => (Status::Ok, None),
+                })
+                .collect()
+        }
+    }
+
+    /// Takes any positive window `k`, but during the search (its first deadline) only one of
+    /// the input's first size: the search's batches then never show the rule
+    /// `k == input.shape[0]` too strong, and the end probes do, as when the search's samples
+    /// happen to miss the inputs that would refute it.
+    #[derive(Default)]
+    struct WindowFitsLater {
+        search_end: std::sync::Mutex<Option<Instant>>,
+    }
+    impl Runner for WindowFitsLater {
+        fn run_with_errors(&self, _: usize, cases: &[Vec<Arg>], deadline: Instant) -> Vec<(Status, Option<String>)> {
+            let searching = *self.search_end.lock().unwrap().get_or_insert(deadline) == deadline;
+            cases
+                .iter()
+                .map(|args| match (&args[0], &args[1]) {
+                    (Arg::Tensor(t), Arg::Int(k)) if t.shape.first().is_some_and(|n| if searching { k == n && *n >= 1 } else { *k >= 1 }) => (Status::Ok, None),
+                    _ => (Status::Invalid, Some("kernel size should be at most the input size".into())),
+                })
+                .collect()
+        }
+    }
+
     /// Rejects as `stack` does: first a `dim` out of range for the new dimension, then tensors
     /// of different shapes.
     struct StackLike;
@@ -1187,6 +1294,53 @@ mod tests {
     /// When libtorch accepts none of the non-empty, rank >= 1 inputs the first pass assumes but
     /// some unrestricted ones, the search starts from all inputs: choosing under the assumption
     /// would be blind and would carry its choices (`other.ndim == 1`) into the next pass.
+    #[test]
+    fn inputs_accepted_only_when_empty_leave_the_sizes_assumed() {
+        // Random dtypes rarely give int64 indices and a float64 input together, so the inputs
+        // accepted before the search are the empty ones; they must not refute the dtype rules.
+        let src = "api torch.take_along_dim(input: Tensor, indices: Tensor) -> Tensor {}\n\
+            #[status(candidate)] rule indices_floating for torch.take_along_dim { indices.dtype in [float16, bfloat16, float32, float64]; }\n\
+            #[status(candidate)] rule indices_int64 for torch.take_along_dim { indices.dtype in [int64]; }\n\
+            #[status(candidate)] rule input_float64 for torch.take_along_dim { input.dtype in [float64]; }\n";
+        let checked = crate::check::check_text(Path::new("t.sfz"), src);
+        assert!(!checked.has_errors(), "{:?}", checked.diags.iter().map(|d| &d.message).collect::<Vec<_>>());
+        let base = checked.spec.apis[0].clone();
+        let candidates: Vec<Checked> = candidates_of(&checked.spec);
+        let config = InferConfig { budget: Duration::from_secs(20), learn_values: false, ..InferConfig::default() };
+        let result = infer_api(&base, 0, candidates, &EarlyOnEmptyIndex, &config, false);
+        assert!(result.valid_after.is_some_and(|v| v >= 0.9), "{result:?}");
+        let names: Vec<&str> = result.rules.iter().map(|r| r.candidate.name.as_str()).collect();
+        assert_eq!(names, ["indices_int64", "input_float64"], "{result:?}");
+    }
+
+    #[test]
+    fn a_rule_stronger_than_the_check_stays_when_the_inputs_need_it() {
+        // `k == input.shape[0]` is stronger than the check (`k >= 1`), so its probe finds inputs
+        // breaking it that run; but without it many inputs are rejected.
+        let src = "api torch.pool(input: Tensor, k: int) -> Tensor {}\n\
+            #[status(candidate)] rule k_is_the_size for torch.pool { k == input.shape[0]; }\n\
+            #[status(candidate)] rule input_ndim_at_least_1 for torch.pool { input.ndim >= 1; }\n";
+        let checked = crate::check::check_text(Path::new("t.sfz"), src);
+        assert!(!checked.has_errors(), "{:?}", checked.diags.iter().map(|d| &d.message).collect::<Vec<_>>());
+        let candidates: Vec<Checked> = candidates_of(&checked.spec);
+        let config = InferConfig { budget: Duration::from_secs(20), learn_values: false, trace: true, ..InferConfig::default() };
+        let result = infer_api(&checked.spec.apis[0], 0, candidates, &WindowFitsLater::default(), &config, true);
+        let rule = result.rules.iter().find(|r| r.candidate.name == "k_is_the_size").expect("kept");
+        assert_eq!(rule.status, RuleStatus::Validated, "{result:?}");
+        let violating_ok = rule.evidence.iter().find(|(k, _)| k == "violating_ok").map(|(_, v)| *v);
+        assert!(violating_ok.is_some_and(|v| v > 0), "{:?}", rule.evidence);
+        assert!(result.trace.iter().any(|t| t.contains("valid without [\"k_is_the_size\"]")), "{:?}", result.trace);
+    }
+
+    #[test]
+    fn the_end_probes_assume_only_what_the_rules_allow() {
+        let src = "api torch.masked_fill(input: Tensor, mask: Tensor, value: Tensor) -> Tensor { value.ndim == 0; }\n";
+        let checked = crate::check::check_text(Path::new("t.sfz"), src);
+        let api = &checked.spec.apis[0];
+        let kept: Vec<String> = compatible(api, &nonempty_constraints(api), &InferConfig::default().limits).into_iter().map(|c| c.text).collect();
+        assert_eq!(kept, ["input.numel > 0", "input.ndim >= 1", "mask.numel > 0", "mask.ndim >= 1", "value.numel > 0"]);
+    }
+
     #[test]
     fn a_wrong_nonempty_assumption_is_dropped() {
         let src = "api torch._foreach_mul(input: Tensor[], other: Tensor) -> Tensor[] {}\n\

@@ -10,6 +10,7 @@ pub mod domains;
 pub mod enumerate;
 pub mod enums;
 pub mod infer;
+mod kernels;
 pub mod llm;
 pub mod oracles;
 pub mod ranks;
