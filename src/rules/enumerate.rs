@@ -199,7 +199,9 @@ fn every_candidate(api: &ApiSpec) -> Vec<Candidate> {
             add(
                 format!("{l}_distinct_dims_of_{t}"),
                 format!(
-                    "{l}[*] in -max({t}.ndim, 1)..max({t}.ndim, 1);\n    forall i in 0..len({l}): forall j in 0..len({l}): i == j or (if {l}[i] < 0 then {l}[i] + max({t}.ndim, 1) else {l}[i]) != (if {l}[j] < 0 then {l}[j] + max({t}.ndim, 1) else {l}[j]);"
+                    "{l}[*] in -max({t}.ndim, 1)..max({t}.ndim, 1);\n    forall i in 0..len({l}): forall j in 0..len({l}): i == j or {} != {};",
+                    wrapped(&format!("{l}[i]"), t),
+                    wrapped(&format!("{l}[j]"), t)
                 ),
             );
             if n.is_none() {
@@ -345,7 +347,6 @@ fn more_checks(api: &ApiSpec, tensors: &[&str], ints: &[&str], dims: &[&str], nu
     // Two dimensions of one tensor that must differ, or come in order, once wrapped
     // (`diagonal`'s dim1 and dim2: 1 and -1 of a 2-d tensor are one; `flatten`'s start_dim and
     // end_dim).
-    let wrapped = |d: &str, t: &str| format!("(if {d} < 0 then {d} + max({t}.ndim, 1) else {d})");
     for (i, a) in dims.iter().enumerate() {
         for b in dims.iter().skip(i + 1) {
             for t in tensors {
@@ -372,6 +373,11 @@ fn more_checks(api: &ApiSpec, tensors: &[&str], ints: &[&str], dims: &[&str], nu
             add(format!("{t}_plane_divisible_by_{n}"), format!("{n} >= 1;\n    {t}.ndim >= 2;\n    {t}.shape[-1] % {n} == 0 and {t}.shape[-2] % {n} == 0;"));
         }
     }
+}
+
+/// Dimension `d` of tensor `t` with a negative one wrapped (a 0-d tensor wraps as a 1-d one).
+fn wrapped(d: &str, t: &str) -> String {
+    format!("(if {d} < 0 then {d} + max({t}.ndim, 1) else {d})")
 }
 
 /// `forall t in l`: the elements have one rank and agree in every dimension but `dim` (an int

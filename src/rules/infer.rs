@@ -494,6 +494,11 @@ fn tally(probe: &ApiSpec, batch: &Batch) -> Tally {
     t
 }
 
+/// The count an evidence list names `key` (0 when it names none).
+fn evidence_count(evidence: &[(String, i64)], key: &str) -> i64 {
+    evidence.iter().find(|(k, _)| k == key).map_or(0, |(_, v)| *v)
+}
+
 /// A learned value set counts under `errors`, the source of its values.
 fn source_of(c: &Checked) -> String {
     if c.evidence.is_some() {
@@ -1019,8 +1024,7 @@ fn search(
     while k < accepted.len() {
         // A learned value set was probed by its own runs (the probe string).
         if let Some(evidence) = &accepted[k].0.evidence {
-            let count = |name: &str| evidence.iter().find(|(n, _)| n == name).map_or(0, |(_, v)| *v);
-            judged_ok.push((accepted[k].0.clone(), [count("probe_rejected"), count("probe_ok")]));
+            judged_ok.push((accepted[k].0.clone(), [evidence_count(evidence, "probe_rejected"), evidence_count(evidence, "probe_ok")]));
             k += 1;
             continue;
         }
@@ -1079,9 +1083,8 @@ fn search(
     // window that fits the input, written as one of its sizes): narrower inputs beat invalid
     // ones, so they return, with their probes' evidence.
     if rejected.len() > probed_from && batch.valid_rate().is_some_and(|v| v < verify_rate - 0.1) {
-        let count = |ev: &[(String, i64)], key: &str| ev.iter().find(|(k, _)| k == key).map_or(0, |(_, v)| *v);
         let mut with_back = judged_ok.clone();
-        with_back.extend(rejected[probed_from..].iter().map(|(c, ev)| (c.clone(), [count(ev, "violating_rejected"), count(ev, "violating_ok")])));
+        with_back.extend(rejected[probed_from..].iter().map(|(c, ev)| (c.clone(), [evidence_count(ev, "violating_rejected"), evidence_count(ev, "violating_ok")])));
         let again = final_batch(&with_back);
         result.cases += again.ok.len();
         if config.trace {
