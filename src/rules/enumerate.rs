@@ -373,6 +373,20 @@ fn more_checks(api: &ApiSpec, tensors: &[&str], ints: &[&str], dims: &[&str], nu
             add(format!("{t}_plane_divisible_by_{n}"), format!("{n} >= 1;\n    {t}.ndim >= 2;\n    {t}.shape[-1] % {n} == 0 and {t}.shape[-2] % {n} == 0;"));
         }
     }
+    // Padding as ATen's pad operators take it: (before, after) pairs from the last dimension
+    // backwards, a negative pad cropping. Every padded size stays at least one ("input (W: 4)
+    // is too small. Calculated output W: 0"); a reflection pads less than the size it
+    // reflects, a circular pad at most that size.
+    let pads = api.params.iter().filter(|p| matches!(p.ty, ParamType::IntList(_)) && (p.name == "pad" || p.name == "padding")).map(|p| p.name.as_str());
+    for l in pads {
+        for t in tensors.iter().filter(|t| !t.contains("index") && !t.contains("indices")) {
+            let size = format!("{t}.shape[{t}.ndim - 1 - i]");
+            let pairs = format!("len({l}) % 2 == 0;\n    len({l}) <= 2 * {t}.ndim;\n    forall i in 0..len({l}) / 2: {size} + {l}[2 * i] + {l}[2 * i + 1] >= 1");
+            add(format!("{l}_pads_{t}"), format!("{pairs};"));
+            add(format!("{l}_reflects_{t}"), format!("{pairs} and {l}[2 * i] < {size} and {l}[2 * i + 1] < {size};"));
+            add(format!("{l}_wraps_{t}"), format!("{pairs} and {l}[2 * i] <= {size} and {l}[2 * i + 1] <= {size};"));
+        }
+    }
 }
 
 /// Dimension `d` of tensor `t` with a negative one wrapped (a 0-d tensor wraps as a 1-d one).
@@ -565,6 +579,11 @@ mod tests {
         for (src, name, expected) in [
             ("api torch.diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor {}\n", "dim1_dim2_distinct_dims_of_input", "(if dim1 < 0 then dim1 + max(input.ndim, 1) else dim1) != (if dim2 < 0 then dim2 + max(input.ndim, 1) else dim2);"),
             ("api torch.take(input: Tensor, index: Tensor) -> Tensor {}\n", "index_indexes_input_flat", "index.values in 0..input.numel;"),
+            (
+                "api torch.reflection_pad1d(input: Tensor, padding: int[2]) -> Tensor {}\n",
+                "padding_reflects_input",
+                "len(padding) % 2 == 0;\n    len(padding) <= 2 * input.ndim;\n    forall i in 0..len(padding) / 2: input.shape[input.ndim - 1 - i] + padding[2 * i] + padding[2 * i + 1] >= 1 and padding[2 * i] < input.shape[input.ndim - 1 - i] and padding[2 * i + 1] < input.shape[input.ndim - 1 - i];",
+            ),
             ("api torch.histc(input: Tensor, bins: int = 100, min: Scalar = 0, max: Scalar = 0) -> Tensor {}\n", "min_lt_max", "min < max;"),
             ("api torch.pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor {}\n", "input_channels_divisible_by_upscale_factor_squared", "upscale_factor >= 1;\n    input.ndim >= 3;\n    input.shape[-3] % (upscale_factor * upscale_factor) == 0;"),
             ("api torch.linalg.lu_factor(A: Tensor, *, pivot: bool = true) -> (Tensor, Tensor) {}\n", "pivot_true", "pivot == true;"),

@@ -383,6 +383,9 @@ fn without(accepted: &Accepted, out: &[usize]) -> Vec<(Checked, ApiSpec)> {
 /// At most this many accepted rules are taken back per pass for being in a candidate's way.
 const MAX_DISPLACEMENTS: usize = 3;
 
+/// Rules stronger than libtorch's check a search may take (`stronger_than_check`).
+const MAX_STRONGER: usize = 2;
+
 /// The accepted rules (indices) to take back so that `candidate` can hold with the others:
 /// those in z3's unsat `core` (indices into the constraints of `current(accepted)` followed by
 /// `assumed`) that this search chose, the latest one alone when that is enough, else all of
@@ -452,6 +455,72 @@ fn culprit(
         }
     }
     (best.map(|(k, _)| (k, count)), probed)
+}
+
+/// A rule stronger than libtorch's check, for when every candidate that relieves the dominant
+/// complaint also excludes some accepted inputs (`replication_pad1d`: negative padding is fine
+/// while the output stays non-empty, which no candidate says, so `padding[*] >= 0` is the
+/// nearest). Those that exclude most inputs raising the complaint and at most a third of the
+/// accepted ones are tried on inputs of their own; the one whose inputs are most often valid is
+/// taken when it beats the batch by a margin. The end probes find it too strong, and it stays
+/// only when the inputs need it. Returns the candidate's index in `remaining` and the cases run.
+#[allow(clippy::too_many_arguments)]
+fn stronger_than_check(
+    api: &ApiSpec,
+    remaining: &[(Checked, ApiSpec)],
+    batch: &Batch,
+    pinned: &[usize],
+    runner: &dyn Runner,
+    index: usize,
+    config: &InferConfig,
+    seed: u64,
+    deadline: Instant,
+) -> (Option<usize>, usize) {
+    let Some((complaint, count)) = batch.dominant_error() else { return (None, 0) };
+    let accepted = batch.ok.iter().filter(|&&o| o).count();
+    // A rare complaint is not worth the accepted inputs a stronger rule gives up.
+    if accepted == 0 || count * 10 < batch.ok.len() {
+        return (None, 0);
+    }
+    let mut ranked: Vec<(usize, usize, usize)> = Vec::new();
+    for (i, (_, probe)) in remaining.iter().enumerate() {
+        let (mut excluded, mut ok_broken, mut obeyed) = (0, 0, 0);
+        for k in 0..batch.args.len() {
+            match holds(probe, &batch.args[k]) {
+                Some(false) if batch.ok[k] => ok_broken += 1,
+                Some(false) if batch.errors[k].as_deref() == Some(complaint.as_str()) => excluded += 1,
+                Some(true) => obeyed += 1,
+                _ => {}
+            }
+        }
+        if ok_broken > 0 && 3 * ok_broken <= accepted && 10 * excluded >= 7 * count && obeyed > 0 {
+            ranked.push((i, excluded, ok_broken));
+        }
+    }
+    ranked.sort_by_key(|&(i, excluded, ok_broken)| (std::cmp::Reverse(excluded), ok_broken, i));
+    let rate = batch.valid_rate().unwrap_or(0.0);
+    let mut probed = 0;
+    let mut best: Option<(usize, f64)> = None;
+    for &(i, ..) in ranked.iter().take(4) {
+        if Instant::now() >= deadline {
+            break;
+        }
+        let obeying = batch.obeying(&remaining[i].1);
+        let tried = if obeying.len() >= config.try_cases.max(1) {
+            batch.subset(&obeying)
+        } else {
+            let probe = reduce::with(api, &[&remaining[i].0.constraints], None);
+            let args = pin(&probe, sample(&probe, config.try_cases, mix(seed ^ mix(i as u64 + 0x57)), &config.limits, None), pinned);
+            let tried = execute(runner, index, args, deadline);
+            probed += tried.ok.len();
+            tried
+        };
+        let Some(valid) = tried.valid_rate() else { continue };
+        if valid > rate + 0.05 && best.is_none_or(|(_, v)| valid > v) {
+            best = Some((i, valid));
+        }
+    }
+    (best.map(|(i, _)| i), probed)
 }
 
 /// The rank tuple that silences the batch's most frequent complaint, looked for in the batch
@@ -679,6 +748,7 @@ fn search(
     let mut pass = 0;
     let mut learned_yet = !config.learn_values;
     let mut learned_before = learned_before;
+    let mut strong_picks = 0;
     loop {
         if pass == passes.len() {
             if learned_yet {
@@ -983,6 +1053,17 @@ fn search(
             } else {
                 stuck = 0;
             }
+            if best.is_none() && strong_picks < MAX_STRONGER {
+                let (pick, probed) = stronger_than_check(&api, &remaining, &batch, this.pinned, runner, index, config, seed, search_end);
+                result.cases += probed;
+                if let Some(i) = pick {
+                    strong_picks += 1;
+                    best = Some((i, 0));
+                    if config.trace {
+                        result.trace.push(format!("round {round}: {} is stronger than the check, taken", remaining[i].0.candidate.name));
+                    }
+                }
+            }
             if config.trace {
                 result.trace.push(format!(
                     "round {round}: {} cases, valid {rate:.2}, complaint {:?}, best {:?}",
@@ -1242,6 +1323,39 @@ mod tests {
                 })
                 .collect()
         }
+    }
+
+    /// Pads the last dimension by `pad`, which may crop, as `replication_pad1d` does: valid while
+    /// the output keeps an element.
+    struct CropsToEmpty;
+    impl Runner for CropsToEmpty {
+        fn run_with_errors(&self, _: usize, cases: &[Vec<Arg>], _: Instant) -> Vec<(Status, Option<String>)> {
+            cases
+                .iter()
+                .map(|args| match (&args[0], &args[1]) {
+                    (Arg::Tensor(t), Arg::Int(pad)) if t.shape.last().is_some_and(|w| w + pad >= 1) => (Status::Ok, None),
+                    _ => (Status::Invalid, Some("input is too small. Calculated output W: 0".into())),
+                })
+                .collect()
+        }
+    }
+
+    /// No candidate says what the check does (`input.shape[-1] + pad >= 1`), and the nearest,
+    /// `pad >= 0`, excludes some accepted inputs: it is taken as stronger than the check, and
+    /// stays because the inputs need it.
+    #[test]
+    fn a_rule_stronger_than_the_check_is_taken_when_nothing_else_relieves() {
+        let src = "api torch.pad(input: Tensor, pad: int) -> Tensor {}\n\
+            #[status(candidate)] rule input_ndim_at_least_1 for torch.pad { input.ndim >= 1; }\n\
+            #[status(candidate)] rule pad_nonnegative for torch.pad { pad >= 0; }\n";
+        let checked = crate::check::check_text(Path::new("t.sfz"), src);
+        assert!(!checked.has_errors(), "{:?}", checked.diags.iter().map(|d| &d.message).collect::<Vec<_>>());
+        let config = InferConfig { budget: Duration::from_secs(20), learn_values: false, trace: true, ..InferConfig::default() };
+        let result = infer_api(&checked.spec.apis[0], 0, candidates_of(&checked.spec), &CropsToEmpty, &config, true);
+        assert!(result.trace.iter().any(|t| t.contains("pad_nonnegative is stronger than the check")), "{:?}", result.trace);
+        let rule = result.rules.iter().find(|r| r.candidate.name == "pad_nonnegative").expect("kept");
+        assert_eq!(rule.status, RuleStatus::Validated, "{result:?}");
+        assert!(result.valid_after.is_some_and(|v| v >= 0.9), "{result:?}");
     }
 
     /// Rejects as `stack` does: first a `dim` out of range for the new dimension, then tensors
