@@ -217,6 +217,10 @@ impl Evaluator<'_, '_> {
                 };
                 match (b, p) {
                     (Val::Tensor(t), Prop::Dtype) => Val::Dtype(t.dtype?),
+                    // A Scalar's kind; only Scalars type-check with `.dtype` among numbers.
+                    (Val::Int(_), Prop::Dtype) => Val::Dtype(DType::Int64),
+                    (Val::Float(_), Prop::Dtype) => Val::Dtype(DType::Float64),
+                    (Val::Bool(_), Prop::Dtype) => Val::Dtype(DType::Bool),
                     (Val::Tensor(t), Prop::Ndim) => Val::Int(t.shape.len() as i64),
                     (Val::Tensor(t), Prop::Shape) => Val::List(t.shape.iter().map(|&d| Val::Int(d)).collect()),
                     (Val::Tensor(t), Prop::Numel) => Val::Int(t.numel()),

@@ -10,7 +10,7 @@ use super::Checker;
 use crate::ast::{self, ExprKind, ItemKind};
 use crate::diag::suggest::closest;
 use crate::diag::{codes, Diagnostic, Span};
-use crate::spec::{BinOp, Builtin, ParamSpec, Prop, ReturnSpec, TExpr, UnOp, Value};
+use crate::spec::{BinOp, Builtin, ParamSpec, ParamType, Prop, ReturnSpec, TExpr, UnOp, Value};
 use crate::wire::case::DType;
 
 /// What names mean while checking one expression.
@@ -279,6 +279,11 @@ impl Checker<'_> {
                 }
                 None => self.no_property(field, &bty, &["dtype", "ndim", "shape", "numel", "values"]),
             },
+            // A Scalar's kind (`alpha.dtype == int64`): int64, float64 or bool, as it is passed.
+            Ty::Float if field.name == "dtype" && matches!(b, TExpr::Param(i) if env.params.get(i).is_some_and(|p| p.ty == ParamType::Scalar)) => {
+                self.property_hover(field);
+                (TExpr::Prop(Box::new(b), Prop::Dtype), Ty::Dtype)
+            }
             Ty::List(_) if field.name == "len" => {
                 self.property_hover(field);
                 (TExpr::Prop(Box::new(b), Prop::Len), Ty::Int)
@@ -313,7 +318,7 @@ impl Checker<'_> {
         d = match (closest(&field.name, available.iter().copied()), available.is_empty()) {
             (Some(s), _) => d.with_help(format!("did you mean `{s}`?")),
             (None, false) => d.with_help(format!("{} has: {}", ty.a(), available.join(", "))),
-            (None, true) => d.with_note(format!("{} has no properties; tensors have dtype, ndim, shape, numel and values, lists have len", ty.a())),
+            (None, true) => d.with_note(format!("{} has no properties; tensors have dtype, ndim, shape, numel and values, lists have len, a Scalar has dtype (its kind)", ty.a())),
         };
         self.error(d);
         (TExpr::Lit(Value::None), Ty::Error)

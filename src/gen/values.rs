@@ -57,7 +57,7 @@ pub fn symbolic_vals(model: &SymModel) -> Vec<Val> {
             SymValue::Dtype(d) => Val::Dtype(*d),
             SymValue::IntList(v) => Val::List(v.iter().map(|&i| Val::Int(i)).collect()),
             SymValue::BoolList(v) => Val::List(v.iter().map(|&b| Val::Bool(b)).collect()),
-            SymValue::Concrete => Val::Unknown,
+            SymValue::Scalar(_) | SymValue::Concrete => Val::Unknown,
         })
         .collect()
 }
@@ -350,6 +350,40 @@ fn draw_float(b: Bounds, rng: &mut ChaCha8Rng) -> f64 {
     }
 }
 
+/// An int in `b` (within [-4, 4] where unbounded), as `draw_float` draws a float; the lower
+/// bound when there is none.
+fn draw_int(b: Bounds, rng: &mut ChaCha8Rng) -> i64 {
+    let lo = b.lo.map(|l| if b.lo_open { l.floor() + 1.0 } else { l.ceil() });
+    let hi = b.hi.map(|h| if b.hi_closed { h.floor() } else { h.ceil() - 1.0 });
+    let (lo, hi) = match (lo, hi) {
+        (Some(l), Some(h)) => (l, h),
+        (Some(l), None) => (l, l + 4.0),
+        (None, Some(h)) => (h - 4.0, h),
+        (None, None) => (-4.0, 4.0),
+    };
+    if lo >= hi {
+        return lo as i64;
+    }
+    rng.random_range(lo as i64..=hi as i64)
+}
+
+/// A Scalar of the kind the solver chose: a bool, an int (one of the whole `choices` when a
+/// constraint lists values), or a float as any float parameter is drawn.
+fn scalar(kind: DType, choices: Option<Vec<f64>>, b: Bounds, rng: &mut ChaCha8Rng) -> Arg {
+    let pick = |xs: &[f64], rng: &mut ChaCha8Rng| xs[rng.random_range(0..xs.len())];
+    match kind {
+        DType::Bool => Arg::Bool(rng.random_bool(0.5)),
+        DType::Int64 => {
+            let whole: Vec<f64> = choices.unwrap_or_default().into_iter().filter(|v| v.fract() == 0.0 && v.abs() < 9.0e15).collect();
+            Arg::Int(if whole.is_empty() { draw_int(b, rng) } else { pick(&whole, rng) as i64 })
+        }
+        _ => Arg::Float(match choices {
+            Some(values) => pick(&values, rng),
+            None => draw_float(b, rng),
+        }),
+    }
+}
+
 /// Concrete arguments for one model, drawn in the plan's order (a parameter after those its
 /// bounds read) within the bounds of every constraint but `skip`. Parameters with a default are
 /// sometimes left out, so the op's own default is exercised too.
@@ -375,6 +409,7 @@ pub fn concretize(api: &ApiSpec, plan: &GenPlan, model: &SymModel, skip: Option<
             SymValue::Dtype(d) => Arg::Dtype(*d),
             SymValue::IntList(xs) => Arg::IntList(xs.clone()),
             SymValue::BoolList(xs) => Arg::BoolList(xs.clone()),
+            SymValue::Scalar(kind) => scalar(*kind, choices_of(api, i, &known, skip), bounds, rng),
             SymValue::Concrete => match &p.ty {
                 ParamType::Float | ParamType::Scalar => match choices_of(api, i, &known, skip) {
                     Some(values) => Arg::Float(values[rng.random_range(0..values.len())]),
@@ -477,5 +512,42 @@ mod tests {
         // The lists unknown: no guard is decided.
         let b = bounds_of(&api, 2, &[Val::Unknown, Val::Unknown, Val::Unknown], None);
         assert_eq!((b.lo, b.hi), (None, None));
+    }
+
+    /// A Scalar whose kind a constraint reads is drawn of each kind the constraints allow, and
+    /// the drawn case conforms (no float `alpha` with an integral input); one whose kind no
+    /// constraint reads stays a float.
+    #[test]
+    fn a_scalar_is_drawn_of_the_kinds_its_constraints_allow() {
+        use rand::SeedableRng;
+        let draw = |src: &str| {
+            let api = crate::check::first_api(src);
+            let models = crate::solve::sample(&api, &crate::solve::Limits::default(), 40, 7).expect("solvable");
+            let plan = GenPlan::new(&api);
+            let mut rng = ChaCha8Rng::seed_from_u64(3);
+            let mut kinds = std::collections::BTreeSet::new();
+            for m in &models {
+                let args = concretize(&api, &plan, m, None, &mut rng);
+                assert!(conforms(&api, &args).iter().all(|c| *c == Some(true)), "{args:?}");
+                match &args[2] {
+                    Arg::Int(_) => kinds.insert("int"),
+                    Arg::Float(_) => kinds.insert("float"),
+                    Arg::Bool(_) => kinds.insert("bool"),
+                    Arg::Omitted => kinds.insert("omitted"),
+                    a => panic!("{a:?}"),
+                };
+            }
+            kinds.remove("omitted");
+            kinds.into_iter().collect::<Vec<_>>()
+        };
+        let kinds = draw(
+            "api torch.add(input: Tensor, other: Tensor, *, alpha: Scalar = 1) -> Tensor {\n\
+                 alpha.dtype != bool;\n\
+                 input.dtype in [float32, float64] or alpha.dtype == int64;\n\
+             }\n",
+        );
+        assert_eq!(kinds, ["float", "int"]);
+        let kinds = draw("api torch.add(input: Tensor, other: Tensor, *, alpha: Scalar = 1) -> Tensor {}\n");
+        assert_eq!(kinds, ["float"]);
     }
 }

@@ -344,6 +344,16 @@ fn more_checks(api: &ApiSpec, tensors: &[&str], ints: &[&str], dims: &[&str], nu
             add(format!("{a}_lt_{b}"), format!("{a} < {b};"));
         }
     }
+    // A range walked by a step of the sign that leads from one bound to the other (`arange`,
+    // `range`: "upper bound and lower bound inconsistent with step sign").
+    if let Some(step) = numbers.iter().find(|n| **n == "step") {
+        let bounds: Vec<&&str> = numbers.iter().filter(|n| *n != step).collect();
+        for (i, a) in bounds.iter().enumerate() {
+            for b in bounds.iter().skip(i + 1) {
+                add(format!("{a}_{b}_follow_{step}"), format!("({a} <= {b} and {step} > 0) or ({a} >= {b} and {step} < 0);"));
+            }
+        }
+    }
     // Two dimensions of one tensor that must differ, or come in order, once wrapped
     // (`diagonal`'s dim1 and dim2: 1 and -1 of a 2-d tensor are one; `flatten`'s start_dim and
     // end_dim).
@@ -373,10 +383,29 @@ fn more_checks(api: &ApiSpec, tensors: &[&str], ints: &[&str], dims: &[&str], nu
             add(format!("{t}_plane_divisible_by_{n}"), format!("{n} >= 1;\n    {t}.ndim >= 2;\n    {t}.shape[-1] % {n} == 0 and {t}.shape[-2] % {n} == 0;"));
         }
     }
+    // A Scalar's kind and sign as the tensors it meets need them: an integral result takes no
+    // float `alpha` ("For integral input tensors, argument alpha must not be a floating point
+    // number") and a bool alpha only for a bool result; a negative float does not convert to
+    // uint8 ("value cannot be converted to type uint8_t without overflow").
+    let scalars = api.params.iter().filter(|p| p.ty == ParamType::Scalar).map(|p| p.name.as_str());
+    let plain: Vec<&str> = tensors.iter().copied().filter(|t| !t.contains("index") && !t.contains("indices")).collect();
+    for s in scalars {
+        add(format!("{s}_int"), format!("{s}.dtype == int64;"));
+        for (i, a) in plain.iter().enumerate() {
+            add(format!("{s}_kind_fits_{a}"), format!("{s}.dtype != bool;\n    {a}.dtype not in {INTEGRAL_OR_BOOL} or {s}.dtype == int64;"));
+            add(format!("{s}_unsigned_fits_{a}"), format!("{a}.dtype != uint8 or {s} >= 0;"));
+            for b in plain.iter().skip(i + 1) {
+                add(
+                    format!("{s}_kind_fits_{a}_{b}"),
+                    format!("{s}.dtype != bool;\n    {a}.dtype not in {INTEGRAL_OR_BOOL} or {b}.dtype not in {INTEGRAL_OR_BOOL} or {s}.dtype == int64;"),
+                );
+            }
+        }
+    }
     // Padding as ATen's pad operators take it: (before, after) pairs from the last dimension
     // backwards, a negative pad cropping. Every padded size stays at least one ("input (W: 4)
     // is too small. Calculated output W: 0"); a reflection pads less than the size it
-    // reflects, a circular pad at most that size.
+    // reflects, a circular pad at most that size; a constant pad crops each side within it.
     let pads = api.params.iter().filter(|p| matches!(p.ty, ParamType::IntList(_)) && (p.name == "pad" || p.name == "padding")).map(|p| p.name.as_str());
     for l in pads {
         for t in tensors.iter().filter(|t| !t.contains("index") && !t.contains("indices")) {
@@ -385,6 +414,8 @@ fn more_checks(api: &ApiSpec, tensors: &[&str], ints: &[&str], dims: &[&str], nu
             add(format!("{l}_pads_{t}"), format!("{pairs};"));
             add(format!("{l}_reflects_{t}"), format!("{pairs} and {l}[2 * i] < {size} and {l}[2 * i + 1] < {size};"));
             add(format!("{l}_wraps_{t}"), format!("{pairs} and {l}[2 * i] <= {size} and {l}[2 * i + 1] <= {size};"));
+            // `constant_pad_nd` crops each side on its own first: neither crops more than the size.
+            add(format!("{l}_crops_within_{t}"), format!("{pairs} and {size} + {l}[2 * i] >= 0 and {size} + {l}[2 * i + 1] >= 0;"));
         }
     }
 }
@@ -579,6 +610,13 @@ mod tests {
         for (src, name, expected) in [
             ("api torch.diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor {}\n", "dim1_dim2_distinct_dims_of_input", "(if dim1 < 0 then dim1 + max(input.ndim, 1) else dim1) != (if dim2 < 0 then dim2 + max(input.ndim, 1) else dim2);"),
             ("api torch.take(input: Tensor, index: Tensor) -> Tensor {}\n", "index_indexes_input_flat", "index.values in 0..input.numel;"),
+            (
+                "api torch.add(input: Tensor, other: Tensor, *, alpha: Scalar = 1) -> Tensor {}\n",
+                "alpha_kind_fits_input_other",
+                "alpha.dtype != bool;\n    input.dtype not in [bool, uint8, int8, int16, int32, int64] or other.dtype not in [bool, uint8, int8, int16, int32, int64] or alpha.dtype == int64;",
+            ),
+            ("api torch.masked_fill(input: Tensor, mask: Tensor, value: Scalar) -> Tensor {}\n", "value_unsigned_fits_input", "input.dtype != uint8 or value >= 0;"),
+            ("api torch.arange(start: Scalar, end: Scalar, step: Scalar = 1) -> Tensor {}\n", "start_end_follow_step", "(start <= end and step > 0) or (start >= end and step < 0);"),
             (
                 "api torch.reflection_pad1d(input: Tensor, padding: int[2]) -> Tensor {}\n",
                 "padding_reflects_input",

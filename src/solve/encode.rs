@@ -85,8 +85,16 @@ impl<'a> Encoder<'a> {
         // its presence, which the solver does decide.
         if let TExpr::Binary(op @ (BinOp::Eq | BinOp::Ne), a, b) = e {
             if let (TExpr::Param(i), TExpr::Lit(Value::None)) | (TExpr::Lit(Value::None), TExpr::Param(i)) = (&**a, &**b) {
-                if let Some(ParamVars { present: Some(p), var: Var::Concrete }) = self.vars.get(*i) {
+                if let Some(ParamVars { present: Some(p), var: Var::Concrete | Var::Scalar(_) }) = self.vars.get(*i) {
                     return Ok(Term::Bool(if *op == BinOp::Eq { p.not() } else { p.clone() }));
+                }
+            }
+        }
+        // A Scalar's kind is decided here, its value later.
+        if let TExpr::Prop(base, Prop::Dtype) = e {
+            if let TExpr::Param(i) = &**base {
+                if let Some(ParamVars { var: Var::Scalar(kind), .. }) = self.vars.get(*i) {
+                    return Ok(Term::Dtype(kind.clone()));
                 }
             }
         }
@@ -102,7 +110,7 @@ impl<'a> Encoder<'a> {
                     Var::Enum(v, values) => Term::Enum(v.clone(), values.clone()),
                     Var::Dtype(v) => Term::Dtype(v.clone()),
                     Var::IntList { len, items } => Term::IntList { len: len.clone(), items: items.clone() },
-                    Var::BoolList { .. } | Var::Concrete => return Err(Concrete),
+                    Var::BoolList { .. } | Var::Concrete | Var::Scalar(_) => return Err(Concrete),
                 };
                 match &pv.present {
                     Some(p) => Term::Opt(p.clone(), Box::new(inner)),

@@ -2,7 +2,7 @@
 //! domains, which are otherwise blind to the constraints: an int drawn from `Limits::int_range`
 //! can never meet `ms == 3000`, and a `str` parameter (drawn at its default) can never take the
 //! other values of `mode in ["reflect", "circular"]`.
-use crate::spec::{ApiSpec, BinOp, ParamSpec, Prop, TExpr, Value};
+use crate::spec::{ApiSpec, BinOp, ParamSpec, ParamType, Prop, TExpr, Value};
 
 /// Per parameter, in declaration order.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -52,6 +52,27 @@ pub fn named_rank(api: &ApiSpec) -> Option<u32> {
         walk(&c.expr, &mut best);
     }
     best.filter(|&k| k > 0).map(|k| k.min(RANK_CAP as i64) as u32)
+}
+
+/// The Scalar parameters whose kind a constraint reads (`alpha.dtype == int64`). The others
+/// stay floats, as they were before the language could say more: a constraint that names the
+/// kind opts its Scalar into ints and bools.
+pub fn kinds_read(api: &ApiSpec) -> Vec<String> {
+    fn walk(e: &TExpr, api: &ApiSpec, out: &mut Vec<String>) {
+        if let TExpr::Prop(base, Prop::Dtype) = e {
+            if let TExpr::Param(i) = &**base {
+                if let Some(p) = api.params.get(*i).filter(|p| p.ty == ParamType::Scalar && !out.contains(&p.name)) {
+                    out.push(p.name.clone());
+                }
+            }
+        }
+        e.children().into_iter().for_each(|x| walk(x, api, out));
+    }
+    let mut out = Vec::new();
+    for c in &api.requires {
+        walk(&c.expr, api, &mut out);
+    }
+    out
 }
 
 /// The highest rank a constraint can lift the solver's tensors to.

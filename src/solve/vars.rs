@@ -8,6 +8,9 @@ use super::{literals, Limits};
 use crate::spec::{ApiSpec, ParamType};
 use crate::wire::case::DType;
 
+/// The kinds a Scalar whose kind a constraint reads can take, as ATen's `Scalar` holds them.
+pub const SCALAR_KINDS: [DType; 3] = [DType::Float64, DType::Int64, DType::Bool];
+
 /// The value a `str` parameter takes to be none of those its constraints name.
 pub const OTHER_STRING: &str = "sfz_other_value";
 
@@ -42,7 +45,11 @@ pub enum Var {
         len: Int,
         items: Vec<Bool>,
     },
-    /// Floats, strings and float lists are drawn concretely, outside the solver.
+    /// A Scalar whose kind a constraint reads (`alpha.dtype`): the kind, an index into
+    /// `DType::ALL` (float64, int64 or bool); its value is drawn concretely.
+    Scalar(Int),
+    /// Floats, strings and float lists are drawn concretely, outside the solver; so is a
+    /// Scalar whose kind no constraint reads (a float).
     Concrete,
 }
 
@@ -69,6 +76,8 @@ pub enum SymValue {
     Dtype(DType),
     IntList(Vec<i64>),
     BoolList(Vec<bool>),
+    /// A Scalar of this kind (float64, int64 or bool), its value drawn later.
+    Scalar(DType),
     /// Drawn later, concretely (floats, strings).
     Concrete,
 }
@@ -135,6 +144,7 @@ fn list_len(solver: &Solver, name: &str, fixed: Option<u32>, max: u32) -> Int {
 /// ones of `limits`, widened by the constants its constraints compare a parameter with.
 pub fn declare(solver: &Solver, api: &ApiSpec, limits: &Limits) -> Vec<ParamVars> {
     let constants = literals::of_api(api);
+    let kinds = literals::kinds_read(api);
     api.params
         .iter()
         .zip(&constants)
@@ -208,6 +218,11 @@ pub fn declare(solver: &Solver, api: &ApiSpec, limits: &Limits) -> Vec<ParamVars
                     solver.assert(v.lt(values.len() as i64));
                     Var::Enum(v, values)
                 }
+                ParamType::Scalar if kinds.contains(&p.name) => {
+                    let v = Int::new_const(format!("{name}.kind"));
+                    solver.assert(Bool::or(&SCALAR_KINDS.map(|d| v.eq(dtype_index(d)))));
+                    Var::Scalar(v)
+                }
                 ParamType::Float | ParamType::Scalar | ParamType::Str | ParamType::FloatList(_) => Var::Concrete,
             };
             // An absent optional parameter pins its variables, so each model reads back once.
@@ -231,6 +246,7 @@ fn pinned(var: &Var) -> Option<Bool> {
         Var::Tensor(t) => pinned_tensor(t),
         Var::TensorList { len, .. } => len.eq(1),
         Var::Int(v) | Var::Enum(v, _) | Var::Dtype(v) => v.eq(0),
+        Var::Scalar(v) => v.eq(dtype_index(DType::Float64)),
         Var::Bool(b) => b.not(),
         Var::IntList { len, .. } | Var::BoolList { len, .. } => len.eq(0),
         Var::Concrete => return None,
@@ -281,6 +297,7 @@ pub fn read(model: &Model, vars: &[ParamVars]) -> SymModel {
                     let n = int_of(model, len).max(0) as usize;
                     SymValue::BoolList(items.iter().take(n).map(|v| bool_of(model, v)).collect())
                 }
+                Var::Scalar(v) => SymValue::Scalar(DType::ALL[int_of(model, v).clamp(0, DType::ALL.len() as i64 - 1) as usize]),
                 Var::Concrete => SymValue::Concrete,
             }
         })
@@ -324,7 +341,7 @@ pub fn decision_vars(vars: &[ParamVars]) -> (Vec<(Int, VarKind)>, Vec<Bool>) {
             }
             Var::Int(v) => ints.push((v.clone(), VarKind::Int)),
             Var::Enum(v, _) => ints.push((v.clone(), VarKind::Enum)),
-            Var::Dtype(v) => ints.push((v.clone(), VarKind::Dtype)),
+            Var::Dtype(v) | Var::Scalar(v) => ints.push((v.clone(), VarKind::Dtype)),
             Var::Bool(b) => bools.push(b.clone()),
             Var::IntList { len, items } => {
                 ints.push((len.clone(), VarKind::Len));
