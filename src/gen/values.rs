@@ -367,8 +367,9 @@ fn draw_int(b: Bounds, rng: &mut ChaCha8Rng) -> i64 {
     rng.random_range(lo as i64..=hi as i64)
 }
 
-/// A Scalar of the kind the solver chose: a bool, an int (one of the whole `choices` when a
-/// constraint lists values), or a float as any float parameter is drawn.
+/// A Scalar of the kind the solver chose, or a float parameter (`Float64`): a bool, an int (one
+/// of the whole `choices` when a constraint lists values), or a float (one of `choices`, or
+/// within the bounds).
 fn scalar(kind: DType, choices: Option<Vec<f64>>, b: Bounds, rng: &mut ChaCha8Rng) -> Arg {
     let pick = |xs: &[f64], rng: &mut ChaCha8Rng| xs[rng.random_range(0..xs.len())];
     match kind {
@@ -411,10 +412,7 @@ pub fn concretize(api: &ApiSpec, plan: &GenPlan, model: &SymModel, skip: Option<
             SymValue::BoolList(xs) => Arg::BoolList(xs.clone()),
             SymValue::Scalar(kind) => scalar(*kind, choices_of(api, i, &known, skip), bounds, rng),
             SymValue::Concrete => match &p.ty {
-                ParamType::Float | ParamType::Scalar => match choices_of(api, i, &known, skip) {
-                    Some(values) => Arg::Float(values[rng.random_range(0..values.len())]),
-                    None => Arg::Float(draw_float(bounds, rng)),
-                },
+                ParamType::Float | ParamType::Scalar => scalar(DType::Float64, choices_of(api, i, &known, skip), bounds, rng),
                 ParamType::FloatList(n) => {
                     let len = n.unwrap_or_else(|| rng.random_range(0..=4)) as usize;
                     Arg::FloatList((0..len).map(|_| draw_float(bounds, rng)).collect())
