@@ -271,7 +271,7 @@ fn every_candidate(api: &ApiSpec) -> Vec<Candidate> {
         }
     }
     // Index tensors: values within a dimension of the indexed tensor.
-    for idx in tensors.iter().filter(|t| t.contains("index") || t.contains("indices")) {
+    for idx in tensors.iter().filter(|t| is_index(t)) {
         for t in tensors.iter().filter(|t| *t != idx) {
             for d in &ints {
                 add(format!("{idx}_indexes_{t}_{d}"), format!("{idx}.values in 0..{t}.shape[{d}];"));
@@ -366,7 +366,7 @@ fn more_checks(api: &ApiSpec, tensors: &[&str], ints: &[&str], dims: &[&str], nu
         }
     }
     // Index values into the flattened tensor (`take`, `put`).
-    for idx in tensors.iter().filter(|t| t.contains("index") || t.contains("indices")) {
+    for idx in tensors.iter().filter(|t| is_index(t)) {
         for t in tensors.iter().filter(|t| *t != idx) {
             add(format!("{idx}_indexes_{t}_flat"), format!("{idx}.values in 0..{t}.numel;"));
         }
@@ -388,7 +388,7 @@ fn more_checks(api: &ApiSpec, tensors: &[&str], ints: &[&str], dims: &[&str], nu
     // number") and a bool alpha only for a bool result; a negative float does not convert to
     // uint8 ("value cannot be converted to type uint8_t without overflow").
     let scalars = api.params.iter().filter(|p| p.ty == ParamType::Scalar).map(|p| p.name.as_str());
-    let plain: Vec<&str> = tensors.iter().copied().filter(|t| !t.contains("index") && !t.contains("indices")).collect();
+    let plain: Vec<&str> = tensors.iter().copied().filter(|t| !is_index(t)).collect();
     for s in scalars {
         add(format!("{s}_int"), format!("{s}.dtype == int64;"));
         for (i, a) in plain.iter().enumerate() {
@@ -408,7 +408,7 @@ fn more_checks(api: &ApiSpec, tensors: &[&str], ints: &[&str], dims: &[&str], nu
     // reflects, a circular pad at most that size; a constant pad crops each side within it.
     let pads = api.params.iter().filter(|p| matches!(p.ty, ParamType::IntList(_)) && (p.name == "pad" || p.name == "padding")).map(|p| p.name.as_str());
     for l in pads {
-        for t in tensors.iter().filter(|t| !t.contains("index") && !t.contains("indices")) {
+        for t in tensors.iter().filter(|t| !is_index(t)) {
             let size = format!("{t}.shape[{t}.ndim - 1 - i]");
             let pairs = format!("len({l}) % 2 == 0;\n    len({l}) <= 2 * {t}.ndim;\n    forall i in 0..len({l}) / 2: {size} + {l}[2 * i] + {l}[2 * i + 1] >= 1");
             add(format!("{l}_pads_{t}"), format!("{pairs};"));
@@ -418,6 +418,60 @@ fn more_checks(api: &ApiSpec, tensors: &[&str], ints: &[&str], dims: &[&str], nu
             add(format!("{l}_crops_within_{t}"), format!("{pairs} and {size} + {l}[2 * i] >= 0 and {size} + {l}[2 * i + 1] >= 0;"));
         }
     }
+    positions(tensors, ints, dims, add);
+    // Gather and scatter: an index no larger than the tensor it indexes in every dimension but
+    // the one it indexes along, and no larger than the source it takes from in any ("Size does
+    // not match at dimension 1 expected index [4, 3] to be no larger than self [4, 2] apart from
+    // dimension 0").
+    for x in tensors {
+        for y in tensors.iter().filter(|y| *y != x) {
+            add(format!("{x}_within_{y}"), format!("{x}.ndim == {y}.ndim;\n    forall i in 0..{x}.ndim: {x}.shape[i] <= {y}.shape[i];"));
+            for d in dims {
+                add(format!("{x}_within_{y}_but_{d}"), format!("{x}.ndim == {y}.ndim;\n    forall i in 0..{x}.ndim: i == {} or {x}.shape[i] <= {y}.shape[i];", wrapped(d, x)));
+                // A slice along `d`, shaped as `select` leaves it (`select_scatter`'s `src`: "expected
+                // src to have a size equal to the slice of self").
+                add(
+                    format!("{x}_slices_{y}_at_{d}"),
+                    format!("{x}.ndim + 1 == {y}.ndim;\n    forall i in 0..{x}.ndim: {x}.shape[i] == {y}.shape[if i < {w} then i else i + 1];", w = wrapped(d, y)),
+                );
+            }
+        }
+    }
+    // Grouped convolution: the output channels (a weight's first size) split into the groups
+    // ("expected weight to be at least 2 at dimension 0").
+    for t in tensors {
+        for n in ints.iter().filter(|n| n.contains("groups")) {
+            add(format!("{t}_count_divisible_by_{n}"), format!("{n} >= 1;\n    {t}.ndim >= 1;\n    {t}.shape[0] % {n} == 0;"));
+        }
+    }
+}
+
+/// An int that is a position along a dimension another int names, negative ones counting from
+/// the end (`select`'s index: "index 5 out of range for tensor of size [3] at dimension 0"), and
+/// a start with a length that stays within that dimension (`narrow`: "start (2) + length (3)
+/// exceeds dimension size (4)").
+fn positions(tensors: &[&str], ints: &[&str], dims: &[&str], add: &mut impl FnMut(String, String)) {
+    let sizes: Vec<&str> = ints.iter().copied().filter(|a| !a.contains("dim") && !a.contains("axis")).collect();
+    for a in &sizes {
+        for d in dims.iter().filter(|d| *d != a) {
+            for t in tensors {
+                let size = format!("(if {t}.ndim == 0 then 1 else {t}.shape[{d}])");
+                add(format!("{a}_position_in_{t}_{d}"), format!("{a} >= -{size} and {a} < {size};"));
+                for b in sizes.iter().filter(|b| *b != a) {
+                    add(
+                        format!("{a}_{b}_span_in_{t}_{d}"),
+                        format!("{a} >= -{size} and {a} <= {size};\n    {b} >= 0;\n    (if {a} < 0 then {a} + {size} else {a}) + {b} <= {size};"),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// A tensor that indexes another (`index`, `indices`), by the names ATen's schemas give it: its
+/// values are positions, so rules about numbers and padding leave it out.
+fn is_index(t: &str) -> bool {
+    t.contains("index") || t.contains("indices")
 }
 
 /// Dimension `d` of tensor `t` with a negative one wrapped (a 0-d tensor wraps as a 1-d one).
@@ -485,7 +539,7 @@ fn relations(api: &ApiSpec, tensors: &[&str], ints: &[&str], add: &mut impl FnMu
         }
     }
     // Indices into the last two dimensions of the input, flattened (max_pool's `indices`).
-    for idx in tensors.iter().filter(|t| t.contains("index") || t.contains("indices")) {
+    for idx in tensors.iter().filter(|t| is_index(t)) {
         for t in tensors.iter().filter(|t| *t != idx) {
             add(format!("{idx}_indexes_{t}_plane"), format!("{t}.ndim >= 2;\n    {idx}.values in 0..{t}.shape[-1] * {t}.shape[-2];"));
         }
@@ -627,6 +681,24 @@ mod tests {
             ("api torch.linalg.lu_factor(A: Tensor, *, pivot: bool = true) -> (Tensor, Tensor) {}\n", "pivot_true", "pivot == true;"),
             ("api torch.glu(input: Tensor, dim: int = -1) -> Tensor {}\n", "input_dim_even", "input.ndim >= 1;\n    input.shape[dim] % 2 == 0;"),
             ("api torch.view_as_real(input: Tensor) -> Tensor {}\n", "input_complex", "input.dtype in [complex64, complex128];"),
+            ("api torch.select(input: Tensor, dim: int, index: int) -> Tensor {}\n", "index_position_in_input_dim", "index >= -(if input.ndim == 0 then 1 else input.shape[dim]) and index < (if input.ndim == 0 then 1 else input.shape[dim]);"),
+            (
+                "api torch.narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor {}\n",
+                "start_length_span_in_input_dim",
+                "start >= -(if input.ndim == 0 then 1 else input.shape[dim]) and start <= (if input.ndim == 0 then 1 else input.shape[dim]);\n    length >= 0;\n    (if start < 0 then start + (if input.ndim == 0 then 1 else input.shape[dim]) else start) + length <= (if input.ndim == 0 then 1 else input.shape[dim]);",
+            ),
+            (
+                "api torch.gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = false) -> Tensor {}\n",
+                "index_within_input_but_dim",
+                "index.ndim == input.ndim;\n    forall i in 0..index.ndim: i == (if dim < 0 then dim + max(index.ndim, 1) else dim) or index.shape[i] <= input.shape[i];",
+            ),
+            ("api torch.scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor {}\n", "index_within_src", "index.ndim == src.ndim;\n    forall i in 0..index.ndim: index.shape[i] <= src.shape[i];"),
+            (
+                "api torch.select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor {}\n",
+                "src_slices_input_at_dim",
+                "src.ndim + 1 == input.ndim;\n    forall i in 0..src.ndim: src.shape[i] == input.shape[if i < (if dim < 0 then dim + max(input.ndim, 1) else dim) then i else i + 1];",
+            ),
+            ("api torch.conv3d(input: Tensor, weight: Tensor, groups: int = 1) -> Tensor {}\n", "weight_count_divisible_by_groups", "groups >= 1;\n    weight.ndim >= 1;\n    weight.shape[0] % groups == 0;"),
             ("api torch.__iand__(input: Tensor, other: Tensor) -> Tensor {}\n", "other_casts_into_input", "other.dtype == bool or (input.dtype in [uint8, int8, int16, int32, int64] and other.dtype in [uint8, int8, int16, int32, int64]) or (input.dtype in [float16, bfloat16, float32, float64] and other.dtype not in [complex64, complex128]) or input.dtype in [complex64, complex128];"),
         ] {
             let checked = crate::check::check_text(Path::new("t.sfz"), src);

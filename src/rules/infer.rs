@@ -1159,6 +1159,12 @@ fn search(
     };
     let mut batch = final_batch(&judged_ok);
     result.cases += batch.ok.len();
+    if config.trace && batch.ok.is_empty() {
+        let extra: Vec<&[Constraint]> = judged_ok.iter().map(|(c, _)| c.constraints.as_slice()).collect();
+        let why = solve::sample(&reduce::with(base, &extra, None), limits, config.verify_cases, 1).err();
+        let names: Vec<&str> = judged_ok.iter().map(|(c, _)| c.candidate.name.as_str()).collect();
+        result.trace.push(format!("final: no case from {names:?}: {why:?}"));
+    }
     // The probes dropped rules that are stronger than libtorch's checks. When the inputs are
     // much less often valid without them, they also carried a check no kept rule makes (a
     // window that fits the input, written as one of its sizes): narrower inputs beat invalid
@@ -1406,6 +1412,52 @@ mod tests {
                 result.trace.iter().filter(|l| !l.starts_with("    ")).cloned().collect::<Vec<_>>().join("\n")
             );
         }
+    }
+
+    /// Rejects as `select` does: a 0-d input, a `dim` out of range, then an index outside
+    /// `-size..size` of that dimension.
+    struct SelectLike;
+    impl Runner for SelectLike {
+        fn run_with_errors(&self, _: usize, cases: &[Vec<Arg>], _: Instant) -> Vec<(Status, Option<String>)> {
+            cases
+                .iter()
+                .map(|args| {
+                    let (Arg::Tensor(t), Arg::Int(dim), Arg::Int(index)) = (&args[0], &args[1], &args[2]) else { return (Status::Invalid, None) };
+                    let n = t.shape.len() as i64;
+                    if n == 0 {
+                        return (Status::Invalid, Some("select() cannot be applied to a 0-dim tensor.".into()));
+                    }
+                    if *dim < -n || *dim >= n {
+                        return (Status::Invalid, Some(format!("Dimension out of range (expected to be in range of [{}, {}], but got {dim})", -n, n - 1)));
+                    }
+                    let size = t.shape[dim.rem_euclid(n) as usize];
+                    if *index < -size || *index >= size {
+                        return (Status::Invalid, Some(format!("select(): index {index} out of range for tensor of size {:?} at dimension {dim}", t.shape)));
+                    }
+                    (Status::Ok, None)
+                })
+                .collect()
+        }
+    }
+
+    /// An int that is a position along another int's dimension, negative ones counting from the
+    /// end: the search finds the rule that says so, not `index <= size`, which lets the size
+    /// itself through.
+    #[test]
+    fn a_position_along_a_dimension_is_found() {
+        let checked = crate::check::check_text(Path::new("t.sfz"), "api torch.select(input: Tensor, dim: int, index: int) -> Tensor {}\n");
+        let base = checked.spec.apis[0].clone();
+        let src = format!(
+            "api torch.select(input: Tensor, dim: int, index: int) -> Tensor {{}}\n{}",
+            super::super::rules_text(&base.name, &super::super::enumerate::candidates(&base), None)
+        );
+        let checked = crate::check::check_text(Path::new("t.sfz"), &src);
+        assert!(!checked.has_errors());
+        let config = InferConfig { budget: Duration::from_secs(40), learn_values: false, trace: true, ..InferConfig::default() };
+        let result = infer_api(&base, 0, candidates_of(&checked.spec), &SelectLike, &config, false);
+        let trace = || result.trace.iter().filter(|l| !l.starts_with("    ")).cloned().collect::<Vec<_>>().join("\n");
+        assert!(result.valid_after.is_some_and(|v| v >= 0.9), "{:?}\n{}", result.valid_after, trace());
+        assert!(result.rules.iter().any(|r| r.candidate.name == "index_position_in_input_dim" && r.status == RuleStatus::Validated), "{}", trace());
     }
 
     /// When libtorch accepts none of the non-empty, rank >= 1 inputs the first pass assumes but

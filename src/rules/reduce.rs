@@ -41,14 +41,23 @@ pub fn implied(base: &ApiSpec, others: &[&[Constraint]], rule: &[Constraint], li
     })
 }
 
+/// Whether z3 finds an input that satisfies `base` plus `extra`, within the limits they give
+/// themselves (`Limits::for_api`).
+fn satisfiable(base: &ApiSpec, extra: &[&[Constraint]], limits: &Limits) -> bool {
+    let api = with(base, extra, None);
+    solve::fresh(|| Problem::new(&api, limits, &[]).check().is_ok())
+}
+
 /// Indices of `rules` that the others (and `base`) do not imply: a minimal set that says as much
 /// as all of them, found greedily from the last rule back (earlier rules, chosen first by
-/// `infer`, are the more explanatory ones and are kept when two imply each other).
+/// `infer`, are the more explanatory ones and are kept when two imply each other). A rule that
+/// names a rank lifts the solver's rank bound (`conv3d`'s `weight.ndim == 5`): the others may
+/// imply it only under that bound, and have no solution without it, so it is kept then.
 pub fn minimal(base: &ApiSpec, rules: &[Vec<Constraint>], limits: &Limits) -> Vec<usize> {
     let mut keep: Vec<usize> = (0..rules.len()).collect();
     for i in (0..rules.len()).rev() {
         let others: Vec<&[Constraint]> = keep.iter().filter(|&&k| k != i).map(|&k| rules[k].as_slice()).collect();
-        if implied(base, &others, &rules[i], limits) {
+        if implied(base, &others, &rules[i], limits) && satisfiable(base, &others, limits) {
             keep.retain(|&k| k != i);
         }
     }
@@ -72,6 +81,27 @@ mod tests {
         assert!(implied(&base, &[&rules[0]], &rules[1], &limits));
         assert!(!implied(&base, &[&rules[1]], &rules[0], &limits));
         assert_eq!(minimal(&base, &rules, &limits), vec![0, 2]);
+    }
+
+    #[test]
+    fn a_rule_whose_rank_the_others_need_is_kept() {
+        // `c` follows from `a` and `b`, but only it names rank 5, which the solver's tensors
+        // reach only when some constraint names it: without `c`, `a` and `b` have no solution.
+        let src = "api torch.f(input: Tensor, weight: Tensor) {}\nrule a for torch.f { weight.ndim == 1; }\n\
+            rule b for torch.f { input.ndim == weight.ndim + 4; }\nrule c for torch.f { input.ndim == 5; }\nrule d for torch.f { input.ndim >= 1; }\n";
+        let checked = crate::check::check_text(Path::new("t.sfz"), src);
+        assert!(!checked.has_errors(), "{:?}", checked.diags);
+        let mut base = checked.spec.apis[0].clone();
+        base.requires.clear();
+        let rules: Vec<Vec<Constraint>> = checked.spec.rules.iter().map(|r| r.constraints.clone()).collect();
+        let limits = Limits::default();
+        assert!(implied(&base, &[&rules[0], &rules[1]], &rules[2], &limits));
+        // From the back: d goes (c implies it), c stays (a and b alone have no solution), b goes
+        // (a and c imply it). Dropping c would have kept a and b: no input at all.
+        let keep = minimal(&base, &rules, &limits);
+        assert_eq!(keep, vec![0, 2]);
+        let kept: Vec<&[Constraint]> = keep.iter().map(|&k| rules[k].as_slice()).collect();
+        assert!(satisfiable(&base, &kept, &limits));
     }
 
     #[test]
