@@ -126,7 +126,20 @@ pub fn learn(api: &ApiSpec, index: usize, runner: &dyn Runner, config: &InferCon
         // Inputs libtorch accepts as they are, so that an error after the change is about it.
         let drawn = sample(api, 2 * CASES, seed, &config.limits, None);
         let ran = runner.run_with_errors(index, &drawn, deadline);
-        let base: Vec<Vec<Arg>> = drawn.into_iter().zip(&ran).filter(|(_, (s, _))| *s == Status::Ok).map(|(a, _)| a).take(CASES).collect();
+        let lists_values = |e: &Option<String>| e.as_deref().is_some_and(|e| values_in_message(e, PROBE).len() >= 2);
+        let accepted_as_drawn = ran.iter().any(|(s, _)| *s == Status::Ok);
+        // A string with no default is drawn empty, which its own check refuses first
+        // (`scatter_reduce`'s `reduce`), so no input may run as drawn. Then the inputs whose
+        // refusal lists the values stand in, and a value counts when its inputs get past that
+        // check: accepted, or refused for something else.
+        let stand_in = !accepted_as_drawn && api.params[i].default.is_none();
+        let base: Vec<Vec<Arg>> = drawn
+            .into_iter()
+            .zip(&ran)
+            .filter(|(_, (s, e))| if stand_in { *s == Status::Invalid && lists_values(e) } else { *s == Status::Ok })
+            .map(|(a, _)| a)
+            .take(CASES)
+            .collect();
         if base.is_empty() {
             continue;
         }
@@ -173,8 +186,9 @@ pub fn learn(api: &ApiSpec, index: usize, runner: &dyn Runner, config: &InferCon
             let cases = with(v);
             let statuses = runner.run_with_errors(index, &cases, deadline);
             runs += statuses.len() as i64;
+            let past = stand_in && statuses.iter().any(|(s, e)| *s == Status::Invalid && !lists_values(e));
             let ok: Vec<Vec<Arg>> = cases.into_iter().zip(&statuses).filter(|(_, (s, _))| *s == Status::Ok).map(|(a, _)| a).collect();
-            if !ok.is_empty() {
+            if !ok.is_empty() || past {
                 kept.push(v.clone());
                 accepted.extend(ok);
             }
@@ -238,6 +252,35 @@ mod tests {
         for (message, expected) in cases {
             assert_eq!(values_in_message(message, p), *expected, "{message}");
         }
+    }
+
+    /// Refuses as `scatter_reduce` does: a `reduce` it does not know first (listing the ones it
+    /// does), then a 0-d input.
+    struct ReduceLike;
+    impl Runner for ReduceLike {
+        fn run_with_errors(&self, _: usize, cases: &[Vec<Arg>], _: Instant) -> Vec<(Status, Option<String>)> {
+            cases
+                .iter()
+                .map(|args| match (&args[0], &args[1]) {
+                    (_, Arg::Str(r)) if r != "sum" && r != "amax" => (Status::Invalid, Some(format!("reduce argument must be either sum or amax, got {r}"))),
+                    (Arg::Tensor(t), _) if t.shape.is_empty() => (Status::Invalid, Some("expected a 1-D input at least".into())),
+                    _ => (Status::Ok, None),
+                })
+                .collect()
+        }
+    }
+
+    /// A string with no default is drawn empty and refused before anything else: the inputs
+    /// whose refusal lists the values stand in, and each value that gets past the check is kept.
+    #[test]
+    fn a_string_without_default_learns_its_values_from_refused_inputs() {
+        let src = "api torch.f(input: Tensor, reduce: str) -> Tensor {}\n";
+        let checked = crate::check::check_text(std::path::Path::new("t.sfz"), src);
+        assert!(!checked.has_errors(), "{:?}", checked.diags);
+        let config = InferConfig::default();
+        let learned = learn(&checked.spec.apis[0], 0, &ReduceLike, &config, Instant::now() + std::time::Duration::from_secs(60));
+        assert_eq!(learned.len(), 1, "{learned:?}");
+        assert_eq!(learned[0].candidate.text, "reduce in [\"sum\", \"amax\"];");
     }
 
     #[test]

@@ -67,6 +67,15 @@ pub struct InferConfig {
     pub trace: bool,
 }
 
+impl InferConfig {
+    /// Whether a candidate that `obeying` of a batch's cases hold on is tried on those cases:
+    /// they are what a fresh sample with it would be, and cost no run. Else it gets inputs of
+    /// its own.
+    fn on_own_cases(&self, obeying: usize) -> bool {
+        obeying >= self.try_cases.max(1)
+    }
+}
+
 impl Default for InferConfig {
     fn default() -> Self {
         InferConfig {
@@ -506,7 +515,7 @@ fn stronger_than_check(
             break;
         }
         let obeying = batch.obeying(&remaining[i].1);
-        let tried = if obeying.len() >= config.try_cases.max(1) {
+        let tried = if config.on_own_cases(obeying.len()) {
             batch.subset(&obeying)
         } else {
             let probe = reduce::with(api, &[&remaining[i].0.constraints], None);
@@ -894,7 +903,7 @@ fn search(
                         break;
                     }
                     let obeying = batch.obeying(&remaining[i].1);
-                    if obeying.len() < config.try_cases.max(1) {
+                    if !config.on_own_cases(obeying.len()) {
                         to_solve.push((&remaining[i].0.constraints, probe_seed(i)));
                     }
                     looked.push((i, obeying));
@@ -911,7 +920,7 @@ fn search(
                     }
                     // Ties go to the more general candidate: the one more current inputs obey.
                     let general = obeying.len() * 1000 / n;
-                    let tried = if obeying.len() >= config.try_cases.max(1) {
+                    let tried = if config.on_own_cases(obeying.len()) {
                         batch.subset(&obeying)
                     } else {
                         let Some(models) = solved.next() else { break };
