@@ -186,7 +186,7 @@ fn every_candidate(api: &ApiSpec) -> Vec<Candidate> {
     }
     // A size or length along a dimension another int names: at most that dimension's size. A
     // dimension index is no size (`dim0 <= input.shape[dim1]` would only mimic a range rule).
-    for a in ints.iter().filter(|a| !a.contains("dim") && !a.contains("axis")) {
+    for a in ints.iter().filter(|a| !is_dim(a)) {
         for d in dims.iter().filter(|d| *d != a) {
             for t in &tensors {
                 add(format!("{a}_within_{t}_{d}"), format!("{a} <= (if {t}.ndim == 0 then 1 else {t}.shape[{d}]);"));
@@ -378,7 +378,7 @@ fn more_checks(api: &ApiSpec, tensors: &[&str], ints: &[&str], dims: &[&str], nu
         }
         // `pixel_shuffle` and `pixel_unshuffle`: channels by the square of a factor, height and
         // width by the factor.
-        for n in ints.iter().filter(|n| !n.contains("dim") && !n.contains("axis")) {
+        for n in ints.iter().filter(|n| !is_dim(n)) {
             add(format!("{t}_channels_divisible_by_{n}_squared"), format!("{n} >= 1;\n    {t}.ndim >= 3;\n    {t}.shape[-3] % ({n} * {n}) == 0;"));
             add(format!("{t}_plane_divisible_by_{n}"), format!("{n} >= 1;\n    {t}.ndim >= 2;\n    {t}.shape[-1] % {n} == 0 and {t}.shape[-2] % {n} == 0;"));
         }
@@ -451,7 +451,7 @@ fn more_checks(api: &ApiSpec, tensors: &[&str], ints: &[&str], dims: &[&str], nu
 /// a start with a length that stays within that dimension (`narrow`: "start (2) + length (3)
 /// exceeds dimension size (4)").
 fn positions(tensors: &[&str], ints: &[&str], dims: &[&str], add: &mut impl FnMut(String, String)) {
-    let sizes: Vec<&str> = ints.iter().copied().filter(|a| !a.contains("dim") && !a.contains("axis")).collect();
+    let sizes: Vec<&str> = ints.iter().copied().filter(|a| !is_dim(a)).collect();
     for a in &sizes {
         for d in dims.iter().filter(|d| *d != a) {
             for t in tensors {
@@ -472,6 +472,12 @@ fn positions(tensors: &[&str], ints: &[&str], dims: &[&str], add: &mut impl FnMu
 /// values are positions, so rules about numbers and padding leave it out.
 fn is_index(t: &str) -> bool {
     t.contains("index") || t.contains("indices")
+}
+
+/// An int that names a dimension (`dim`, `dim1`, `axis`), by its name: no size or count, so
+/// rules that compare sizes leave it out.
+fn is_dim(n: &str) -> bool {
+    n.contains("dim") || n.contains("axis")
 }
 
 /// Dimension `d` of tensor `t` with a negative one wrapped (a 0-d tensor wraps as a 1-d one).
@@ -495,7 +501,7 @@ fn relations(api: &ApiSpec, tensors: &[&str], ints: &[&str], add: &mut impl FnMu
             add(format!("{l}_trailing_sizes_of_{t}"), format!("len({l}) <= {t}.ndim;\n    forall i in 0..len({l}): {l}[i] == {t}.shape[{t}.ndim - len({l}) + i];"));
             add(format!("{l}_sizes_of_{t}"), format!("{t}.shape == {l};"));
         }
-        for n in ints.iter().filter(|n| !n.contains("dim") && !n.contains("axis")) {
+        for n in ints.iter().filter(|n| !is_dim(n)) {
             for k in ["0", "1", "-1"] {
                 let at = k.replace('-', "last");
                 add(format!("{t}_shape_{at}_is_{n}"), format!("{t}.shape[{k}] == {n};"));

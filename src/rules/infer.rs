@@ -1170,7 +1170,7 @@ fn search(
     result.cases += batch.ok.len();
     if config.trace && batch.ok.is_empty() {
         let extra: Vec<&[Constraint]> = judged_ok.iter().map(|(c, _)| c.constraints.as_slice()).collect();
-        let why = solve::sample(&reduce::with(base, &extra, None), limits, config.verify_cases, 1).err();
+        let why = solve::check_sat(&reduce::with(base, &extra, None), limits).err();
         let names: Vec<&str> = judged_ok.iter().map(|(c, _)| c.candidate.name.as_str()).collect();
         result.trace.push(format!("final: no case from {names:?}: {why:?}"));
     }

@@ -44,8 +44,7 @@ pub fn implied(base: &ApiSpec, others: &[&[Constraint]], rule: &[Constraint], li
 /// Whether z3 finds an input that satisfies `base` plus `extra`, within the limits they give
 /// themselves (`Limits::for_api`).
 fn satisfiable(base: &ApiSpec, extra: &[&[Constraint]], limits: &Limits) -> bool {
-    let api = with(base, extra, None);
-    solve::fresh(|| Problem::new(&api, limits, &[]).check().is_ok())
+    solve::check_sat(&with(base, extra, None), limits).is_ok()
 }
 
 /// Indices of `rules` that the others (and `base`) do not imply: a minimal set that says as much
