@@ -154,8 +154,14 @@ def main():
                     help="with --retry: record the figures only; append nothing to specs/inferred")
     ap.add_argument("--redo", action="store_true",
                     help="with --aten: run the named areas' listed operators again into emptied files")
+    ap.add_argument("--sample", type=int, default=0,
+                    help="one run of each of N operators drawn at random from every operator any pass tried; figures only")
+    ap.add_argument("--redo-below", metavar="TAG", default="",
+                    help="with --sample: the same draw, run again only where pass TAG ended below 90%%")
     ap.add_argument("areas", nargs="*")
     args = ap.parse_args()
+    if args.sample:
+        return sample(args)
     if args.retry:
         return retry(args)
     if args.aten:
@@ -264,6 +270,39 @@ def retry(args):
             tag = args.tag if len(near) <= args.chunk else f"{args.tag}-{i // args.chunk:02}"
             kept += grow(args, area, part, tag)
             print(f"{area}: kept {kept} more of {i + len(part)}", file=sys.stderr, flush=True)
+
+
+def sample(args):
+    """One run of the current build over a uniform random sample of the operators the reach
+    table counts (every one any pass tried), so its rate estimates what a single `sfz infer`
+    reaches, which the table's best-of-all-passes overstates. Figures only, to
+    data/ops/<area>-<tag>-NN.json; `--seed` draws the sample and seeds the runs."""
+    import random
+    area_of = {}
+    for f in sorted((ROOT / "data/ops").glob("*.json")):
+        # Earlier samples add no operator, and the draw must be the one they drew.
+        if f.name.startswith("fuzz-") or "-sample" in f.name:
+            continue
+        for r in json.loads(f.read_text() or "[]"):
+            area_of.setdefault(r["api"], f.stem.split("-")[0])
+    drawn = random.Random(int(args.seed)).sample(sorted(area_of), min(args.sample, len(area_of)))
+    # The draw, for measure_rules.py: a run also records the forwards of backward operators.
+    # With --redo-below, the operators not run again keep that pass's figure (its first line).
+    head = f"# after {args.redo_below}\n" if args.redo_below else ""
+    (ROOT / f"data/ops/drawn-{args.tag}.txt").write_text(head + "".join(f"{a}\n" for a in drawn))
+    if args.redo_below:
+        earlier = {}
+        for f in (ROOT / "data/ops").glob(f"*-{args.redo_below}*.json"):
+            earlier.update((r["api"], r.get("valid_after") or 0.0) for r in json.loads(f.read_text() or "[]"))
+        drawn = [a for a in drawn if earlier.get(a, 0.0) < 0.9]
+    args.measure = True
+    by_area = {}
+    for api in drawn:
+        by_area.setdefault(area_of[api], []).append(api)
+    for area, ops in sorted(by_area.items()):
+        print(f"{area}: {len(ops)} drawn", file=sys.stderr, flush=True)
+        for i in range(0, len(ops), args.chunk):
+            grow(args, area, ops[i:i + args.chunk], f"{args.tag}-{i // args.chunk:02}")
 
 
 def new(args, groups):

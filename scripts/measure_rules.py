@@ -69,6 +69,33 @@ def reach_table():
     for lo, hi in bands:
         n = sum(lo <= v < hi for v in best.values())
         print(f"  best valid after inference in [{lo:.2f}, {min(hi, 1.0):.2f}{']' if hi > 1 else ')'}: {n} ({100 * n / max(len(best), 1):.1f}%)")
+    for drawn in sorted((ROOT / "data/ops").glob("drawn-*.txt")):
+        single_pass(drawn, best)
+
+
+def single_pass(drawn, best):
+    """What one run reaches, from `grow_specs.py --sample`: the share of a uniform random draw
+    of the operators above whose one run of that pass ended at >= 90% valid, with a 95% Wilson
+    interval, beside the same draw's best-of-all-passes share."""
+    tag = drawn.stem.split("-", 1)[1]
+    lines = drawn.read_text().splitlines()
+    # `# after T`: this pass ran again only the operators pass T left below 90%.
+    after = [l.split()[-1] for l in lines if l.startswith("# after ")]
+    ops = [l for l in lines if l and not l.startswith("#")]
+    runs = {}
+    for t in after + [tag]:
+        for f in (ROOT / "data/ops").glob(f"*-{t}-*.json"):
+            for r in json.loads(f.read_text() or "[]"):
+                runs[r["api"]] = r.get("valid_after") or 0.0
+    done = [o for o in ops if o in runs]
+    if not done:
+        return
+    n, k = len(done), sum(runs[o] >= 0.9 for o in done)
+    z, p = 1.96, k / n
+    mid, half = (p + z * z / (2 * n)) / (1 + z * z / n), z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / (1 + z * z / n)
+    b = sum(best.get(o, 0.0) >= 0.9 for o in done)
+    print(f"one pass ({tag}{''.join(' after ' + t for t in after)}) over {n} of {len(ops)} drawn operators: {k} at >= 90% valid ({100 * p:.1f}%, "
+          f"95% interval {100 * (mid - half):.1f}-{100 * (mid + half):.1f}%); the same operators' best of all passes: {b} ({100 * b / n:.1f}%)")
 
 
 def fuzz(sfz, paths, time, seed, out):
