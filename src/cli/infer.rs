@@ -268,7 +268,8 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let files = files(&targets, args.out.as_ref(), &catalog, render)?;
-    let config = InferConfig { seed: args.seed, budget: args.budget, trace: std::env::var_os("SFZ_INFER_DEBUG").is_some(), ..InferConfig::default() };
+    let config =
+        InferConfig { seed: args.seed, budget: args.budget, restart_below: args.min_valid, trace: std::env::var_os("SFZ_INFER_DEBUG").is_some(), ..InferConfig::default() };
     let mut results: Vec<ApiResult> = Vec::new();
     let mut failed = false;
     for path in &files {
@@ -304,8 +305,10 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
             let refreshed = if original.from.is_some() { refreshed(path, &text, &plan.api.name, args.revalidate, &catalog) } else { None };
             let plan = &crate::plan::ApiPlan { api: refreshed.unwrap_or_else(|| plan.api.clone()), ..plan.clone() };
             let cands = candidates_for(path, &text, &checked.spec, original, !args.no_enumerate, args.revalidate);
-            if cands.is_empty() {
+            if cands.is_empty() && args.no_enumerate {
                 // Nothing to validate (a second run with --no-enumerate): no execution needed.
+                // With enumeration on, an API with no candidate (a backward operator whose
+                // inputs all come from its forward) still runs: its figure decides --prune.
                 results.push(ApiResult { api: plan.api.name.clone(), conclusive: true, ..Default::default() });
                 continue;
             }
@@ -493,7 +496,7 @@ fn pct(r: Option<f64>) -> String {
 /// One line per API: what was proposed, kept, and the valid-input rate before and after.
 fn line(r: &ApiResult) -> String {
     format!(
-        "{}: proposed {}; validated {}; rejected {}; valid inputs {} -> {}{} ({} cases, {:.1} s)",
+        "{}: proposed {}; validated {}; rejected {}; valid inputs {} -> {}{} ({}{} cases, {:.1} s)",
         r.api,
         counts(&r.proposed),
         counts(&r.validated),
@@ -501,6 +504,7 @@ fn line(r: &ApiResult) -> String {
         pct(r.valid_before),
         pct(r.valid_after),
         if r.conclusive { "" } else { " (inconclusive: no rule kept)" },
+        if r.restarts > 0 { format!("{} searches, ", r.restarts + 1) } else { String::new() },
         r.cases,
         r.seconds
     )

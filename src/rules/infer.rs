@@ -61,6 +61,11 @@ pub struct InferConfig {
     /// more valid than before).
     pub min_valid: f64,
     pub limits: Limits,
+    /// A search that ends below this share of valid inputs starts again with another seed while
+    /// a quarter of the budget is left, and the better end is kept: where a search ends depends
+    /// on which cases its rounds drew (greedy choices on one batch), so a second draw often
+    /// finds what the first missed. 0: never.
+    pub restart_below: f64,
     /// Learn the value sets of string parameters from libtorch's errors (`enums`).
     pub learn_values: bool,
     /// Record how each search round chose (`ApiResult::trace`), for whoever tunes the search.
@@ -93,6 +98,7 @@ impl Default for InferConfig {
             // Bounded by work, not by a timer (`Limits::timeout_ms`): about a second of z3's
             // hardest checks on this machine.
             limits: Limits { timeout_ms: 0, rlimit: Some(2_000_000), ..Limits::default() },
+            restart_below: 0.9,
             learn_values: true,
             trace: false,
         }
@@ -126,6 +132,8 @@ pub struct ApiResult {
     pub seconds: f64,
     /// False when the search ended below `min_valid`: its rules were not kept.
     pub conclusive: bool,
+    /// Searches started again with another seed (`InferConfig::restart_below`).
+    pub restarts: usize,
     /// The rules to write, judged (validated, and rejected ones when asked).
     #[serde(skip)]
     pub rules: Vec<Judged>,
@@ -610,14 +618,50 @@ pub fn infer_api(base: &ApiSpec, index: usize, candidates: Vec<Checked>, runner:
     // (`rounding_mode == None`) are refuted once its values are learned; they go before the search.
     // The sets learned here serve the search too, which learns only those still missing once
     // its rules have made the inputs valid.
-    let learned = if config.learn_values { enums::learn(base, index, runner, config, Instant::now() + config.budget / 16) } else { Vec::new() };
+    let start = Instant::now();
+    let learned = if config.learn_values { enums::learn(base, index, runner, config, start + config.budget / 16) } else { Vec::new() };
     let (base, refuted) = without_refuted(base, &learned);
-    let mut result = search(&base, index, candidates, learned, runner, config, keep_rejected);
+    let mut result = search(&base, index, candidates.clone(), learned.clone(), runner, config, keep_rejected);
+    let mut restarts = 0;
+    loop {
+        let left = config.budget.saturating_sub(start.elapsed());
+        if config.restart_below <= 0.0 || kept_rate(&result).is_some_and(|v| v >= config.restart_below) || left < config.budget / 4 {
+            break;
+        }
+        restarts += 1;
+        let again_config = InferConfig { seed: crate::seed::mix(config.seed ^ 0x7e57a7 ^ restarts as u64), budget: left, ..config.clone() };
+        let mut again = search(&base, index, candidates.clone(), learned.clone(), runner, &again_config, keep_rejected);
+        let cases = result.cases + again.cases;
+        let mut trace = std::mem::take(&mut result.trace);
+        if config.trace {
+            trace.push(format!("restart {restarts} with {left:?} left: the search ended at {:?} valid", kept_rate(&result)));
+        }
+        trace.append(&mut again.trace);
+        if kept_rate(&again).unwrap_or(-1.0) > kept_rate(&result).unwrap_or(-1.0) {
+            result = again;
+        }
+        (result.cases, result.trace) = (cases, trace);
+    }
+    if config.trace && restarts > 0 {
+        result.trace.push(format!("kept the search that ended at {:?} valid", kept_rate(&result)));
+    }
+    result.restarts = restarts;
+    result.seconds = start.elapsed().as_secs_f64();
     for j in refuted {
         bump(&mut result.rejected, source_name(&j.candidate));
         result.rules.push(j);
     }
     result
+}
+
+/// The share of valid inputs an API is left with: its rules' when they are kept, the figure
+/// before the search when they are not.
+fn kept_rate(r: &ApiResult) -> Option<f64> {
+    if r.conclusive {
+        r.valid_after
+    } else {
+        r.valid_before
+    }
 }
 
 /// How many of the accepted runs with learned string values break the constraints of `probe`.
@@ -1538,6 +1582,47 @@ mod tests {
         assert!(result.valid_after.is_some_and(|v| v >= 0.9), "{result:?}");
         let names: Vec<&str> = result.rules.iter().map(|r| r.candidate.name.as_str()).collect();
         assert_eq!(names, ["other_ndim_0"], "{result:?}");
+    }
+
+    /// Refuses the first `after` cases with a complaint nothing explains, then checks as `inner`
+    /// does: a search whose draws were all refused, as an unlucky draw can leave one.
+    struct RefusesAtFirst<R> {
+        after: usize,
+        seen: std::sync::atomic::AtomicUsize,
+        inner: R,
+    }
+    impl<R: Runner> Runner for RefusesAtFirst<R> {
+        fn run_with_errors(&self, api: usize, cases: &[Vec<Arg>], deadline: Instant) -> Vec<(Status, Option<String>)> {
+            let seen = self.seen.fetch_add(cases.len(), std::sync::atomic::Ordering::SeqCst);
+            let refused = cases.len().min(self.after.saturating_sub(seen));
+            let mut out: Vec<(Status, Option<String>)> = (0..refused).map(|_| (Status::Invalid, Some("something went wrong".into()))).collect();
+            out.extend(self.inner.run_with_errors(api, &cases[refused..], deadline));
+            out
+        }
+    }
+
+    /// A search that ends below `restart_below` starts again with another seed, and the better
+    /// end is kept: here the first one saw only refusals, the second finds the rule.
+    #[test]
+    fn a_search_that_ends_low_starts_again() {
+        let src = "api torch._foreach_mul(input: Tensor[], other: Tensor) -> Tensor[] {}\n\
+            #[status(candidate)] rule other_ndim_1 for torch._foreach_mul { other.ndim == 1; }\n\
+            #[status(candidate)] rule other_ndim_0 for torch._foreach_mul { other.ndim == 0; }\n";
+        let checked = crate::check::check_text(Path::new("t.sfz"), src);
+        assert!(!checked.has_errors(), "{:?}", checked.diags.iter().map(|d| &d.message).collect::<Vec<_>>());
+        let base = checked.spec.apis[0].clone();
+        // The first search alone, to count the cases it runs: all of them refused.
+        let once = InferConfig { budget: Duration::from_secs(20), learn_values: false, restart_below: 0.0, ..InferConfig::default() };
+        let first = RefusesAtFirst { after: usize::MAX, seen: 0.into(), inner: WantsScalarOther };
+        let alone = infer_api(&base, 0, candidates_of(&checked.spec), &first, &once, false);
+        assert!(alone.restarts == 0 && alone.valid_after.is_none_or(|v| v < 0.5), "{alone:?}");
+        let runner = RefusesAtFirst { after: first.seen.into_inner(), seen: 0.into(), inner: WantsScalarOther };
+        let config = InferConfig { restart_below: 0.9, trace: true, ..once };
+        let result = infer_api(&base, 0, candidates_of(&checked.spec), &runner, &config, false);
+        assert!(result.restarts >= 1, "{:?}", result.trace);
+        assert!(result.valid_after.is_some_and(|v| v >= 0.9), "{result:?}");
+        let names: Vec<&str> = result.rules.iter().map(|r| r.candidate.name.as_str()).collect();
+        assert_eq!(names, ["other_ndim_0"], "{:?}", result.trace);
     }
 
     /// Rejects as `linspace` does: unless `start` and `end` are both 0-d, one complaint about
