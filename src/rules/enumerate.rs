@@ -323,7 +323,28 @@ fn every_candidate(api: &ApiSpec) -> Vec<Candidate> {
             add(format!("{a}_{b}_promote_integral_or_bool"), format!("{a}.dtype in {INTEGRAL_OR_BOOL} and {b}.dtype in {INTEGRAL_OR_BOOL};"));
         }
     }
+    element_values(&tensors, &ints, &mut add);
     out
+}
+
+/// Checks libtorch makes on a tensor's elements: probabilities ("all elements of input should
+/// be between 0 and 1"), counts ("bincount only supports 1-d non-negative integral inputs"),
+/// class labels below an int ("Class values must be smaller than num_classes") or below the
+/// class dimension of the scores ("Target 5 is out of bounds", the second of a batch). Last, so
+/// that the candidates before keep their places.
+fn element_values(tensors: &[&str], ints: &[&str], add: &mut impl FnMut(String, String)) {
+    for t in tensors.iter().filter(|t| !is_index(t)) {
+        add(format!("{t}_values_in_unit"), format!("{t}.values in 0.0..=1.0;"));
+        add(format!("{t}_values_nonnegative"), format!("{t}.values >= 0.0;"));
+    }
+    for t in tensors {
+        for n in ints.iter().filter(|n| !is_dim(n)) {
+            add(format!("{t}_values_below_{n}"), format!("{n} >= 1;\n    {t}.values in 0..{n};"));
+        }
+        for x in tensors.iter().filter(|x| *x != t) {
+            add(format!("{t}_classes_of_{x}"), format!("{x}.ndim >= 2;\n    {x}.shape[1] >= 1;\n    {t}.values in 0..{x}.shape[1];"));
+        }
+    }
 }
 
 /// Checks seen in the ends of searches, each a family of its own. Appended after the others, so
@@ -705,6 +726,10 @@ mod tests {
                 "src.ndim + 1 == input.ndim;\n    forall i in 0..src.ndim: src.shape[i] == input.shape[if i < (if dim < 0 then dim + max(input.ndim, 1) else dim) then i else i + 1];",
             ),
             ("api torch.conv3d(input: Tensor, weight: Tensor, groups: int = 1) -> Tensor {}\n", "weight_count_divisible_by_groups", "groups >= 1;\n    weight.ndim >= 1;\n    weight.shape[0] % groups == 0;"),
+            ("api torch.binary_cross_entropy(input: Tensor, target: Tensor) -> Tensor {}\n", "input_values_in_unit", "input.values in 0.0..=1.0;"),
+            ("api torch.bincount(input: Tensor, weights: Tensor? = None, minlength: int = 0) -> Tensor {}\n", "input_values_nonnegative", "input.values >= 0.0;"),
+            ("api torch.one_hot(input: Tensor, num_classes: int = -1) -> Tensor {}\n", "input_values_below_num_classes", "num_classes >= 1;\n    input.values in 0..num_classes;"),
+            ("api torch.nll_loss(input: Tensor, target: Tensor) -> Tensor {}\n", "target_classes_of_input", "input.ndim >= 2;\n    input.shape[1] >= 1;\n    target.values in 0..input.shape[1];"),
             ("api torch.__iand__(input: Tensor, other: Tensor) -> Tensor {}\n", "other_casts_into_input", "other.dtype == bool or (input.dtype in [uint8, int8, int16, int32, int64] and other.dtype in [uint8, int8, int16, int32, int64]) or (input.dtype in [float16, bfloat16, float32, float64] and other.dtype not in [complex64, complex128]) or input.dtype in [complex64, complex128];"),
         ] {
             let checked = crate::check::check_text(Path::new("t.sfz"), src);

@@ -1625,6 +1625,44 @@ mod tests {
         assert_eq!(names, ["other_ndim_0"], "{:?}", result.trace);
     }
 
+    /// Refuses as `binary_cross_entropy` does unless every element of `input` is in [0, 1].
+    struct WantsProbabilities;
+    impl Runner for WantsProbabilities {
+        fn run_with_errors(&self, _: usize, cases: &[Vec<Arg>], _: Instant) -> Vec<(Status, Option<String>)> {
+            use crate::wire::case::Fill;
+            let in_unit = |t: &crate::wire::case::TensorRecipe| {
+                t.numel() == 0
+                    || match t.fill {
+                        Fill::Uniform { lo, hi } => lo >= 0.0 && hi <= 1.0,
+                        Fill::Int { lo, hi } => lo >= 0 && hi <= 2,
+                        Fill::Constant(c) => (0.0..=1.0).contains(&c),
+                    }
+            };
+            cases
+                .iter()
+                .map(|args| match &args[0] {
+                    Arg::Tensor(t) if in_unit(t) => (Status::Ok, None),
+                    _ => (Status::Invalid, Some("all elements of input should be between 0 and 1".into())),
+                })
+                .collect()
+        }
+    }
+
+    /// A check on a tensor's elements is found among the enumerated candidates.
+    #[test]
+    fn probabilities_are_found() {
+        let decl = "api torch.binary_cross_entropy(input: Tensor, target: Tensor) -> Tensor {}\n";
+        let base = crate::check::check_text(Path::new("t.sfz"), decl).spec.apis[0].clone();
+        let src = format!("{decl}{}", super::super::rules_text(&base.name, &super::super::enumerate::candidates(&base), None));
+        let checked = crate::check::check_text(Path::new("t.sfz"), &src);
+        assert!(!checked.has_errors());
+        let config = InferConfig { budget: Duration::from_secs(30), learn_values: false, trace: true, ..InferConfig::default() };
+        let result = infer_api(&base, 0, candidates_of(&checked.spec), &WantsProbabilities, &config, false);
+        let trace = || result.trace.iter().filter(|l| !l.starts_with("    ")).cloned().collect::<Vec<_>>().join("\n");
+        assert!(result.valid_after.is_some_and(|v| v >= 0.9), "{:?}\n{}", result.valid_after, trace());
+        assert!(result.rules.iter().any(|r| r.candidate.name == "input_values_in_unit" && r.status == RuleStatus::Validated), "{}", trace());
+    }
+
     /// Rejects as `linspace` does: unless `start` and `end` are both 0-d, one complaint about
     /// both.
     struct ZeroDPair;
