@@ -334,7 +334,9 @@ fn every_candidate(api: &ApiSpec) -> Vec<Candidate> {
 /// that the candidates before keep their places.
 fn element_values(tensors: &[&str], ints: &[&str], add: &mut impl FnMut(String, String)) {
     for t in tensors.iter().filter(|t| !is_index(t)) {
-        add(format!("{t}_values_in_unit"), format!("{t}.values in 0.0..=1.0;"));
+        // Floating only: on an integer tensor it would stand for "small", the labels below
+        // (`one_hot` took it over `input_values_below_num_classes`, narrowing its inputs to 0 and 1).
+        add(format!("{t}_values_in_unit"), format!("{t}.dtype in {FLOATING};\n    {t}.values in 0.0..=1.0;"));
         add(format!("{t}_values_nonnegative"), format!("{t}.values >= 0.0;"));
     }
     for t in tensors {
@@ -726,7 +728,7 @@ mod tests {
                 "src.ndim + 1 == input.ndim;\n    forall i in 0..src.ndim: src.shape[i] == input.shape[if i < (if dim < 0 then dim + max(input.ndim, 1) else dim) then i else i + 1];",
             ),
             ("api torch.conv3d(input: Tensor, weight: Tensor, groups: int = 1) -> Tensor {}\n", "weight_count_divisible_by_groups", "groups >= 1;\n    weight.ndim >= 1;\n    weight.shape[0] % groups == 0;"),
-            ("api torch.binary_cross_entropy(input: Tensor, target: Tensor) -> Tensor {}\n", "input_values_in_unit", "input.values in 0.0..=1.0;"),
+            ("api torch.binary_cross_entropy(input: Tensor, target: Tensor) -> Tensor {}\n", "input_values_in_unit", "input.dtype in [float16, bfloat16, float32, float64];\n    input.values in 0.0..=1.0;"),
             ("api torch.bincount(input: Tensor, weights: Tensor? = None, minlength: int = 0) -> Tensor {}\n", "input_values_nonnegative", "input.values >= 0.0;"),
             ("api torch.one_hot(input: Tensor, num_classes: int = -1) -> Tensor {}\n", "input_values_below_num_classes", "num_classes >= 1;\n    input.values in 0..num_classes;"),
             ("api torch.nll_loss(input: Tensor, target: Tensor) -> Tensor {}\n", "target_classes_of_input", "input.ndim >= 2;\n    input.shape[1] >= 1;\n    target.values in 0..input.shape[1];"),
