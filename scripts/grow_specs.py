@@ -8,10 +8,15 @@ Usage: python3 scripts/grow_specs.py [--sfz target/debug/sfz] [--budget 8s] [--j
        python3 scripts/grow_specs.py --retry [--best] [--budget 12s] [AREA...]
        python3 scripts/grow_specs.py --new [--budget 10s] [AREA...]
        python3 scripts/grow_specs.py --aten [--budget 6s] [--chunk 40] [AREA...]
+       python3 scripts/grow_specs.py --sample N --seed S --tag T [--redo-below TAG] [--budget 30s]
 
 `--retry` runs again, with another seed, the operators of the first pass that ended between
 `--lo` (75%) and `--hi` (90%) valid inputs, and appends those that now pass to the area's file;
 with `--best`, the operators not kept yet whose best run of any pass ended in that range.
+`--sample N` runs the current build once on N operators drawn at random from every operator any
+pass tried, figures only: what one `sfz infer` reaches, which the best of every pass overstates
+(`measure_rules.py --reach` prints it with a 95% interval; sample71, sample71r and sample73 were
+run so, 2026-11-29).
 `--new` runs the operators the selection has and data/ops/<area>.txt lacks (after SKIP was
 narrowed), adds them to the list and appends those that pass. The first pass rewrites the
 areas' files; the others only append.
