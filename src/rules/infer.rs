@@ -1625,7 +1625,8 @@ mod tests {
         assert_eq!(names, ["other_ndim_0"], "{:?}", result.trace);
     }
 
-    /// Refuses as `binary_cross_entropy` does unless every element of `input` is in [0, 1].
+    /// Refuses as `binary_cross_entropy` does: a non-floating `input`, then one with an
+    /// element outside [0, 1].
     struct WantsProbabilities;
     impl Runner for WantsProbabilities {
         fn run_with_errors(&self, _: usize, cases: &[Vec<Arg>], _: Instant) -> Vec<(Status, Option<String>)> {
@@ -1641,6 +1642,7 @@ mod tests {
             cases
                 .iter()
                 .map(|args| match &args[0] {
+                    Arg::Tensor(t) if !t.dtype.is_floating() => (Status::Invalid, Some(format!("\"binary_cross_entropy\" not implemented for '{:?}'", t.dtype))),
                     Arg::Tensor(t) if in_unit(t) => (Status::Ok, None),
                     _ => (Status::Invalid, Some("all elements of input should be between 0 and 1".into())),
                 })
