@@ -37,7 +37,7 @@ pub fn named(line: &str) -> Vec<i64> {
             Some(&c) => !c.is_ascii_alphanumeric() && c != b'_',
         };
         let with_unit = rest.starts_with('d') && !rest[1..].starts_with(|c: char| c.is_ascii_alphabetic() && c != 'i');
-        if inside_name || !(alone || with_unit) {
+        if inside_name || !(alone || with_unit) || quoted_size(wanted, start, i) || position(&wanted[..start]) {
             continue;
         }
         if let Ok(n) = wanted[start..i].parse::<i64>() {
@@ -46,9 +46,13 @@ pub fn named(line: &str) -> Vec<i64> {
             }
         }
     }
-    // Counts in words ("at least three dimensions"); not "one", which is mostly "one of".
-    for w in super::words(wanted) {
+    // Counts in words ("at least three dimensions"); not "one", which is mostly "one of". A
+    // vector is 1-d and a matrix 2-d ("Expected non-empty vector or matrix", "Index is supposed
+    // to be a vector"), as words of their own, not inside a name (`matrix_norm`).
+    for w in wanted.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|w| !w.is_empty()) {
         let n = match w {
+            "vector" => 1,
+            "matrix" => 2,
             "two" => 2,
             "three" => 3,
             "four" => 4,
@@ -60,6 +64,23 @@ pub fn named(line: &str) -> Vec<i64> {
         }
     }
     out
+}
+
+/// Whether the number at `start..end` is one of a list of numbers in brackets or parentheses: a
+/// size or shape quoted from the input ("The size of tensor a (3) must match", "Expected target
+/// size [2]"), or a range of values ("in the range [0, 1]"), not a count wanted.
+fn quoted_size(text: &str, start: usize, end: usize) -> bool {
+    let listed = |c: char| c.is_ascii_digit() || matches!(c, ' ' | ',' | '-' | '.');
+    let before = text[..start].trim_end_matches(listed);
+    let after = text[end..].trim_start_matches(listed);
+    (before.ends_with('[') && after.starts_with(']')) || (before.ends_with('(') && after.starts_with(')'))
+}
+
+/// Whether a number after `before` is a position along the dimensions ("at non-singleton
+/// dimension 1", "apart from dimension 0", "for dimension 2 with size 3"), not a rank.
+fn position(before: &str) -> bool {
+    let mut words = before.split_whitespace().rev();
+    matches!(words.next(), Some("dimension" | "dim")) && matches!(words.next(), Some("at" | "from" | "for" | "along" | "non-singleton" | "singleton"))
 }
 
 /// The ranks or lengths a one-statement candidate fixes or bounds: `x.ndim == 2` → [2],
@@ -108,6 +129,12 @@ mod tests {
         for (message, want) in cases {
             assert_eq!(named(message), want, "{message}");
         }
+        // Sizes and shapes quoted from the input, value ranges and positions are not counts.
+        assert_eq!(named("The size of tensor a (3) must match the size of tensor b (5) at non-singleton dimension 2"), Vec::<i64>::new());
+        assert_eq!(named("quantile() q values must be in the range [0, 1]"), Vec::<i64>::new());
+        assert_eq!(named("Expected index [2, 3] to be no larger than self [4, 5] apart from dimension 1"), Vec::<i64>::new());
+        assert_eq!(named("Expected non-empty vector or matrix with optional 0-dim batch size, but got: [2, 3, 4]"), [0, 1, 2]);
+        assert_eq!(named("linalg.matrix_norm: Order 3 not supported."), [3]);
         // Digits in names and widths are not counts.
         assert_eq!(named("\"max_pool2d\" not implemented for 'Half' in conv3d, 8bit"), Vec::<i64>::new());
         assert_eq!(named("max_pool1d() Invalid computed output size: -2"), Vec::<i64>::new());

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::{counts, enums, kernels, ranks, reduce, weaken, Candidate, Judged};
+use super::{counts, enums, kernels, ranks, reduce, stated, weaken, Candidate, Judged};
 use crate::gen::{mix, values};
 use crate::oracle::Status;
 use crate::solve::{self, Limits};
@@ -179,6 +179,13 @@ impl Batch {
 
     /// The counts (ranks, lengths) one message behind complaint `key` names as wanted
     /// (`counts::named`).
+    /// One raw message of the most frequent complaint.
+    fn dominant_message(&self) -> Option<&str> {
+        let (key, _) = self.dominant_error()?;
+        let k = self.errors.iter().position(|e| e.as_deref() == Some(key.as_str()))?;
+        self.messages[k].as_deref()
+    }
+
     fn named_counts(&self, key: &str) -> Vec<i64> {
         let k = self.errors.iter().position(|e| e.as_deref() == Some(key));
         k.and_then(|k| self.messages[k].as_deref()).map_or_else(Vec::new, counts::named)
@@ -863,7 +870,9 @@ fn search(
             // The dtypes the kernels refused so far, as one candidate per parameter; a
             // larger set replaces its earlier version.
             refused.observe(base, &batch.args, &batch.messages);
-            for c in refused.candidates(base) {
+            // And the values the most frequent complaint states for a number parameter.
+            let stated = batch.dominant_message().map_or_else(Vec::new, |m| stated::candidates(base, m));
+            for c in refused.candidates(base).into_iter().chain(stated) {
                 let name = c.candidate.name.as_str();
                 if accepted.iter().any(|(a, _)| a.candidate.name == name) || rejected.iter().any(|(r, _)| r.candidate.name == name) {
                     continue;

@@ -18,6 +18,7 @@ pub mod reduce;
 pub mod rejections;
 pub mod relations;
 pub mod skeleton;
+mod stated;
 mod weaken;
 
 use crate::ast::ItemKind;
