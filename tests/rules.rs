@@ -190,6 +190,29 @@ fn infer_from_operator_names_enumerates_offline() {
     assert!(stderr.contains("error[E0019]") && stderr.contains("torch.transpose"), "{stderr}");
 }
 
+/// An operator with no kernel for dense CPU tensors is not searched (every input would be
+/// refused), and `--prune` removes it; an API left below `--min-valid` is reported with the
+/// complaint libtorch raised most (a budget too short for `multi_margin_loss` to be solved).
+#[test]
+fn infer_skips_operators_without_a_cpu_kernel_and_names_what_stops_the_rest() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("ops.sfz");
+    let (code, stdout, stderr) = run(sfz().args(["infer", "--color=never", "--json", "--prune", "--budget", "2s", "--workers", "1", "torch.batch_norm_stats", "-o"]).arg(&file));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("torch.batch_norm_stats: not run: aten::batch_norm_stats has no kernel for dense CPU tensors"), "{stderr}");
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(json[0]["no_cpu_kernel"], true, "{stdout}");
+    let text = std::fs::read_to_string(&file).unwrap_or_default();
+    assert!(!text.contains("api torch.batch_norm_stats("), "pruned: {text}");
+
+    let file = dir.path().join("loss.sfz");
+    let (code, _, stderr) = run(sfz().args(["infer", "--color=never", "--budget", "2s", "--workers", "1", "torch.multi_margin_loss", "-o"]).arg(&file));
+    assert_eq!(code, 0, "{stderr}");
+    let still = stderr.lines().find(|l| l.starts_with("  libtorch still refuses ")).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(still.contains("% of the inputs with: "), "{still}");
+    assert!(stderr.contains("= hint: write the rule it asks for by hand, or ask a model: `sfz suggest "), "{stderr}");
+}
+
 /// A backward operator named to infer comes with its forward, as `sfz init` writes it: the
 /// forward's rules, inferred first, become the backward's (`huber_loss_backward` needs the
 /// forward's positive delta and broadcasting target), and pruning keeps a forward while a kept

@@ -314,12 +314,36 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
             }
             let considered: Vec<Candidate> = cands.iter().map(|c| c.candidate.clone()).collect();
             let config = InferConfig { learn_values: !args.no_enumerate, ..config.clone() };
+            if !crate::ops::tags::runs_on_cpu(&plan.binding.name) {
+                // Every input would be refused: no search, and --prune treats it as any API left
+                // without valid inputs.
+                eprintln!(
+                    "{}: not run: {} has no kernel for dense CPU tensors (torch registers it for CUDA, sparse or nested tensors, or none), so no rule makes an input valid here",
+                    plan.api.name, plan.binding.name
+                );
+                results.push(ApiResult { api: plan.api.name.clone(), conclusive: true, no_cpu_kernel: true, ..Default::default() });
+                if args.prune && callers(path, &text, &plan.api.name).is_empty() {
+                    eprintln!("{}: pruned (no kernel for dense CPU tensors)", plan.api.name);
+                    if let Some(t) = rules::remove_api(&text, &plan.api.name) {
+                        text = t;
+                    }
+                }
+                continue;
+            }
             let mut result = infer::infer_api(&plan.api, i, cands, &runner, &config, args.keep_rejected);
             if !args.json {
                 for t in &result.trace {
                     eprintln!("{t}");
                 }
                 eprintln!("{}", line(&result));
+                if let Some((message, share)) = &result.complaint {
+                    eprintln!("  libtorch still refuses {} of the inputs with: {message}", pct(Some(*share)));
+                    if message.contains("with arguments from the '") {
+                        eprintln!("  = note: no kernel takes these inputs' backend or layout; no rule makes them valid");
+                    } else {
+                        eprintln!("  = hint: write the rule it asks for by hand, or ask a model: `sfz suggest {} --api {}`", path.display(), plan.api.name);
+                    }
+                }
             }
             // Candidates from the file that were not judged stay candidates, but enumerated ones
             // (from `sfz suggest --offline`) are only worth keeping once validated.

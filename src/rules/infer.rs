@@ -134,6 +134,12 @@ pub struct ApiResult {
     pub conclusive: bool,
     /// Searches started again with another seed (`InferConfig::restart_below`).
     pub restarts: usize,
+    /// Where the API is left below `min_valid`: libtorch's most frequent complaint about its
+    /// inputs (one message, first line) and the share of inputs that raised it. The check no
+    /// rule makes yet, for a person or `sfz suggest` to write.
+    pub complaint: Option<(String, f64)>,
+    /// Not run: the operator has no kernel for dense CPU tensors (`ops::tags::runs_on_cpu`).
+    pub no_cpu_kernel: bool,
     /// The rules to write, judged (validated, and rejected ones when asked).
     #[serde(skip)]
     pub rules: Vec<Judged>,
@@ -179,6 +185,14 @@ impl Batch {
 
     /// The counts (ranks, lengths) one message behind complaint `key` names as wanted
     /// (`counts::named`).
+    /// The most frequent complaint as one raw message's first line, with the share of the
+    /// batch that raised it.
+    fn complaint(&self) -> Option<(String, f64)> {
+        let (_, n) = self.dominant_error()?;
+        let line = self.dominant_message()?.lines().next().unwrap_or_default();
+        Some((line.to_string(), n as f64 / self.ok.len().max(1) as f64))
+    }
+
     /// One raw message of the most frequent complaint.
     fn dominant_message(&self) -> Option<&str> {
         let (key, _) = self.dominant_error()?;
@@ -1257,6 +1271,12 @@ fn search(
     // would only be guesses that happen to narrow the inputs.
     let conclusive = result.valid_after.is_some_and(|v| v >= config.min_valid && Some(v) > result.valid_before);
     result.conclusive = conclusive || judged_ok.is_empty();
+    // What still stops the inputs: those of the kept rules, or of the API as it was when its
+    // rules go.
+    let left = if conclusive || judged_ok.is_empty() { batch.valid_rate() } else { result.valid_before };
+    if left.is_some_and(|v| v < config.min_valid) {
+        result.complaint = if conclusive || judged_ok.is_empty() { batch.complaint() } else { before.complaint() };
+    }
     // A learned value set widens the inputs rather than narrowing them: it stays when they
     // remain valid enough, even if no more valid than before.
     let widening_ok = result.valid_after.is_some_and(|v| v >= config.min_valid);

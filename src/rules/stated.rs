@@ -2,10 +2,12 @@
 //! wide range, so a check that takes a few values only (`multi_margin_loss`: "only p == 1 and
 //! p == 2 supported") refuses nearly every input, and no enumerated candidate names those values.
 //! The complaint names the parameter and each value: `sfz infer` proposes `p in [1, 2]` from it,
-//! a candidate judged like any other.
+//! a candidate judged like any other. Likewise a size libtorch states for a tensor's last
+//! dimension ("expected grid to have size 2 in last dimension", "inputs dimension -1 must have
+//! length 3"): `grid.shape[-1] == 2`, which no enumerated candidate fixes to a constant.
 use super::infer::Checked;
-use super::Candidate;
-use crate::spec::{ApiSpec, BinOp, Category, Constraint, Origin, ParamType, RuleSource, TExpr, Value};
+use super::{counts, Candidate};
+use crate::spec::{ApiSpec, BinOp, Category, Constraint, Origin, ParamType, Prop, RuleSource, TExpr, Value};
 
 /// At most this many values make a set; a longer list is not a few values.
 const MAX_VALUES: usize = 6;
@@ -28,6 +30,38 @@ pub fn candidates(api: &ApiSpec, message: &str) -> Vec<Checked> {
             continue;
         }
         out.push(candidate(api, i, values));
+    }
+    out.extend(last_sizes(api, wanted));
+    out
+}
+
+/// `t.shape[-1] == n` for each tensor parameter, when the complaint wants its last dimension of
+/// one size `n`. Every tensor gets one, as the complaint may name them together ("inputs"); the
+/// search ranks those it names first.
+fn last_sizes(api: &ApiSpec, wanted: &str) -> Vec<Checked> {
+    let lower = wanted.to_ascii_lowercase();
+    if !(lower.contains("last dim") || lower.contains("dimension -1") || lower.contains("dim -1")) {
+        return Vec::new();
+    }
+    let [n] = counts::named(wanted)[..] else { return Vec::new() };
+    if n < 1 {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for (i, p) in api.params.iter().enumerate() {
+        let fed = api.from.iter().flat_map(|f| &f.binds).any(|b| b.param == i);
+        if fed || p.ty != ParamType::Tensor {
+            continue;
+        }
+        let text = format!("{}.shape[-1] == {n}", p.name);
+        let last = TExpr::Index(Box::new(TExpr::Prop(Box::new(TExpr::Param(i)), Prop::Shape)), Box::new(TExpr::Lit(Value::Int(-1))));
+        let expr = TExpr::Binary(BinOp::Eq, Box::new(last), Box::new(TExpr::Lit(Value::Int(n))));
+        let constraint = Constraint { expr, span: api.span, text: text.clone(), origin: Origin::Inline, category: Category::Shape, params: vec![i] };
+        out.push(Checked {
+            candidate: Candidate { name: format!("{}_last_size_{n}", p.name), text: format!("{text};"), source: RuleSource::Inferred },
+            constraints: vec![constraint],
+            evidence: None,
+        });
     }
     out
 }
@@ -124,6 +158,42 @@ mod tests {
     }
 
     #[test]
+    fn a_last_size_is_read_where_the_complaint_states_it() {
+        let src = "api torch.grid_sampler_2d(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int, align_corners: bool) -> Tensor {}\n";
+        let checked = crate::check::check_text(Path::new("t.sfz"), src);
+        let api = &checked.spec.apis[0];
+        let texts = |m: &str| candidates(api, m).into_iter().map(|c| c.candidate.text).collect::<Vec<_>>();
+        assert_eq!(
+            texts("grid_sampler(): expected grid to have size 2 in last dimension, but got grid with sizes [1, 3, 3, 3]"),
+            ["input.shape[-1] == 2;", "grid.shape[-1] == 2;"]
+        );
+        assert_eq!(texts("linalg.cross: inputs dimension -1 must have length 3. Got 4 and 4"), ["input.shape[-1] == 3;", "grid.shape[-1] == 3;"]);
+        // No size, or not the last dimension.
+        assert!(texts("expected grid to have the same batch size as input").is_empty());
+        assert!(texts("expected size 2 at dimension 1").is_empty());
+        // The hand-built constraint evaluates as its text would.
+        let c = candidates(api, "expected grid to have size 2 in last dimension").remove(1);
+        let written = crate::check::check_text(Path::new("t.sfz"), &format!("{src}\nrule r for torch.grid_sampler_2d {{\n    {}\n}}\n", c.candidate.text));
+        assert!(!written.has_errors(), "{:?}", written.diags);
+        let mut probe = api.clone();
+        probe.requires = c.constraints.clone();
+        let args = |last: i64| vec![tensor(vec![1, 2, 3, 3]), tensor(vec![1, 3, 3, last]), Arg::Int(0), Arg::Int(0), Arg::Bool(false)];
+        assert_eq!(crate::gen::values::conforms(&probe, &args(2)), vec![Some(true)]);
+        assert_eq!(crate::gen::values::conforms(&probe, &args(3)), vec![Some(false)]);
+    }
+
+    fn tensor(shape: Vec<i64>) -> Arg {
+        Arg::Tensor(crate::wire::case::TensorRecipe {
+            dtype: crate::wire::case::DType::Float32,
+            shape,
+            fill: crate::wire::case::Fill::Constant(0.0),
+            seed: 0,
+            layout: Default::default(),
+            specials: Vec::new(),
+        })
+    }
+
+    #[test]
     fn the_candidate_evaluates_as_its_text_would() {
         let checked = crate::check::check_text(Path::new("t.sfz"), SRC);
         let api = &checked.spec.apis[0];
@@ -132,16 +202,6 @@ mod tests {
         probe.requires = c.constraints.clone();
         let written = crate::check::check_text(Path::new("t.sfz"), &format!("{}\nrule r for torch.multi_margin_loss {{\n    {}\n}}\n", SRC, c.candidate.text));
         assert!(!written.has_errors(), "{:?}", written.diags);
-        let tensor = |shape: Vec<i64>| {
-            Arg::Tensor(crate::wire::case::TensorRecipe {
-                dtype: crate::wire::case::DType::Float32,
-                shape,
-                fill: crate::wire::case::Fill::Constant(0.0),
-                seed: 0,
-                layout: Default::default(),
-                specials: Vec::new(),
-            })
-        };
         let args = |p: f64| vec![tensor(vec![2, 3]), tensor(vec![2]), Arg::Float(p), Arg::Float(1.0), Arg::None, Arg::Int(1)];
         assert_eq!(crate::gen::values::conforms(&probe, &args(2.0)), vec![Some(true)]);
         assert_eq!(crate::gen::values::conforms(&probe, &args(3.0)), vec![Some(false)]);
