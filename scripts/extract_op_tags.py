@@ -1,8 +1,7 @@
 #!/usr/bin/env python3
 """Write the operator classes the precision oracle reads (data/pointwise_ops.txt and
 data/blas_lapack_ops.txt), from torch 2.13.0's operator tags and a list of BLAS and LAPACK
-operators, and the operators no dense CPU tensor can run (data/no_cpu_kernel_ops.txt), from its
-dispatcher. What each class is held to (docs/ORACLES.md, "What the float64 reference judges"):
+operators. What each class is held to (docs/ORACLES.md, "What the float64 reference judges"):
 
 - pointwise (tagged `pointwise`): close to the exact result of the exact input, however
   ill-conditioned the point;
@@ -79,35 +78,7 @@ for name in sorted(base - pointwise):
     target = documented_alias(name)
     if target in pointwise and getattr(torch.ops.aten, name, None) is not None:
         pointwise.add(name)
-# Operators none of whose overloads (out= forms aside: their wrapper is composite and calls the
-# functional one) has a kernel for dense CPU tensors, or a composite one: registered for CUDA
-# (`batch_norm_stats`, `_thnn_fused_lstm_cell`), sparse or nested tensors (`_to_dense`,
-# `to_padded_tensor`) or nothing (`linear_backward`). Every input sfz makes is refused with
-# "Could not run 'aten::X' with arguments from the 'CPU' backend".
-RUNS_CPU = ["CPU", "CompositeImplicitAutograd", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional"]
-
-
-def runs_on_cpu(name):
-    packet = getattr(torch.ops.aten, name)
-    for overload in packet.overloads():
-        if "out" in overload:
-            continue
-        full = f"aten::{name}" if overload == "default" else f"aten::{name}.{overload}"
-        try:
-            if any(torch._C._dispatch_has_kernel_for_dispatch_key(full, key) for key in RUNS_CPU):
-                return True
-        except RuntimeError:
-            # Not in the dispatcher (defined in Python, `_grad_sum_to_size`): not known to lack one.
-            return True
-    return False
-
-
-no_cpu = {name for name in base if getattr(torch.ops.aten, name, None) is not None and not runs_on_cpu(name)}
-for file, names, what in [
-    ("pointwise_ops.txt", pointwise, "aten operators tagged pointwise, and their aliases"),
-    ("blas_lapack_ops.txt", products, "aten operators computed by BLAS or LAPACK"),
-    ("no_cpu_kernel_ops.txt", no_cpu, "aten operators with no kernel for dense CPU tensors (nor a composite one)"),
-]:
+for file, names, what in [("pointwise_ops.txt", pointwise, "aten operators tagged pointwise, and their aliases"), ("blas_lapack_ops.txt", products, "aten operators computed by BLAS or LAPACK")]:
     out = ROOT / "data" / file
     out.write_text(f"# {what} in torch {torch.__version__}, by scripts/extract_op_tags.py\n" + "".join(f"{n}\n" for n in sorted(names)))
     print(f"{len(names)} operators -> {out}")

@@ -190,7 +190,7 @@ fn infer_from_operator_names_enumerates_offline() {
     assert!(stderr.contains("error[E0019]") && stderr.contains("torch.transpose"), "{stderr}");
 }
 
-/// An operator with no kernel for dense CPU tensors is not searched (every input would be
+/// An operator with no kernel for CPU tensors is not searched (every input would be
 /// refused), and `--prune` removes it; an API left below `--min-valid` is reported with the
 /// complaint libtorch raised most (a budget too short for `multi_margin_loss` to be solved).
 #[test]
@@ -199,7 +199,7 @@ fn infer_skips_operators_without_a_cpu_kernel_and_names_what_stops_the_rest() {
     let file = dir.path().join("ops.sfz");
     let (code, stdout, stderr) = run(sfz().args(["infer", "--color=never", "--json", "--prune", "--budget", "2s", "--workers", "1", "torch.batch_norm_stats", "-o"]).arg(&file));
     assert_eq!(code, 0, "{stderr}");
-    assert!(stderr.contains("torch.batch_norm_stats: not run: aten::batch_norm_stats has no kernel for dense CPU tensors"), "{stderr}");
+    assert!(stderr.contains("torch.batch_norm_stats: not run: aten::batch_norm_stats has no kernel for CPU tensors"), "{stderr}");
     let json: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
     assert_eq!(json[0]["no_cpu_kernel"], true, "{stdout}");
     let text = std::fs::read_to_string(&file).unwrap_or_default();

@@ -314,16 +314,18 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
             }
             let considered: Vec<Candidate> = cands.iter().map(|c| c.candidate.clone()).collect();
             let config = InferConfig { learn_values: !args.no_enumerate, ..config.clone() };
-            if !crate::ops::tags::runs_on_cpu(&plan.binding.name) {
+            if catalog.get(&plan.binding.name, &plan.binding.overload).is_some_and(|s| !s.cpu) {
                 // Every input would be refused: no search, and --prune treats it as any API left
                 // without valid inputs.
                 eprintln!(
-                    "{}: not run: {} has no kernel for dense CPU tensors (torch registers it for CUDA, sparse or nested tensors, or none), so no rule makes an input valid here",
-                    plan.api.name, plan.binding.name
+                    "{}: not run: {}{} has no kernel for CPU tensors (torch registers it for CUDA, sparse or nested tensors, or none), so no rule makes an input valid here",
+                    plan.api.name,
+                    plan.binding.name,
+                    if plan.binding.overload.is_empty() { String::new() } else { format!(".{}", plan.binding.overload) }
                 );
                 results.push(ApiResult { api: plan.api.name.clone(), conclusive: true, no_cpu_kernel: true, ..Default::default() });
                 if args.prune && callers(path, &text, &plan.api.name).is_empty() {
-                    eprintln!("{}: pruned (no kernel for dense CPU tensors)", plan.api.name);
+                    eprintln!("{}: pruned (no kernel for CPU tensors)", plan.api.name);
                     if let Some(t) = rules::remove_api(&text, &plan.api.name) {
                         text = t;
                     }

@@ -38,6 +38,19 @@ impl Catalog {
                 Err(e) => catalog.rejected.push(e),
             }
         }
+        // An out= form's wrapper is a composite kernel, so the dispatcher says it runs on the
+        // CPU, but it calls the functional form: where none of those has a CPU kernel
+        // (`batch_norm_stats`, `linear_backward`), neither does the out= form.
+        for indices in catalog.by_name.values() {
+            let functional = || indices.iter().map(|&i| &catalog.schemas[i]).filter(|s| !s.is_out_form());
+            if functional().next().is_none() || functional().any(|s| s.cpu) {
+                continue;
+            }
+            let outs: Vec<usize> = indices.iter().copied().filter(|&i| catalog.schemas[i].is_out_form()).collect();
+            for i in outs {
+                catalog.schemas[i].cpu = false;
+            }
+        }
         catalog
     }
 
@@ -138,6 +151,15 @@ mod tests {
         assert!(c.get_qualified("aten::softmax.int").is_some());
         assert!(c.get_qualified("aten::softmax").is_none());
         assert_eq!(c.overloads("aten::nope").count(), 0);
+        // The out= form of an operator whose functional form has no CPU kernel has none either.
+        let marked = Catalog::from_schemas([
+            format!("{NO_CPU}aten::batch_norm_stats(Tensor input, float eps) -> (Tensor, Tensor)"),
+            "aten::batch_norm_stats.out(Tensor input, float eps, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))".into(),
+            "aten::abs(Tensor self) -> Tensor".into(),
+            "aten::abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)".into(),
+        ]);
+        let cpu: Vec<bool> = marked.schemas().iter().map(|s| s.cpu).collect();
+        assert_eq!(cpu, [false, false, true, true]);
     }
 
     #[test]

@@ -138,6 +138,11 @@ pub struct OpSchema {
 }
 
 impl OpSchema {
+    /// The out= form of an operator: it writes to a keyword-only argument (`Tensor(a!) out`).
+    pub fn is_out_form(&self) -> bool {
+        self.args.iter().any(|a| a.kw_only && a.mutable)
+    }
+
     /// `aten::sum.dim_IntList`, or `aten::exp` for the default overload.
     pub fn qualified(&self) -> String {
         if self.overload.is_empty() {

@@ -29,16 +29,6 @@ pub fn class(name: &str) -> OpClass {
     }
 }
 
-/// Whether operator `name` has a kernel for dense CPU tensors, or a composite one, in torch
-/// 2.13.0. Those without are registered for CUDA (`batch_norm_stats`), sparse or nested tensors
-/// (`_to_dense`), or nothing (`linear_backward`): libtorch refuses every input sfz makes with
-/// "Could not run 'aten::X' with arguments from the 'CPU' backend".
-pub fn runs_on_cpu(name: &str) -> bool {
-    let name = name.strip_prefix("aten::").unwrap_or(name);
-    static NO_CPU: LazyLock<HashSet<&'static str>> = LazyLock::new(|| names(include_str!("../../data/no_cpu_kernel_ops.txt")));
-    !NO_CPU.contains(name)
-}
-
 /// The outputs of operator `name` that its math does not determine, only up to the sign or
 /// phase of each column or the order of the values: the singular vectors of an SVD, the
 /// eigenvectors and (of a general matrix) the eigenvalues of an eigendecomposition, the factors

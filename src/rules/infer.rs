@@ -138,7 +138,7 @@ pub struct ApiResult {
     /// inputs (one message, first line) and the share of inputs that raised it. The check no
     /// rule makes yet, for a person or `sfz suggest` to write.
     pub complaint: Option<(String, f64)>,
-    /// Not run: the operator has no kernel for dense CPU tensors (`ops::tags::runs_on_cpu`).
+    /// Not run: the operator has no kernel for CPU tensors (`ops::schema::OpSchema::cpu`).
     pub no_cpu_kernel: bool,
     /// The rules to write, judged (validated, and rejected ones when asked).
     #[serde(skip)]
