@@ -183,8 +183,6 @@ impl Batch {
         counts.iter().fold(None::<(&str, usize)>, |best, &(k, n)| if best.is_none_or(|(_, b)| n > b) { Some((k, n)) } else { best }).map(|(k, n)| (k.to_string(), n))
     }
 
-    /// The counts (ranks, lengths) one message behind complaint `key` names as wanted
-    /// (`counts::named`).
     /// The most frequent complaint as one raw message's first line, with the share of the
     /// batch that raised it.
     fn complaint(&self) -> Option<(String, f64)> {
@@ -200,6 +198,8 @@ impl Batch {
         self.messages[k].as_deref()
     }
 
+    /// The counts (ranks, lengths) one message behind complaint `key` names as wanted
+    /// (`counts::named`).
     fn named_counts(&self, key: &str) -> Vec<i64> {
         let k = self.errors.iter().position(|e| e.as_deref() == Some(key));
         k.and_then(|k| self.messages[k].as_deref()).map_or_else(Vec::new, counts::named)
@@ -884,7 +884,8 @@ fn search(
             // The dtypes the kernels refused so far, as one candidate per parameter; a
             // larger set replaces its earlier version.
             refused.observe(base, &batch.args, &batch.messages);
-            // And the values the most frequent complaint states for a number parameter.
+            // And what the most frequent complaint states: a number parameter's values, a last
+            // dimension's size (`stated`).
             let stated = batch.dominant_message().map_or_else(Vec::new, |m| stated::candidates(base, m));
             for c in refused.candidates(base).into_iter().chain(stated) {
                 let name = c.candidate.name.as_str();
