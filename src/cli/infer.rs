@@ -338,7 +338,8 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
                     eprintln!("{t}");
                 }
                 eprintln!("{}", line(&result));
-                if let Some((message, share)) = &result.complaint {
+                let below = !result.conclusive || result.valid_after.is_none_or(|v| v < args.min_valid);
+                if let Some((message, share)) = result.complaint.as_ref().filter(|_| below) {
                     eprintln!("  libtorch still refuses {} of the inputs with: {message}", pct(Some(*share)));
                     if message.contains("with arguments from the '") {
                         eprintln!("  = note: no kernel takes these inputs' backend or layout; no rule makes them valid");

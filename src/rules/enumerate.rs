@@ -324,7 +324,22 @@ fn every_candidate(api: &ApiSpec) -> Vec<Candidate> {
         }
     }
     element_values(&tensors, &ints, &mut add);
+    element_ranks(&lists, &mut add);
     out
+}
+
+/// The rank every element of a tensor list must have ("Expect a 1D vector", `cartesian_prod`;
+/// "the first tensor must be 1D or 2D", `multi_dot`), and shapes that chain. Appended last.
+fn element_ranks(lists: &[&str], add: &mut impl FnMut(String, String)) {
+    for l in lists {
+        add(format!("{l}_elements_ndim_1"), format!("forall t in {l}: t.ndim == 1;"));
+        add(format!("{l}_elements_ndim_2"), format!("forall t in {l}: t.ndim == 2;"));
+        add(format!("{l}_elements_ndim_1_or_2"), format!("forall t in {l}: t.ndim in 1..=2;"));
+        // Matrices multiplied in turn (`chain_matmul`, `multi_dot`): each one's columns are the
+        // next one's rows.
+        add(format!("{l}_at_least_two"), format!("len({l}) >= 2;"));
+        add(format!("{l}_chained"), format!("forall i in 1..len({l}): {l}[i - 1].ndim >= 1 and {l}[i].ndim >= 1 and {l}[i - 1].shape[-1] == {l}[i].shape[0];"));
+    }
 }
 
 /// Checks libtorch makes on a tensor's elements: probabilities ("all elements of input should
@@ -345,6 +360,13 @@ fn element_values(tensors: &[&str], ints: &[&str], add: &mut impl FnMut(String, 
         }
         for x in tensors.iter().filter(|x| *x != t) {
             add(format!("{t}_classes_of_{x}"), format!("{x}.ndim >= 2;\n    {x}.shape[1] >= 1;\n    {t}.values in 0..{x}.shape[1];"));
+        }
+    }
+    // Scores with their classes along the last dimension, 1-d or a batch of rows
+    // (`multi_margin_loss`: "target out of range"). After the others: appended last.
+    for t in tensors {
+        for x in tensors.iter().filter(|x| *x != t) {
+            add(format!("{t}_classes_along_last_of_{x}"), format!("{x}.ndim >= 1;\n    {x}.shape[-1] >= 1;\n    {t}.values in 0..{x}.shape[-1];"));
         }
     }
 }
@@ -732,6 +754,17 @@ mod tests {
             ("api torch.bincount(input: Tensor, weights: Tensor? = None, minlength: int = 0) -> Tensor {}\n", "input_values_nonnegative", "input.values >= 0.0;"),
             ("api torch.one_hot(input: Tensor, num_classes: int = -1) -> Tensor {}\n", "input_values_below_num_classes", "num_classes >= 1;\n    input.values in 0..num_classes;"),
             ("api torch.nll_loss(input: Tensor, target: Tensor) -> Tensor {}\n", "target_classes_of_input", "input.ndim >= 2;\n    input.shape[1] >= 1;\n    target.values in 0..input.shape[1];"),
+            ("api torch.cartesian_prod(tensors: Tensor[]) -> Tensor {}\n", "tensors_elements_ndim_1", "forall t in tensors: t.ndim == 1;"),
+            (
+                "api torch.chain_matmul(matrices: Tensor[]) -> Tensor {}\n",
+                "matrices_chained",
+                "forall i in 1..len(matrices): matrices[i - 1].ndim >= 1 and matrices[i].ndim >= 1 and matrices[i - 1].shape[-1] == matrices[i].shape[0];",
+            ),
+            (
+                "api torch.multi_margin_loss(input: Tensor, target: Tensor, p: Scalar = 1) -> Tensor {}\n",
+                "target_classes_along_last_of_input",
+                "input.ndim >= 1;\n    input.shape[-1] >= 1;\n    target.values in 0..input.shape[-1];",
+            ),
             ("api torch.__iand__(input: Tensor, other: Tensor) -> Tensor {}\n", "other_casts_into_input", "other.dtype == bool or (input.dtype in [uint8, int8, int16, int32, int64] and other.dtype in [uint8, int8, int16, int32, int64]) or (input.dtype in [float16, bfloat16, float32, float64] and other.dtype not in [complex64, complex128]) or input.dtype in [complex64, complex128];"),
         ] {
             let checked = crate::check::check_text(Path::new("t.sfz"), src);

@@ -134,7 +134,7 @@ pub struct ApiResult {
     pub conclusive: bool,
     /// Searches started again with another seed (`InferConfig::restart_below`).
     pub restarts: usize,
-    /// Where the API is left below `min_valid`: libtorch's most frequent complaint about its
+    /// Where the API is left below `target_valid`: libtorch's most frequent complaint about its
     /// inputs (one message, first line) and the share of inputs that raised it. The check no
     /// rule makes yet, for a person or `sfz suggest` to write.
     pub complaint: Option<(String, f64)>,
@@ -1275,7 +1275,7 @@ fn search(
     // What still stops the inputs: those of the kept rules, or of the API as it was when its
     // rules go.
     let left = if conclusive || judged_ok.is_empty() { batch.valid_rate() } else { result.valid_before };
-    if left.is_some_and(|v| v < config.min_valid) {
+    if left.is_some_and(|v| v < config.target_valid) {
         result.complaint = if conclusive || judged_ok.is_empty() { batch.complaint() } else { before.complaint() };
     }
     // A learned value set widens the inputs rather than narrowing them: it stays when they

@@ -88,8 +88,7 @@ fn stated(text: &str, name: &str) -> Vec<(Value, String)> {
             continue;
         };
         let mut rest = rest.trim_start();
-        loop {
-            let Some((v, len)) = number(rest) else { break };
+        while let Some((v, len)) = number(rest) {
             if !out.iter().any(|(o, _)| *o == v) {
                 out.push((v, rest[..len].to_string()));
             }
