@@ -108,7 +108,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         "sfz init: {} skeleton{}{}{}{}{}",
         made.len(),
         if made.len() == 1 { "" } else { "s" },
-        if cuda_only > 0 { format!(", {cuda_only} without a CPU kernel (CUDA only)") } else { String::new() },
+        if cuda_only > 0 { format!(", {cuda_only} without a CPU kernel (for CUDA, sparse or nested tensors only)") } else { String::new() },
         if wired > 0 { format!(", {wired} backward operator(s) fed by their forward") } else { String::new() },
         if unsupported > 0 { format!(", {unsupported} operator(s) sfz cannot generate inputs for") } else { String::new() },
         if unknown > 0 { format!(", {unknown} unknown name(s)") } else { String::new() }
