@@ -333,12 +333,12 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
                 continue;
             }
             let mut result = infer::infer_api(&plan.api, i, cands, &runner, &config, args.keep_rejected);
+            let below = !result.conclusive || result.valid_after.is_none_or(|v| v < args.min_valid);
             if !args.json {
                 for t in &result.trace {
                     eprintln!("{t}");
                 }
                 eprintln!("{}", line(&result));
-                let below = !result.conclusive || result.valid_after.is_none_or(|v| v < args.min_valid);
                 if let Some((message, share)) = result.complaint.as_ref().filter(|_| below) {
                     eprintln!("  libtorch still refuses {} of the inputs with: {message}", pct(Some(*share)));
                     if message.contains("with arguments from the '") {
@@ -357,7 +357,6 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
                 }
             }
             replace.extend(result.rules.iter().map(|r| r.candidate.name.clone()));
-            let below = !result.conclusive || result.valid_after.is_none_or(|v| v < args.min_valid);
             let called = args.prune && below && !callers(path, &text, &plan.api.name).is_empty();
             if called {
                 callees_below.push(plan.api.name.clone());

@@ -48,8 +48,8 @@ pub fn named(line: &str) -> Vec<i64> {
     }
     // Counts in words ("at least three dimensions"); not "one", which is mostly "one of". A
     // vector is 1-d and a matrix 2-d ("Expected non-empty vector or matrix", "Index is supposed
-    // to be a vector"), as words of their own, not inside a name (`matrix_norm`).
-    for w in wanted.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|w| !w.is_empty()) {
+    // to be a vector"), as words of their own, not inside a name (`matrix_norm` is one word).
+    for w in super::words(wanted) {
         let n = match w {
             "vector" => 1,
             "matrix" => 2,

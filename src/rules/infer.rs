@@ -19,7 +19,7 @@ use super::{counts, enums, kernels, ranks, reduce, stated, weaken, Candidate, Ju
 use crate::gen::{mix, values};
 use crate::oracle::Status;
 use crate::solve::{self, Limits};
-use crate::spec::{ApiSpec, Constraint, RuleStatus};
+use crate::spec::{ApiSpec, Category, Constraint, Origin, RuleSource, RuleStatus, TExpr};
 use crate::wire::case::Arg;
 
 /// Runs argument lists of one API and says how each ended.
@@ -115,6 +115,16 @@ pub struct Checked {
     pub evidence: Option<Vec<(String, i64)>>,
 }
 
+impl Checked {
+    /// An inferred candidate of one statement about parameter `param` of `api`, built during
+    /// a search rather than checked from text: `text` (without its `;`) must say what `expr`
+    /// does.
+    pub fn inferred(api: &ApiSpec, name: String, param: usize, text: String, expr: TExpr, category: Category) -> Checked {
+        let constraint = Constraint { expr, span: api.span, text: text.clone(), origin: Origin::Inline, category, params: vec![param] };
+        Checked { candidate: Candidate { name, text: format!("{text};"), source: RuleSource::Inferred }, constraints: vec![constraint], evidence: None }
+    }
+}
+
 /// What inference made of one API.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct ApiResult {
@@ -186,23 +196,26 @@ impl Batch {
     /// The most frequent complaint as one raw message's first line, with the share of the
     /// batch that raised it.
     fn complaint(&self) -> Option<(String, f64)> {
-        let (_, n) = self.dominant_error()?;
-        let line = self.dominant_message()?.lines().next().unwrap_or_default();
+        let (key, n) = self.dominant_error()?;
+        let line = self.message(&key)?.lines().next().unwrap_or_default();
         Some((line.to_string(), n as f64 / self.ok.len().max(1) as f64))
     }
 
     /// One raw message of the most frequent complaint.
     fn dominant_message(&self) -> Option<&str> {
-        let (key, _) = self.dominant_error()?;
-        let k = self.errors.iter().position(|e| e.as_deref() == Some(key.as_str()))?;
+        self.message(&self.dominant_error()?.0)
+    }
+
+    /// One raw message behind complaint `key`.
+    fn message(&self, key: &str) -> Option<&str> {
+        let k = self.errors.iter().position(|e| e.as_deref() == Some(key))?;
         self.messages[k].as_deref()
     }
 
     /// The counts (ranks, lengths) one message behind complaint `key` names as wanted
     /// (`counts::named`).
     fn named_counts(&self, key: &str) -> Vec<i64> {
-        let k = self.errors.iter().position(|e| e.as_deref() == Some(key));
-        k.and_then(|k| self.messages[k].as_deref()).map_or_else(Vec::new, counts::named)
+        self.message(key).map_or_else(Vec::new, counts::named)
     }
 
     /// The indices of the cases a candidate holds on.
@@ -1274,9 +1287,9 @@ fn search(
     result.conclusive = conclusive || judged_ok.is_empty();
     // What still stops the inputs: those of the kept rules, or of the API as it was when its
     // rules go.
-    let left = if conclusive || judged_ok.is_empty() { batch.valid_rate() } else { result.valid_before };
-    if left.is_some_and(|v| v < config.target_valid) {
-        result.complaint = if conclusive || judged_ok.is_empty() { batch.complaint() } else { before.complaint() };
+    let left = if conclusive || judged_ok.is_empty() { &batch } else { &before };
+    if left.valid_rate().is_some_and(|v| v < config.target_valid) {
+        result.complaint = left.complaint();
     }
     // A learned value set widens the inputs rather than narrowing them: it stays when they
     // remain valid enough, even if no more valid than before.

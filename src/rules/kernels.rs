@@ -7,8 +7,7 @@
 use std::collections::BTreeSet;
 
 use super::infer::Checked;
-use super::Candidate;
-use crate::spec::{ApiSpec, BinOp, Category, Constraint, Origin, ParamType, Prop, RuleSource, TExpr, Value};
+use crate::spec::{ApiSpec, BinOp, Category, ParamType, Prop, TExpr, Value};
 use crate::wire::case::{Arg, DType};
 
 /// A parameter must hold the refused dtype in this share of the refusals to be the one refused
@@ -31,8 +30,7 @@ impl Refused {
         }
         for (i, p) in api.params.iter().enumerate() {
             // A parameter a `from` statement fills holds the forward's output, whatever was drawn.
-            let fed = api.from.iter().flat_map(|f| &f.binds).any(|b| b.param == i);
-            if fed || !matches!(p.ty, ParamType::Tensor | ParamType::TensorList) {
+            if api.fed(i) || !matches!(p.ty, ParamType::Tensor | ParamType::TensorList) {
                 continue;
             }
             let owned: Vec<DType> = refusals.iter().filter(|(a, d)| a.get(i).is_some_and(|a| holds_dtype(a, *d))).map(|(_, d)| *d).collect();
@@ -63,12 +61,7 @@ fn candidate(api: &ApiSpec, i: usize, refused: &BTreeSet<DType>) -> Option<Check
     let (of, text) =
         if list_param { (TExpr::Each(Box::new(TExpr::Param(i))), format!("{}[*].dtype in [{list}]", p.name)) } else { (TExpr::Param(i), format!("{}.dtype in [{list}]", p.name)) };
     let expr = TExpr::Binary(BinOp::In, Box::new(TExpr::Prop(Box::new(of), Prop::Dtype)), Box::new(TExpr::Lit(Value::DtypeSet(rest))));
-    let constraint = Constraint { expr, span: api.span, text: text.clone(), origin: Origin::Inline, category: Category::Dtype, params: vec![i] };
-    Some(Checked {
-        candidate: Candidate { name: format!("{}_implemented_dtypes", p.name), text: format!("{text};"), source: RuleSource::Inferred },
-        constraints: vec![constraint],
-        evidence: None,
-    })
+    Some(Checked::inferred(api, format!("{}_implemented_dtypes", p.name), i, text, expr, Category::Dtype))
 }
 
 /// The dtype a kernel dispatch refused: `"addmm_impl_cpu_" not implemented for 'Half'`.

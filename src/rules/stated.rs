@@ -5,9 +5,9 @@
 //! a candidate judged like any other. Likewise a size libtorch states for a tensor's last
 //! dimension ("expected grid to have size 2 in last dimension", "inputs dimension -1 must have
 //! length 3"): `grid.shape[-1] == 2`, which no enumerated candidate fixes to a constant.
+use super::counts;
 use super::infer::Checked;
-use super::{counts, Candidate};
-use crate::spec::{ApiSpec, BinOp, Category, Constraint, Origin, ParamType, Prop, RuleSource, TExpr, Value};
+use crate::spec::{ApiSpec, BinOp, Category, ParamType, Prop, TExpr, Value};
 
 /// At most this many values make a set; a longer list is not a few values.
 const MAX_VALUES: usize = 6;
@@ -21,8 +21,7 @@ pub fn candidates(api: &ApiSpec, message: &str) -> Vec<Checked> {
     let wanted = &line[..end];
     let mut out = Vec::new();
     for (i, p) in api.params.iter().enumerate() {
-        let fed = api.from.iter().flat_map(|f| &f.binds).any(|b| b.param == i);
-        if fed || !matches!(p.ty, ParamType::Scalar | ParamType::Int | ParamType::Float) {
+        if api.fed(i) || !matches!(p.ty, ParamType::Scalar | ParamType::Int | ParamType::Float) {
             continue;
         }
         let values = stated(wanted, &p.name);
@@ -49,19 +48,13 @@ fn last_sizes(api: &ApiSpec, wanted: &str) -> Vec<Checked> {
     }
     let mut out = Vec::new();
     for (i, p) in api.params.iter().enumerate() {
-        let fed = api.from.iter().flat_map(|f| &f.binds).any(|b| b.param == i);
-        if fed || p.ty != ParamType::Tensor {
+        if api.fed(i) || p.ty != ParamType::Tensor {
             continue;
         }
         let text = format!("{}.shape[-1] == {n}", p.name);
         let last = TExpr::Index(Box::new(TExpr::Prop(Box::new(TExpr::Param(i)), Prop::Shape)), Box::new(TExpr::Lit(Value::Int(-1))));
         let expr = TExpr::Binary(BinOp::Eq, Box::new(last), Box::new(TExpr::Lit(Value::Int(n))));
-        let constraint = Constraint { expr, span: api.span, text: text.clone(), origin: Origin::Inline, category: Category::Shape, params: vec![i] };
-        out.push(Checked {
-            candidate: Candidate { name: format!("{}_last_size_{n}", p.name), text: format!("{text};"), source: RuleSource::Inferred },
-            constraints: vec![constraint],
-            evidence: None,
-        });
+        out.push(Checked::inferred(api, format!("{}_last_size_{n}", p.name), i, text, expr, Category::Shape));
     }
     out
 }
@@ -122,12 +115,7 @@ fn candidate(api: &ApiSpec, i: usize, stated: Vec<(Value, String)>) -> Checked {
     let (values, list): (Vec<Value>, Vec<String>) = stated.into_iter().unzip();
     let text = format!("{} in [{}]", p.name, list.join(", "));
     let expr = TExpr::Binary(BinOp::In, Box::new(TExpr::Param(i)), Box::new(TExpr::Lit(Value::List(values))));
-    let constraint = Constraint { expr, span: api.span, text: text.clone(), origin: Origin::Inline, category: Category::Enum, params: vec![i] };
-    Checked {
-        candidate: Candidate { name: format!("{}_stated_values", p.name), text: format!("{text};"), source: RuleSource::Inferred },
-        constraints: vec![constraint],
-        evidence: None,
-    }
+    Checked::inferred(api, format!("{}_stated_values", p.name), i, text, expr, Category::Enum)
 }
 
 #[cfg(test)]

@@ -99,6 +99,12 @@ impl ApiSpec {
         base.starts_with('_') && !base.starts_with("__")
     }
 
+    /// Whether parameter `i` is filled by the forward call of a `from` statement, whatever a
+    /// case draws for it.
+    pub fn fed(&self, i: usize) -> bool {
+        self.from.iter().flat_map(|f| &f.binds).any(|b| b.param == i)
+    }
+
     pub fn param_index(&self, name: &str) -> Option<usize> {
         self.params.iter().position(|p| p.name == name)
     }
