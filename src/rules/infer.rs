@@ -468,7 +468,7 @@ fn in_the_way(
 }
 
 /// The rule taken blind whose removal silences the batch's most frequent complaint, which names
-/// a parameter of the rule: without it, `try_cases` inputs raise the complaint less than half as
+/// a parameter of the rule: without it, `try_cases` inputs raise the complaint (or one an earlier round got past) less than half as
 /// often as the batch did. With how many of the batch's inputs raised the complaint, and how many
 /// cases the probes ran.
 #[allow(clippy::too_many_arguments)]
@@ -476,6 +476,7 @@ fn culprit(
     current: &dyn Fn(&Accepted) -> ApiSpec,
     accepted: &Accepted,
     blind: &[String],
+    dominated: &[String],
     pass: Pass,
     batch: &Batch,
     runner: &dyn Runner,
@@ -500,7 +501,9 @@ fn culprit(
         if tried.ok.is_empty() {
             continue;
         }
-        let hits = tried.errors.iter().filter(|e| e.as_deref() == Some(complaint.as_str())).count() as f64 / tried.ok.len() as f64;
+        // Taking back a rule relieves nothing when its inputs raise again a complaint an
+        // earlier round got past (the rank tuple `addmv`'s "vector + matrix @ vector" wanted).
+        let hits = tried.errors.iter().filter(|e| e.as_deref().is_some_and(|e| e == complaint || dominated.iter().any(|d| d == e))).count() as f64 / tried.ok.len() as f64;
         if hits < share / 2.0 && best.is_none_or(|(_, h)| hits < h) {
             best = Some((k, hits));
         }
@@ -581,7 +584,7 @@ fn silencing_ranks(api: &ApiSpec, batch: &Batch, runner: &dyn Runner, index: usi
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let args = ranks::reshaped(api, &batch.args, &ranks::tuples(api), config.limits.max_dim, &mut rng);
     let extra = execute(runner, index, args, deadline);
-    (ranks::silencing(api, ran(batch).chain(ran(&extra)), &complaint), extra.ok.len())
+    (ranks::silencing(api, ran(batch).chain(ran(&extra)), &complaint, &batch.named_counts(&complaint)), extra.ok.len())
 }
 
 fn ran(b: &Batch) -> impl Iterator<Item = ranks::Ran<'_>> {
@@ -809,6 +812,8 @@ fn search(
     let nonempty: Vec<Constraint> = if nonempty_refuted { nonempty.into_iter().filter(|c| !is_rank_assumption(c)).collect() } else { nonempty };
     let mut round = 0u64;
     let mut rejected: Vec<(Checked, Vec<(String, i64)>)> = Vec::new();
+    // The complaints that were the most frequent in some round: ground the search has covered.
+    let mut dominated: Vec<String> = Vec::new();
     // Rules taken without a link to the complaint they silenced (a rank tuple, or a candidate
     // naming none of the parameters the complaint names): the ones `culprit` may take back.
     let mut blind: Vec<String> = Vec::new();
@@ -893,6 +898,11 @@ fn search(
             let rate = batch.valid_rate().unwrap_or(0.0);
             if rate >= config.target_valid {
                 break;
+            }
+            if let Some((key, _)) = batch.dominant_error() {
+                if !dominated.contains(&key) {
+                    dominated.push(key);
+                }
             }
             // The dtypes the kernels refused so far, as one candidate per parameter; a
             // larger set replaces its earlier version.
@@ -1063,7 +1073,10 @@ fn search(
                         result.cases += tried.ok.len();
                         let len = tried.ok.len().max(1);
                         let ok = tried.ok.iter().filter(|&&o| o).count() * 1000 / len;
-                        let hits = dominant.as_ref().map_or(0, |(key, _)| tried.errors.iter().filter(|e| e.as_deref() == Some(key.as_str())).count());
+                        // Relief that raises again a complaint an earlier round got past is no
+                        // relief: without `addmv_`'s rank tuple, `input.ndim == mat.ndim` ends
+                        // "size mismatch" by tripping "vector + matrix @ vector expected".
+                        let hits = tried.errors.iter().filter(|e| e.as_deref().is_some_and(|e| dominated.iter().any(|d| d == e))).count();
                         if !tried.ok.is_empty() && relieving(ok, hits * 1000 / len) {
                             displacements += 1;
                             let count = dominant.as_ref().map_or(0, |(_, n)| *n as i64);
@@ -1107,7 +1120,7 @@ fn search(
                     }
                 }
                 // Still nothing: a rule taken blind may be what libtorch now complains about.
-                let (culprit, probed) = culprit(&current, &accepted, &blind, this, &batch, runner, index, config, seed, search_end);
+                let (culprit, probed) = culprit(&current, &accepted, &blind, &dominated, this, &batch, runner, index, config, seed, search_end);
                 result.cases += probed;
                 if let Some((k, hits)) = culprit {
                     let (c, _) = accepted.remove(k);

@@ -63,10 +63,12 @@ pub struct Ran<'a> {
 }
 
 /// The ranks of the present tensor parameters whose cases never raised `complaint`: the tuple
-/// with the most accepted cases, then the most cases, then the lowest ranks; as (parameter,
-/// rank) pairs. None when every tuple raised it at least once, or the API has fewer than two
-/// tensors (one tensor's rank is a single rule, which the search tries on its own).
-pub fn silencing<'a>(api: &ApiSpec, cases: impl IntoIterator<Item = Ran<'a>>, complaint: &str) -> Option<Vec<(usize, usize)>> {
+/// with the most accepted cases, then the most tensors at a rank the complaint names (`named`,
+/// `counts::named`: "vector + matrix @ vector" names 1 and 2, so a 0-d `input`, which that check
+/// also lets through, loses to a 1-d one), then the most cases, then the lowest ranks; as
+/// (parameter, rank) pairs. None when every tuple raised it at least once, or the API has fewer
+/// than two tensors (one tensor's rank is a single rule, which the search tries on its own).
+pub fn silencing<'a>(api: &ApiSpec, cases: impl IntoIterator<Item = Ran<'a>>, complaint: &str, named: &[i64]) -> Option<Vec<(usize, usize)>> {
     let params: Vec<usize> = tensors(api).collect();
     if params.len() < 2 {
         return None;
@@ -95,7 +97,12 @@ pub fn silencing<'a>(api: &ApiSpec, cases: impl IntoIterator<Item = Ran<'a>>, co
         g.accepted += usize::from(case.ok);
         g.complained |= case.error == Some(complaint);
     }
-    groups.into_iter().filter(|g| !g.complained).max_by_key(|g| (g.accepted, g.cases, std::cmp::Reverse(g.tuple.iter().map(|(_, r)| r).sum::<usize>()))).map(|g| g.tuple)
+    let at_named = |g: &Group| g.tuple.iter().filter(|&&(_, r)| named.contains(&(r as i64))).count();
+    groups
+        .into_iter()
+        .filter(|g| !g.complained)
+        .max_by_key(|g| (g.accepted, at_named(g), g.cases, std::cmp::Reverse(g.tuple.iter().map(|(_, r)| r).sum::<usize>())))
+        .map(|g| g.tuple)
 }
 
 /// The cases of one rank tuple.
@@ -168,10 +175,27 @@ mod tests {
             (vec![tensor(3), tensor(3), tensor(3)], false, Some(complaint)),
         ];
         let ran = || cases.iter().map(|(args, ok, error)| Ran { args, ok: *ok, error: *error });
-        assert_eq!(silencing(&addmv, ran(), complaint), Some(vec![(0, 1), (1, 2), (2, 1)]));
+        assert_eq!(silencing(&addmv, ran(), complaint, &[]), Some(vec![(0, 1), (1, 2), (2, 1)]));
         // One tensor: its rank is a single rule, which the search tries itself.
         let abs = api("api torch.abs(input: Tensor) -> Tensor {}");
-        assert_eq!(silencing(&abs, ran(), complaint), None);
+        assert_eq!(silencing(&abs, ran(), complaint, &[]), None);
+    }
+
+    #[test]
+    fn among_tuples_none_accepts_the_one_at_the_ranks_the_complaint_names_wins() {
+        // `addmv_` lets a 0-d `input` through the rank check and refuses it later; with nothing
+        // accepted, the lowest ranks alone would choose it.
+        let addmv = api("api torch.addmv_(input: Tensor, mat: Tensor, vec: Tensor) -> Tensor {}");
+        let complaint = "vector + matrix @ vector expected, got N, N, N";
+        let cases: Vec<(Vec<Arg>, bool, Option<&str>)> = vec![
+            (vec![tensor(2), tensor(2), tensor(2)], false, Some(complaint)),
+            (vec![tensor(0), tensor(2), tensor(1)], false, Some("Dimension specified as N but tensor has no dimensions")),
+            (vec![tensor(1), tensor(2), tensor(1)], false, Some("size mismatch, got input (N), mat (NxN), vec (N)")),
+        ];
+        let ran = || cases.iter().map(|(args, ok, error)| Ran { args, ok: *ok, error: *error });
+        assert_eq!(silencing(&addmv, ran(), complaint, &[]), Some(vec![(0, 0), (1, 2), (2, 1)]));
+        let named = crate::rules::counts::named("vector + matrix @ vector expected, got 2, 2, 2");
+        assert_eq!(silencing(&addmv, ran(), complaint, &named), Some(vec![(0, 1), (1, 2), (2, 1)]));
     }
 
     #[test]
