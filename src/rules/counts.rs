@@ -84,10 +84,13 @@ fn position(before: &str) -> bool {
 }
 
 /// The ranks or lengths a one-statement candidate fixes or bounds: `x.ndim == 2` → [2],
-/// `x.ndim in 2..=3` → [2, 3], `len(l) == 1` → [1], `x.ndim >= 2` → [2]; None for any other rule.
+/// `x.ndim in 2..=3` → [2, 3], `len(l) == 1` → [1], `x.ndim >= 2` → [2]; and the size it fixes
+/// (`grid.shape[-1] == 2` → [2], as "expected grid to have size 2 in last dimension" stated
+/// it); None for any other rule.
 pub fn fixed(constraints: &[Constraint]) -> Option<Vec<i64>> {
     let [c] = constraints else { return None };
     let counted = |e: &TExpr| matches!(e, TExpr::Prop(_, Prop::Ndim | Prop::Len)) || matches!(e, TExpr::Call(Builtin::Len, _));
+    let sized = |e: &TExpr| matches!(e, TExpr::Index(x, _) if matches!(&**x, TExpr::Prop(_, Prop::Shape)));
     let int = |e: &TExpr| if let TExpr::Lit(Value::Int(n)) = e { Some(*n) } else { None };
     // The rank of each element of a list (`forall t in xs: t.ndim == 1`) is a rank too.
     let expr = match &c.expr {
@@ -96,6 +99,7 @@ pub fn fixed(constraints: &[Constraint]) -> Option<Vec<i64>> {
     };
     match expr {
         TExpr::Binary(BinOp::Eq | BinOp::Ge | BinOp::Le, l, r) if counted(l) => int(r).map(|n| vec![n]),
+        TExpr::Binary(BinOp::Eq, l, r) if sized(l) => int(r).map(|n| vec![n]),
         TExpr::Binary(BinOp::In, l, r) if counted(l) => match &**r {
             TExpr::Range { lo, hi, inclusive } => {
                 let (lo, hi) = (int(lo)?, int(hi)?);
@@ -147,13 +151,13 @@ mod tests {
 
     #[test]
     fn candidates_fixing_a_named_count_are_hinted() {
-        let spec = "api torch.f(x: Tensor, k: int[], xs: Tensor[]) -> Tensor {\n  requires x.ndim == 2;\n  requires x.ndim in 2..=3;\n  requires len(k) == 1;\n  requires x.ndim >= 4;\n  requires x.numel > 0;\n  requires forall t in xs: t.ndim == 1;\n}\n";
+        let spec = "api torch.f(x: Tensor, k: int[], xs: Tensor[]) -> Tensor {\n  requires x.ndim == 2;\n  requires x.ndim in 2..=3;\n  requires len(k) == 1;\n  requires x.ndim >= 4;\n  requires x.numel > 0;\n  requires forall t in xs: t.ndim == 1;\n  requires x.shape[-1] == 2;\n  requires x.shape[0] >= 1;\n}\n";
         let checked = crate::check::check_text(std::path::Path::new("t.sfz"), spec);
         let api = &checked.spec.apis[0];
         let fixed: Vec<Option<Vec<i64>>> = api.requires.iter().map(|c| fixed(std::slice::from_ref(c))).collect();
-        assert_eq!(fixed, [Some(vec![2]), Some(vec![2, 3]), Some(vec![1]), Some(vec![4]), None, Some(vec![1])]);
+        assert_eq!(fixed, [Some(vec![2]), Some(vec![2, 3]), Some(vec![1]), Some(vec![4]), None, Some(vec![1]), Some(vec![2]), None]);
         let named = named("Expected 2D or 3D tensor, size 1, but got 4");
         let hints: Vec<usize> = api.requires.iter().map(|c| hinted(&named, std::slice::from_ref(c))).collect();
-        assert_eq!(hints, [1, 1, 1, 0, 0, 1]);
+        assert_eq!(hints, [1, 1, 1, 0, 0, 1, 1, 0]);
     }
 }

@@ -389,7 +389,9 @@ fn execute(runner: &dyn Runner, index: usize, mut args: Vec<Vec<Arg>>, deadline:
 /// (`2 * padding <= kernel_size` against "pad should be at most half of effective kernel size")
 /// is likelier than one about either alone.
 fn relevance(api: &ApiSpec, complaint: &str, candidate: &Checked) -> usize {
-    let words: Vec<String> = super::words(complaint).map(|w| w.to_ascii_lowercase()).collect();
+    // `N` and `T` are where the complaint's key took out a number and a dtype: no parameter's
+    // name (`native_group_norm`'s `N` is not named by "greater than N").
+    let words: Vec<String> = super::words(complaint).filter(|w| !matches!(*w, "N" | "T")).map(|w| w.to_ascii_lowercase()).collect();
     let text = candidate.constraints.iter().map(|c| c.text.as_str()).collect::<Vec<_>>().join(" ");
     let uses = |name: &str| super::words(&text).any(|w| w == name);
     let named = |name: &str| {
@@ -1817,6 +1819,14 @@ mod tests {
         assert_eq!(named("pad should be at most half of effective kernel size"), ["pad"]);
         assert_eq!(named("Dimension out of range (expected to be in range of [-2, 1], but got 3)"), ["dim"]);
         assert!(named("negative strides are not supported").is_empty());
+        // The key's `N` for a number names no parameter called `N`; "groups" names `group`.
+        let src = "api torch.native_group_norm(input: Tensor, N: int, C: int, group: int) -> Tensor {}\n\
+            #[status(candidate)] rule n for torch.native_group_norm { N >= 1; }\n\
+            #[status(candidate)] rule group for torch.native_group_norm { group >= 1; }\n";
+        let checked = crate::check::check_text(Path::new("t.sfz"), src);
+        let (api, rules) = (&checked.spec.apis[0], candidates_of(&checked.spec));
+        let key = crate::oracle::errors::complaint("Expected num groups to be greater than 0, got 0");
+        assert_eq!(rules.iter().filter(|r| relevance(api, &key, r) > 0).map(|r| r.candidate.name.as_str()).collect::<Vec<_>>(), ["group"]);
     }
 
     /// The search's first pass keeps the elements of a tensor list non-empty and of rank 1 or
