@@ -97,6 +97,8 @@ fn relations_find_what_breaks_them_and_their_reproducers_fire() {
     let on = |api: &str| found.iter().find(|f| f["api"] == api && f["oracle"] == "relation");
     let norm = on("torch.linalg.vector_norm").unwrap_or_else(|| panic!("the norm's homogeneity breaks: {found:?}"));
     assert!(norm["message"].as_str().unwrap().contains("inf on the left"), "{norm}");
+    // Its cause is named: the sum of squares of the scaled input leaves float32.
+    assert!(norm["signature"].as_str().unwrap().ends_with("an unscaled sum of squares overflows float32"), "{norm}");
     let i0e = on("torch.special.i0e").unwrap_or_else(|| panic!("i0 overflows before its value does: {found:?}"));
     // A relation that holds is silent.
     assert!(on("torch.abs").is_none(), "abs is even: {found:?}");

@@ -580,6 +580,40 @@ fn a_relation_whose_scaled_input_sums_past_the_range_is_not_judged() {
     assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
 }
 
+/// A relation that scales bfloat16 or float32 inputs by 2^60 takes their squares past float32,
+/// where torch accumulates them without rescaling: `layer_norm` divides by an infinite variance
+/// and returns zeros. That breaks the relation (a finding: pytorch/pytorch#193006 reports the
+/// norm's), and the worker names the overflow as its cause, which float64 inputs and a scale
+/// whose squares fit do not show.
+#[test]
+fn a_relation_broken_by_an_overflowing_sum_of_squares_names_that_cause() {
+    let _rng = common::rng_lock();
+    let layer_norm = |s: f64| {
+        format!("api torch.layer_norm(input: Tensor, normalized_shape: int[], weight: Tensor? = None, bias: Tensor? = None, eps: float = 1e-5) -> Tensor {{\n    relation scale_invariant_eps_squared: forall s in [{s:?}]: self(input = input * s, eps = eps * s * s) == result;\n}}\n")
+    };
+    let case = |dtype| Case {
+        op: 0,
+        args: vec![
+            Arg::Tensor(tensor(dtype, &[8, 2, 1, 5], Fill::Uniform { lo: -10.0, hi: 10.0 }, 7, vec![])),
+            Arg::IntList(vec![8, 2, 1, 5]),
+            Arg::Omitted,
+            Arg::Omitted,
+            Arg::Float(4.7e-4),
+        ],
+        forward: None,
+    };
+    let mut ex = checking_relation(&layer_norm(2f64.powi(60)), Accuracy::Backward);
+    for dtype in [DType::BFloat16, DType::Float32] {
+        let v = verdict(&mut ex, &case(dtype));
+        assert!(matches!(&v, CheckOutcome::Values(m) if m.squares_overflow == Some(DType::Float32)), "{dtype}: {v:?}");
+    }
+    let v = verdict(&mut ex, &case(DType::Float64));
+    assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
+    let mut ex = checking_relation(&layer_norm(4.0), Accuracy::Backward);
+    let v = verdict(&mut ex, &case(DType::BFloat16));
+    assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
+}
+
 /// An inf in one channel makes the magnitudes call NaN where its zero weights meet it: that must
 /// not hide the FLT_MAX of another channel, whose bicubic taps sum past the range.
 #[test]

@@ -182,8 +182,8 @@ pub fn table(findings: &[&Finding], verified: &HashMap<String, Verification>) ->
 
 /// Findings on different APIs with the same cause, to be reported once: the same specific
 /// signature (an assert's location, an escaped exception, a LAPACK routine's complaint, the
-/// native frame a worker died in) through any APIs, or any signature through APIs that are
-/// aliases of one another (`torch.divide` and `torch.div`, as torch's docs say:
+/// native frame a worker died in, an unscaled sum of squares that a relation's scale made
+/// overflow) through any APIs, or any signature through APIs that are aliases of one another (`torch.divide` and `torch.div`, as torch's docs say:
 /// `ops::docs::canonical`). Generic signatures (a timeout, a
 /// corrupted heap, differing values) on unrelated APIs say nothing about the cause and group
 /// nothing. And the memory errors of one operator (and its aliases) are one cause, whichever
@@ -207,7 +207,12 @@ pub fn shared_causes<'a>(findings: &[&'a Finding]) -> Vec<(String, Vec<&'a Findi
             per_operator.entry(format!("memory errors of {} and its aliases (any check, any frame)", crate::ops::docs::canonical(&f.api))).or_default().push(f);
             continue;
         }
-        let key = if specific(&f.signature) {
+        // A relation broken by an unscaled sum of squares is that overflow, whichever relation
+        // and operator showed it (`layer_norm`'s scale invariance, `linalg.norm`'s homogeneity).
+        let squares = f.signature.find(crate::oracle::differential::SQUARES_OVERFLOW);
+        let key = if let Some(at) = squares {
+            format!("{}: {}", f.oracle, &f.signature[at..])
+        } else if specific(&f.signature) {
             format!("{}: {}", f.oracle, f.signature)
         } else {
             format!("{}: {} ({} and its aliases)", f.oracle, f.signature, crate::ops::docs::canonical(&f.api))
@@ -471,5 +476,23 @@ mod tests {
         let ids: Vec<Vec<&str>> = groups.iter().map(|(_, fs)| fs.iter().map(|f| f.id.as_str()).collect()).collect();
         assert_eq!(ids, vec![vec!["a", "b", "c", "d"]], "{groups:?}");
         assert_eq!(causes(&all), 4);
+    }
+
+    /// Relations that an unscaled sum of squares broke are one cause, whichever relation and
+    /// operator; the same relations broken otherwise, or that overflow in float64, are not it.
+    #[test]
+    fn relations_an_overflowing_sum_of_squares_broke_are_one_cause() {
+        let cause = crate::oracle::differential::SQUARES_OVERFLOW;
+        let layer_norm = finding("a", "torch.layer_norm", "relation", &format!("relation scale_invariant_eps_squared does not hold: {cause} float32"));
+        let norm = finding("b", "torch.linalg.norm", "relation", &format!("relation positively_homogeneous does not hold: {cause} float32"));
+        let pdist = finding("c", "torch.pdist", "relation", &format!("relation positively_homogeneous does not hold: {cause} float32"));
+        let wide = finding("d", "torch.trapz", "relation", &format!("relation positively_homogeneous does not hold: {cause} float64"));
+        let other = finding("e", "torch.frobenius_norm", "relation", "relation positively_homogeneous does not hold");
+        let all = vec![&layer_norm, &norm, &pdist, &wide, &other];
+        let groups = shared_causes(&all);
+        let ids: Vec<Vec<&str>> = groups.iter().map(|(_, fs)| fs.iter().map(|f| f.id.as_str()).collect()).collect();
+        assert_eq!(ids, vec![vec!["a", "b", "c"]], "{groups:?}");
+        assert!(groups[0].0.contains(cause) && groups[0].0.ends_with("float32"), "{groups:?}");
+        assert_eq!(causes(&all), 3);
     }
 }

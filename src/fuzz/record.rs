@@ -265,11 +265,41 @@ pub fn same_cause(finding: &Finding, d: &oracle::Detection) -> bool {
                 let (was, is) = (oracle::is_memory_error(name, &finding.signature), oracle::is_memory_error(&signal, &d.signature));
                 place(&d.signature) == place(&finding.signature) && if was || is { was && is } else { signal == *name }
             }
-            _ => d.signature == finding.signature,
+            // A finding recorded before its relation's cause was named shows it again with it.
+            _ => {
+                d.signature == finding.signature
+                    || d.signature.strip_prefix(finding.signature.as_str()).is_some_and(|rest| rest.starts_with(&format!(": {}", oracle::differential::SQUARES_OVERFLOW)))
+            }
         }
 }
 
 /// The minimization budget of a campaign: executions per finding, and time.
 pub fn budget(executions: u64) -> Budget {
     Budget { executions, time: Duration::from_secs(30), batch: 8 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_cause;
+    use crate::findings::Finding;
+    use crate::oracle::{differential::SQUARES_OVERFLOW, Detection, Evidence};
+    use crate::wire::oracle::Oracle;
+
+    /// A relation's finding recorded before its cause was named is shown again by the detection
+    /// naming it; another relation, or a cause that is not the named one, is not it.
+    #[test]
+    fn a_named_cause_shows_again_the_finding_recorded_without_it() {
+        let finding: Finding = serde_json::from_value(serde_json::json!({
+            "id": "relation-layer_norm-0fd6ccba", "api": "torch.layer_norm", "aten": "aten::layer_norm", "oracle": "relation",
+            "signature": "relation scale_invariant_eps_squared does not hold", "message": "", "signal": null, "seed": 0, "case_index": 0,
+            "case": {"op": 0, "args": []}, "inputs": [], "repro": "", "elapsed_s": 0.0, "sfz_version": "", "torch_version": ""
+        }))
+        .expect("a finding");
+        let detected =
+            |signature: &str| Detection { oracle: Oracle::Relation, signature: signature.into(), message: String::new(), signal: None, exit: None, evidence: Evidence::Call };
+        assert!(same_cause(&finding, &detected("relation scale_invariant_eps_squared does not hold")));
+        assert!(same_cause(&finding, &detected(&format!("relation scale_invariant_eps_squared does not hold: {SQUARES_OVERFLOW} float32"))));
+        assert!(!same_cause(&finding, &detected(&format!("relation scale_invariant_eps_squared_2 does not hold: {SQUARES_OVERFLOW} float32"))));
+        assert!(!same_cause(&finding, &detected("relation scale_invariant_eps_squared does not hold: something else")));
+    }
 }

@@ -170,6 +170,12 @@ pub fn judge_reports(api: &ApiSpec, checks: &[Check], case: &Case, outcome: &Out
     checks.iter().zip(reports).enumerate().filter_map(|(k, (check, report))| judge_one(api, k, check, case, outcome, &report.outcome)).collect()
 }
 
+/// The cause a relation's finding names when the worker saw the relation's scale take the
+/// inputs' sum of squares past the dtype the operator accumulates in
+/// (`ValueMismatch::squares_overflow`); followed by that dtype. Findings naming it are one cause
+/// across operators and relations (`findings::report::shared_causes`).
+pub const SQUARES_OVERFLOW: &str = "an unscaled sum of squares overflows";
+
 fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outcome, report: &CheckOutcome) -> Option<Detection> {
     let what = check.variant.describe();
     let detection = |signature: String, message: String, how: Disagreement| {
@@ -213,10 +219,17 @@ fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outc
             let Variant::Relation(r) = &check.variant else { return None };
             let dtype = m.dtype.map_or("scalar".to_string(), |d| d.to_string());
             let s = r.scalar_for(crate::wire::variant::relation::case_seed(case)).map_or(String::new(), |s| format!(" with s = {s}"));
+            // The cause, where the worker saw it: one that many operators share.
+            let (cause, why) = match m.squares_overflow {
+                Some(acc) => {
+                    (format!(": {SQUARES_OVERFLOW} {acc}"), format!("; scaled by s, the inputs' sum of squares leaves {acc}, which the operator accumulates in without rescaling"))
+                }
+                None => (String::new(), String::new()),
+            };
             detection(
-                format!("relation {} does not hold", r.name),
+                format!("relation {} does not hold{cause}", r.name),
                 format!(
-                    "`{}` does not hold{s}: element {} is {} on the left ({dtype}) and {} on the right; {} of {} elements differ beyond rtol={} atol={}",
+                    "`{}` does not hold{s}: element {} is {} on the left ({dtype}) and {} on the right; {} of {} elements differ beyond rtol={} atol={}{why}",
                     r.text, m.index, m.actual, m.expected, m.mismatched, m.total, m.tolerance.rtol, m.tolerance.atol
                 ),
                 Disagreement::Values { output: m.output, dtype: m.dtype, tolerance: m.tolerance },

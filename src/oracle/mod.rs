@@ -560,6 +560,7 @@ mod tests {
             max_rel: 0.0,
             tolerance,
             premature: Some(premature),
+            squares_overflow: None,
         };
         let exec = Execution::Checked { outcome: Outcome::Returned { outputs: vec![inf], micros: 1 }, checks: vec![CheckReport { outcome: CheckOutcome::Values(m), micros: 0 }] };
         let judged = |text: &str| {
@@ -602,6 +603,7 @@ mod tests {
             max_rel: 0.5,
             tolerance,
             premature: None,
+            squares_overflow: None,
         };
         let outcome =
             Outcome::Returned { outputs: vec![Output::Tensor(TensorInfo { dtype: Some(DType::Float32), shape: vec![1], nan: 0, inf: 0, min: None, max: None })], micros: 1 };

@@ -940,6 +940,7 @@ fn scalar_mismatch(output: usize, actual: f64, expected: f64, tolerance: Toleran
         max_rel: if expected != 0.0 { diff / expected.abs() } else { 0.0 },
         tolerance,
         premature: None,
+        squares_overflow: None,
     })
 }
 

@@ -39,6 +39,7 @@ impl Comparison {
             max_rel: self.max_rel,
             tolerance,
             premature: self.premature.clone(),
+            squares_overflow: None,
         })
     }
 }

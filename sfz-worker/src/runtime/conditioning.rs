@@ -185,6 +185,29 @@ pub(super) fn beyond_safe_range_of(tensors: &[Tensor], factor: f64) -> Result<Op
     Ok(None)
 }
 
+/// The dtype a reduction of `tensors` (the arguments a relation scales), scaled by `factor`, accumulates in (float32 for half,
+/// bfloat16 and float32; float64 for float64 and the complex dtypes' parts alike) when the sum
+/// of squares of some tensor leaves its range there, or None. A relation's scale that takes
+/// float32 inputs of magnitude 10 to 1e19 overflows an unscaled norm or variance on the way
+/// (`ValueMismatch::squares_overflow`).
+pub(super) fn scaled_squares_overflow(tensors: &[Tensor], factor: f64) -> Result<Option<DType>, tch::TchError> {
+    for t in tensors {
+        let Some(dtype) = floating(t.f_kind()?) else { continue };
+        let Some((max, _, _)) = dtype.limits() else { continue };
+        if t.numel() == 0 {
+            continue;
+        }
+        let (accumulates, range) = if max > f32::MAX as f64 { (DType::Float64, f64::MAX) } else { (DType::Float32, f32::MAX as f64) };
+        // Twice the scaled magnitude: a distance squares differences (`pdist`).
+        let largest = 2.0 * finite_magnitudes(t)?.f_max()?.double_value(&[]) * factor;
+        // `n · largest²` beyond the range, written so that the square cannot overflow float64.
+        if largest > (range / t.numel() as f64).sqrt() {
+            return Ok(Some(accumulates));
+        }
+    }
+    Ok(None)
+}
+
 /// A tensor's magnitudes (a complex element's modulus) in float64, its infinite and NaN ones 0.
 fn finite_magnitudes(t: &Tensor) -> Result<Tensor, tch::TchError> {
     let wide = if t.is_complex() { Kind::ComplexDouble } else { Kind::Double };

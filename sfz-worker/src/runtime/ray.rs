@@ -149,6 +149,7 @@ impl Executor {
                     max_rel: 0.0,
                     tolerance: Tolerance::EXACT,
                     premature: Some(p),
+                    squares_overflow: None,
                 }));
             }
         }

@@ -65,7 +65,7 @@ impl Executor {
         let scope = Scope { case, main, inputs, scalar: relation.scalar_for(case_seed(case)).unwrap_or(0.0), safe_range_only };
         let (c, dtype, tol) = self.sides(&scope, relation, accuracy, None)?;
         // No premature verdict: `sides` asks for none.
-        let Some(m) = c.mismatch(0, dtype, tol) else {
+        let Some(mut m) = c.mismatch(0, dtype, tol) else {
             return Ok(CheckOutcome::Agree { max_abs: c.max_abs, max_rel: c.max_rel });
         };
         // A subnormal holds too few digits for the tolerance (sgn of complex128 values near
@@ -84,6 +84,11 @@ impl Executor {
         }
         if self.ill_conditioned(&scope, &double, relation, accuracy, dtype)? {
             return Err(Failure::Skip("moving the inputs by their rounding moves the right side beyond the tolerance: the input is too ill-conditioned to judge".into()));
+        }
+        // Scaled up past where a reduction's squares fit: the cause, for grouping findings.
+        if scope.scalar.abs() > 1.0 && tags::class(self.op_name(scope.case.op)) != tags::OpClass::Pointwise {
+            let scaled: Vec<Tensor> = relation.scaled_params().into_iter().flat_map(|p| scope.inputs.of(p).iter().map(Tensor::shallow_clone).collect::<Vec<_>>()).collect();
+            m.squares_overflow = conditioning::scaled_squares_overflow(&scaled, scope.scalar.abs())?;
         }
         Ok(CheckOutcome::Values(m))
     }

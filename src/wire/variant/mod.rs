@@ -190,6 +190,12 @@ pub struct ValueMismatch {
     /// and representable in the original's dtype (the `precision` check only).
     #[serde(default)]
     pub premature: Option<Premature>,
+    /// A relation's check only: the dtype (float32 or float64) whose range the sums of squares
+    /// of the inputs, scaled up by the relation's `s`, leave. The operator does not rescale
+    /// them, so what broke the relation is that overflow (`layer_norm` divides by an infinite
+    /// variance, `linalg.norm` returns inf), a cause many operators share.
+    #[serde(default)]
+    pub squares_overflow: Option<DType>,
 }
 
 /// A result that overflowed (or underflowed) before its true value did: the original's

@@ -175,6 +175,26 @@ impl Relation {
         (!self.scalars.is_empty()).then(|| self.scalars[(seed % self.scalars.len() as u64) as usize])
     }
 
+    /// The API's own parameters a call of itself gives a value made with the `forall` variable
+    /// (`input` in `self(input = input * s)`): the arguments the relation's scale changes.
+    pub fn scaled_params(&self) -> Vec<usize> {
+        let mut out = Vec::new();
+        for e in [Some(&self.lhs), Some(&self.rhs), self.guard.as_ref()].into_iter().flatten() {
+            e.visit(&mut |e| {
+                if let RelExpr::Call { callee: Callee::Itself, args, .. } = e {
+                    for (p, value) in args {
+                        let mut scaled = false;
+                        value.visit(&mut |v| scaled |= *v == RelExpr::Scalar);
+                        if scaled && !out.contains(p) {
+                            out.push(*p);
+                        }
+                    }
+                }
+            });
+        }
+        out
+    }
+
     /// Every `Callee::Api` name it calls, in first-call order.
     pub fn apis(&self) -> Vec<String> {
         let mut out = Vec::new();
@@ -232,5 +252,18 @@ impl RelExpr {
             RelExpr::Call { args, .. } => args.iter_mut().for_each(|(_, a)| a.visit_mut(f)),
             RelExpr::Result(_) | RelExpr::Param(_) | RelExpr::Scalar | RelExpr::Const(_) => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// `trapz`'s homogeneity scales `y` alone; `layer_norm`'s scale invariance `input` and `eps`.
+    #[test]
+    fn the_parameters_the_scale_changes_are_those_a_call_of_itself_gives_s() {
+        let text = "api torch.trapz(y: Tensor, x: Tensor) -> Tensor {\n    relation h: forall s in [4.0]: self(y = y * s, x = -x) == -s * result;\n}\napi torch.layer_norm(input: Tensor, normalized_shape: int[], eps: float = 1e-5) -> Tensor {\n    relation i: forall s in [4.0]: self(input = input * s, eps = eps * s * s) == result;\n}\n";
+        let checked = crate::check::check_text(std::path::Path::new("t.sfz"), text);
+        assert!(!checked.has_errors(), "{:?}", checked.diags);
+        let scaled: Vec<Vec<usize>> = checked.spec.apis.iter().map(|a| a.relations[0].relation.scaled_params()).collect();
+        assert_eq!(scaled, [vec![0], vec![0, 2]]);
     }
 }
