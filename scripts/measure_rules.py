@@ -76,8 +76,15 @@ def reach_table():
         rest = [v for a, v in best.items() if a not in no_cpu]
         k = sum(v >= 0.9 for v in rest)
         print(f"  of which {len(no_cpu)} have no CPU kernel; of the other {len(rest)}: {k} at >= 90% ({100 * k / max(len(rest), 1):.1f}%)")
+    # A CPU kernel that only hands the call to another backend: libtorch says so for every input.
+    elsewhere = other_backend(best) - (no_cpu or set())
+    if elsewhere:
+        rest = [v for a, v in best.items() if a not in (no_cpu or set()) | elsewhere]
+        k = sum(v >= 0.9 for v in rest)
+        print(f"  and {len(elsewhere)} whose CPU kernel only calls another backend's, by libtorch's complaint ({', '.join(sorted(a.removeprefix('torch.') for a in elsewhere))});"
+              f" of the other {len(rest)}: {k} at >= 90% ({100 * k / max(len(rest), 1):.1f}%)")
     for drawn in sorted((ROOT / "data/ops").glob("drawn-*.txt")):
-        single_pass(drawn, best, no_cpu or set())
+        single_pass(drawn, best, no_cpu or set(), elsewhere)
 
 
 # Asked of torch in sfz's venv as the worker asks libtorch (`sfz_op_cpu_kernel`, and
@@ -112,7 +119,30 @@ def without_cpu_kernel(apis):
     return set(out.stdout.split()) if out.returncode == 0 else None
 
 
-def single_pass(drawn, best, no_cpu):
+# What libtorch says when the CPU kernel it found hands the call to a kernel of another backend
+# (a CUDA, privateuse1 or sparse one): no input made on this machine can be valid.
+ELSEWHERE = re.compile(r"with arguments from the 'CPU' backend|operator for privateuse1 backends|tensor backend other than CPU|"
+                       r"without ATen_cuda library|Cannot access accelerator device when none is available")
+
+
+def other_backend(best):
+    """The APIs below 90% whose every recorded run ended at 0% valid with libtorch's complaint
+    that only another backend runs the operator (`ELSEWHERE`)."""
+    seen, other = {}, set()
+    for f in (ROOT / "data/ops").glob("*.json"):
+        if f.name.startswith("fuzz-"):
+            continue
+        for r in json.loads(f.read_text() or "[]"):
+            c = r.get("complaint")
+            said = bool(c) and bool(ELSEWHERE.search(c[0])) and not (r.get("valid_after") or 0.0)
+            seen.setdefault(r["api"], []).append(said)
+    for api, says in seen.items():
+        if best.get(api, 0.0) < 0.9 and any(says):
+            other.add(api)
+    return other
+
+
+def single_pass(drawn, best, no_cpu, elsewhere=frozenset()):
     """What one run reaches, from `grow_specs.py --sample`: the share of a uniform random draw
     of the operators above whose one run of that pass ended at >= 90% valid, with a 95% Wilson
     interval, beside the same draw's best-of-all-passes share."""
@@ -140,6 +170,11 @@ def single_pass(drawn, best, no_cpu):
         kc = sum(runs[o] >= 0.9 for o in cpu)
         lo, hi = wilson(kc, len(cpu))
         print(f"  without the {n - len(cpu)} with no CPU kernel: {kc} of {len(cpu)} ({100 * kc / len(cpu):.1f}%, 95% interval {100 * lo:.1f}-{100 * hi:.1f}%)")
+    here = [o for o in cpu if o not in elsewhere]
+    if len(here) < len(cpu):
+        kh = sum(runs[o] >= 0.9 for o in here)
+        lo, hi = wilson(kh, len(here))
+        print(f"  and without the {len(cpu) - len(here)} whose CPU kernel only calls another backend's: {kh} of {len(here)} ({100 * kh / len(here):.1f}%, 95% interval {100 * lo:.1f}-{100 * hi:.1f}%)")
 
 
 def wilson(k, n, z=1.96):
