@@ -207,11 +207,13 @@ pub fn shared_causes<'a>(findings: &[&'a Finding]) -> Vec<(String, Vec<&'a Findi
             per_operator.entry(format!("memory errors of {} and its aliases (any check, any frame)", crate::ops::docs::canonical(&f.api))).or_default().push(f);
             continue;
         }
-        // A relation broken by an unscaled sum of squares is that overflow, whichever relation
-        // and operator showed it (`layer_norm`'s scale invariance, `linalg.norm`'s homogeneity).
+        // A relation broken, or a premature inf found, by an unscaled sum of squares is that
+        // overflow, whichever oracle, relation and operator showed it (`layer_norm`'s scale
+        // invariance, `linalg.norm`'s homogeneity, `std`'s premature inf).
         let squares = f.signature.find(crate::oracle::differential::SQUARES_OVERFLOW);
         let key = if let Some(at) = squares {
-            format!("{}: {}", f.oracle, &f.signature[at..])
+            // The oracle too: a premature inf of `overflow` and a broken relation are one cause.
+            f.signature[at..].to_string()
         } else if specific(&f.signature) {
             format!("{}: {}", f.oracle, f.signature)
         } else {
@@ -478,21 +480,24 @@ mod tests {
         assert_eq!(causes(&all), 4);
     }
 
-    /// Relations that an unscaled sum of squares broke are one cause, whichever relation and
-    /// operator; the same relations broken otherwise, or that overflow in float64, are not it.
+    /// Relations broken and premature infs found because an unscaled sum of squares overflowed
+    /// float32 are one cause, whichever oracle, relation and operator; the same relations broken
+    /// otherwise, an overflow in float64, or another premature inf are not it.
     #[test]
-    fn relations_an_overflowing_sum_of_squares_broke_are_one_cause() {
+    fn findings_an_overflowing_sum_of_squares_made_are_one_cause() {
         let cause = crate::oracle::differential::SQUARES_OVERFLOW;
         let layer_norm = finding("a", "torch.layer_norm", "relation", &format!("relation scale_invariant_eps_squared does not hold: {cause} float32"));
         let norm = finding("b", "torch.linalg.norm", "relation", &format!("relation positively_homogeneous does not hold: {cause} float32"));
         let pdist = finding("c", "torch.pdist", "relation", &format!("relation positively_homogeneous does not hold: {cause} float32"));
         let wide = finding("d", "torch.trapz", "relation", &format!("relation positively_homogeneous does not hold: {cause} float64"));
         let other = finding("e", "torch.frobenius_norm", "relation", "relation positively_homogeneous does not hold");
-        let all = vec![&layer_norm, &norm, &pdist, &wide, &other];
+        let std = finding("f", "torch.std", "overflow", &format!("premature inf in output 0: {cause} float32"));
+        let cosh = finding("g", "torch.cosh", "overflow", "premature inf in output 0");
+        let all = vec![&layer_norm, &norm, &pdist, &wide, &other, &std, &cosh];
         let groups = shared_causes(&all);
         let ids: Vec<Vec<&str>> = groups.iter().map(|(_, fs)| fs.iter().map(|f| f.id.as_str()).collect()).collect();
-        assert_eq!(ids, vec![vec!["a", "b", "c"]], "{groups:?}");
+        assert_eq!(ids, vec![vec!["a", "b", "c", "f"]], "{groups:?}");
         assert!(groups[0].0.contains(cause) && groups[0].0.ends_with("float32"), "{groups:?}");
-        assert_eq!(causes(&all), 3);
+        assert_eq!(causes(&all), 4);
     }
 }

@@ -170,11 +170,21 @@ pub fn judge_reports(api: &ApiSpec, checks: &[Check], case: &Case, outcome: &Out
     checks.iter().zip(reports).enumerate().filter_map(|(k, (check, report))| judge_one(api, k, check, case, outcome, &report.outcome)).collect()
 }
 
-/// The cause a relation's finding names when the worker saw the relation's scale take the
-/// inputs' sum of squares past the dtype the operator accumulates in
-/// (`ValueMismatch::squares_overflow`); followed by that dtype. Findings naming it are one cause
-/// across operators and relations (`findings::report::shared_causes`).
+/// The cause a finding of `overflow` or `relation` names when the worker saw the inputs' sum of
+/// squares (scaled by the relation's `s`, for a relation) leave the dtype the operator
+/// accumulates in while their sums did not (`ValueMismatch::squares_overflow`); followed by that
+/// dtype. Findings naming it are one cause across operators, relations and the two oracles
+/// (`findings::report::shared_causes`).
 pub const SQUARES_OVERFLOW: &str = "an unscaled sum of squares overflows";
+
+/// The signature's suffix and the message's clause naming the squares-overflow cause, where the
+/// worker saw it (`ValueMismatch::squares_overflow`): a cause many operators share.
+fn squares_cause(m: &crate::wire::variant::ValueMismatch) -> (String, String) {
+    match m.squares_overflow {
+        Some(acc) => (format!(": {SQUARES_OVERFLOW} {acc}"), format!("; the inputs' sum of squares leaves {acc}, which the operator accumulates in without rescaling")),
+        None => (String::new(), String::new()),
+    }
+}
 
 fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outcome, report: &CheckOutcome) -> Option<Detection> {
     let what = check.variant.describe();
@@ -198,12 +208,13 @@ fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outc
             } else {
                 ("the float64 reference is", Disagreement::Values { output: m.output, dtype: m.dtype, tolerance: m.tolerance })
             };
+            let (cause, why) = squares_cause(m);
             Some(Detection {
                 oracle: Oracle::Overflow,
                 // No dtype: one cause seen in float16 and float32 is one finding.
-                signature: format!("premature {what} in output {}", m.output),
+                signature: format!("premature {what} in output {}{cause}", m.output),
                 message: format!(
-                    "output {} ({dtype}) is {what} at element {} where {reference} {} (representable in {dtype}): {} of {} elements are such; an intermediate of the computation left the dtype's range",
+                    "output {} ({dtype}) is {what} at element {} where {reference} {} (representable in {dtype}): {} of {} elements are such; an intermediate of the computation left the dtype's range{why}",
                     m.output, p.index, p.expected, p.count, m.total
                 ),
                 signal: None,
@@ -219,13 +230,7 @@ fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outc
             let Variant::Relation(r) = &check.variant else { return None };
             let dtype = m.dtype.map_or("scalar".to_string(), |d| d.to_string());
             let s = r.scalar_for(crate::wire::variant::relation::case_seed(case)).map_or(String::new(), |s| format!(" with s = {s}"));
-            // The cause, where the worker saw it: one that many operators share.
-            let (cause, why) = match m.squares_overflow {
-                Some(acc) => {
-                    (format!(": {SQUARES_OVERFLOW} {acc}"), format!("; scaled by s, the inputs' sum of squares leaves {acc}, which the operator accumulates in without rescaling"))
-                }
-                None => (String::new(), String::new()),
-            };
+            let (cause, why) = squares_cause(m);
             detection(
                 format!("relation {} does not hold{cause}", r.name),
                 format!(

@@ -119,10 +119,18 @@ impl Executor {
             Variant::Cuda => self.cuda(case, main, inputs, &check.tolerances),
             Variant::Relation(r) => self.relation(r, check.accuracy, case, main, inputs),
         };
-        result.unwrap_or_else(|e| match e {
+        let mut outcome = result.unwrap_or_else(|e| match e {
             Failure::Skip(why) => CheckOutcome::Skipped(why),
             Failure::Torch(e) => CheckOutcome::Skipped(format!("preparing the variant failed: {e}")),
-        })
+        });
+        // A premature inf, NaN or 0 of a reduction whose inputs' sum of squares leaves the
+        // range it accumulates in: the cause, for grouping findings (as `relation` does).
+        if let CheckOutcome::Values(m) = &mut outcome {
+            if let Some(p) = m.premature.as_ref().filter(|_| tags::class(self.op_name(case.op)) != tags::OpClass::Pointwise) {
+                m.squares_overflow = conditioning::squares_overflow(&inputs.tensors, 1.0, p.expected).ok().flatten();
+            }
+        }
+        outcome
     }
 
     /// `Variant::Defined`: where an output is NaN or inf, whether the float64 reference is too.

@@ -185,12 +185,17 @@ pub(super) fn beyond_safe_range_of(tensors: &[Tensor], factor: f64) -> Result<Op
     Ok(None)
 }
 
-/// The dtype a reduction of `tensors` (the arguments a relation scales), scaled by `factor`, accumulates in (float32 for half,
-/// bfloat16 and float32; float64 for float64 and the complex dtypes' parts alike) when the sum
-/// of squares of some tensor leaves its range there, or None. A relation's scale that takes
-/// float32 inputs of magnitude 10 to 1e19 overflows an unscaled norm or variance on the way
-/// (`ValueMismatch::squares_overflow`).
-pub(super) fn scaled_squares_overflow(tensors: &[Tensor], factor: f64) -> Result<Option<DType>, tch::TchError> {
+/// The dtype a reduction of `tensors`, scaled by `factor` (1, or a relation's `s`), accumulates
+/// in (float32 for half, bfloat16 and float32; float64 for float64 and the complex dtypes' parts)
+/// when the sum of squares of some tensor leaves its range there while its plain sums and
+/// differences stay in it, or None. That is an unscaled norm, variance or distance overflowing
+/// on the way (`linalg.norm` of float32 values of 1e19 returns inf, `layer_norm` zeros; a
+/// relation's scale of 2^60 takes inputs of magnitude 10 there): one cause across operators
+/// (`ValueMismatch::squares_overflow`). A magnitude whose sums already overflow (a loss of
+/// inputs near float32's largest value) is some other cause, and so is a true result (`result`,
+/// the magnitude the reference or the relation's right side holds) within a factor 16 of the
+/// range: a product with a small constant overflows there (`hardswish`'s `x * relu6(x + 3)`).
+pub(super) fn squares_overflow(tensors: &[Tensor], factor: f64, result: f64) -> Result<Option<DType>, tch::TchError> {
     for t in tensors {
         let Some(dtype) = floating(t.f_kind()?) else { continue };
         let Some((max, _, _)) = dtype.limits() else { continue };
@@ -198,10 +203,12 @@ pub(super) fn scaled_squares_overflow(tensors: &[Tensor], factor: f64) -> Result
             continue;
         }
         let (accumulates, range) = if max > f32::MAX as f64 { (DType::Float64, f64::MAX) } else { (DType::Float32, f32::MAX as f64) };
-        // Twice the scaled magnitude: a distance squares differences (`pdist`).
+        let n = t.numel() as f64;
+        // Twice the magnitude: a distance squares differences (`pdist`).
         let largest = 2.0 * finite_magnitudes(t)?.f_max()?.double_value(&[]) * factor;
-        // `n · largest²` beyond the range, written so that the square cannot overflow float64.
-        if largest > (range / t.numel() as f64).sqrt() {
+        // `n · largest²` beyond the range (written so that the square cannot overflow float64),
+        // `n · largest` within it.
+        if largest > (range / n).sqrt() && largest * n <= range && result.abs() * 16.0 <= range {
             return Ok(Some(accumulates));
         }
     }

@@ -88,7 +88,7 @@ impl Executor {
         // Scaled up past where a reduction's squares fit: the cause, for grouping findings.
         if scope.scalar.abs() > 1.0 && tags::class(self.op_name(scope.case.op)) != tags::OpClass::Pointwise {
             let scaled: Vec<Tensor> = relation.scaled_params().into_iter().flat_map(|p| scope.inputs.of(p).iter().map(Tensor::shallow_clone).collect::<Vec<_>>()).collect();
-            m.squares_overflow = conditioning::scaled_squares_overflow(&scaled, scope.scalar.abs())?;
+            m.squares_overflow = conditioning::squares_overflow(&scaled, scope.scalar.abs(), m.expected)?;
         }
         Ok(CheckOutcome::Values(m))
     }
