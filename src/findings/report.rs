@@ -182,9 +182,10 @@ pub fn table(findings: &[&Finding], verified: &HashMap<String, Verification>) ->
 
 /// Findings on different APIs with the same cause, to be reported once: the same specific
 /// signature (an assert's location, an escaped exception, a LAPACK routine's complaint, the
-/// native frame a worker died in, an unscaled sum of squares that a relation's scale made
-/// overflow) through any APIs, or any signature through APIs that are aliases of one another (`torch.divide` and `torch.div`, as torch's docs say:
-/// `ops::docs::canonical`). Generic signatures (a timeout, a
+/// native frame a worker died in) through any APIs; an unscaled sum of squares that overflowed
+/// (`oracle::differential::SQUARES_OVERFLOW`) through any APIs, relations and oracles; or any
+/// signature through APIs that are aliases of one another (`torch.divide` and `torch.div`, as
+/// torch's docs say: `ops::docs::canonical`). Generic signatures (a timeout, a
 /// corrupted heap, differing values) on unrelated APIs say nothing about the cause and group
 /// nothing. And the memory errors of one operator (and its aliases) are one cause, whichever
 /// check's call died and in whichever frame: a kernel that writes out of bounds damages the

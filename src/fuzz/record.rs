@@ -265,10 +265,13 @@ pub fn same_cause(finding: &Finding, d: &oracle::Detection) -> bool {
                 let (was, is) = (oracle::is_memory_error(name, &finding.signature), oracle::is_memory_error(&signal, &d.signature));
                 place(&d.signature) == place(&finding.signature) && if was || is { was && is } else { signal == *name }
             }
-            // A finding recorded before its relation's cause was named shows it again with it.
+            // A finding recorded before its cause was named shows it again with it.
             _ => {
                 d.signature == finding.signature
-                    || d.signature.strip_prefix(finding.signature.as_str()).is_some_and(|rest| rest.starts_with(&format!(": {}", oracle::differential::SQUARES_OVERFLOW)))
+                    || d.signature
+                        .strip_prefix(finding.signature.as_str())
+                        .and_then(|rest| rest.strip_prefix(": "))
+                        .is_some_and(|cause| cause.starts_with(oracle::differential::SQUARES_OVERFLOW))
             }
         }
 }

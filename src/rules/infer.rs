@@ -470,9 +470,9 @@ fn in_the_way(
 }
 
 /// The rule taken blind whose removal silences the batch's most frequent complaint, which names
-/// a parameter of the rule: without it, `try_cases` inputs raise the complaint (or one an earlier round got past) less than half as
-/// often as the batch did. With how many of the batch's inputs raised the complaint, and how many
-/// cases the probes ran.
+/// a parameter of the rule: without it, `try_cases` inputs raise the complaint (or one an
+/// earlier round got past, `dominated`) less than half as often as the batch did. With how many
+/// of the batch's inputs raised the complaint, and how many cases the probes ran.
 #[allow(clippy::too_many_arguments)]
 fn culprit(
     current: &dyn Fn(&Accepted) -> ApiSpec,
@@ -901,9 +901,11 @@ fn search(
             if rate >= config.target_valid {
                 break;
             }
-            if let Some((key, _)) = batch.dominant_error() {
-                if !dominated.contains(&key) {
-                    dominated.push(key);
+            // libtorch's most frequent complaint this round, counted once for the round.
+            let dominant = batch.dominant_error();
+            if let Some((key, _)) = &dominant {
+                if !dominated.contains(key) {
+                    dominated.push(key.clone());
                 }
             }
             // The dtypes the kernels refused so far, as one candidate per parameter; a
@@ -965,7 +967,6 @@ fn search(
                 // and equal shapes), the candidate that silences libtorch's most frequent
                 // complaint is progress: the next round sees the next complaint. Those about
                 // the parameters the complaint names are tried first.
-                let dominant = batch.dominant_error();
                 let dominant_about_dtypes = dominant.as_ref().is_some_and(|(key, _)| about_dtypes(key));
                 let relevance = |i: usize| dominant.as_ref().map_or(0, |(key, _)| relevance(&api, key, &remaining[i].0));
                 let kind = |i: usize| dominant.as_ref().map_or(0, |(key, _)| same_kind(key, &remaining[i].0));

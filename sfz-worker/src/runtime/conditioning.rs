@@ -195,7 +195,7 @@ pub(super) fn beyond_safe_range_of(tensors: &[Tensor], factor: f64) -> Result<Op
 /// inputs near float32's largest value) is some other cause, and so is a true result (`result`,
 /// the magnitude the reference or the relation's right side holds) within a factor 16 of the
 /// range: a product with a small constant overflows there (`hardswish`'s `x * relu6(x + 3)`).
-pub(super) fn squares_overflow(tensors: &[Tensor], factor: f64, result: f64) -> Result<Option<DType>, tch::TchError> {
+pub(super) fn squares_overflow<'a>(tensors: impl IntoIterator<Item = &'a Tensor>, factor: f64, result: f64) -> Result<Option<DType>, tch::TchError> {
     for t in tensors {
         let Some(dtype) = floating(t.f_kind()?) else { continue };
         let Some((max, _, _)) = dtype.limits() else { continue };
