@@ -213,6 +213,23 @@ fn infer_skips_operators_without_a_cpu_kernel_and_names_what_stops_the_rest() {
     assert!(stderr.contains("= hint: write the rule it asks for by hand, or ask a model: `sfz suggest "), "{stderr}");
 }
 
+/// Two optional lists of which exactly one must be given, one entry per spatial dimension:
+/// `upsample_nearest1d.vec` is refused until `output_size` is given, `scale_factors` left out
+/// and the list as long as the input has dimensions after batch and channel.
+#[test]
+fn infer_gives_one_of_two_optional_lists_as_long_as_the_spatial_dimensions() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("up.sfz");
+    let (code, _, stderr) = run(sfz().args(["infer", "--color=never", "--budget", "10s", "--workers", "1", "--seed", "0", "torch.upsample_nearest1d", "-o"]).arg(&file));
+    assert_eq!(code, 0, "{stderr}");
+    let text = std::fs::read_to_string(&file).expect("written");
+    for rule in ["output_size != None;", "len(output_size) == input.ndim - 2;", "scale_factors == None;"] {
+        assert!(text.contains(rule), "{rule}: {text}");
+    }
+    let line = stderr.lines().find(|l| l.starts_with("torch.upsample_nearest1d: proposed")).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(line.contains("-> 100%") || line.contains("-> 9"), "{line}");
+}
+
 /// A backward operator named to infer comes with its forward, as `sfz init` writes it: the
 /// forward's rules, inferred first, become the backward's (`huber_loss_backward` needs the
 /// forward's positive delta and broadcasting target), and pruning keeps a forward while a kept

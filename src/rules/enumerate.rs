@@ -221,11 +221,25 @@ fn every_candidate(api: &ApiSpec) -> Vec<Candidate> {
             add(format!("{l}_nonempty_list"), format!("len({l}) >= 1;"));
         }
     }
+    // A list with one entry per spatial dimension, after the batch and channel ones, or after
+    // one leading dimension (`upsample_nearest1d.vec`'s `output_size`: "output_size->size() ==
+    // spatial_dimensions"). Float lists are drawn, not solved, so their lengths are not here.
+    for (l, _) in int_lists.iter().filter(|(_, n)| n.is_none()) {
+        for t in &tensors {
+            add(format!("{l}_len_spatial_of_{t}"), format!("len({l}) == {t}.ndim - 2;"));
+            add(format!("{l}_len_but_first_of_{t}"), format!("len({l}) == {t}.ndim - 1;"));
+        }
+    }
     // Optional parameters left out, strings at their default, dtypes of the usual groups.
     for p in &api.params {
         let n = &p.name;
         if p.optional && p.ty != ParamType::Tensor {
             add(format!("{n}_none"), format!("{n} == None;"));
+        }
+        // One the schema gives no default may be one of two of which exactly one must be given
+        // ("Must specify exactly one of output_size and scale_factors").
+        if p.optional && p.default.is_none() {
+            add(format!("{n}_given"), format!("{n} != None;"));
         }
         // Emptiness and dtypes that matter only when an optional parameter is left out: a
         // reduction over all elements (dim None) needs some; a size given (n) pads an empty
@@ -765,6 +779,8 @@ mod tests {
                 "target_classes_along_last_of_input",
                 "input.ndim >= 1;\n    input.shape[-1] >= 1;\n    target.values in 0..input.shape[-1];",
             ),
+            ("api torch.upsample_nearest1d(input: Tensor, output_size: int[]?, scale_factors: float[]?) -> Tensor {}\n", "output_size_len_spatial_of_input", "len(output_size) == input.ndim - 2;"),
+            ("api torch.upsample_nearest1d(input: Tensor, output_size: int[]?, scale_factors: float[]?) -> Tensor {}\n", "output_size_given", "output_size != None;"),
             ("api torch.__iand__(input: Tensor, other: Tensor) -> Tensor {}\n", "other_casts_into_input", "other.dtype == bool or (input.dtype in [uint8, int8, int16, int32, int64] and other.dtype in [uint8, int8, int16, int32, int64]) or (input.dtype in [float16, bfloat16, float32, float64] and other.dtype not in [complex64, complex128]) or input.dtype in [complex64, complex128];"),
         ] {
             let checked = crate::check::check_text(Path::new("t.sfz"), src);

@@ -1034,7 +1034,11 @@ fn search(
                     }
                     let len = tried.ok.len();
                     let ok = tried.ok.iter().filter(|&&o| o).count() * 1000 / len;
-                    let hits = dominant.as_ref().map_or(0, |(key, _)| tried.errors.iter().filter(|e| e.as_deref() == Some(key.as_str())).count());
+                    // A complaint an earlier round got past, raised again, is no relief either
+                    // (`output_size == None` silences the length check by bringing back "Must
+                    // specify exactly one of output_size and scale_factors"). `dominated` holds
+                    // this round's complaint too.
+                    let hits = dominant.as_ref().map_or(0, |_| tried.errors.iter().filter(|e| e.as_deref().is_some_and(|e| dominated.iter().any(|d| d == e))).count());
                     let relieved = 1000 - hits * 1000 / len;
                     // Among equal reliefs, a complaint the batch never raised is ground not yet
                     // covered; one it did is often an earlier check the candidate trips.
