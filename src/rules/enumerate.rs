@@ -43,11 +43,39 @@ const HALF: &str = "[float16, bfloat16]";
 /// `from` statement fills (a backward's `grad_output`, `indices`, saved `mean`): the forward's
 /// outputs replace whatever was drawn for it, so no rule on it changes an input, and the
 /// search's probes go to the forward's own arguments.
+///
+/// A fed parameter that a `like(p, shape)` argument reads is the exception: the forward's input
+/// is built with its dtype and fill, so its rules on those stay (`upsample_nearest1d_backward`'s
+/// kernel refuses the uint8 that the forward takes, and only `grad_output.dtype` picks the
+/// forward's `input` dtype).
 pub fn candidates(api: &ApiSpec) -> Vec<Candidate> {
-    let fed: Vec<&str> = api.from.iter().flat_map(|f| &f.binds).filter_map(|b| api.params.get(b.param)).map(|p| p.name.as_str()).collect();
+    use crate::wire::case::FwdArg;
+    let name = |i: usize| api.params.get(i).map(|p| p.name.as_str());
+    let fed: Vec<&str> = api.from.iter().flat_map(|f| &f.binds).filter_map(|b| name(b.param)).collect();
+    let lent: Vec<&str> = api.from.iter().flat_map(|f| &f.args).filter_map(|a| if let FwdArg::Like { param, .. } = a { name(*param) } else { None }).collect();
     let mut out = every_candidate(api);
-    out.retain(|c| !super::words(&c.text).any(|w| fed.contains(&w)));
+    out.retain(|c| !super::words(&c.text).any(|w| fed.contains(&w)) || reads_only_dtype_or_values(&c.text, &lent, &fed));
     out
+}
+
+/// Whether every mention in `text` of a `fed` parameter is of the dtype or values of one in
+/// `lent`, and there is one.
+fn reads_only_dtype_or_values(text: &str, lent: &[&str], fed: &[&str]) -> bool {
+    let mut mentioned = false;
+    let mut rest = text;
+    while let Some(at) = rest.find(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+        let word_end = rest[at..].find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(rest.len(), |e| at + e);
+        let word = &rest[at..word_end];
+        let after = &rest[word_end..];
+        if fed.contains(&word) {
+            if !lent.contains(&word) || !(after.starts_with(".dtype") || after.starts_with(".values")) {
+                return false;
+            }
+            mentioned = true;
+        }
+        rest = after;
+    }
+    mentioned
 }
 
 fn every_candidate(api: &ApiSpec) -> Vec<Candidate> {
@@ -882,6 +910,25 @@ mod tests {
         }
         // Without the filter the same parameters get candidates.
         assert!(every_candidate(backward).iter().any(|c| c.text.contains("indices")));
+    }
+
+    /// A fed parameter that `like(p, shape)` reads lends the forward's input its dtype: its
+    /// dtype candidates stay, and those about its shape, which the forward's output gives, do not.
+    #[test]
+    fn a_fed_parameter_a_like_reads_keeps_its_dtype_candidates() {
+        let src = "api torch.upsample_nearest1d(input: Tensor, output_size: int[]?, scale_factors: float[]?) -> Tensor {}\n\n\
+            api torch.upsample_nearest1d_backward(grad_output: Tensor, output_size: int[], input_size: int[3], scales: float? = None) -> Tensor {\n    \
+            from torch.upsample_nearest1d(input = like(grad_output, input_size), output_size = output_size) {\n        \
+            grad_output: like(result);\n    }\n}\n";
+        let checked = crate::check::check_text(Path::new("t.sfz"), src);
+        assert!(!checked.has_errors(), "{:?}", checked.diags.iter().map(|d| &d.message).collect::<Vec<_>>());
+        let cands = candidates(&checked.spec.apis[1]);
+        let about = |w: &str| cands.iter().filter(|c| c.text.contains(w)).map(|c| c.name.as_str()).collect::<Vec<_>>();
+        assert!(about("grad_output.dtype").contains(&"grad_output_floating"), "{:?}", about("grad_output"));
+        assert!(about("grad_output.ndim").is_empty() && about("grad_output.shape").is_empty(), "{:?}", about("grad_output"));
+        assert!(reads_only_dtype_or_values("grad_output.values >= 0.0;", &["grad_output"], &["grad_output"]));
+        assert!(!reads_only_dtype_or_values("grad_output.dtype == input.dtype and grad_output.ndim == 1;", &["grad_output"], &["grad_output"]));
+        assert!(!reads_only_dtype_or_values("indices.dtype == int64;", &["grad_output"], &["grad_output", "indices"]));
     }
 
     /// The conditional families (emptiness unless a size is given, dtypes unless one is given,
