@@ -161,13 +161,30 @@ pub struct Bindings<'a> {
 /// Evaluates a constraint: Some(true/false), or None when the known facts cannot decide it.
 /// `mentioned` are the constraint's parameters and `optional` says which parameters are optional.
 pub fn holds(e: &TExpr, b: &Bindings, mentioned: &[usize], optional: &[bool]) -> Option<bool> {
+    holds_reading(e, b, mentioned, optional, Bounds::Fill)
+}
+
+/// How a tensor's value bounds read.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Bounds {
+    /// The range a recipe fills from: its elements may lie anywhere in it, so a range reaching
+    /// outside a value constraint breaks it.
+    Fill,
+    /// The range a case's elements were drawn from: a few elements may all have landed inside
+    /// a constraint's part of it, so only a range wholly outside surely breaks it. For a case
+    /// that ran, whose values nobody recorded.
+    Drawn,
+}
+
+/// `holds`, with the tensors' value bounds read as `bounds` says.
+pub fn holds_reading(e: &TExpr, b: &Bindings, mentioned: &[usize], optional: &[bool], bounds: Bounds) -> Option<bool> {
     // The optional-parameter rule: a None parameter mentioned beyond a None test makes it vacuous.
     for &i in mentioned {
         if optional.get(i).copied().unwrap_or(false) && b.params.get(i) == Some(&Val::None) && e.mentions_beyond_none_test(i) {
             return Some(true);
         }
     }
-    let mut ev = Evaluator { b, bound: Vec::new() };
+    let mut ev = Evaluator { b, bound: Vec::new(), bounds };
     ev.truth(e)
 }
 
@@ -180,6 +197,7 @@ pub fn vacuous(e: &TExpr, b: &Bindings, mentioned: &[usize], optional: &[bool]) 
 struct Evaluator<'a, 'b> {
     b: &'a Bindings<'b>,
     bound: Vec<(u32, Val)>,
+    bounds: Bounds,
 }
 
 /// Evaluation result: a value, an index out of range (which makes the comparison false), or
@@ -374,9 +392,9 @@ impl Evaluator<'_, '_> {
         let v = match op {
             BinOp::Eq => Val::Bool(equal(&a, &b)?),
             BinOp::Ne => Val::Bool(!equal(&a, &b)?),
-            BinOp::In => Val::Bool(member(&a, &b)?),
-            BinOp::NotIn => Val::Bool(!member(&a, &b)?),
-            BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => Val::Bool(order(op, &a, &b)?),
+            BinOp::In => Val::Bool(member(&a, &b, self.bounds)?),
+            BinOp::NotIn => Val::Bool(!member(&a, &b, self.bounds)?),
+            BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => Val::Bool(order(op, &a, &b, self.bounds)?),
             BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem => arith(op, &a, &b)?,
             BinOp::And | BinOp::Or | BinOp::Implies => unreachable!("handled above"),
         };
@@ -536,7 +554,7 @@ fn equal(a: &Val, b: &Val) -> Option<bool> {
     })
 }
 
-fn member(a: &Val, b: &Val) -> Option<bool> {
+fn member(a: &Val, b: &Val, bounds: Bounds) -> Option<bool> {
     Some(match (a, b) {
         (Val::Values(t), Val::Range { lo, hi, inclusive }) => {
             if t.numel() == 0 {
@@ -548,6 +566,8 @@ fn member(a: &Val, b: &Val) -> Option<bool> {
                 true
             } else if t.max < *lo || t.min > *hi {
                 false
+            } else if bounds == Bounds::Drawn {
+                return None;
             } else if !above || !below {
                 // Bounds say some element may lie outside; for a recipe the bounds are the fill
                 // range itself, so this is a real violation.
@@ -579,7 +599,7 @@ fn member(a: &Val, b: &Val) -> Option<bool> {
     })
 }
 
-fn order(op: BinOp, a: &Val, b: &Val) -> Option<bool> {
+fn order(op: BinOp, a: &Val, b: &Val, bounds: Bounds) -> Option<bool> {
     let cmp = |x: f64, y: f64| match op {
         BinOp::Lt => x < y,
         BinOp::Le => x <= y,
@@ -587,8 +607,8 @@ fn order(op: BinOp, a: &Val, b: &Val) -> Option<bool> {
         _ => x >= y,
     };
     match (a, b) {
-        (Val::Values(t), x) => values_order(op, t, x.num()?),
-        (x, Val::Values(t)) => values_order(flip(op), t, x.num()?),
+        (Val::Values(t), x) => values_order(op, t, x.num()?, bounds),
+        (x, Val::Values(t)) => values_order(flip(op), t, x.num()?, bounds),
         (x, y) => Some(cmp(x.num()?, y.num()?)),
     }
 }
@@ -604,19 +624,30 @@ fn flip(op: BinOp) -> BinOp {
 }
 
 /// `values op v` for every element.
-fn values_order(op: BinOp, t: &TensorVal, v: f64) -> Option<bool> {
+fn values_order(op: BinOp, t: &TensorVal, v: f64, bounds: Bounds) -> Option<bool> {
     if t.numel() == 0 {
         return Some(true);
     }
     if t.nonfinite {
         return Some(false);
     }
-    Some(match op {
+    let every = match op {
         BinOp::Gt => t.min > v,
         BinOp::Ge => t.min >= v,
         BinOp::Lt => t.max < v || (!t.max_closed && t.max <= v),
         _ => t.max <= v,
-    })
+    };
+    // Drawn: broken for sure only when no element of the range obeys.
+    let none = match op {
+        BinOp::Gt => t.max <= v,
+        BinOp::Ge => t.max < v || (!t.max_closed && t.max <= v),
+        BinOp::Lt => t.min >= v,
+        _ => t.min > v,
+    };
+    match bounds {
+        Bounds::Drawn if !every && !none => None,
+        _ => Some(every),
+    }
 }
 
 fn arith(op: BinOp, a: &Val, b: &Val) -> Option<Val> {

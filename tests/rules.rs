@@ -230,6 +230,21 @@ fn infer_gives_one_of_two_optional_lists_as_long_as_the_spatial_dimensions() {
     assert!(line.contains("-> 100%") || line.contains("-> 9"), "{line}");
 }
 
+/// `index_fill`'s accepted inputs are of one-element indices whose drawn value landed inside
+/// the dimension, though their fill range reaches outside it: the rule on the index's values is
+/// probed, not refuted by them, and the search gets past "index N is out of bounds".
+#[test]
+fn infer_probes_an_index_rule_that_accepted_inputs_may_have_obeyed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("fill.sfz");
+    let (code, _, stderr) = run(sfz().args(["infer", "--color=never", "--budget", "20s", "--workers", "1", "--seed", "89", "torch.index_fill", "-o"]).arg(&file));
+    assert_eq!(code, 0, "{stderr}");
+    let line = stderr.lines().find(|l| l.starts_with("torch.index_fill: proposed")).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(line.contains("-> 100%") || line.contains("-> 9"), "{line}");
+    let text = std::fs::read_to_string(&file).expect("written");
+    assert!(text.contains("index.values in 0.."), "{text}");
+}
+
 /// A backward operator named to infer comes with its forward, as `sfz init` writes it: the
 /// forward's rules, inferred first, become the backward's (`huber_loss_backward` needs the
 /// forward's positive delta and broadcasting target), and pruning keeps a forward while a kept

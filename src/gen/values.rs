@@ -447,10 +447,16 @@ fn equals_default(a: &Arg, d: &Value) -> bool {
 
 /// Whether the arguments satisfy every `requires` constraint (None where undecidable).
 pub fn conforms(api: &ApiSpec, args: &[Arg]) -> Vec<Option<bool>> {
+    conforms_reading(api, args, eval::Bounds::Fill)
+}
+
+/// `conforms`, with the tensors' value bounds read as `bounds` says (`Drawn` for a case that
+/// ran, whose few elements may all lie inside a constraint's range).
+pub fn conforms_reading(api: &ApiSpec, args: &[Arg], bounds: eval::Bounds) -> Vec<Option<bool>> {
     let vals = arg_vals(api, args);
     let optional: Vec<bool> = api.params.iter().map(|p| p.optional).collect();
     let b = Bindings { params: &vals, results: &[] };
-    api.requires.iter().map(|c| eval::holds(&c.expr, &b, &c.params, &optional)).collect()
+    api.requires.iter().map(|c| eval::holds_reading(&c.expr, &b, &c.params, &optional, bounds)).collect()
 }
 
 /// The evaluator's view of a case's arguments (an omitted one is its default).
@@ -510,6 +516,25 @@ mod tests {
         // The lists unknown: no guard is decided.
         let b = bounds_of(&api, 2, &[Val::Unknown, Val::Unknown, Val::Unknown], None);
         assert_eq!((b.lo, b.hi), (None, None));
+    }
+
+    /// A case's fill range that reaches outside a value rule breaks it as a recipe (`Fill`: some
+    /// element will lie outside), but not surely as a case that ran (`Drawn`: its one element
+    /// may have landed inside); a range wholly outside breaks it either way.
+    #[test]
+    fn a_fill_range_reaching_outside_a_value_rule_surely_breaks_it_only_as_a_recipe() {
+        let api = crate::check::first_api("api torch.take(input: Tensor, index: Tensor) -> Tensor {\n    index.values in 0..input.numel;\n    index.values >= 0;\n}\n");
+        let tensor = |dtype, shape: &[i64], lo, hi| {
+            Arg::Tensor(TensorRecipe { dtype, shape: shape.to_vec(), fill: Fill::Int { lo, hi }, seed: 1, layout: Default::default(), specials: Vec::new() })
+        };
+        let input = tensor(DType::Float32, &[3], 0, 1);
+        let reaching = [input.clone(), tensor(DType::Int64, &[1], -5, 6)];
+        assert_eq!(conforms_reading(&api, &reaching, eval::Bounds::Fill), vec![Some(false), Some(false)]);
+        assert_eq!(conforms_reading(&api, &reaching, eval::Bounds::Drawn), vec![None, None]);
+        let outside = [input.clone(), tensor(DType::Int64, &[1], -9, -4)];
+        assert_eq!(conforms_reading(&api, &outside, eval::Bounds::Drawn), vec![Some(false), Some(false)]);
+        let inside = [input, tensor(DType::Int64, &[1], 0, 3)];
+        assert_eq!(conforms_reading(&api, &inside, eval::Bounds::Drawn), vec![Some(true), Some(true)]);
     }
 
     /// A Scalar whose kind a constraint reads is drawn of each kind the constraints allow, and

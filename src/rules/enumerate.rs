@@ -312,11 +312,12 @@ fn every_candidate(api: &ApiSpec) -> Vec<Candidate> {
             }
         }
     }
-    // Index tensors: values within a dimension of the indexed tensor.
+    // Index tensors: values within a dimension of the indexed tensor; a 0-d one is indexed as
+    // if it had one dimension of size 1, as `dim` wraps (`index_fill_` of a scalar).
     for idx in tensors.iter().filter(|t| is_index(t)) {
         for t in tensors.iter().filter(|t| *t != idx) {
             for d in &ints {
-                add(format!("{idx}_indexes_{t}_{d}"), format!("{idx}.values in 0..{t}.shape[{d}];"));
+                add(format!("{idx}_indexes_{t}_{d}"), format!("{idx}.values in 0..(if {t}.ndim == 0 then 1 else {t}.shape[{d}]);"));
             }
             add(format!("{idx}_indexes_{t}"), format!("{idx}.values in 0..{t}.shape[0];"));
         }
@@ -722,7 +723,7 @@ mod tests {
         let api = &checked.spec.apis[0];
         let cands = candidates(api);
         assert!(cands.iter().any(|c| c.text == "dim in -max(input.ndim, 1)..max(input.ndim, 1);"));
-        assert!(cands.iter().any(|c| c.text == "index.values in 0..input.shape[dim];"));
+        assert!(cands.iter().any(|c| c.text == "index.values in 0..(if input.ndim == 0 then 1 else input.shape[dim]);"));
         // A dimension index is never bounded by another dimension's size.
         let transpose = crate::check::check_text(Path::new("t.sfz"), "api torch.transpose(input: Tensor, dim0: int, dim1: int) -> Tensor {}\n");
         assert!(!candidates(&transpose.spec.apis[0]).iter().any(|c| c.name.contains("_within_")));
@@ -807,6 +808,7 @@ mod tests {
                 "target_classes_along_last_of_input",
                 "input.ndim >= 1;\n    input.shape[-1] >= 1;\n    target.values in 0..input.shape[-1];",
             ),
+            ("api torch.index_fill_(input: Tensor, dim: int, index: Tensor, value: Tensor) -> Tensor {}\n", "index_indexes_input_dim", "index.values in 0..(if input.ndim == 0 then 1 else input.shape[dim]);"),
             ("api torch.upsample_nearest1d(input: Tensor, output_size: int[]?, scale_factors: float[]?) -> Tensor {}\n", "output_size_len_spatial_of_input", "len(output_size) == input.ndim - 2;"),
             ("api torch.upsample_nearest1d(input: Tensor, output_size: int[]?, scale_factors: float[]?) -> Tensor {}\n", "output_size_given", "output_size != None;"),
             ("api torch.__iand__(input: Tensor, other: Tensor) -> Tensor {}\n", "other_casts_into_input", "other.dtype == bool or (input.dtype in [uint8, int8, int16, int32, int64] and other.dtype in [uint8, int8, int16, int32, int64]) or (input.dtype in [float16, bfloat16, float32, float64] and other.dtype not in [complex64, complex128]) or input.dtype in [complex64, complex128];"),

@@ -595,7 +595,18 @@ fn ran(b: &Batch) -> impl Iterator<Item = ranks::Ran<'_>> {
 
 /// Whether the candidate holds on arguments: Some(false) when some constraint is broken.
 pub(super) fn holds(probe: &ApiSpec, args: &[Arg]) -> Option<bool> {
-    let r = values::conforms(probe, args);
+    verdict(&values::conforms(probe, args))
+}
+
+/// How many accepted cases of `batch` surely break the candidate: a value rule whose range
+/// a tensor's fill range only reaches outside of may hold on the few elements drawn
+/// (`index.values in 0..input.shape[dim]` on a one-element index).
+fn surely_broken_by_accepted(probe: &ApiSpec, batch: &Batch) -> usize {
+    let drawn = |args: &[Arg]| verdict(&values::conforms_reading(probe, args, crate::eval::Bounds::Drawn));
+    batch.args.iter().zip(&batch.ok).filter(|(args, ok)| **ok && drawn(args) == Some(false)).count()
+}
+
+fn verdict(r: &[Option<bool>]) -> Option<bool> {
     if r.contains(&Some(false)) {
         Some(false)
     } else if r.iter().all(Option::is_some) {
@@ -936,6 +947,12 @@ fn search(
             let mut best: Option<(usize, usize)> = None;
             for (i, (c, probe)) in remaining.iter().enumerate() {
                 let t = tally(probe, &batch);
+                // Accepted cases that may only have drawn values outside it say nothing yet:
+                // its own probe decides, as for one the batch never obeyed.
+                if t.ok_broken > 0 && surely_broken_by_accepted(probe, &batch) == 0 {
+                    unseen.push((i, t.bad_broken));
+                    continue;
+                }
                 if t.ok_broken > 0 {
                     let name = c.candidate.name.clone();
                     match counterexamples.iter_mut().find(|(n, _)| *n == name) {
