@@ -62,18 +62,13 @@ pub fn candidates(api: &ApiSpec) -> Vec<Candidate> {
 /// `lent`, and there is one.
 fn reads_only_dtype_or_values(text: &str, lent: &[&str], fed: &[&str]) -> bool {
     let mut mentioned = false;
-    let mut rest = text;
-    while let Some(at) = rest.find(|c: char| c.is_ascii_alphanumeric() || c == '_') {
-        let word_end = rest[at..].find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(rest.len(), |e| at + e);
-        let word = &rest[at..word_end];
-        let after = &rest[word_end..];
-        if fed.contains(&word) {
-            if !lent.contains(&word) || !(after.starts_with(".dtype") || after.starts_with(".values")) {
-                return false;
-            }
-            mentioned = true;
+    for w in super::words(text).filter(|w| fed.contains(w)) {
+        // `words` gives slices of `text`: what follows this one.
+        let after = &text[w.as_ptr() as usize - text.as_ptr() as usize + w.len()..];
+        if !lent.contains(&w) || !(after.starts_with(".dtype") || after.starts_with(".values")) {
+            return false;
         }
-        rest = after;
+        mentioned = true;
     }
     mentioned
 }

@@ -218,6 +218,11 @@ impl Batch {
         self.message(key).map_or_else(Vec::new, counts::named)
     }
 
+    /// How many cases raised one of `complaints` (the dominant ones of the rounds so far).
+    fn raising(&self, complaints: &[String]) -> usize {
+        self.errors.iter().filter(|e| e.as_deref().is_some_and(|e| complaints.iter().any(|c| c == e))).count()
+    }
+
     /// The indices of the cases a candidate holds on.
     fn obeying(&self, probe: &ApiSpec) -> Vec<usize> {
         (0..self.args.len()).filter(|&k| holds(probe, &self.args[k]) == Some(true)).collect()
@@ -505,7 +510,9 @@ fn culprit(
         }
         // Taking back a rule relieves nothing when its inputs raise again a complaint an
         // earlier round got past (the rank tuple `addmv`'s "vector + matrix @ vector" wanted).
-        let hits = tried.errors.iter().filter(|e| e.as_deref().is_some_and(|e| e == complaint || dominated.iter().any(|d| d == e))).count() as f64 / tried.ok.len() as f64;
+        // `dominated` holds the batch's own complaint: the caller counted this round's first.
+        debug_assert!(dominated.contains(&complaint));
+        let hits = tried.raising(dominated) as f64 / tried.ok.len() as f64;
         if hits < share / 2.0 && best.is_none_or(|(_, h)| hits < h) {
             best = Some((k, hits));
         }
@@ -1055,7 +1062,7 @@ fn search(
                     // (`output_size == None` silences the length check by bringing back "Must
                     // specify exactly one of output_size and scale_factors"). `dominated` holds
                     // this round's complaint too.
-                    let hits = dominant.as_ref().map_or(0, |_| tried.errors.iter().filter(|e| e.as_deref().is_some_and(|e| dominated.iter().any(|d| d == e))).count());
+                    let hits = dominant.as_ref().map_or(0, |_| tried.raising(&dominated));
                     let relieved = 1000 - hits * 1000 / len;
                     // Among equal reliefs, a complaint the batch never raised is ground not yet
                     // covered; one it did is often an earlier check the candidate trips.
@@ -1100,7 +1107,7 @@ fn search(
                         // Relief that raises again a complaint an earlier round got past is no
                         // relief: without `addmv_`'s rank tuple, `input.ndim == mat.ndim` ends
                         // "size mismatch" by tripping "vector + matrix @ vector expected".
-                        let hits = tried.errors.iter().filter(|e| e.as_deref().is_some_and(|e| dominated.iter().any(|d| d == e))).count();
+                        let hits = tried.raising(&dominated);
                         if !tried.ok.is_empty() && relieving(ok, hits * 1000 / len) {
                             displacements += 1;
                             let count = dominant.as_ref().map_or(0, |(_, n)| *n as i64);
