@@ -627,6 +627,17 @@ fn relations(api: &ApiSpec, tensors: &[&str], ints: &[&str], add: &mut impl FnMu
             }
         }
     }
+    // Recurrent weights stack one block per gate: `w_ih` and `w_hh` have a gate count (1 for
+    // a plain RNN, 3 for a GRU, 4 for an LSTM) times the hidden size rows, and the hidden size
+    // is `w_hh`'s column count ("weight_ih first dim must be 3 * hidden_size").
+    let recurrent: Vec<&str> = tensors.iter().copied().filter(|t| t.starts_with("w_") || t.starts_with("weight_")).collect();
+    for w in &recurrent {
+        for h in &recurrent {
+            for gates in [1, 3, 4] {
+                add(format!("{w}_gates_{gates}_of_{h}"), format!("{w}.ndim == 2;\n    {h}.ndim == 2;\n    {w}.shape[0] == {gates} * {h}.shape[1];"));
+            }
+        }
+    }
     // Indices into the last two dimensions of the input, flattened (max_pool's `indices`).
     for idx in tensors.iter().filter(|t| is_index(t)) {
         for t in tensors.iter().filter(|t| *t != idx) {
@@ -806,6 +817,11 @@ mod tests {
             ("api torch.index_fill_(input: Tensor, dim: int, index: Tensor, value: Tensor) -> Tensor {}\n", "index_indexes_input_dim", "index.values in 0..(if input.ndim == 0 then 1 else input.shape[dim]);"),
             ("api torch.upsample_nearest1d(input: Tensor, output_size: int[]?, scale_factors: float[]?) -> Tensor {}\n", "output_size_len_spatial_of_input", "len(output_size) == input.ndim - 2;"),
             ("api torch.upsample_nearest1d(input: Tensor, output_size: int[]?, scale_factors: float[]?) -> Tensor {}\n", "output_size_given", "output_size != None;"),
+            (
+                "api torch.gru_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor? = None, b_hh: Tensor? = None) -> Tensor {}\n",
+                "w_ih_gates_3_of_w_hh",
+                "w_ih.ndim == 2;\n    w_hh.ndim == 2;\n    w_ih.shape[0] == 3 * w_hh.shape[1];",
+            ),
             ("api torch.__iand__(input: Tensor, other: Tensor) -> Tensor {}\n", "other_casts_into_input", "other.dtype == bool or (input.dtype in [uint8, int8, int16, int32, int64] and other.dtype in [uint8, int8, int16, int32, int64]) or (input.dtype in [float16, bfloat16, float32, float64] and other.dtype not in [complex64, complex128]) or input.dtype in [complex64, complex128];"),
         ] {
             let checked = crate::check::check_text(Path::new("t.sfz"), src);

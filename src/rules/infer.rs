@@ -402,7 +402,13 @@ fn relevance(api: &ApiSpec, complaint: &str, candidate: &Checked) -> usize {
     let named = |name: &str| {
         // Numbers made uniform as in the complaint's key (`mat2` is `matn`).
         let name: String = name.to_ascii_lowercase().chars().map(|c| if c.is_ascii_digit() { 'n' } else { c }).collect();
-        words.iter().any(|w| *w == name || (name == "input" && w == "self") || (w.len() >= 3 && name.starts_with(w.as_str())) || (name.len() >= 3 && w.starts_with(name.as_str())))
+        words.iter().any(|w| {
+            *w == name
+                || (name == "input" && w == "self")
+                || (w.len() >= 3 && name.starts_with(w.as_str()))
+                || (name.len() >= 3 && w.starts_with(name.as_str()))
+                || abbreviates(&name, w)
+        })
     };
     let params: Vec<&str> = api.params.iter().map(|p| p.name.as_str()).filter(|n| uses(n)).collect();
     if params.is_empty() {
@@ -411,6 +417,13 @@ fn relevance(api: &ApiSpec, complaint: &str, candidate: &Checked) -> usize {
     // Any one named is enough to be relevant: `dim in -input.ndim..input.ndim` answers
     // `Dimension out of range` although the complaint does not say `input`.
     params.iter().filter(|p| named(p)).count()
+}
+
+/// Whether a parameter's name shortens each part of a word of the complaint: the schema's `w_ih`
+/// is the message's `weight_ih`.
+fn abbreviates(name: &str, word: &str) -> bool {
+    let (parts, long): (Vec<&str>, Vec<&str>) = (name.split('_').collect(), word.split('_').collect());
+    parts.len() > 1 && parts.len() == long.len() && parts.iter().zip(&long).all(|(p, l)| !p.is_empty() && l.starts_with(p))
 }
 
 /// Whether libtorch complains about dtypes (`mixed dtype`, `not implemented for 'Half'`,
@@ -1856,6 +1869,14 @@ mod tests {
         let (api, rules) = (&checked.spec.apis[0], candidates_of(&checked.spec));
         let key = crate::oracle::errors::complaint("Expected num groups to be greater than 0, got 0");
         assert_eq!(rules.iter().filter(|r| relevance(api, &key, r) > 0).map(|r| r.candidate.name.as_str()).collect::<Vec<_>>(), ["group"]);
+        // The schema's `w_ih` is the message's `weight_ih`; `b_ih` is not.
+        let src = "api torch.rnn_tanh_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor) -> Tensor {}\n\
+            #[status(candidate)] rule gates for torch.rnn_tanh_cell { w_ih.shape[0] == w_hh.shape[1]; }\n\
+            #[status(candidate)] rule bias for torch.rnn_tanh_cell { b_ih.ndim == 1; }\n";
+        let checked = crate::check::check_text(Path::new("t.sfz"), src);
+        let (api, rules) = (&checked.spec.apis[0], candidates_of(&checked.spec));
+        let key = crate::oracle::errors::complaint("weight_ih first dim must be 1 * hidden_size = 2, but got 3");
+        assert_eq!(rules.iter().filter(|r| relevance(api, &key, r) > 0).map(|r| r.candidate.name.as_str()).collect::<Vec<_>>(), ["gates"]);
     }
 
     /// The search's first pass keeps the elements of a tensor list non-empty and of rank 1 or
