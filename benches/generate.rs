@@ -82,6 +82,7 @@ fn campaign(plans: &[ApiPlan], gen: GenConfig, seconds: u64) -> (Summary, f64) {
         gen,
         first_case: 0,
         elapsed_before: 0.0,
+        baseline: None,
     };
     let summary = fuzz::run(plans, pools, skipped, &store, &config, &Quiet).expect("campaign runs");
     (summary, solve)

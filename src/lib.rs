@@ -21,5 +21,6 @@ pub mod solve;
 pub mod spec;
 pub mod stdlib;
 pub mod syntax;
+pub mod triage;
 pub mod wire;
 pub mod worker;

@@ -477,7 +477,7 @@ fn a_culprits_death_in_a_check_names_that_check_among_all_of_its_apis() {
     let config = PoolConfig { worker_exe: worker, ops, checks: checks.clone(), ..PoolConfig::default() };
     let input = TensorRecipe { dtype: DType::Float32, shape: vec![2, 2], fill: Fill::Uniform { lo: -1.0, hi: 1.0 }, seed: 1, layout: Layout::Contiguous, specials: vec![] };
     let case = Case { op: 0, args: vec![Arg::Tensor(input), Arg::Int(9)], forward: None };
-    let (place, death, call) = sfz::fuzz::culprit::locate(&config, &plans[0], &checks[0], &case, None).expect("the case kills a fresh worker by itself");
+    let (place, death, call) = sfz::triage::culprit::locate(&config, &plans[0], &checks[0], &case, None).expect("the case kills a fresh worker by itself");
     assert_eq!((place, call, death.oracle), (Some(1), 2, Oracle::Inplace), "{death:?}");
     assert!(matches!(death.evidence, sfz::oracle::Evidence::Differential { check: 1, .. }), "{death:?}");
 }

@@ -163,7 +163,7 @@ fn losing_the_fork_server_falls_back_to_spawning_without_misreporting() {
 /// The signature of a death, as a campaign keys its finding.
 fn death_signature(e: &Execution) -> String {
     let Execution::Crashed { signal, stderr, frames, between_calls, .. } = e else { panic!("a death: {e:?}") };
-    sfz::oracle::death_signature(*signal, stderr, frames, *between_calls)
+    sfz::oracle::death_cause(sfz::oracle::Place::Call, *signal, stderr, frames, *between_calls).to_string()
 }
 
 #[test]

@@ -80,6 +80,13 @@ pub struct Args {
     /// Print the summary as one JSON object on stdout (and no progress bar).
     #[arg(long)]
     pub json: bool,
+    /// Known causes (a TOML baseline): their findings are recorded, marked, and counted apart.
+    /// Default: `baseline.toml` of the sfz checkout, when there is one.
+    #[arg(long)]
+    pub baseline: Option<PathBuf>,
+    /// Use no baseline.
+    #[arg(long, conflicts_with = "baseline")]
+    pub no_baseline: bool,
     /// The worker executable (default: `sfz-worker` next to `sfz`).
     #[arg(long)]
     pub worker: Option<PathBuf>,
@@ -258,6 +265,15 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     }
     super::missing_paths(&args.paths)?;
     // Fail on an unusable output folder before any work starts.
+    let baseline = match (&args.baseline, args.no_baseline) {
+        (_, true) => None,
+        (Some(path), _) => Some(path.clone()),
+        (None, false) => super::report::default_baseline(),
+    };
+    let baseline = match baseline.map(|p| super::report::load_baseline(&p, color)).transpose() {
+        Ok(b) => b,
+        Err(code) => return Ok(code),
+    };
     let store = Store::open(&args.out)?;
     eprint!("{}", super::report::skipped_lines(&args.out.join("findings.jsonl"), &store.previous, &store.skipped, color));
 
@@ -386,6 +402,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         quarantine: (args.quarantine > 0).then_some(args.quarantine),
         first_case: progress.next_case,
         elapsed_before: progress.elapsed_s,
+        baseline,
     };
     install_interrupt_handler();
     let bar = if args.json { ProgressBar::hidden() } else { ProgressBar::new_spinner() };
@@ -450,7 +467,7 @@ fn resumed(dir: &Path) -> Result<(Args, Progress, Option<Manifest>), Diagnostic>
     std::env::set_current_dir(&manifest.cwd).map_err(|e| not_a_campaign(format!("cannot enter `{}`, where it started: {e}", manifest.cwd.display())))?;
     let argv = ["sfz", "fuzz"].into_iter().map(String::from).chain(manifest.argv.iter().cloned());
     let mut args = match super::Cli::try_parse_from(argv) {
-        Ok(super::Cli { command: super::Command::Fuzz(args), .. }) => args,
+        Ok(super::Cli { command: super::Command::Fuzz(args), .. }) => *args,
         Ok(_) => return Err(not_a_campaign("its manifest holds no `sfz fuzz` command".into())),
         Err(e) => return Err(not_a_campaign(format!("its command line no longer parses: {}", e.kind()))),
     };
@@ -553,6 +570,16 @@ pub fn table(s: &Summary) -> String {
         thousands(s.duplicates),
         s.worker_restarts
     ));
+    if !s.findings_by_severity.is_empty() {
+        let by: Vec<String> = s.findings_by_severity.iter().map(|(sev, n)| format!("{sev} {n}")).collect();
+        let known = if s.known_findings > 0 { format!("; {} of a cause the baseline knows", s.known_findings) } else { String::new() };
+        out.push_str(&format!("  severity    {} (worst first){known}\n", by.join(", ")));
+    }
+    if !s.implausible.is_empty() {
+        let total: u64 = s.implausible.values().sum();
+        let by: Vec<String> = s.implausible.iter().map(|(why, n)| format!("{why} {}", thousands(*n))).collect();
+        out.push_str(&format!("  implausible {} numerical disagreements counted, not reported: {}\n", thousands(total), by.join(", ")));
+    }
     if s.spec_findings > 0 {
         out.push_str(&format!("  spec        {} inputs the spec allows were rejected (spec-findings.jsonl)\n", s.spec_findings));
     }

@@ -115,6 +115,7 @@ fn campaign(plans: &[crate::plan::ApiPlan], v: &Validation) -> anyhow::Result<Op
         quarantine: Some(fuzz::QUARANTINE_AFTER),
         first_case: 0,
         elapsed_before: 0.0,
+        baseline: None,
     };
     let summary = match fuzz::run(plans, pools, Vec::new(), &store, &config, &Quiet) {
         Ok(s) => s,
@@ -232,7 +233,8 @@ pub fn validate_relations(path: &Path, spec: &Spec, text: &str, catalog: &Catalo
             let agreed = relations::evidence(run.agreed, vacuous);
             // Broken: a finding, or a low-precision case that float64 breaks too (no finding in
             // a campaign, where the relation is taken as given; here it is what is judged).
-            let broken = run.refuted > 0 || findings.iter().any(|f| f.api == plan.api.name && f.signature.starts_with(&format!("relation {} does not hold", run.relation)));
+            let broken =
+                run.refuted > 0 || findings.iter().any(|f| f.api == plan.api.name && matches!(&f.cause, crate::oracle::Cause::Relation { name, .. } if *name == run.relation));
             if broken {
                 verdict.refuted.push(name.to_string());
             } else if agreed >= MIN_RELATION_CASES {

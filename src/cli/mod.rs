@@ -38,7 +38,7 @@ pub enum Command {
     /// Run the language server on stdin/stdout (for editors; see README).
     Lsp(LspArgs),
     /// Fuzz the APIs of spec files against libtorch; findings go to --out.
-    Fuzz(fuzz::Args),
+    Fuzz(Box<fuzz::Args>),
     /// Run the `program` items of spec files and search for inputs that make an intermediate
     /// NaN or INF; reports and reproducers go to --out.
     Hunt(hunt::Args),
@@ -100,7 +100,7 @@ pub fn main() -> ExitCode {
         Command::Explain(args) => explain::run(args),
         Command::Fmt(args) => fmt::run(args, cli.color),
         Command::Lsp(args) => crate::lsp::run_stdio(crate::lsp::Config { worker_exe: args.worker }).map(|()| ExitCode::SUCCESS),
-        Command::Fuzz(args) => fuzz::run(args, cli.color),
+        Command::Fuzz(args) => fuzz::run(*args, cli.color),
         Command::Hunt(args) => hunt::run(args, cli.color),
         Command::Train(args) => train::run(args, cli.color),
         Command::Replay(args) => replay::run(args, cli.color),

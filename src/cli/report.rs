@@ -10,7 +10,8 @@ use std::time::Duration;
 use super::Color;
 use crate::campaign::merge::{self, Disagreement};
 use crate::diag::{self, codes, Diagnostic, RenderConfig, SourceMap, Span};
-use crate::findings::{self, report, verify, SkippedLine};
+use crate::findings::baseline::{Baseline, LoadError};
+use crate::findings::{self, causes, report, verify, SkippedLine};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -33,6 +34,23 @@ pub struct Args {
     /// Print the report as one JSON object on stdout instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Known causes (a TOML baseline; see docs/ORACLES.md): their findings are counted apart,
+    /// not listed as new. Default: `baseline.toml` of the sfz checkout, when there is one.
+    #[arg(long)]
+    pub baseline: Option<PathBuf>,
+    /// Use no baseline: every cause is listed.
+    #[arg(long, conflicts_with = "baseline")]
+    pub no_baseline: bool,
+    /// List only causes this earlier findings folder did not report.
+    #[arg(long, value_name = "DIR")]
+    pub new_since: Option<PathBuf>,
+    /// Exit with status 1 when any cause is listed as new (for CI gates).
+    #[arg(long)]
+    pub fail_on_new: bool,
+    /// Print the umbrella report of the cause a finding id belongs to, in the shape of
+    /// PyTorch's issue template, and nothing else.
+    #[arg(long, value_name = "FINDING")]
+    pub issue: Option<String>,
 }
 
 pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
@@ -66,7 +84,35 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     };
     let loaded = findings::load(&dir)?;
     eprint!("{}", skipped_lines(&loaded.path, &loaded.text, &loaded.skipped, color));
+    let baseline = match baseline_of(&args, color) {
+        Ok(b) => b,
+        Err(code) => return Ok(code),
+    };
+    let before = match &args.new_since {
+        Some(earlier) => match findings::load(earlier) {
+            Ok(l) => Some(l),
+            Err(e) => {
+                let d = Diagnostic::new(codes::E0105, format!("`{}` is not a findings folder to compare with", earlier.display()))
+                    .with_note(e.to_string())
+                    .with_help("give the --out folder of an earlier `sfz fuzz` run");
+                eprint!("{}", diag::render_all(&SourceMap::default(), &[d], RenderConfig { color: color.stderr() }));
+                return Ok(ExitCode::from(2));
+            }
+        },
+        None => None,
+    };
     let unique = report::unique(&loaded);
+    if let Some(id) = &args.issue {
+        let groups = causes::group(&unique, baseline.as_ref());
+        let Some(group) = groups.iter().find(|g| g.findings.iter().any(|f| f.id == *id)) else {
+            let d = Diagnostic::new(codes::E0101, format!("no listed finding `{id}` in `{}`", dir.display()))
+                .with_help("give the id of a finding `sfz report` lists (the FINDING column)");
+            eprint!("{}", diag::render_all(&SourceMap::default(), &[d], RenderConfig { color: color.stderr() }));
+            return Ok(ExitCode::from(2));
+        };
+        print!("{}", findings::issue::umbrella(&dir, group));
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut verified = HashMap::new();
     if args.verify {
         let python = args.python.clone().unwrap_or_else(verify::default_python);
@@ -89,17 +135,45 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&report::to_json(&loaded, &verified))?);
         return Ok(ExitCode::SUCCESS);
     }
+    let groups = causes::group(&unique, baseline.as_ref());
+    let earlier: Option<std::collections::HashSet<causes::CauseKey>> = before.as_ref().map(|l| report::unique(l).iter().map(|f| causes::key(f)).collect());
+    let (known, listed): (Vec<&causes::CauseGroup>, Vec<&causes::CauseGroup>) = groups.iter().partition(|g| g.known.is_some());
+    let (seen, new): (Vec<&causes::CauseGroup>, Vec<&causes::CauseGroup>) = listed.into_iter().partition(|g| earlier.as_ref().is_some_and(|e| e.contains(&g.key)));
+    let new: Vec<causes::CauseGroup> = new.into_iter().cloned().collect();
     let mix: Vec<String> = report::by_oracle(&unique).iter().map(|(o, n)| format!("{o} {n}")).collect();
     println!(
-        "{} unique finding{}{}{}",
+        "{} unique finding{}{}: {} new cause{}{}",
         unique.len(),
         if unique.len() == 1 { "" } else { "s" },
         if mix.is_empty() { String::new() } else { format!(" ({})", mix.join(", ")) },
-        report::causes_suffix(&unique)
+        new.len(),
+        if new.len() == 1 { "" } else { "s" },
+        if new.is_empty() { String::new() } else { format!(" ({})", report::by_severity(&new)) },
     );
-    if !unique.is_empty() {
-        print!("{}", report::table(&unique, &verified));
-        print!("{}", report::shared_causes_text(&unique));
+    if !new.is_empty() {
+        print!("{}", report::cause_table(&new, &verified));
+    }
+    if !known.is_empty() {
+        let each: Vec<String> = known
+            .iter()
+            .map(|g| {
+                let k = g.known.expect("partitioned on it");
+                format!(
+                    "{} ({} finding{}{})",
+                    k.name,
+                    g.findings.len(),
+                    if g.findings.len() == 1 { "" } else { "s" },
+                    k.issue.as_deref().map_or(String::new(), |i| format!(", {i}"))
+                )
+            })
+            .collect();
+        println!("{} known cause{} (baseline), not listed: {}", known.len(), if known.len() == 1 { "" } else { "s" }, each.join("; "));
+    }
+    if let Some(earlier) = &args.new_since {
+        println!("{} cause{} {} reported before, not listed", seen.len(), if seen.len() == 1 { "" } else { "s" }, earlier.display());
+    }
+    if let Some(note) = report::set_apart_note(&loaded) {
+        println!("{note}");
     }
     if let Some(note) = report::unconfirmed_note(&loaded) {
         println!("{note}");
@@ -120,7 +194,61 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         );
     }
     println!("wrote {} and {}", md.display(), sarif.display());
+    if args.fail_on_new && !new.is_empty() {
+        return Ok(ExitCode::from(1));
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The baseline the report reads: `--baseline FILE`, else the checkout's `baseline.toml` when
+/// sfz runs from a checkout that has one; an unreadable or invalid one is E0108.
+fn baseline_of(args: &Args, color: Color) -> Result<Option<Baseline>, ExitCode> {
+    if args.no_baseline {
+        return Ok(None);
+    }
+    let path = match &args.baseline {
+        Some(p) => p.clone(),
+        None => match default_baseline() {
+            Some(p) => p,
+            None => return Ok(None),
+        },
+    };
+    load_baseline(&path, color).map(Some)
+}
+
+/// The baseline shipped with sfz: `baseline.toml` at the root of the checkout it was built in.
+pub fn default_baseline() -> Option<PathBuf> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("baseline.toml");
+    path.is_file().then_some(path)
+}
+
+/// Reads a baseline, rendering its problems as E0108 diagnostics.
+pub fn load_baseline(path: &Path, color: Color) -> Result<Baseline, ExitCode> {
+    match Baseline::load(path) {
+        Ok(b) => Ok(b),
+        Err(LoadError::Read(e)) => {
+            let d =
+                Diagnostic::new(codes::E0108, format!("cannot read the baseline `{}`", path.display())).with_note(e).with_help("give the path of a TOML baseline of known causes");
+            eprint!("{}", diag::render_all(&SourceMap::default(), &[d], RenderConfig { color: color.stderr() }));
+            Err(ExitCode::from(2))
+        }
+        Err(LoadError::Invalid { text, problems }) => {
+            let mut map = SourceMap::default();
+            let file = map.add(path.display().to_string(), text);
+            let diags: Vec<Diagnostic> = problems
+                .into_iter()
+                .map(|p| {
+                    let d = Diagnostic::new(codes::E0108, format!("invalid baseline: {}", p.message)).with_label(Span::new(file, p.span.start, p.span.end), "here");
+                    match p.help {
+                        Some(h) => d.with_help(h),
+                        None => d,
+                    }
+                })
+                .collect();
+            eprint!("{}", diag::render_all(&map, &diags, RenderConfig { color: color.stderr() }));
+            Err(ExitCode::from(2))
+        }
+    }
 }
 
 /// W0103 warnings for folders merged although they disagree on version or specs.

@@ -89,6 +89,7 @@ registry! {
     E0105 Error "not a campaign folder";
     E0106 Error "invalid memory limit";
     E0107 Error "script cannot be hunted";
+    E0108 Error "invalid baseline";
     W0101 Warning "oracle does not apply";
     W0102 Warning "unreadable finding skipped";
     W0103 Warning "merged folders from different versions or specs";

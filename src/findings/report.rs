@@ -7,8 +7,10 @@ use std::path::Path;
 
 use serde_json::json;
 
+use super::causes::CauseGroup;
+use super::severity::Severity;
 use super::verify::Verification;
-use super::{finding_id, Finding, Loaded};
+use super::{Finding, Loaded};
 use crate::wire::oracle::Oracle;
 
 /// One line per oracle: what it looks for (SARIF rule descriptions, the markdown legend).
@@ -30,12 +32,51 @@ pub fn oracle_description(oracle: Oracle) -> &'static str {
     }
 }
 
-/// The findings of a folder, one per (API, oracle, signature), in file order; those whose
-/// worker death did not recur alone in a fresh worker are left out (see `unconfirmed`), and so
-/// are those listed under the death their input also shows (see `same_defect`).
+/// The findings of a folder, one per (API, oracle, cause), in file order; those whose worker
+/// death did not recur alone in a fresh worker are left out (see `unconfirmed`), and so are those
+/// listed under the death their input also shows (see `same_defect`) and the numerical ones no
+/// maintainer acts on (see `set_apart`).
 pub fn unique(loaded: &Loaded) -> Vec<&Finding> {
     let mut seen = HashSet::new();
-    loaded.findings.iter().filter(|f| f.confirmed != Some(false) && f.explained.is_none() && under(loaded, f).is_none() && seen.insert(f.key())).collect()
+    loaded
+        .findings
+        .iter()
+        .filter(|f| f.confirmed != Some(false) && f.explained.is_none() && under(loaded, f).is_none() && set_apart_why(f).is_none() && seen.insert(f.key()))
+        .collect()
+}
+
+/// Why a numerical finding is not listed: its input lies outside the spec's own precondition
+/// (violate mode, or a case generation could not make conform), or is implausible by the
+/// standard of `oracle::plausible` (a folder written before the campaign applied it). None for a
+/// finding that is listed.
+pub fn set_apart_why(f: &Finding) -> Option<String> {
+    if !crate::oracle::plausible::judges_numbers(f.oracle) {
+        return None;
+    }
+    if let Some(mode @ ("violate" | "nonconforming")) = f.mode.as_deref() {
+        return Some(format!("input outside the spec's precondition ({mode})"));
+    }
+    let names: Vec<&str> = f.inputs.iter().map(|i| i.split(" = ").next().unwrap_or("")).collect();
+    crate::oracle::plausible::inputs_named(&names, &f.case, 1.0).map(|why| why.describe().to_string())
+}
+
+/// Numerical findings not listed, with why (`set_apart_why`), one per key.
+pub fn set_apart(loaded: &Loaded) -> Vec<(&Finding, String)> {
+    let mut seen = HashSet::new();
+    loaded.findings.iter().filter(|f| f.confirmed != Some(false) && seen.insert(f.key())).filter_map(|f| set_apart_why(f).map(|why| (f, why))).collect()
+}
+
+/// One line about the numerical findings not listed, or None.
+pub fn set_apart_note(loaded: &Loaded) -> Option<String> {
+    let apart = set_apart(loaded);
+    (!apart.is_empty()).then(|| {
+        let mut why: BTreeMap<&str, usize> = BTreeMap::new();
+        for (_, w) in &apart {
+            *why.entry(w.as_str()).or_insert(0) += 1;
+        }
+        let each: Vec<String> = why.iter().map(|(w, n)| format!("{w} {n}")).collect();
+        format!("{} numerical finding{} not listed, at inputs no maintainer acts on: {}", apart.len(), if apart.len() == 1 { "" } else { "s" }, each.join(", "))
+    })
 }
 
 /// The listed finding `f` is the same defect as (`Finding::same_as`): a confirmed death of the
@@ -180,55 +221,14 @@ pub fn table(findings: &[&Finding], verified: &HashMap<String, Verification>) ->
     out
 }
 
-/// Findings on different APIs with the same cause, to be reported once: the same specific
-/// signature (an assert's location, an escaped exception, a LAPACK routine's complaint, the
-/// native frame a worker died in) through any APIs; an unscaled sum of squares that overflowed
-/// (`oracle::differential::SQUARES_OVERFLOW`) through any APIs, relations and oracles; or any
-/// signature through APIs that are aliases of one another (`torch.divide` and `torch.div`, as
-/// torch's docs say: `ops::docs::canonical`). Generic signatures (a timeout, a
-/// corrupted heap, differing values) on unrelated APIs say nothing about the cause and group
-/// nothing. And the memory errors of one operator (and its aliases) are one cause, whichever
-/// check's call died and in whichever frame: a kernel that writes out of bounds damages the
-/// heap, and the damage is found where the allocator next looks (max_pool3d's backward dies in
-/// its kernel, in the float64 reference's call, in the other layout's).
+/// Findings reported once as one cause (`causes::group`): the causes with more than one finding.
 pub fn shared_causes<'a>(findings: &[&'a Finding]) -> Vec<(String, Vec<&'a Finding>)> {
-    // A native frame a death was keyed by (`oracle::death_signature`) is specific too: one
-    // kernel reached through several operators.
-    let died_in = |s: &str| s.split(": ").any(|part| (part.starts_with("SIG") || part.starts_with(crate::oracle::MEMORY_ERROR)) && part.contains(" in "));
-    let specific = |s: &str| [".cpp:", ".h:", "StdException", "OutOfRange", "InvalidArgument", "on entry to"].iter().any(|k| s.contains(k)) || died_in(s);
-    let mut groups: BTreeMap<String, Vec<&Finding>> = BTreeMap::new();
-    // A death (older findings name its signal alone, SIGSEGV) in the call or in a check's call.
-    let memory = |f: &Finding| {
-        f.signal.as_deref().is_some_and(|signal| crate::oracle::is_memory_error(signal, &f.signature))
-            && (f.oracle == Oracle::Crash || f.signature.contains(crate::oracle::MEMORY_ERROR))
-    };
-    let mut per_operator: BTreeMap<String, Vec<&Finding>> = BTreeMap::new();
-    for f in findings.iter().filter(|f| f.oracle != Oracle::Oom) {
-        if memory(f) {
-            per_operator.entry(format!("memory errors of {} and its aliases (any check, any frame)", crate::ops::docs::canonical(&f.api))).or_default().push(f);
-            continue;
-        }
-        // A relation broken, or a premature inf found, by an unscaled sum of squares is that
-        // overflow, whichever oracle, relation and operator showed it (`layer_norm`'s scale
-        // invariance, `linalg.norm`'s homogeneity, `std`'s premature inf).
-        let squares = f.signature.find(crate::oracle::differential::SQUARES_OVERFLOW);
-        let key = if let Some(at) = squares {
-            // The oracle too: a premature inf of `overflow` and a broken relation are one cause.
-            f.signature[at..].to_string()
-        } else if specific(&f.signature) {
-            format!("{}: {}", f.oracle, f.signature)
-        } else {
-            format!("{}: {} ({} and its aliases)", f.oracle, f.signature, crate::ops::docs::canonical(&f.api))
-        };
-        groups.entry(key).or_default().push(f);
-    }
-    let across = groups.into_iter().filter(|(_, fs)| fs.iter().map(|f| &f.api).collect::<HashSet<_>>().len() > 1);
-    across.chain(per_operator.into_iter().filter(|(_, fs)| fs.len() > 1)).collect()
+    super::causes::group(findings, None).into_iter().filter(|g| g.findings.len() > 1).map(|g| (g.title(), g.findings)).collect()
 }
 
-/// How many causes `findings` are: each group of `shared_causes` counts once.
+/// How many causes `findings` are.
 pub fn causes(findings: &[&Finding]) -> usize {
-    findings.len() - shared_causes(findings).iter().map(|(_, fs)| fs.len() - 1).sum::<usize>()
+    super::causes::group(findings, None).len()
 }
 
 /// ", N causes" when some findings share one, for the count line.
@@ -239,6 +239,51 @@ pub fn causes_suffix(findings: &[&Finding]) -> String {
     } else {
         String::new()
     }
+}
+
+/// The terminal table of causes: one row per cause, worst first, its representative finding, the
+/// APIs it shows through and how many findings it stands for.
+pub fn cause_table(groups: &[CauseGroup], verified: &HashMap<String, Verification>) -> String {
+    let rows: Vec<[String; 6]> = groups
+        .iter()
+        .map(|g| {
+            let f = g.representative();
+            let apis = g.apis();
+            let more = if apis.len() > 1 { format!(" +{}", apis.len() - 1) } else { String::new() };
+            let title: String = g.title().chars().take(70).collect();
+            [g.severity.to_string(), f.id.clone(), format!("{}{more}", apis[0]), g.findings.len().to_string(), reproduces(verified.get(&f.id)).to_string(), title]
+        })
+        .collect();
+    aligned(&["SEVERITY", "FINDING", "API", "FINDINGS", "REPRODUCES", "CAUSE"], &rows)
+}
+
+/// Counts per severity, worst first: `memory 1, wrong 3`.
+pub fn by_severity(groups: &[CauseGroup]) -> String {
+    let mut counts: BTreeMap<Severity, usize> = BTreeMap::new();
+    for g in groups {
+        *counts.entry(g.severity).or_insert(0) += 1;
+    }
+    counts.iter().map(|(s, n)| format!("{s} {n}")).collect::<Vec<_>>().join(", ")
+}
+
+/// Columns padded to their widest cell, two spaces in front.
+fn aligned<const N: usize>(header: &[&str; N], rows: &[[String; N]]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for r in rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let line = |out: &mut String, cells: &[&str]| {
+        let parts: Vec<String> = cells.iter().zip(&widths).map(|(c, w)| format!("{c:w$}")).collect();
+        let _ = writeln!(out, "  {}", parts.join("  ").trim_end());
+    };
+    line(&mut out, header);
+    for r in rows {
+        line(&mut out, &r.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+    out
 }
 
 /// `shared_causes` as lines for the table and the markdown report.
@@ -372,7 +417,7 @@ pub fn sarif(loaded: &Loaded, verified: &HashMap<String, Verification>) -> serde
                 "message": { "text": format!("{} on {}: {}", f.oracle, f.api, f.message.lines().next().unwrap_or("")) },
                 "locations": locations,
                 "relatedLocations": [{ "id": 1, "message": { "text": "reproducer" }, "physicalLocation": { "artifactLocation": { "uri": f.repro, "uriBaseId": "FINDINGS" } } }],
-                "partialFingerprints": { "sfzFinding/v1": finding_id(&f.key()) },
+                "partialFingerprints": { "sfzFinding/v1": f.id },
                 "properties": properties,
             })
         })
@@ -439,12 +484,12 @@ mod tests {
 
     fn finding(id: &str, api: &str, oracle: &str, signature: &str) -> Finding {
         let signal = if signature.contains("memory error") { Some("SIGABRT") } else { signature.split(' ').next().filter(|w| w.starts_with("SIG")) };
-        serde_json::from_value(serde_json::json!({
+        let line = serde_json::json!({
             "id": id, "api": api, "aten": "aten::x", "oracle": oracle, "signature": signature, "message": "",
             "signal": signal, "seed": 0, "case_index": 0, "case": {"op": 0, "args": []}, "inputs": [], "repro": "",
             "elapsed_s": 0.0, "sfz_version": "", "torch_version": ""
-        }))
-        .expect("a finding")
+        });
+        crate::findings::store::parse_lines(&line.to_string()).0.remove(0)
     }
 
     #[test]
@@ -459,7 +504,7 @@ mod tests {
         let all = vec![&div, &divide, &mul, &asserted[0], &asserted[1]];
         let groups = shared_causes(&all);
         let ids: Vec<Vec<&str>> = groups.iter().map(|(_, fs)| fs.iter().map(|f| f.id.as_str()).collect()).collect();
-        assert_eq!(ids, vec![vec!["d", "e"], vec!["a", "b"]], "{groups:?}");
+        assert_eq!(ids, vec![vec!["a", "b"], vec!["d", "e"]], "{groups:?}");
         assert_eq!(causes(&all), 3);
     }
 
@@ -486,7 +531,7 @@ mod tests {
     /// otherwise, an overflow in float64, or another premature inf are not it.
     #[test]
     fn findings_an_overflowing_sum_of_squares_made_are_one_cause() {
-        let cause = crate::oracle::differential::SQUARES_OVERFLOW;
+        let cause = crate::oracle::cause::SQUARES_OVERFLOW;
         let layer_norm = finding("a", "torch.layer_norm", "relation", &format!("relation scale_invariant_eps_squared does not hold: {cause} float32"));
         let norm = finding("b", "torch.linalg.norm", "relation", &format!("relation positively_homogeneous does not hold: {cause} float32"));
         let pdist = finding("c", "torch.pdist", "relation", &format!("relation positively_homogeneous does not hold: {cause} float32"));

@@ -9,17 +9,23 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
-use crate::oracle::Evidence;
+use crate::oracle::{Cause, Evidence, Signal};
 use crate::wire::case::Case;
 use crate::wire::oracle::Oracle;
 use crate::wire::variant::Check;
 
 /// The format of the lines this sfz writes. Lines of earlier formats are read (missing fields
-/// take their defaults); lines of a later one are skipped with a warning.
-pub const FORMAT: u32 = 2;
+/// take their defaults; a line before 3 has its cause read from its signature); lines of a later
+/// one are skipped with a warning.
+pub const FORMAT: u32 = 3;
 
 fn format_1() -> u32 {
     1
+}
+
+/// Filled in from the signature by `parse_lines` for a line written before causes were stored.
+fn unread_cause() -> Cause {
+    Cause::Other { text: String::new() }
 }
 /// One unique finding, as stored.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -29,10 +35,14 @@ pub struct Finding {
     /// The ATen operator the call reached, e.g. `aten::conv2d`.
     pub aten: String,
     pub oracle: Oracle,
+    /// The cause's display text (what the id hashes, what people read).
     pub signature: String,
+    /// What went wrong and where (lines of format 3 on; read from `signature` for older ones).
+    #[serde(default = "unread_cause")]
+    pub cause: Cause,
     pub message: String,
-    /// The signal's name when the worker died by one.
-    pub signal: Option<String>,
+    /// The signal the worker died by, written as its name.
+    pub signal: Option<Signal>,
     /// The worker's exit status when it exited (in the call or in a check). Lines written before
     /// this field get it from their signature when read (`parse_lines`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -88,19 +98,23 @@ pub struct Finding {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calls: Option<u32>,
     /// For an unconfirmed death: the finding of the earlier case, run in the same worker before
-    /// it, that kills a fresh worker by itself (`fuzz::culprit`).
+    /// it, that kills a fresh worker by itself (`triage::culprit`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub culprit: Option<String>,
-    /// For a confirmed hang: why it is the cost of the input rather than a bug (`fuzz::cost`).
+    /// For a confirmed hang: why it is the cost of the input rather than a bug (`triage::cost`).
     /// Reports list such findings apart.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explained: Option<String>,
     /// For a finding that is not a death: the death finding its input showed too, called alone
-    /// in a fresh worker (`fuzz::also_dies`). One defect whose outcome varies with the process's
+    /// in a fresh worker (`triage::also_dies`). One defect whose outcome varies with the process's
     /// memory (`linalg.eigvals` on a NaN: MKL's "illegal value" as a failed assert, or SIGSEGV):
     /// reports list it under that finding.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub same_as: Option<String>,
+    /// The name of the baseline entry that knows this finding's cause, when the campaign ran with
+    /// a baseline (`findings::baseline`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub known: Option<String>,
 }
 
 /// A spec file and the 1-based line of an API in it.
@@ -140,12 +154,12 @@ pub struct Minimization {
 pub struct Key {
     pub api: String,
     pub oracle: Oracle,
-    pub signature: String,
+    pub cause: Cause,
 }
 
 impl Finding {
     pub fn key(&self) -> Key {
-        Key { api: self.api.clone(), oracle: self.oracle, signature: self.signature.clone() }
+        Key { api: self.api.clone(), oracle: self.oracle, cause: self.cause.clone() }
     }
 
     /// Whether the worker died running the finding's case (the call or a check): by a signal,
@@ -206,6 +220,9 @@ pub fn parse_lines(text: &str) -> (Vec<Finding>, Vec<SkippedLine>) {
         match serde_json::from_str::<Finding>(line) {
             Ok(f) if f.format > FORMAT => skipped.push(SkippedLine { line: n + 1, reason: format!("written by a newer sfz (format {}, this one reads up to {FORMAT})", f.format) }),
             Ok(mut f) => {
+                if f.format < 3 {
+                    f.cause = Cause::from_legacy(f.oracle, f.signal.map(Signal::name).as_deref(), &f.signature);
+                }
                 f.exit = f.exit.or_else(|| legacy_exit(&f));
                 findings.push(f);
             }
@@ -215,16 +232,12 @@ pub fn parse_lines(text: &str) -> (Vec<Finding>, Vec<SkippedLine>) {
     (findings, skipped)
 }
 
-/// The exit status that a line written before `Finding::exit` existed names in its signature:
-/// `exit 3` for a crash in the call (`oracle::judge_failure`), `<the check>: exit 3` for a death
-/// in a check (`oracle::differential::judge_in_check`).
+/// The exit status of a line written before `Finding::exit` existed: its cause names it.
 fn legacy_exit(f: &Finding) -> Option<i32> {
-    if f.signal.is_some() {
-        return None;
+    match f.cause {
+        Cause::Died { death: crate::oracle::Death::Exit(code), .. } if f.signal.is_none() => Some(code),
+        _ => None,
     }
-    let call = if f.oracle == Oracle::Crash { f.signature.strip_prefix("exit ") } else { None };
-    let rest = call.or_else(|| f.signature.split_once(": exit ").map(|(_, rest)| rest))?;
-    rest.split(|c: char| !c.is_ascii_digit() && c != '-').next()?.parse().ok()
 }
 
 struct Inner {
@@ -367,7 +380,8 @@ fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
 /// A short stable id: oracle, op name, and a hash of the key.
 pub fn finding_id(key: &Key) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in key.api.bytes().chain([0]).chain(key.oracle.as_str().bytes()).chain([0]).chain(key.signature.bytes()) {
+    let signature = key.cause.to_string();
+    for b in key.api.bytes().chain([0]).chain(key.oracle.as_str().bytes()).chain([0]).chain(signature.bytes()) {
         h ^= b as u64;
         h = h.wrapping_mul(0x100_0000_01b3);
     }
@@ -382,7 +396,8 @@ mod tests {
 
     #[test]
     fn ids_name_the_operator() {
-        let id = |api: &str| finding_id(&Key { api: api.into(), oracle: crate::wire::oracle::Oracle::Crash, signature: "SIGSEGV".into() });
+        let cause = crate::oracle::Cause::from_legacy(crate::wire::oracle::Oracle::Crash, Some("SIGSEGV"), "SIGSEGV");
+        let id = |api: &str| finding_id(&Key { api: api.into(), oracle: crate::wire::oracle::Oracle::Crash, cause: cause.clone() });
         assert!(id("torch.linalg.inv").starts_with("crash-inv-"));
         assert!(id("torch.ops.aten.add.out").starts_with("crash-add.out-"), "{}", id("torch.ops.aten.add.out"));
         assert!(id("torch.ops.aten.abs_").starts_with("crash-abs_-"));

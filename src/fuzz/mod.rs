@@ -1,15 +1,11 @@
 //! A fuzzing campaign: the planned APIs and their solved pools in, cases through the worker
 //! pool, verdicts into the findings store, a summary out. Case `i` is generated from the seed
 //! and `i` alone, so a run with `--seed S --iterations N` executes the same cases every time.
-pub mod also_dies;
 pub mod blame;
-pub mod cost;
-pub mod culprit;
-pub mod record;
 pub mod replay;
 pub mod spec_findings;
 pub mod stats;
-mod triage;
+mod worklist;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -56,6 +52,8 @@ pub struct FuzzConfig {
     pub first_case: u64,
     /// Seconds earlier runs of this campaign took (`--resume`), added to the progress file's.
     pub elapsed_before: f64,
+    /// Known causes: their findings are recorded, marked, and counted apart.
+    pub baseline: Option<crate::findings::baseline::Baseline>,
 }
 
 /// The default quarantine threshold.
@@ -150,7 +148,7 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
     // Shrinking, confirming and tracing findings yield the cores to the campaign's workers.
     let minimizer_config = PoolConfig { workers: 1, in_flight: 8, nice: 10, check_share: None, ..pool_config.clone() };
     let pool = Pool::start(pool_config)?;
-    let (sender, jobs) = crossbeam_channel::unbounded::<triage::Job>();
+    let (sender, jobs) = crossbeam_channel::unbounded::<worklist::Job>();
     let to_minimize = std::sync::Mutex::new(Some(sender));
     let torch_version = pool.torch_version().to_string();
 
@@ -211,7 +209,7 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
         pending.put(index, Meta { conforms: generated.conforms, violated: generated.violated });
         Some((index, Case { op: generated.api as u32, args: generated.args, forward: generated.forward }))
     };
-    let triage = triage::Triage {
+    let triage = worklist::Triage {
         plans,
         checks: &checks,
         store,
@@ -234,6 +232,7 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
         let violation = meta.violated.and_then(|v| generator.violations(api_index).get(v));
         let verdict = oracle::judge(&plan.api, &checks[api_index], case, &exec);
         counters.count(api_index, verdict.status, true);
+        counters.implausible(&verdict.implausible);
         if exec.killed_worker() {
             counters.restarts.fetch_add(1, Ordering::Relaxed);
             let c = &counters.apis[api_index];
@@ -301,13 +300,13 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
             }
         };
         for d in verdict.detections {
-            let key = Key { api: plan.api.name.clone(), oracle: d.oracle, signature: d.signature.clone() };
+            let key = Key { api: plan.api.name.clone(), oracle: d.oracle, cause: d.cause.clone() };
             if store.seen(&key) {
                 counters.duplicates.fetch_add(1, Ordering::Relaxed);
                 // A later death of a cause whose first one may not confirm.
                 let later = store.occurrences(&key) - 1;
-                if config.minimize.is_some() && d.signal.is_some_and(|s| s != libc::SIGKILL) && later <= triage::LATER_TRIES {
-                    send(triage::Job::Again(triage.finding(api_index, index, case, d, meta), exec.earlier().to_vec()));
+                if config.minimize.is_some() && d.signal.is_some_and(|s| s != crate::oracle::Signal::KILL) && later <= worklist::LATER_TRIES {
+                    send(worklist::Job::Again(triage.finding(api_index, index, case, d, meta), exec.earlier().to_vec()));
                 }
                 continue;
             }
@@ -315,7 +314,7 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
             if triage.keep(&finding) && config.minimize.is_some() {
                 // Hangs go too, to be confirmed; they are not shrunk (a timeout per candidate).
                 // A death carries the cases its worker ran before, where its culprit may be.
-                send(triage::Job::New(finding, exec.earlier().to_vec()));
+                send(worklist::Job::New(finding, exec.earlier().to_vec()));
             }
         }
         if index % 512 == 0 {
@@ -354,8 +353,8 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
                 }
                 let Some(p) = &pool else { return };
                 match job {
-                    triage::Job::New(finding, earlier) => triage.work(p, &mut suspects, finding, &earlier),
-                    triage::Job::Again(occurrence, earlier) => triage.again(p, &mut suspects, occurrence, &earlier),
+                    worklist::Job::New(finding, earlier) => triage.work(p, &mut suspects, finding, &earlier),
+                    worklist::Job::Again(occurrence, earlier) => triage.again(p, &mut suspects, occurrence, &earlier),
                 }
             }
         });
@@ -414,7 +413,7 @@ fn record_spec_finding(spec_store: &SpecStore, counters: &stats::Counters, plan:
     if spec_store.seen(&plan.api.name, &signature) {
         return;
     }
-    let key = Key { api: plan.api.name.clone(), oracle: Oracle::Spec, signature: signature.clone() };
+    let key = Key { api: plan.api.name.clone(), oracle: Oracle::Spec, cause: crate::oracle::Cause::Rejected { message: signature.clone() } };
     let id = finding_id(&key);
     let finding = SpecFinding {
         id: id.clone(),
@@ -426,7 +425,7 @@ fn record_spec_finding(spec_store: &SpecStore, counters: &stats::Counters, plan:
         seed,
         case_index: index,
         case: case.clone(),
-        inputs: describe_inputs(plan, case),
+        inputs: crate::findings::describe::inputs(plan, case),
         repro: format!("spec/{id}.py"),
     };
     let header = format!("sfz spec finding {id} on {}: the spec allows this input, libtorch rejects it (constraint missing?)\n{first}", plan.api.name);
@@ -434,72 +433,4 @@ fn record_spec_finding(spec_store: &SpecStore, counters: &stats::Counters, plan:
     if let Err(e) = spec_store.record(&finding, &script) {
         counters.unwritten(format!("spec finding {id}: {e}"));
     }
-}
-
-/// Each argument in words: `input = float32[2, 3] uniform in [-10, 10)`.
-pub fn describe_inputs(plan: &ApiPlan, case: &Case) -> Vec<String> {
-    use crate::wire::case::{Arg, Fill};
-    let tensor = |t: &crate::wire::case::TensorRecipe| {
-        let fill = match t.fill {
-            Fill::Uniform { lo, hi } => format!("uniform in [{lo}, {hi})"),
-            Fill::Int { lo, hi } => format!("integers in [{lo}, {hi})"),
-            Fill::Constant(v) => format!("all {v}"),
-        };
-        let specials = if t.specials.is_empty() { String::new() } else { format!(", {} special values", t.specials.len()) };
-        let layout = match t.layout {
-            crate::wire::case::Layout::Contiguous => String::new(),
-            other => format!(", {} layout", format!("{other:?}").to_lowercase()),
-        };
-        format!("{}{:?} {fill}{specials}{layout} (seed {})", t.dtype, t.shape, t.seed)
-    };
-    // What a forward fills is named by the output it comes from.
-    let forward = plan.binding.forward.as_ref().zip(case.forward.as_ref());
-    let fed = |i: usize| {
-        let (call, f) = forward?;
-        let b = f.binds.iter().find(|b| b.param == i)?;
-        let broken = f.broken.as_ref().filter(|x| x.param == i).map_or(String::new(), |x| format!(", broken: {}", x.kind.describe()));
-        let values = match &case.args[i] {
-            Arg::Tensor(t) if b.like => match t.fill {
-                Fill::Uniform { lo, hi } => format!(" (values uniform in [{lo}, {hi}), seed {})", t.seed),
-                Fill::Int { lo, hi } => format!(" (integers in [{lo}, {hi}), seed {})", t.seed),
-                Fill::Constant(v) => format!(" (all {v})"),
-            },
-            Arg::Tensor(_) => String::new(),
-            _ => return None,
-        };
-        let what = if b.like { "fresh values like" } else { "a copy of" };
-        Some(format!("{what} output {} of {}{values}{broken}", b.output, call.api))
-    };
-    plan.api
-        .params
-        .iter()
-        .zip(&case.args)
-        .enumerate()
-        .map(|(i, (p, a))| {
-            if let Some(v) = fed(i) {
-                return format!("{} = {v}", p.name);
-            }
-            let v = match a {
-                Arg::Omitted => "(default)".to_string(),
-                Arg::None => "None".to_string(),
-                Arg::Tensor(t) => tensor(t),
-                Arg::TensorList(ts) => format!("[{}]", ts.iter().map(tensor).collect::<Vec<_>>().join(", ")),
-                Arg::Float(f) => format!("{f:?}"),
-                Arg::Str(s) => format!("{s:?}"),
-                Arg::Dtype(d) => format!("torch.{d}"),
-                Arg::Int(i) => i.to_string(),
-                Arg::Bool(b) => {
-                    if *b {
-                        "True".into()
-                    } else {
-                        "False".into()
-                    }
-                }
-                Arg::IntList(v) => format!("{v:?}"),
-                Arg::FloatList(v) => format!("{v:?}"),
-                Arg::BoolList(v) => format!("{v:?}"),
-            };
-            format!("{} = {v}", p.name)
-        })
-        .collect()
 }

@@ -7,11 +7,11 @@ use serde::Serialize;
 
 use crate::diag::{codes, Diagnostic};
 use crate::findings::{self, Finding};
-use crate::fuzz::{also_dies, record};
 use crate::ops::catalog::Catalog;
 use crate::oracle;
 use crate::plan::{self, ApiPlan};
 use crate::spec::{OracleUse, Spec};
+use crate::triage::{alone, also_dies};
 use crate::wire::oracle::Oracle;
 use crate::wire::outcome::Outcome;
 use crate::worker::Execution;
@@ -113,23 +113,23 @@ pub fn plan_for(finding: &Finding, specs: &[PathBuf], catalog: &Catalog) -> Resu
 }
 
 /// Replays a finding: plans its API, runs its case in a fresh worker, judges it. A worker's death
-/// gets the calls in a row confirmation gave it (`record::CONFIRM_CALLS`): heap damage shows at a
+/// gets the calls in a row confirmation gave it (`alone::CONFIRM_CALLS`): heap damage shows at a
 /// later free, and one call that returns proves nothing.
 pub fn replay(finding: &Finding, specs: &[PathBuf], pool: PoolConfig) -> Result<Replay, ReplayError> {
     let catalog = Catalog::from_schemas(fetch_catalog(&pool.worker_exe).map_err(ReplayError::Pool)?);
     let (plan, checks) = plan_for(finding, specs, &catalog)?;
     let (ops, all_checks) = plan::op_table(std::slice::from_ref(&plan));
     // A death is replayed as confirmation ran it: the call alone, or with the check that died.
-    let pool = Pool::start(record::alone_config(&PoolConfig { ops, checks: all_checks, ..pool }, finding, 0)).map_err(ReplayError::Pool)?;
-    let checks = record::judged_alone(finding, &checks);
+    let pool = Pool::start(alone::alone_config(&PoolConfig { ops, checks: all_checks, ..pool }, finding, 0)).map_err(ReplayError::Pool)?;
+    let checks = alone::judged_alone(finding, &checks);
     let case = crate::wire::case::Case { op: 0, ..finding.case.clone() };
     // A finding listed under a death shows either outcome, and gets the calls its probe had.
-    let runs = if finding.same_as.is_some() { record::calls_for(finding).max(also_dies::PROBE_CALLS) } else { record::calls_for(finding) };
+    let runs = if finding.same_as.is_some() { alone::calls_for(finding).max(also_dies::PROBE_CALLS) } else { alone::calls_for(finding) };
     let other = |d: &oracle::Detection| finding.same_as.is_some() && also_dies::is_death(d);
-    let judge = |exec: &Execution| Some(oracle::judge(&plan.api, &checks, &case, exec)).filter(|v| v.detections.iter().any(|d| record::same_cause(finding, d) || other(d)));
-    let ran = record::run_until(&pool, &case, runs, judge);
+    let judge = |exec: &Execution| Some(oracle::judge(&plan.api, &checks, &case, exec)).filter(|v| v.detections.iter().any(|d| alone::same_cause(finding, d) || other(d)));
+    let ran = alone::run_until(&pool, &case, runs, judge);
     let as_finding = match &ran.shown {
-        Some((_, v)) if !v.detections.iter().any(|d| record::same_cause(finding, d)) => finding.same_as.clone(),
+        Some((_, v)) if !v.detections.iter().any(|d| alone::same_cause(finding, d)) => finding.same_as.clone(),
         _ => None,
     };
     // The execution to describe: the one that showed the cause, else the first the worker gave.
@@ -151,9 +151,7 @@ pub fn replay(finding: &Finding, specs: &[PathBuf], pool: PoolConfig) -> Result<
     };
     Ok(match described {
         None => replayed(false, vec![], "the worker could not run it".into(), None),
-        Some((exec, verdict, on_call)) => {
-            replayed(on_call.is_some(), verdict.detections.iter().map(|d| format!("{}: {}", d.oracle, d.signature)).collect(), describe(exec), on_call)
-        }
+        Some((exec, verdict, on_call)) => replayed(on_call.is_some(), verdict.detections.iter().map(|d| format!("{}: {}", d.oracle, d.cause)).collect(), describe(exec), on_call),
     })
 }
 

@@ -67,6 +67,12 @@ pub struct Counters {
     pub accepted_violations: Mutex<BTreeMap<String, BTreeMap<String, u64>>>,
     /// What the differential checks did, per oracle.
     pub checks: Mutex<BTreeMap<Oracle, CheckSummary>>,
+    /// Numerical detections set aside for an implausible input (`oracle::plausible`), by why.
+    pub implausible: Mutex<BTreeMap<String, u64>>,
+    /// New findings of a cause the baseline knows (counted in `findings` too).
+    pub known: AtomicU64,
+    /// New findings by severity.
+    pub by_severity: Mutex<BTreeMap<crate::findings::severity::Severity, u64>>,
 }
 
 /// What one differential oracle did over a run.
@@ -127,6 +133,20 @@ impl Counters {
             rejections: Mutex::new(BTreeMap::new()),
             accepted_violations: Mutex::new(BTreeMap::new()),
             checks: Mutex::new(BTreeMap::new()),
+            implausible: Mutex::new(BTreeMap::new()),
+            known: AtomicU64::new(0),
+            by_severity: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Counts the numerical detections a verdict set aside.
+    pub fn implausible(&self, set_aside: &[(Oracle, crate::oracle::plausible::Implausible)]) {
+        if set_aside.is_empty() {
+            return;
+        }
+        let mut m = self.implausible.lock().expect("counters lock");
+        for (_, why) in set_aside {
+            *m.entry(why.describe().to_string()).or_insert(0) += 1;
         }
     }
 
@@ -324,6 +344,13 @@ pub struct Summary {
     pub shard: Option<String>,
     /// Cases below this index were all judged (`--resume` goes on from here).
     pub next_case: u64,
+    /// Numerical disagreements at inputs no maintainer acts on, counted, not reported
+    /// (`oracle::plausible`), by why.
+    pub implausible: BTreeMap<String, u64>,
+    /// Of `findings`, those of a cause the baseline knows.
+    pub known_findings: u64,
+    /// `findings` by severity, worst first.
+    pub findings_by_severity: BTreeMap<crate::findings::severity::Severity, u64>,
 }
 
 impl Counters {
@@ -397,6 +424,9 @@ impl Counters {
             write_error: self.write_error.lock().expect("counters lock").clone(),
             shard: None,
             next_case: 0,
+            implausible: self.implausible.lock().expect("counters lock").clone(),
+            known_findings: self.known.load(Ordering::Relaxed),
+            findings_by_severity: self.by_severity.lock().expect("counters lock").clone(),
         }
     }
 }

@@ -20,7 +20,7 @@ use crate::wire::variant::{Accuracy, Check, CheckOutcome, CheckReport, Tolerance
 use crate::worker::Execution;
 
 use super::errors::{self, ErrorKind};
-use super::{Detection, Disagreement, Evidence};
+use super::{Cause, Detection, Disagreement, Evidence, Place, Signal};
 
 /// The differential oracles, in the order their checks run. (`overflow`, the premature-overflow
 /// verdict of the float64 reference, is not among them: named alone, the precision check runs
@@ -170,26 +170,17 @@ pub fn judge_reports(api: &ApiSpec, checks: &[Check], case: &Case, outcome: &Out
     checks.iter().zip(reports).enumerate().filter_map(|(k, (check, report))| judge_one(api, k, check, case, outcome, &report.outcome)).collect()
 }
 
-/// The cause a finding of `overflow` or `relation` names when the worker saw the inputs' sum of
-/// squares (scaled by the relation's `s`, for a relation) leave the dtype the operator
-/// accumulates in while their sums did not (`ValueMismatch::squares_overflow`); followed by that
-/// dtype. Findings naming it are one cause across operators, relations and the two oracles
-/// (`findings::report::shared_causes`).
-pub const SQUARES_OVERFLOW: &str = "an unscaled sum of squares overflows";
-
-/// The signature's suffix and the message's clause naming the squares-overflow cause, where the
-/// worker saw it (`ValueMismatch::squares_overflow`): a cause many operators share.
-fn squares_cause(m: &crate::wire::variant::ValueMismatch) -> (String, String) {
-    match m.squares_overflow {
-        Some(acc) => (format!(": {SQUARES_OVERFLOW} {acc}"), format!("; the inputs' sum of squares leaves {acc}, which the operator accumulates in without rescaling")),
-        None => (String::new(), String::new()),
-    }
+/// The message's clause naming the squares-overflow cause, where the worker saw the inputs' sum of
+/// squares (scaled by the relation's `s`, for a relation) leave the dtype the operator accumulates
+/// in while their sums did not (`ValueMismatch::squares_overflow`): a cause many operators share.
+fn squares_clause(m: &crate::wire::variant::ValueMismatch) -> String {
+    m.squares_overflow.map_or(String::new(), |acc| format!("; the inputs' sum of squares leaves {acc}, which the operator accumulates in without rescaling"))
 }
 
 fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outcome, report: &CheckOutcome) -> Option<Detection> {
     let what = check.variant.describe();
-    let detection = |signature: String, message: String, how: Disagreement| {
-        Some(Detection { oracle: oracle_name(check), signature, message, signal: None, exit: None, evidence: Evidence::Differential { check: k, what: how } })
+    let detection = |cause: Cause, message: String, how: Disagreement| {
+        Some(Detection { oracle: oracle_name(check), cause, message, signal: None, exit: None, evidence: Evidence::Differential { check: k, what: how } })
     };
     if check.variant == Variant::Defined {
         return None;
@@ -208,11 +199,11 @@ fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outc
             } else {
                 ("the float64 reference is", Disagreement::Values { output: m.output, dtype: m.dtype, tolerance: m.tolerance })
             };
-            let (cause, why) = squares_cause(m);
+            let why = squares_clause(m);
             Some(Detection {
                 oracle: Oracle::Overflow,
                 // No dtype: one cause seen in float16 and float32 is one finding.
-                signature: format!("premature {what} in output {}{cause}", m.output),
+                cause: Cause::Premature { output: m.output, what: what.to_string(), squares: m.squares_overflow },
                 message: format!(
                     "output {} ({dtype}) is {what} at element {} where {reference} {} (representable in {dtype}): {} of {} elements are such; an intermediate of the computation left the dtype's range{why}",
                     m.output, p.index, p.expected, p.count, m.total
@@ -230,9 +221,9 @@ fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outc
             let Variant::Relation(r) = &check.variant else { return None };
             let dtype = m.dtype.map_or("scalar".to_string(), |d| d.to_string());
             let s = r.scalar_for(crate::wire::variant::relation::case_seed(case)).map_or(String::new(), |s| format!(" with s = {s}"));
-            let (cause, why) = squares_cause(m);
+            let why = squares_clause(m);
             detection(
-                format!("relation {} does not hold{cause}", r.name),
+                Cause::Relation { name: r.name.clone(), squares: m.squares_overflow },
                 format!(
                     "`{}` does not hold{s}: element {} is {} on the left ({dtype}) and {} on the right; {} of {} elements differ beyond rtol={} atol={}{why}",
                     r.text, m.index, m.actual, m.expected, m.mismatched, m.total, m.tolerance.rtol, m.tolerance.atol
@@ -250,7 +241,7 @@ fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outc
             // The dtype stays in the message, not the signature: one cause seen in float32 and
             // float64 is one finding.
             detection(
-                format!("values differ in output {}", m.output),
+                Cause::Values { output: m.output },
                 format!(
                     "output {} ({dtype}) differs from the {what}: element {} is {} in {actual} and {} in {expected}; {} of {} elements differ beyond rtol={} atol={} (largest difference {})",
                     m.output, m.index, m.actual, m.expected, m.mismatched, m.total, m.tolerance.rtol, m.tolerance.atol, m.max_abs
@@ -259,7 +250,7 @@ fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outc
             )
         }
         CheckOutcome::Structure { output, what: how } => detection(
-            format!("output {output}: {}", errors::normalize(how)),
+            Cause::Structure { output: *output, what: errors::normalize(how) },
             format!("output {output} differs from the {what}: {how}"),
             Disagreement::Structure { output: *output },
         ),
@@ -267,7 +258,7 @@ fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outc
             let param = api.params.get(g.arg).map_or_else(|| format!("argument {}", g.arg), |p| format!("`{}`", p.name));
             let dtype = case.args.get(g.arg).and_then(|a| a.tensors().nth(g.tensor)).map_or("?".to_string(), |r| r.dtype.to_string());
             detection(
-                format!("gradient of {param} differs from finite differences"),
+                Cause::Gradient { param: param.clone() },
                 format!(
                     "d/d{param}[{}] ({dtype} input) of sum(w * outputs) is {} by backward but {} by central differences ({} elements checked, {} skipped as not smooth)",
                     g.index, g.analytic, g.numeric, g.checked, g.nonsmooth
@@ -283,11 +274,11 @@ fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outc
             let first = message.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
             match errors::classify(*class, message) {
                 ErrorKind::Internal { signature } | ErrorKind::Unchecked { signature } => {
-                    detection(format!("{what}: {signature}"), format!("the {what} fails: {message}"), Disagreement::VariantFails)
+                    detection(Cause::Internal { place: Place::Check(what.to_string()), what: signature }, format!("the {what} fails: {message}"), Disagreement::VariantFails)
                 }
                 ErrorKind::Argument if matches!(check.variant, Variant::Layout) && errors::is_overlapping_write(message) => None,
                 ErrorKind::Argument if matches!(outcome, Outcome::Returned { .. }) => detection(
-                    format!("only the {what} raises: {}", errors::normalize(first)),
+                    Cause::OnlyVariantRaises { check: what.to_string(), message: errors::normalize(first) },
                     format!("the original call returns but the {what} raises: {message}"),
                     Disagreement::VariantRaises,
                 ),
@@ -308,7 +299,7 @@ fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outc
             }
             let first = message.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
             detection(
-                format!("only the original raises: {}", errors::normalize(first)),
+                Cause::OnlyOriginalRaises { message: errors::normalize(first) },
                 format!("the original call raises but the {what} returns; the original says: {message}"),
                 Disagreement::OriginalRaises,
             )
@@ -325,15 +316,15 @@ pub fn judge_in_check(checks: &[Check], check: u32, failure: &Execution) -> Opti
     match failure {
         Execution::Crashed { signal, stderr, frames, between_calls, .. } => Some(Detection {
             oracle,
-            signature: format!("{what}: {}", super::death_signature(*signal, stderr, frames, *between_calls)),
+            cause: super::death_cause(Place::Check(what.to_string()), *signal, stderr, frames, *between_calls),
             message: format!("the worker was killed by {} while running the {what}\n{}", signal_name(*signal), super::tail_with_frames(stderr, frames, *between_calls)),
-            signal: Some(*signal),
+            signal: Some(Signal(*signal)),
             exit: None,
             evidence,
         }),
         Execution::Exited { code, stderr, .. } => Some(Detection {
             oracle,
-            signature: format!("{what}: {}", super::exit_signature(*code, stderr)),
+            cause: super::exit_cause(Place::Check(what.to_string()), *code, stderr),
             message: format!("the worker exited with status {code} while running the {what}\n{}", super::tail(stderr)),
             signal: None,
             exit: Some(*code),

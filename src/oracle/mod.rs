@@ -1,9 +1,11 @@
 //! Verdicts on executions: which oracles fire for a case and with what signature. A signature
 //! names the cause (an assert's location, a signal, a normalised message), so findings group by
 //! cause rather than by input.
+pub mod cause;
 pub mod device;
 pub mod differential;
 pub mod errors;
+pub mod plausible;
 
 use serde::{Deserialize, Serialize};
 
@@ -16,6 +18,8 @@ use crate::wire::variant::{Check, Tolerance};
 use crate::worker::frames::Frame;
 use crate::worker::Execution;
 use errors::ErrorKind;
+
+pub use cause::{Cause, Death, Place, Signal};
 
 /// Inputs smaller than this that exhaust memory are reported: a small input asking for
 /// gigabytes is a size computation gone wrong.
@@ -77,12 +81,12 @@ pub enum Status {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Detection {
     pub oracle: Oracle,
-    /// Stable across inputs with the same cause.
-    pub signature: String,
+    /// Stable across inputs with the same cause; its display text is the finding's signature.
+    pub cause: Cause,
     /// The message a human reads: the error text, the signal, the violated postcondition.
     pub message: String,
     /// The signal the worker died by.
-    pub signal: Option<i32>,
+    pub signal: Option<Signal>,
     /// The status the worker exited with (in the call or in a check).
     pub exit: Option<i32>,
     /// What a reproducer has to show.
@@ -127,6 +131,9 @@ pub enum Disagreement {
 pub struct Verdict {
     pub status: Status,
     pub detections: Vec<Detection>,
+    /// Numerical detections left out because their input is implausible (`plausible`), with why:
+    /// counted, not reported.
+    pub implausible: Vec<(Oracle, plausible::Implausible)>,
     /// The libtorch error text when the call raised (for validity feedback).
     pub error: Option<String>,
 }
@@ -148,10 +155,11 @@ pub fn judge(api: &ApiSpec, checks: &[Check], case: &Case, exec: &Execution) -> 
                 judged.retain(|d| !judges_truth(d.oracle));
             }
             v.detections.extend(judged);
+            v.set_aside_implausible(api, checks, case, reports);
             v
         }
         Execution::InCheck { check, failure } => {
-            Verdict { status: Status::Failed, detections: differential::judge_in_check(checks, *check, failure).into_iter().collect(), error: None }
+            Verdict { status: Status::Failed, detections: differential::judge_in_check(checks, *check, failure).into_iter().collect(), implausible: Vec::new(), error: None }
         }
         Execution::Completed(outcome) => {
             let mut v = judge_outcome(api, case, outcome);
@@ -160,9 +168,24 @@ pub fn judge(api: &ApiSpec, checks: &[Check], case: &Case, exec: &Execution) -> 
             if checks.iter().any(|c| c.variant == crate::wire::variant::Variant::Defined) {
                 v.detections.retain(|d| d.oracle != Oracle::NanInf);
             }
+            v.set_aside_implausible(api, checks, case, &[]);
             v
         }
         _ => judge_failure(api, case, exec),
+    }
+}
+
+impl Verdict {
+    /// Moves the numerical detections whose input is implausible to `implausible`.
+    fn set_aside_implausible(&mut self, api: &ApiSpec, checks: &[Check], case: &Case, reports: &[crate::wire::variant::CheckReport]) {
+        let mut kept = Vec::with_capacity(self.detections.len());
+        for d in std::mem::take(&mut self.detections) {
+            match plausible::detection(api, checks, case, reports, &d) {
+                Some(why) => self.implausible.push((d.oracle, why)),
+                None => kept.push(d),
+            }
+        }
+        self.detections = kept;
     }
 }
 
@@ -178,9 +201,9 @@ fn judge_failure(api: &ApiSpec, case: &Case, exec: &Execution) -> Verdict {
                 if enabled(Oracle::Oom) {
                     detections.push(Detection {
                         oracle: Oracle::Oom,
-                        signature: "killed (out of memory)".into(),
+                        cause: Cause::Killed,
                         message: tail(stderr),
-                        signal: Some(*signal),
+                        signal: Some(Signal(*signal)),
                         exit: None,
                         evidence: Evidence::Call,
                     });
@@ -188,9 +211,9 @@ fn judge_failure(api: &ApiSpec, case: &Case, exec: &Execution) -> Verdict {
             } else if enabled(Oracle::Crash) {
                 detections.push(Detection {
                     oracle: Oracle::Crash,
-                    signature: death_signature(*signal, stderr, frames, *between_calls),
+                    cause: death_cause(Place::Call, *signal, stderr, frames, *between_calls),
                     message: format!("worker killed by {}\n{}", signal_name(*signal), tail_with_frames(stderr, frames, *between_calls)),
-                    signal: Some(*signal),
+                    signal: Some(Signal(*signal)),
                     exit: None,
                     evidence: Evidence::Call,
                 });
@@ -201,7 +224,7 @@ fn judge_failure(api: &ApiSpec, case: &Case, exec: &Execution) -> Verdict {
             if enabled(Oracle::Crash) {
                 detections.push(Detection {
                     oracle: Oracle::Crash,
-                    signature: exit_signature(*code, stderr),
+                    cause: exit_cause(Place::Call, *code, stderr),
                     message: format!("worker exited with status {code}\n{}", tail(stderr)),
                     signal: None,
                     exit: Some(*code),
@@ -214,7 +237,7 @@ fn judge_failure(api: &ApiSpec, case: &Case, exec: &Execution) -> Verdict {
             if enabled(Oracle::Hang) && case.input_elements() < LARGE_INPUT_ELEMENTS {
                 detections.push(Detection {
                     oracle: Oracle::Hang,
-                    signature: "timeout".into(),
+                    cause: Cause::Hang,
                     message: format!("no answer after {millis} ms"),
                     signal: None,
                     exit: None,
@@ -225,7 +248,7 @@ fn judge_failure(api: &ApiSpec, case: &Case, exec: &Execution) -> Verdict {
         }
         _ => Status::Ok,
     };
-    Verdict { status, detections, error: None }
+    Verdict { status, detections, implausible: Vec::new(), error: None }
 }
 
 /// A call the worker saw to the end (returned or raised).
@@ -245,7 +268,8 @@ fn judge_outcome(api: &ApiSpec, case: &Case, outcome: &Outcome) -> Verdict {
                 ErrorKind::Internal { .. } if api.is_private() => Status::Invalid,
                 ErrorKind::Internal { signature } | ErrorKind::Unchecked { signature } => {
                     if enabled(Oracle::InternalError) {
-                        detections.push(Detection { oracle: Oracle::InternalError, signature, message: message.clone(), signal: None, exit: None, evidence: Evidence::Call });
+                        let cause = Cause::Internal { place: Place::Call, what: signature };
+                        detections.push(Detection { oracle: Oracle::InternalError, cause, message: message.clone(), signal: None, exit: None, evidence: Evidence::Call });
                     }
                     Status::Failed
                 }
@@ -253,7 +277,7 @@ fn judge_outcome(api: &ApiSpec, case: &Case, outcome: &Outcome) -> Verdict {
                     if enabled(Oracle::Oom) && case.input_elements() < OOM_INPUT_ELEMENTS && largest_int(case) < OOM_INT_ARGUMENT && !explained_by_inputs(case, message) {
                         detections.push(Detection {
                             oracle: Oracle::Oom,
-                            signature: errors::normalize(message),
+                            cause: Cause::OutOfMemory { message: errors::normalize(message) },
                             message: message.clone(),
                             signal: None,
                             exit: None,
@@ -282,7 +306,7 @@ fn judge_outcome(api: &ApiSpec, case: &Case, outcome: &Outcome) -> Verdict {
             Status::Ok
         }
     };
-    Verdict { status, detections, error }
+    Verdict { status, detections, implausible: Vec::new(), error }
 }
 
 /// The oracles that hold a result to its true value (the float64 reference, a relation, finite
@@ -302,16 +326,16 @@ fn nonfinite(outputs: &[Output]) -> Option<Detection> {
         if t.nan == 0 && t.inf == 0 {
             return None;
         }
-        let what = match (t.nan > 0, t.inf > 0) {
-            (true, true) => "NaN and inf",
-            (true, false) => "NaN",
-            _ => "inf",
+        let values = match (t.nan > 0, t.inf > 0) {
+            (true, true) => cause::NonFinite::NanAndInf,
+            (true, false) => cause::NonFinite::Nan,
+            _ => cause::NonFinite::Inf,
         };
         let dtype = t.dtype.map_or("?".to_string(), |d| d.to_string());
         Some(Detection {
             oracle: Oracle::NanInf,
-            // No dtype in the signature: one cause seen in float16 and float32 is one finding.
-            signature: format!("{what} in output {i}"),
+            // No dtype in the cause: one cause seen in float16 and float32 is one finding.
+            cause: Cause::NonFinite { output: i, values },
             message: format!("output {i} ({dtype}, shape {:?}) holds {} NaN and {} inf from finite inputs", t.shape, t.nan, t.inf),
             signal: None,
             exit: None,
@@ -382,7 +406,7 @@ fn postconditions(api: &ApiSpec, case: &Case, outputs: &[Output]) -> Vec<Detecti
             let domain = is_domain(&c.expr);
             Detection {
                 oracle: if domain { Oracle::NanInf } else { Oracle::Postcondition },
-                signature: format!("ensures {}", c.text),
+                cause: Cause::Ensures { clause: c.text.clone() },
                 message: if domain {
                     format!("NaN from finite inputs inside the domain where `{}` is defined (`ensures {}`)", api.name, c.text)
                 } else {
@@ -396,42 +420,30 @@ fn postconditions(api: &ApiSpec, case: &Case, outputs: &[Output]) -> Vec<Detecti
         .collect()
 }
 
-/// What a death by `signal` is keyed by. A memory error (SIGSEGV, SIGBUS, or an abort by glibc
-/// or the fortified C library finding memory damaged) is one class whatever signal or words it
-/// ended with: one overrun segfaults in one process and trips the allocator in the next. With
-/// native frames (`worker::frames`), the key names the frame it died in, so two defects of one
-/// operator stay apart and one defect met through several operators shares a key; without, the
-/// last meaningful stderr line. A memory error met `between_calls` (building the next inputs,
+/// What a death by `signal` in `place` is keyed by. A memory error (SIGSEGV, SIGBUS, or an abort
+/// by glibc or the fortified C library finding memory damaged) is one class whatever signal or
+/// words it ended with: one overrun segfaults in one process and trips the allocator in the next.
+/// With native frames (`worker::frames`), the cause names the frame it died in, so two defects of
+/// one operator stay apart and one defect met through several operators shares a cause; without,
+/// the last meaningful stderr line. A memory error met `between_calls` (building the next inputs,
 /// freeing a result) was done by an earlier call: no frame of it is named.
-pub fn death_signature(signal: i32, stderr: &str, frames: &[Frame], between_calls: bool) -> String {
+pub fn death_cause(place: Place, signal: i32, stderr: &str, frames: &[Frame], between_calls: bool) -> Cause {
     let last = last_words(stderr);
     let memory = matches!(signal, libc::SIGSEGV | libc::SIGBUS) || (signal == libc::SIGABRT && last.is_some_and(errors::memory_damage));
-    let what = if memory { MEMORY_ERROR.to_string() } else { signal_name(signal) };
+    let death = if memory { Death::Memory } else { Death::Signal(Signal(signal)) };
     let site = crate::worker::frames::site(frames).filter(|_| !(memory && between_calls));
-    match (site, last) {
-        (Some(site), _) if memory => format!("{what} in {site}"),
-        (Some(site), Some(l)) => format!("{what} in {site}: {}", errors::crash_cause(&errors::normalize(l))),
-        (Some(site), None) => format!("{what} in {site}"),
-        (None, Some(l)) if !(memory && errors::memory_damage(l)) => format!("{what}: {}", errors::crash_cause(&errors::normalize(l))),
-        (None, _) => what,
-    }
-}
-
-/// How the signature of a death names the memory-error class.
-pub const MEMORY_ERROR: &str = "memory error";
-
-/// Whether a death by the signal named `signal` with this signature is a memory error; findings
-/// written before the class existed say SIGSEGV, SIGBUS, or glibc's heap damage.
-pub fn is_memory_error(signal: &str, signature: &str) -> bool {
-    signature.contains(MEMORY_ERROR) || matches!(signal, "SIGSEGV" | "SIGBUS") || (signal == "SIGABRT" && signature.contains(errors::HEAP_DAMAGE))
+    let words = match (&site, last) {
+        (Some(_), _) if memory => None,
+        (_, Some(l)) if !(memory && errors::memory_damage(l)) => Some(errors::crash_cause(&errors::normalize(l))),
+        _ => None,
+    };
+    Cause::Died { place, death, site: site.map(str::to_string), words }
 }
 
 /// An exit from inside a call is keyed by its status and the last meaningful stderr line.
-fn exit_signature(code: i32, stderr: &str) -> String {
-    match last_words(stderr) {
-        Some(l) => format!("exit {code}: {}", errors::crash_cause(&errors::normalize(l))),
-        None => format!("exit {code}"),
-    }
+fn exit_cause(place: Place, code: i32, stderr: &str) -> Cause {
+    let words = last_words(stderr).map(|l| errors::crash_cause(&errors::normalize(l)));
+    Cause::Died { place, death: Death::Exit(code), site: None, words }
 }
 
 /// The last meaningful line a dying process printed (an uncaught exception's type, an abort
@@ -542,18 +554,18 @@ mod tests {
         use crate::worker::Execution;
         let spec = "api torch.cosh(input: Tensor) -> Tensor {}\n\nrule checked for torch.cosh {\n    oracles precision;\n}\n";
         let refuting = format!("{spec}\n#[status(rejected), reason(\"documented\")]\nrule sleef for torch.cosh {{\n    oracles overflow;\n}}\n");
-        let x = Arg::Tensor(TensorRecipe { dtype: DType::Float32, shape: vec![1], fill: Fill::Constant(89.0), seed: 0, layout: Default::default(), specials: Vec::new() });
+        let x = Arg::Tensor(TensorRecipe { dtype: DType::Float32, shape: vec![1], fill: Fill::Constant(87.0), seed: 0, layout: Default::default(), specials: Vec::new() });
         let case = Case { op: 0, args: vec![x], forward: None };
         let tolerance = Tolerance { rtol: 1e-5, atol: 1e-5 };
         let checks = [Check { oracle: Oracle::Precision, variant: Variant::Promote, tolerances: Tolerances::uniform(tolerance), accuracy: Accuracy::Forward }];
         let inf = Output::Tensor(TensorInfo { dtype: Some(DType::Float32), shape: vec![1], nan: 0, inf: 1, min: None, max: None });
-        let premature = Premature { what: PrematureKind::Inf, index: 0, actual: f64::INFINITY, expected: 2.2e38, count: 1, extrapolated: false };
+        let premature = Premature { what: PrematureKind::Inf, index: 0, actual: f64::INFINITY, expected: 3.0e37, count: 1, extrapolated: false };
         let m = ValueMismatch {
             output: 0,
             dtype: Some(DType::Float32),
             index: 0,
             actual: f64::INFINITY,
-            expected: 2.2e38,
+            expected: 3.0e37,
             mismatched: 1,
             total: 1,
             max_abs: 0.0,
@@ -664,7 +676,7 @@ mod tests {
 
     #[test]
     fn a_warning_left_by_an_earlier_case_is_no_crash_cause() {
-        let sign = |signal, stderr: &str| super::death_signature(signal, stderr, &[], false);
+        let sign = |signal, stderr: &str| super::death_cause(super::Place::Call, signal, stderr, &[], false).to_string();
         let stderr = "[W1123 08:12:01.123456789 Resize.cpp:31] Warning: An output with one or more elements was resized since it had shape [2], which does not match the required output shape [3]. (function _resize_output_check)\n";
         assert_eq!(sign(libc::SIGFPE, stderr), "SIGFPE");
         // glibc's words for a damaged heap are a memory error, as a segfault is.
@@ -690,14 +702,17 @@ mod tests {
     fn a_death_with_frames_is_keyed_by_its_site() {
         let frame = |module: &str, function: &str| crate::worker::frames::Frame { module: module.into(), offset: 1, function: Some(function.into()) };
         let frames = [frame("libc.so.6", "abort"), frame("libtorch_cpu.so", "c10::free_cpu"), frame("libtorch_cpu.so", "at::native::{anon}::cpu_max_pool_backward")];
-        assert_eq!(super::death_signature(libc::SIGABRT, "free(): invalid next size (fast)\n", &frames, false), "memory error in at::native::{anon}::cpu_max_pool_backward");
-        assert_eq!(super::death_signature(libc::SIGSEGV, "", &frames, false), "memory error in at::native::{anon}::cpu_max_pool_backward");
-        assert_eq!(super::death_signature(libc::SIGFPE, "", &frames, false), "SIGFPE in at::native::{anon}::cpu_max_pool_backward");
+        assert_eq!(
+            super::death_cause(super::Place::Call, libc::SIGABRT, "free(): invalid next size (fast)\n", &frames, false).to_string(),
+            "memory error in at::native::{anon}::cpu_max_pool_backward"
+        );
+        assert_eq!(super::death_cause(super::Place::Call, libc::SIGSEGV, "", &frames, false).to_string(), "memory error in at::native::{anon}::cpu_max_pool_backward");
+        assert_eq!(super::death_cause(super::Place::Call, libc::SIGFPE, "", &frames, false).to_string(), "SIGFPE in at::native::{anon}::cpu_max_pool_backward");
         // Between calls (building the next inputs), a damaged heap names no frame; another
         // signal keeps its site.
         let building = [frame("libc.so.6", "malloc"), frame("libtorch_cpu.so", "at::native::randint")];
-        assert_eq!(super::death_signature(libc::SIGABRT, "malloc(): invalid size (unsorted)\n", &building, true), "memory error");
-        assert_eq!(super::death_signature(libc::SIGSEGV, "", &building, false), "memory error in at::native::randint");
-        assert_eq!(super::death_signature(libc::SIGFPE, "", &frames, true), "SIGFPE in at::native::{anon}::cpu_max_pool_backward");
+        assert_eq!(super::death_cause(super::Place::Call, libc::SIGABRT, "malloc(): invalid size (unsorted)\n", &building, true).to_string(), "memory error");
+        assert_eq!(super::death_cause(super::Place::Call, libc::SIGSEGV, "", &building, false).to_string(), "memory error in at::native::randint");
+        assert_eq!(super::death_cause(super::Place::Call, libc::SIGFPE, "", &frames, true).to_string(), "SIGFPE in at::native::{anon}::cpu_max_pool_backward");
     }
 }

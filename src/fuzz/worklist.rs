@@ -12,11 +12,12 @@ use crate::oracle;
 use crate::plan::ApiPlan;
 use crate::wire::case::Case;
 use crate::wire::oracle::Oracle;
-use crate::wire::outcome::signal_name;
 use crate::wire::variant::Check;
 use crate::worker::{Pool, PoolConfig};
 
-use super::{also_dies, cost, culprit, describe_inputs, record, stats, FuzzConfig, Meta, Observer};
+use super::{stats, FuzzConfig, Meta, Observer};
+use crate::findings::record;
+use crate::triage::{alone, also_dies, cost, culprit, shrink};
 
 /// The campaign's findings: how they are made, written, and worked on after.
 pub(super) struct Triage<'a> {
@@ -63,20 +64,21 @@ impl Triage<'_> {
     pub fn finding(&self, api_index: usize, index: u64, case: &Case, d: oracle::Detection, meta: Meta) -> Finding {
         let plan = &self.plans[api_index];
         let violation = meta.violated.and_then(|v| self.generator.violations(api_index).get(v));
-        let id = finding_id(&Key { api: plan.api.name.clone(), oracle: d.oracle, signature: d.signature.clone() });
+        let id = finding_id(&Key { api: plan.api.name.clone(), oracle: d.oracle, cause: d.cause.clone() });
         Finding {
             id: id.clone(),
             api: plan.api.name.clone(),
             aten: plan.binding.qualified(),
             oracle: d.oracle,
-            signature: d.signature,
+            signature: d.cause.to_string(),
+            cause: d.cause,
             message: d.message,
-            signal: d.signal.map(signal_name),
+            signal: d.signal,
             exit: d.exit,
             seed: self.config.seed,
             case_index: index,
             case: case.clone(),
-            inputs: describe_inputs(plan, case),
+            inputs: crate::findings::describe::inputs(plan, case),
             repro: format!("repro/{id}.py"),
             elapsed_s: self.start.elapsed().as_secs_f64(),
             sfz_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -105,12 +107,22 @@ impl Triage<'_> {
             culprit: None,
             explained: None,
             same_as: None,
+            known: None,
         }
     }
 
     /// Writes a new finding (its reproducer, its pinned spec) and counts it; false for a duplicate.
     pub fn keep(&self, finding: &Finding) -> bool {
         let Some(plan) = self.plans.iter().find(|p| p.api.name == finding.api) else { return false };
+        let mut marked;
+        let finding = match self.config.baseline.as_ref().and_then(|b| b.matching(finding)) {
+            Some(entry) => {
+                marked = finding.clone();
+                marked.known = Some(entry.name.clone());
+                &marked
+            }
+            None => finding,
+        };
         match self.store.record(finding.clone(), &record::reproducer(plan, finding)) {
             Ok(true) => {
                 if let Some(p) = &finding.pinned {
@@ -119,6 +131,10 @@ impl Triage<'_> {
                     }
                 }
                 self.counters.findings.fetch_add(1, Ordering::Relaxed);
+                if finding.known.is_some() {
+                    self.counters.known.fetch_add(1, Ordering::Relaxed);
+                }
+                *self.counters.by_severity.lock().expect("counters lock").entry(crate::findings::severity::of(finding)).or_insert(0) += 1;
                 *self.counters.by_oracle.lock().expect("counters lock").entry(finding.oracle).or_insert(0) += 1;
                 self.observer.finding(finding);
                 true
@@ -151,10 +167,10 @@ impl Triage<'_> {
         let Some(api_index) = self.plans.iter().position(|p| p.api.name == finding.api) else { return };
         // The pool a death is confirmed in goes on to shrink it.
         let mut alone = None;
-        if record::died(&finding) {
-            let confirming = Pool::start(record::confirm_config(&self.minimizer, &finding));
+        if alone::died(&finding) {
+            let confirming = Pool::start(alone::confirm_config(&self.minimizer, &finding));
             finding.calls = match &confirming {
-                Ok(pool) => record::confirm(pool, &self.plans[api_index], &self.checks[api_index], &finding),
+                Ok(pool) => alone::confirm(pool, &self.plans[api_index], &self.checks[api_index], &finding),
                 Err(_) => Some(1),
             };
             finding.confirmed = Some(finding.calls.is_some());
@@ -205,8 +221,8 @@ impl Triage<'_> {
         if self.store.recorded(&occurrence.id).is_none_or(|recorded| recorded.confirmed != Some(false)) {
             return;
         }
-        let Ok(confirming) = Pool::start(record::confirm_config(&self.minimizer, &occurrence)) else { return };
-        occurrence.calls = record::confirm(&confirming, &self.plans[api_index], &self.checks[api_index], &occurrence);
+        let Ok(confirming) = Pool::start(alone::confirm_config(&self.minimizer, &occurrence)) else { return };
+        occurrence.calls = alone::confirm(&confirming, &self.plans[api_index], &self.checks[api_index], &occurrence);
         if occurrence.calls.is_some() {
             occurrence.confirmed = Some(true);
             self.update(api_index, &occurrence);
@@ -223,12 +239,12 @@ impl Triage<'_> {
     /// Shrinks a finding in `p`; a worker's death in a pool of its own (`alone`: the one it was
     /// confirmed in), with the checks it was confirmed with. Returns the finding as updated.
     fn shrink(&self, p: &Pool, alone: Option<&Pool>, api_index: usize, finding: &Finding) -> Option<Finding> {
-        let budget = record::budget(self.config.minimize.unwrap_or(0));
-        let death = record::died(finding) && finding.oracle != Oracle::Hang;
-        let started = (death && alone.is_none()).then(|| Pool::start(record::alone_config(&self.minimizer, finding, api_index)).ok()).flatten();
+        let budget = shrink::budget(self.config.minimize.unwrap_or(0));
+        let death = alone::died(finding) && finding.oracle != Oracle::Hang;
+        let started = (death && alone.is_none()).then(|| Pool::start(alone::alone_config(&self.minimizer, finding, api_index)).ok()).flatten();
         let own = if death { alone.or(started.as_ref()) } else { None };
-        let checks = if own.is_some() { record::judged_alone(finding, &self.checks[api_index]) } else { self.checks[api_index].clone() };
-        match record::minimize_finding(own.unwrap_or(p), &self.plans[api_index], &checks, self.store, finding, budget) {
+        let checks = if own.is_some() { alone::judged_alone(finding, &self.checks[api_index]) } else { self.checks[api_index].clone() };
+        match shrink::minimize_finding(own.unwrap_or(p), &self.plans[api_index], &checks, self.store, finding, budget) {
             Ok(updated) => {
                 self.observer.minimized(&updated);
                 Some(updated)
@@ -244,7 +260,7 @@ impl Triage<'_> {
     /// (confirmed on that call) unless it is already, and the finding names it.
     fn also_dies(&self, p: &Pool, api_index: usize, mut finding: Finding) {
         let Some((call, d)) = also_dies::probe(&self.minimizer, &self.plans[api_index], &finding) else { return };
-        let key = Key { api: finding.api.clone(), oracle: d.oracle, signature: d.signature.clone() };
+        let key = Key { api: finding.api.clone(), oracle: d.oracle, cause: d.cause.clone() };
         let id = finding_id(&key);
         if !self.store.seen(&key) {
             let mut dead = self.finding(api_index, finding.case_index, &finding.case, d, self.meta_of(finding.case_index));

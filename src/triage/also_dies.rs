@@ -11,16 +11,19 @@ use crate::wire::oracle::Oracle;
 use crate::worker::Execution;
 use crate::worker::{Pool, PoolConfig};
 
-use super::record;
+use super::alone;
 
 /// Calls in a row in one fresh worker: the eigvals case died on the first call in 4 of 10
 /// fresh workers, and a call that raised leaves damage a later one dies of.
 pub const PROBE_CALLS: usize = 8;
 
-/// Whether a finding is probed: not a death itself, and shown by the call (a differential
-/// check's finding is about the check's second run, which its script makes too).
+/// Whether a finding is probed: one shown by the call that is not a death itself (a differential
+/// check's disagreement is about the check's second run, which its script makes too), or a death
+/// in a check (layout, out=, in-place, a reference's call): when the call alone dies too, the
+/// check did nothing wrong, and the death is the call's finding.
 pub fn applies(finding: &Finding) -> bool {
-    !record::died(finding) && !matches!(finding.evidence, Evidence::Differential { .. }) && finding.same_as.is_none()
+    let in_check = matches!(finding.evidence, Evidence::Differential { .. });
+    finding.same_as.is_none() && alone::died(finding) == in_check && finding.oracle != Oracle::Hang
 }
 
 /// Whether a detection is a death of the kind probed for: a crash by a signal or an exit. Not an
@@ -35,7 +38,7 @@ pub fn is_death(d: &Detection) -> bool {
 /// (`is_death`), with the death's detection.
 pub fn probe(config: &PoolConfig, plan: &ApiPlan, finding: &Finding) -> Option<(u32, Detection)> {
     let op = finding.case.op as usize;
-    let pool = Pool::start(record::only_checks(config, op, Vec::new())).ok()?;
+    let pool = Pool::start(alone::only_checks(config, op, Vec::new())).ok()?;
     let death = |exec: &Execution| oracle::judge(&plan.api, &[], &finding.case, exec).detections.into_iter().find(is_death);
-    record::run_until(&pool, &finding.case, PROBE_CALLS, death).shown.map(|(i, d)| (i as u32 + 1, d))
+    alone::run_until(&pool, &finding.case, PROBE_CALLS, death).shown.map(|(i, d)| (i as u32 + 1, d))
 }

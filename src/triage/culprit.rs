@@ -15,7 +15,7 @@ use crate::wire::variant::Check;
 use crate::worker::Execution;
 use crate::worker::{Pool, PoolConfig};
 
-use super::record;
+use super::alone;
 
 /// How long the search for one death's culprit may take (each candidate costs a fork and up to
 /// `CONFIRM_CALLS` calls with its checks).
@@ -49,7 +49,7 @@ pub fn find(pool: &Pool, plans: &[ApiPlan], checks: &[Vec<Check>], earlier: &[(u
         }
         let api_checks = checks.get(case.op as usize).map_or(&[][..], Vec::as_slice);
         pool.retire();
-        if record::run_until(pool, case, record::CONFIRM_CALLS, |exec| kills(plan, api_checks, case, exec)).shown.is_some() {
+        if alone::run_until(pool, case, alone::CONFIRM_CALLS, |exec| kills(plan, api_checks, case, exec)).shown.is_some() {
             pool.retire();
             return Some(Culprit { index: *index, case: case.clone() });
         }
@@ -58,7 +58,7 @@ pub fn find(pool: &Pool, plans: &[ApiPlan], checks: &[Vec<Check>], earlier: &[(u
     None
 }
 
-/// Where `case` kills a fresh worker by itself, as a death is confirmed (`record::alone_config`):
+/// Where `case` kills a fresh worker by itself, as a death is confirmed (`alone::alone_config`):
 /// the call alone, then each of its API's checks alone with the call, `known` (the place found
 /// for the same API before) first. Returns the place, the death (its evidence naming the check by
 /// its place among all the API's checks), and the call, counted from 1, on which it came. The
@@ -73,8 +73,8 @@ pub fn locate(config: &PoolConfig, plan: &ApiPlan, checks: &[Check], case: &Case
     }
     for place in places {
         let only: Vec<Check> = place.and_then(|k| checks.get(k).cloned()).into_iter().collect();
-        let Ok(pool) = Pool::start(record::only_checks(config, op, only.clone())) else { continue };
-        if let Some((at, mut detection)) = record::run_until(&pool, case, record::CONFIRM_CALLS, |exec| kills(plan, &only, case, exec)).shown {
+        let Ok(pool) = Pool::start(alone::only_checks(config, op, only.clone())) else { continue };
+        if let Some((at, mut detection)) = alone::run_until(&pool, case, alone::CONFIRM_CALLS, |exec| kills(plan, &only, case, exec)).shown {
             if let (Some(k), oracle::Evidence::Differential { check, .. }) = (place, &mut detection.evidence) {
                 *check = k;
             }
@@ -86,5 +86,5 @@ pub fn locate(config: &PoolConfig, plan: &ApiPlan, checks: &[Check], case: &Case
 
 /// The death by a fatal signal (not an out-of-memory kill) a verdict holds, if any.
 fn kills(plan: &ApiPlan, checks: &[Check], case: &Case, exec: &Execution) -> Option<Detection> {
-    oracle::judge(&plan.api, checks, case, exec).detections.into_iter().find(|d| d.signal.is_some_and(|s| s != libc::SIGKILL))
+    oracle::judge(&plan.api, checks, case, exec).detections.into_iter().find(|d| d.signal.is_some_and(|s| s != oracle::Signal::KILL))
 }

@@ -1,0 +1,202 @@
+//! The findings of a folder as the causes a maintainer counts: findings that differ only in the
+//! dtype, the alias, the overload, the Python name, or the check that met a memory error are one
+//! cause, listed once with its variants; causes ranked worst first.
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::baseline::{Baseline, Entry};
+use super::severity::{self, Severity};
+use super::Finding;
+use crate::oracle::{Cause, Death};
+use crate::wire::case::DType;
+use crate::wire::oracle::Oracle;
+
+/// What makes findings one cause.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum CauseKey {
+    /// The memory errors of one operator family, in any check and frame: a kernel that writes out
+    /// of bounds damages the heap, and the damage is found where the allocator next looks.
+    MemoryErrors { family: String },
+    /// An unscaled sum of squares left this dtype: one defect class across operators, relations
+    /// and the two oracles that see it (`overflow`, `relation`).
+    SquaresOverflow { dtype: DType },
+    /// A cause that names one defect wherever it shows (an assert's location, the native frame
+    /// a worker died in): one cause through any operators.
+    Specific { text: String },
+    /// Anything else: one operator family, one oracle, one cause.
+    Family { family: String, oracle: Oracle, text: String },
+}
+
+/// One cause: its findings (the representative first), how bad it is, and the baseline entry
+/// that knows it.
+#[derive(Clone, Debug)]
+pub struct CauseGroup<'a> {
+    pub key: CauseKey,
+    pub findings: Vec<&'a Finding>,
+    pub severity: Severity,
+    pub known: Option<&'a Entry>,
+}
+
+impl CauseGroup<'_> {
+    /// The finding that stands for the cause: the worst, then the smallest input.
+    pub fn representative(&self) -> &Finding {
+        self.findings[0]
+    }
+
+    /// A short title naming the cause class.
+    pub fn title(&self) -> String {
+        match &self.key {
+            CauseKey::MemoryErrors { family } => format!("memory corruption in {family}"),
+            CauseKey::SquaresOverflow { dtype } => format!("premature overflow: {} {dtype}", crate::oracle::cause::SQUARES_OVERFLOW),
+            CauseKey::Specific { text } => text.clone(),
+            CauseKey::Family { family, oracle, text } => format!("{family}: {oracle}: {text}"),
+        }
+    }
+
+    /// The APIs the cause shows through, in order of first finding.
+    pub fn apis(&self) -> Vec<&str> {
+        let mut apis: Vec<&str> = Vec::new();
+        for f in &self.findings {
+            if !apis.contains(&f.api.as_str()) {
+                apis.push(&f.api);
+            }
+        }
+        apis
+    }
+
+    /// A stable name for `sfz report --issue`: the representative's id.
+    pub fn id(&self) -> &str {
+        &self.representative().id
+    }
+}
+
+/// The operator family of an API: its canonical name (an alias names the API it stands for)
+/// without namespace, overload, in-place or out= suffix, leading underscores, or `_backward`:
+/// `torch.ops.aten.max_pool2d_with_indices_backward.grad_input` and `torch.max_pool2d` are
+/// `max_pool2d_with_indices` and `max_pool2d`.
+pub fn family(api: &str) -> String {
+    let canonical = crate::ops::docs::canonical(api);
+    let mut name = canonical.as_str();
+    for prefix in ["torch.ops.aten.", "torch.nn.functional.", "torch.special.", "torch.linalg.", "torch.fft.", "torch.Tensor.", "torch."] {
+        if let Some(rest) = name.strip_prefix(prefix) {
+            name = rest;
+            break;
+        }
+    }
+    // `add.out`, `max_pool2d_with_indices_backward.grad_input`: the overload is no family.
+    if canonical.starts_with("torch.ops.aten.") {
+        name = name.split('.').next().unwrap_or(name);
+    }
+    let mut name = name.trim_start_matches('_').to_string();
+    for suffix in ["_backward", "_out", "_"] {
+        if let Some(rest) = name.strip_suffix(suffix) {
+            name = rest.to_string();
+        }
+    }
+    name
+}
+
+/// The cause a finding belongs to.
+pub fn key(f: &Finding) -> CauseKey {
+    if f.cause.is_memory_error() {
+        return CauseKey::MemoryErrors { family: family(&f.api) };
+    }
+    if let Some(dtype) = f.cause.squares() {
+        return CauseKey::SquaresOverflow { dtype };
+    }
+    // A death keyed by its frame or a specific message is one defect through any operator, in
+    // the call or a check (the place is left out).
+    match &f.cause {
+        Cause::Died { death, site: Some(site), .. } => {
+            let what = match death {
+                Death::Memory => crate::oracle::cause::MEMORY_ERROR.to_string(),
+                Death::Signal(s) => s.name(),
+                Death::Exit(code) => format!("exit {code}"),
+            };
+            return CauseKey::Specific { text: format!("{what} in {site}") };
+        }
+        Cause::Internal { what, .. } if f.cause.is_specific() => return CauseKey::Specific { text: what.clone() },
+        c if c.is_specific() => return CauseKey::Specific { text: c.to_string() },
+        _ => {}
+    }
+    CauseKey::Family { family: family(&f.api), oracle: f.oracle, text: f.cause.to_string() }
+}
+
+/// The findings grouped by cause, worst first (then most findings, then first found); within a
+/// cause, the worst finding with the smallest input first.
+pub fn group<'a>(findings: &[&'a Finding], baseline: Option<&'a Baseline>) -> Vec<CauseGroup<'a>> {
+    let mut by_key: BTreeMap<CauseKey, Vec<&'a Finding>> = BTreeMap::new();
+    let mut order: Vec<CauseKey> = Vec::new();
+    for f in findings {
+        let k = key(f);
+        if !by_key.contains_key(&k) {
+            order.push(k.clone());
+        }
+        by_key.entry(k).or_default().push(f);
+    }
+    let mut groups: Vec<(usize, CauseGroup<'a>)> = order
+        .into_iter()
+        .enumerate()
+        .map(|(first, key)| {
+            let mut fs = by_key.remove(&key).unwrap_or_default();
+            fs.sort_by_key(|f| (severity::of(f), f.case.input_elements()));
+            let severity = fs.iter().map(|f| severity::of(f)).min().unwrap_or(Severity::Degenerate);
+            let known = baseline.and_then(|b| fs.iter().find_map(|f| b.matching(f)));
+            (first, CauseGroup { key, findings: fs, severity, known })
+        })
+        .collect();
+    groups.sort_by_key(|(first, g)| (g.severity, std::cmp::Reverse(g.findings.len()), *first));
+    groups.into_iter().map(|(_, g)| g).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{family, group, CauseKey};
+    use crate::findings::severity::Severity;
+    use crate::findings::Finding;
+
+    fn finding(id: &str, api: &str, oracle: &str, signature: &str) -> Finding {
+        let signal = if signature.contains("memory error") { Some("SIGABRT") } else { signature.split(' ').next().filter(|w| w.starts_with("SIG")) };
+        let line = serde_json::json!({
+            "id": id, "api": api, "aten": "aten::x", "oracle": oracle, "signature": signature, "message": "",
+            "signal": signal, "seed": 0, "case_index": 0, "case": {"op": 0, "args": []}, "inputs": [], "repro": "",
+            "elapsed_s": 0.0, "sfz_version": "", "torch_version": "", "mode": "conform"
+        });
+        crate::findings::store::parse_lines(&line.to_string()).0.remove(0)
+    }
+
+    #[test]
+    fn a_family_is_the_operator_without_namespace_overload_alias_or_direction() {
+        assert_eq!(family("torch.ops.aten.max_pool2d_with_indices_backward.grad_input"), "max_pool2d_with_indices");
+        assert_eq!(family("torch.nn.functional.max_pool2d"), "max_pool2d");
+        assert_eq!(family("torch.ops.aten.add.out"), "add");
+        assert_eq!(family("torch.abs_"), "abs");
+        assert_eq!(family("torch._foo_backward"), "foo");
+        assert_eq!(family("torch.divide"), family("torch.div"), "an alias is its API");
+    }
+
+    /// One operator's heap damage found by its call and by two checks is one cause, ranked
+    /// first; an overload's precision finding and the operator's are one cause; another
+    /// operator's is another.
+    #[test]
+    fn variants_of_one_cause_are_one_group_and_the_worst_comes_first() {
+        let fs = [
+            finding("a", "torch.ops.aten.cosine_similarity", "precision", "values differ in output 0"),
+            finding("b", "torch.cosine_similarity", "precision", "values differ in output 0"),
+            finding("c", "torch.max_pool3d_with_indices_backward", "layout", "other memory layout: memory error"),
+            finding("d", "torch.max_pool3d_with_indices_backward", "crash", "memory error in at::native::kernel"),
+            finding("e", "torch.ops.aten.max_pool3d_with_indices_backward.grad_input", "out", "out= variant: memory error"),
+            finding("f", "torch.mul", "precision", "values differ in output 0"),
+            finding("g", "torch.linalg.ldl_factor", "internal_error", "INTERNAL ASSERT a.cpp:1"),
+            finding("h", "torch.linalg.ldl_factor_ex", "internal_error", "INTERNAL ASSERT a.cpp:1"),
+        ];
+        let refs: Vec<&Finding> = fs.iter().collect();
+        let groups = group(&refs, None);
+        let ids: Vec<Vec<&str>> = groups.iter().map(|g| g.findings.iter().map(|f| f.id.as_str()).collect()).collect();
+        assert_eq!(ids, vec![vec!["c", "d", "e"], vec!["a", "b"], vec!["f"], vec!["g", "h"]], "{groups:#?}");
+        assert_eq!(groups[0].key, CauseKey::MemoryErrors { family: "max_pool3d_with_indices".into() });
+        assert_eq!(groups.iter().map(|g| g.severity).collect::<Vec<_>>(), [Severity::MemoryCorruption, Severity::SilentWrong, Severity::SilentWrong, Severity::Error]);
+    }
+}

@@ -1,0 +1,99 @@
+//! How bad a finding is, from its class and how plausible its input is: what `sfz report` and
+//! the campaign's summary rank by, worst first.
+use std::fmt;
+
+use serde::Serialize;
+
+use super::Finding;
+use crate::oracle::{Cause, Death};
+use crate::wire::case::{Arg, Fill};
+
+/// Worst first: the order is the ranking.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// A memory error: heap damage, an out-of-bounds read or write.
+    MemoryCorruption,
+    /// A silently wrong result on ordinary inputs.
+    SilentWrong,
+    /// A crash (other than a memory error) or a hang on inputs the API accepts.
+    Crash,
+    /// A wrong result at large but plausible magnitudes (a premature overflow).
+    WrongAtLargeMagnitudes,
+    /// An internal assert, a leaked exception, an unhelpful or inconsistent error message.
+    Error,
+    /// A wrong result on degenerate inputs: empty tensors, or inputs outside the spec's own
+    /// precondition (violate mode, or a case generation could not make conform).
+    Degenerate,
+}
+
+impl Severity {
+    pub const ALL: [Severity; 6] = [Severity::MemoryCorruption, Severity::SilentWrong, Severity::Crash, Severity::WrongAtLargeMagnitudes, Severity::Error, Severity::Degenerate];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::MemoryCorruption => "memory",
+            Severity::SilentWrong => "wrong",
+            Severity::Crash => "crash",
+            Severity::WrongAtLargeMagnitudes => "large",
+            Severity::Error => "error",
+            Severity::Degenerate => "degenerate",
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Severity::MemoryCorruption => "memory corruption",
+            Severity::SilentWrong => "silently wrong result on ordinary inputs",
+            Severity::Crash => "crash or hang on accepted inputs",
+            Severity::WrongAtLargeMagnitudes => "wrong result at large but plausible magnitudes",
+            Severity::Error => "internal assert or unhelpful error",
+            Severity::Degenerate => "degenerate inputs",
+        }
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Inputs at most this large in magnitude are ordinary: what a model's activations, weights and
+/// losses hold.
+pub const ORDINARY: f64 = 1e4;
+
+/// A finding's severity.
+pub fn of(f: &Finding) -> Severity {
+    let outside_spec = matches!(f.mode.as_deref(), Some("violate" | "nonconforming"));
+    let empty = f.case.args.iter().flat_map(Arg::tensors).any(|t| t.numel() == 0);
+    let wrong = |ordinary: bool| match (outside_spec || empty, ordinary) {
+        (true, _) => Severity::Degenerate,
+        (false, true) => Severity::SilentWrong,
+        (false, false) => Severity::WrongAtLargeMagnitudes,
+    };
+    match &f.cause {
+        Cause::Died { death: Death::Memory, .. } => Severity::MemoryCorruption,
+        Cause::Died { .. } | Cause::Hang | Cause::Killed => Severity::Crash,
+        Cause::Internal { .. } | Cause::OutOfMemory { .. } | Cause::OnlyVariantRaises { .. } | Cause::OnlyOriginalRaises { .. } | Cause::Rejected { .. } => Severity::Error,
+        Cause::Premature { .. } => wrong(false),
+        Cause::NonFinite { .. } | Cause::Ensures { .. } | Cause::Relation { .. } | Cause::Values { .. } | Cause::Structure { .. } | Cause::Gradient { .. } => wrong(ordinary(f)),
+        Cause::Other { .. } => Severity::Error,
+    }
+}
+
+/// Whether every input of the finding's case is within `ORDINARY` in magnitude.
+fn ordinary(f: &Finding) -> bool {
+    f.case.args.iter().all(|a| match a {
+        Arg::Tensor(_) | Arg::TensorList(_) => a.tensors().all(|t| {
+            let v = crate::eval::TensorVal::of_recipe(t);
+            let fill = match t.fill {
+                Fill::Uniform { lo, hi } => lo.abs().max(hi.abs()),
+                _ => 0.0,
+            };
+            v.min.abs().max(v.max.abs()).max(fill) <= ORDINARY
+        }),
+        Arg::Float(x) => x.abs() <= ORDINARY,
+        _ => true,
+    })
+}

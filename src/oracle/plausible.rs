@@ -1,0 +1,204 @@
+//! The plausibility standard for numerical verdicts (docs/ORACLES.md, "Plausible inputs"): a
+//! wrong, premature or non-finite value is a finding only where a careful implementation in that
+//! dtype would have done better. Inputs at the extremes are still generated (they find crashes),
+//! but a numerical disagreement there is counted, not reported: no maintainer fixes an overflow
+//! of a weight of 1.1e36 in float32, a NaN from a subnormal divisor that NumPy gives too, or a
+//! guard the caller switched off (`eps=-0.0`).
+use std::fmt;
+
+use crate::spec::ApiSpec;
+use crate::wire::case::{Arg, Case, DType, Fill, TensorRecipe};
+use crate::wire::oracle::Oracle;
+use crate::wire::variant::{Check, CheckOutcome, CheckReport, Variant};
+
+/// Why a numerical verdict's input is not one a maintainer acts on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Implausible {
+    /// A floating input (scaled by a relation's factor, for a relation) is larger in magnitude
+    /// than `input_limit` of its dtype.
+    InputNearLimit,
+    /// A floating input is subnormal (nonzero, below the smallest normal value).
+    SubnormalInput,
+    /// A float parameter named `eps` (or `epsilon`) is 0 or negative: the documented guard
+    /// against division by zero is switched off.
+    GuardOff,
+    /// The true result (the float64 reference, the relation's other side, the value a premature
+    /// inf should have been) is not finite or within a factor `RESULT_HEADROOM` of the largest
+    /// value of the output's dtype.
+    ResultNearLimit,
+}
+
+impl Implausible {
+    pub const ALL: [Implausible; 4] = [Implausible::InputNearLimit, Implausible::SubnormalInput, Implausible::GuardOff, Implausible::ResultNearLimit];
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Implausible::InputNearLimit => "inputs near the dtype's largest value",
+            Implausible::SubnormalInput => "subnormal inputs",
+            Implausible::GuardOff => "eps switched off (<= 0)",
+            Implausible::ResultNearLimit => "a true result near or past the dtype's largest value",
+        }
+    }
+}
+
+impl fmt::Display for Implausible {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.describe())
+    }
+}
+
+/// The true result must stay this factor below the dtype's largest value: cosh(89) = 2.2e38 in
+/// float32 (1.5x below the top) is no finding; i0(88.8) = 1.5e37 (22x) and the variance of
+/// values near 1e19 (about 3e37, 10x) are.
+pub const RESULT_HEADROOM: f64 = 4.0;
+
+/// The largest plausible input magnitude of a floating dtype: its largest value to the power
+/// 3/4 (float32 and bfloat16: 1.2e29; float16: 4,100; float64: 1e231). It keeps the values whose
+/// squares overflow while their norm does not (1e19 in float32, 256 in float16: the premature
+/// overflow a rescaling implementation avoids) and drops those within a few orders of magnitude
+/// of the top, where any product overflows.
+pub fn input_limit(dtype: DType) -> Option<f64> {
+    dtype.limits().map(|(max, _, _)| max.powf(0.75))
+}
+
+/// Whether an oracle holds values to a true result or to finiteness: its verdicts follow this
+/// standard. Crashes, hangs, internal errors and the consistency of two paths of one operator do
+/// not.
+pub fn judges_numbers(oracle: Oracle) -> bool {
+    matches!(oracle, Oracle::Overflow | Oracle::NanInf | Oracle::Precision | Oracle::Relation | Oracle::Gradient)
+}
+
+/// Why the case's inputs, scaled by `scale` (a relation's factor; 1 otherwise), are implausible
+/// for a numerical verdict, or None.
+pub fn inputs(api: &ApiSpec, case: &Case, scale: f64) -> Option<Implausible> {
+    let names: Vec<&str> = api.params.iter().map(|p| p.name.as_str()).collect();
+    inputs_named(&names, case, scale)
+}
+
+/// `inputs`, with the parameters' names (in the case's order) in place of the API.
+pub fn inputs_named(names: &[&str], case: &Case, scale: f64) -> Option<Implausible> {
+    let scale = if scale.is_finite() && scale != 0.0 { scale.abs().max(1.0) } else { 1.0 };
+    let tensors: Vec<&TensorRecipe> = case.args.iter().flat_map(Arg::tensors).filter(|t| t.dtype.is_floating() || t.dtype.is_complex()).collect();
+    for t in &tensors {
+        if let Some(why) = tensor(t, scale) {
+            return Some(why);
+        }
+    }
+    // A float argument computes in the case's widest floating dtype (float32 without one).
+    let dtype = tensors.iter().map(|t| t.dtype).max_by(|a, b| limit_of(*a).total_cmp(&limit_of(*b))).unwrap_or(DType::Float32);
+    let (limit, tiny) = (input_limit(dtype).unwrap_or(f64::MAX), dtype.limits().map_or(0.0, |l| l.1));
+    for (k, arg) in case.args.iter().enumerate() {
+        let Arg::Float(x) = arg else { continue };
+        if matches!(names.get(k).copied(), Some("eps" | "epsilon")) && *x <= 0.0 {
+            return Some(Implausible::GuardOff);
+        }
+        if x.is_finite() && x.abs() * scale > limit {
+            return Some(Implausible::InputNearLimit);
+        }
+        if *x != 0.0 && x.abs() < tiny {
+            return Some(Implausible::SubnormalInput);
+        }
+    }
+    None
+}
+
+fn limit_of(dtype: DType) -> f64 {
+    dtype.limits().map_or(0.0, |l| l.0)
+}
+
+/// One floating tensor's values against its dtype's limits.
+fn tensor(t: &TensorRecipe, scale: f64) -> Option<Implausible> {
+    let (_, tiny, _) = t.dtype.limits()?;
+    let limit = input_limit(t.dtype)?;
+    let v = crate::eval::TensorVal::of_recipe(t);
+    if v.min.abs().max(v.max.abs()) * scale > limit {
+        return Some(Implausible::InputNearLimit);
+    }
+    let subnormal = |x: f64| x != 0.0 && x.abs() < tiny;
+    let filled = match t.fill {
+        Fill::Constant(x) => subnormal(x),
+        Fill::Uniform { lo, hi } => lo.abs() < tiny && hi.abs() < tiny && (lo != 0.0 || hi != 0.0),
+        Fill::Int { .. } => false,
+    };
+    (filled || t.specials.iter().any(|(_, s)| subnormal(s.value()))).then_some(Implausible::SubnormalInput)
+}
+
+/// Whether a true result `expected` of dtype `dtype` is comfortably representable.
+pub fn result(expected: f64, dtype: Option<DType>) -> Option<Implausible> {
+    let max = dtype.and_then(DType::limits).map_or(f64::MAX, |l| l.0);
+    (!expected.is_finite() || expected.abs() > max / RESULT_HEADROOM).then_some(Implausible::ResultNearLimit)
+}
+
+/// Why detection `d` of a case is implausible, or None: its inputs (scaled by its relation's
+/// factor), then the true result its check compared with. Only numerical oracles are judged.
+pub fn detection(api: &ApiSpec, checks: &[Check], case: &Case, reports: &[CheckReport], d: &super::Detection) -> Option<Implausible> {
+    if !judges_numbers(d.oracle) {
+        return None;
+    }
+    let k = match d.evidence {
+        super::Evidence::Differential { check, .. } => Some(check),
+        _ => None,
+    };
+    let check = k.and_then(|k| checks.get(k));
+    let scale = match check.map(|c| &c.variant) {
+        Some(Variant::Relation(r)) => r.scalar_for(crate::wire::variant::relation::case_seed(case)).unwrap_or(1.0),
+        _ => 1.0,
+    };
+    if let Some(why) = inputs(api, case, scale) {
+        return Some(why);
+    }
+    match k.and_then(|k| reports.get(k)).map(|r| &r.outcome) {
+        Some(CheckOutcome::Values(m)) => match &m.premature {
+            Some(p) => result(p.expected, m.dtype),
+            // A gradient's reference is finite differences: its size says nothing of the result.
+            None if matches!(check.map(|c| &c.variant), Some(Variant::Gradient { .. })) => None,
+            None => result(m.expected, m.dtype),
+        },
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{inputs_named, result, Implausible};
+    use crate::wire::case::{Arg, Case, DType, Fill, Special, TensorRecipe};
+
+    fn tensor(dtype: DType, fill: Fill, specials: Vec<(u64, Special)>) -> Arg {
+        Arg::Tensor(TensorRecipe { dtype, shape: vec![4], fill, seed: 0, layout: Default::default(), specials })
+    }
+
+    fn judged(args: Vec<Arg>, scale: f64) -> Option<Implausible> {
+        inputs_named(&["input", "normalized_shape", "eps"], &Case { op: 0, args, forward: None }, scale)
+    }
+
+    /// Both sides of the standard, on the examples docs/ORACLES.md gives.
+    #[test]
+    fn the_premature_overflow_class_is_kept_and_the_extremes_are_not() {
+        let uniform = |lo, hi| Fill::Uniform { lo, hi };
+        // Norms and normalization layers at 1e19 in float32, 256 in float16: kept.
+        assert_eq!(judged(vec![tensor(DType::Float32, uniform(-1e19, 1e19), vec![])], 1.0), None);
+        assert_eq!(judged(vec![tensor(DType::Float16, uniform(-256.0, 256.0), vec![])], 1.0), None);
+        // A weight of 1.1e36, float32's largest value, bfloat16's: not.
+        assert_eq!(judged(vec![tensor(DType::Float32, Fill::Constant(1.1e36), vec![])], 1.0), Some(Implausible::InputNearLimit));
+        assert_eq!(judged(vec![tensor(DType::BFloat16, uniform(-1.0, 1.0), vec![(2, Special::Value(3.0e38))])], 1.0), Some(Implausible::InputNearLimit));
+        assert_eq!(judged(vec![tensor(DType::Float16, uniform(-6e4, 6e4), vec![])], 1.0), Some(Implausible::InputNearLimit));
+        // A relation that scales inputs of 1e19 by 1e15 reaches 1e34.
+        assert_eq!(judged(vec![tensor(DType::Float32, uniform(-1e19, 1e19), vec![])], 1e15), Some(Implausible::InputNearLimit));
+        // A subnormal divisor; eps switched off.
+        assert_eq!(judged(vec![tensor(DType::Float32, uniform(-1.0, 1.0), vec![(0, Special::Value(1e-40))])], 1.0), Some(Implausible::SubnormalInput));
+        let ordinary = tensor(DType::Float32, uniform(-1.0, 1.0), vec![]);
+        assert_eq!(judged(vec![ordinary.clone(), Arg::IntList(vec![4]), Arg::Float(-0.0)], 1.0), Some(Implausible::GuardOff));
+        assert_eq!(judged(vec![ordinary, Arg::IntList(vec![4]), Arg::Float(1e-5)], 1.0), None);
+    }
+
+    #[test]
+    fn a_true_result_needs_headroom_below_the_largest_value() {
+        // i0(88.8) in float32 is 1.5e37; cosh(89) 2.2e38.
+        assert_eq!(result(1.5e37, Some(DType::Float32)), None);
+        assert_eq!(result(2.2e38, Some(DType::Float32)), Some(Implausible::ResultNearLimit));
+        assert_eq!(result(f64::INFINITY, Some(DType::Float32)), Some(Implausible::ResultNearLimit));
+        assert_eq!(result(f64::NAN, Some(DType::Float64)), Some(Implausible::ResultNearLimit));
+        assert_eq!(result(1e300, Some(DType::Float64)), None);
+        assert_eq!(result(2e4, Some(DType::Float16)), Some(Implausible::ResultNearLimit));
+    }
+}
