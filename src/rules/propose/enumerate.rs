@@ -2,7 +2,7 @@
 //! parameters' types alone (DocTer's categories): dtype groups, ranks, non-emptiness, valid
 //! dimensions, equalities and orderings between int and shape parameters, signs and ranges of
 //! numbers. Most are wrong for any given API; `sfz infer` keeps those executions support.
-use super::Candidate;
+use crate::rules::Candidate;
 use crate::spec::{ApiSpec, ParamType, RuleSource};
 
 /// dtype groups, weakest first, spelled out so a rule needs no import.
@@ -54,7 +54,7 @@ pub fn candidates(api: &ApiSpec) -> Vec<Candidate> {
     let fed: Vec<&str> = api.from.iter().flat_map(|f| &f.binds).filter_map(|b| name(b.param)).collect();
     let lent: Vec<&str> = api.from.iter().flat_map(|f| &f.args).filter_map(|a| if let FwdArg::Like { param, .. } = a { name(*param) } else { None }).collect();
     let mut out = every_candidate(api);
-    out.retain(|c| !super::words(&c.text).any(|w| fed.contains(&w)) || reads_only_dtype_or_values(&c.text, &lent, &fed));
+    out.retain(|c| !crate::rules::words(&c.text).any(|w| fed.contains(&w)) || reads_only_dtype_or_values(&c.text, &lent, &fed));
     out
 }
 
@@ -62,7 +62,7 @@ pub fn candidates(api: &ApiSpec) -> Vec<Candidate> {
 /// `lent`, and there is one.
 fn reads_only_dtype_or_values(text: &str, lent: &[&str], fed: &[&str]) -> bool {
     let mut mentioned = false;
-    for w in super::words(text).filter(|w| fed.contains(w)) {
+    for w in crate::rules::words(text).filter(|w| fed.contains(w)) {
         // `words` gives slices of `text`: what follows this one.
         let after = &text[w.as_ptr() as usize - text.as_ptr() as usize + w.len()..];
         if !lent.contains(&w) || !(after.starts_with(".dtype") || after.starts_with(".values")) {
@@ -733,7 +733,7 @@ mod tests {
         // A dimension index is never bounded by another dimension's size.
         let transpose = crate::check::check_text(Path::new("t.sfz"), "api torch.transpose(input: Tensor, dim0: int, dim1: int) -> Tensor {}\n");
         assert!(!candidates(&transpose.spec.apis[0]).iter().any(|c| c.name.contains("_within_")));
-        let text = super::super::rules_text(&api.name, &cands, None);
+        let text = crate::rules::rules_text(&api.name, &cands, None);
         let checked = crate::check::check_text(Path::new("t.sfz"), &format!("{src}\n{text}"));
         assert!(!checked.has_errors(), "{:?}", checked.diags.iter().map(|d| &d.message).collect::<Vec<_>>());
         assert_eq!(checked.spec.rules.len(), cands.len());
@@ -753,7 +753,7 @@ mod tests {
             Some("input.dtype in [bool, uint8, int8, int16, int32, int64] and other.dtype in [bool, uint8, int8, int16, int32, int64];")
         );
         assert_eq!(text_of("input_nonempty_but_batch").as_deref(), Some("forall i in 1..input.ndim: input.shape[i] >= 1;"));
-        let text = super::super::rules_text(&checked.spec.apis[0].name, &cands, None);
+        let text = crate::rules::rules_text(&checked.spec.apis[0].name, &cands, None);
         let checked = crate::check::check_text(Path::new("t.sfz"), &format!("{src}\n{text}"));
         assert!(!checked.has_errors(), "{:?}", checked.diags.iter().map(|d| &d.message).collect::<Vec<_>>());
     }
@@ -828,7 +828,7 @@ mod tests {
             assert!(!checked.has_errors(), "{src}: {:?}", checked.diags.iter().map(|d| &d.message).collect::<Vec<_>>());
             let cands = candidates(&checked.spec.apis[0]);
             assert_eq!(cands.iter().find(|c| c.name == name).map(|c| c.text.as_str()), Some(expected), "{src}");
-            let text = super::super::rules_text(&checked.spec.apis[0].name, &cands, None);
+            let text = crate::rules::rules_text(&checked.spec.apis[0].name, &cands, None);
             let checked = crate::check::check_text(Path::new("t.sfz"), &format!("{src}\n{text}"));
             assert!(!checked.has_errors(), "{src}: {:?}", checked.diags.iter().map(|d| &d.message).collect::<Vec<_>>());
         }
@@ -897,7 +897,7 @@ mod tests {
             let api = &checked.spec.apis[0];
             let cands = candidates(api);
             assert!(cands.iter().any(|c| c.text == expected), "{expected} not among {:?}", cands.iter().map(|c| &c.text).collect::<Vec<_>>());
-            let text = super::super::rules_text(&api.name, &cands, None);
+            let text = crate::rules::rules_text(&api.name, &cands, None);
             let checked = crate::check::check_text(Path::new("t.sfz"), &format!("{src}\n{text}"));
             assert!(!checked.has_errors(), "{src}: {:?}", checked.diags.iter().filter(|d| d.is_error()).map(|d| &d.message).collect::<Vec<_>>());
             assert_eq!(checked.spec.rules.len(), cands.len());
@@ -965,7 +965,7 @@ mod tests {
             let api = &checked.spec.apis[0];
             let cands = candidates(api);
             assert!(cands.iter().any(|c| c.text == expected), "{expected} not among {:?}", cands.iter().map(|c| &c.text).collect::<Vec<_>>());
-            let text = super::super::rules_text(&api.name, &cands, None);
+            let text = crate::rules::rules_text(&api.name, &cands, None);
             let checked = crate::check::check_text(Path::new("t.sfz"), &format!("{src}\n{text}"));
             assert!(!checked.has_errors(), "{src}: {:?}", checked.diags.iter().filter(|d| d.is_error()).map(|d| &d.message).collect::<Vec<_>>());
             assert_eq!(checked.spec.rules.len(), cands.len());
