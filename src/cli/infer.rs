@@ -11,7 +11,8 @@ use crate::ops::catalog::Catalog;
 use crate::oracle::{self, Status};
 use crate::rules::domains::{self, Observe, Seen};
 use crate::rules::infer::{self, ApiResult, InferConfig, Runner};
-use crate::rules::{self, enumerate, Candidate};
+use crate::rules::propose::{enumerate, FromErrors};
+use crate::rules::{self, Candidate};
 use crate::spec::{ApiSpec, Origin, RuleSource, RuleStatus, Spec};
 use crate::wire::case::{Arg, Case};
 use crate::worker::{default_worker_exe, Pool, PoolConfig};
@@ -268,8 +269,14 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let files = files(&targets, args.out.as_ref(), &catalog, render)?;
-    let config =
-        InferConfig { seed: args.seed, budget: args.budget, restart_below: args.min_valid, trace: std::env::var_os("SFZ_INFER_DEBUG").is_some(), ..InferConfig::default() };
+    let config = InferConfig {
+        seed: args.seed,
+        budget: args.budget,
+        restart_below: args.min_valid,
+        trace: std::env::var_os("SFZ_INFER_DEBUG").is_some(),
+        keep_rejected: args.keep_rejected,
+        ..InferConfig::default()
+    };
     let mut results: Vec<ApiResult> = Vec::new();
     let mut failed = false;
     for path in &files {
@@ -332,7 +339,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
                 }
                 continue;
             }
-            let mut result = infer::infer_api(&plan.api, i, cands, &runner, &config, args.keep_rejected);
+            let mut result = infer::infer_api(&plan.api, i, cands, &runner, &FromErrors, &config);
             let below = !result.conclusive || result.valid_after.is_none_or(|v| v < args.min_valid);
             if !args.json {
                 for t in &result.trace {
@@ -444,7 +451,7 @@ fn validate_oracles(path: &Path, text: &str, args: &Args, catalog: &Catalog, wor
     Ok(text)
 }
 
-/// `--oracles`, third part: the candidate relations of `rules::relations`, kept where they hold.
+/// `--oracles`, third part: the candidate relations of `rules::propose::relations`, kept where they hold.
 fn validate_relations(path: &Path, text: &str, args: &Args, catalog: &Catalog, worker: &Path, render: RenderConfig) -> anyhow::Result<String> {
     let Some(spec) = selected(path, text, args, render) else { return Ok(text.to_string()) };
     let (verdicts, text) = super::infer_oracles::validate_relations(path, &spec, text, catalog, &validation(args, worker))?;

@@ -9,7 +9,7 @@ use crate::fuzz::{self, FuzzConfig, Observer};
 use crate::gen::{GenConfig, Mutation};
 use crate::ops::catalog::Catalog;
 use crate::rules::oracles::{self, OracleVerdicts};
-use crate::rules::relations;
+use crate::rules::propose::relations;
 use crate::spec::Spec;
 use crate::worker::PoolConfig;
 
@@ -152,7 +152,7 @@ struct RelationRun<'a> {
 /// Cases a relation must have been compared and held on to be kept.
 const MIN_RELATION_CASES: u64 = 30;
 
-/// The candidate relations of `rules::relations` for the APIs of `spec`, run on ordinary
+/// The candidate relations of `rules::propose::relations` for the APIs of `spec`, run on ordinary
 /// inputs with ordinary scales; those that held are written as validated rules.
 pub fn validate_relations(path: &Path, spec: &Spec, text: &str, catalog: &Catalog, v: &Validation) -> anyhow::Result<(Vec<RelationVerdicts>, String)> {
     // Every candidate as a validated rule of a scratch copy of the file without the relations

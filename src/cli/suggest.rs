@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use super::Color;
 use crate::diag::{self, codes, Diagnostic, RenderConfig, SourceMap};
-use crate::rules::{self, enumerate, llm, Candidate, Judged};
+use crate::rules::propose::{enumerate, llm};
+use crate::rules::{self, Candidate, Judged};
 use crate::spec::RuleStatus;
 
 #[derive(clap::Args, Debug)]

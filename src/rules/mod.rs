@@ -1,25 +1,19 @@
 //! Rules from schemas, language models and executions: `sfz init` writes an API's skeleton from
-//! its operator schema (`skeleton`), `sfz suggest` proposes candidate rules (`llm`, with the
-//! offline `enumerate` generator as fallback), `sfz infer` learns the value sets of string
-//! parameters from libtorch's errors (`enums`), keeps the candidates executions
-//! support (`infer`) and drops those others imply (`reduce`); `sfz suggest` shows a model the
-//! errors libtorch raised on conforming inputs (`rejections`). Results go back into the spec file
-//! as `rule` items with their status and evidence, through the formatter (`write_rules`).
-mod counts;
+//! its operator schema (`skeleton`), `sfz suggest` proposes candidate rules (`propose::llm`, with
+//! the offline `propose::enumerate` generator as fallback), `sfz infer` keeps the candidates
+//! executions support (`infer`, with the candidates libtorch's errors suggest handed in from
+//! `propose`) and drops those others imply (`reduce`); `sfz suggest` shows a model the errors
+//! libtorch raised on conforming inputs (`rejections`). Results go back into the spec file as
+//! `rule` items with their status and evidence, through the formatter (`write_rules`).
 pub mod domains;
-pub mod enumerate;
-pub mod enums;
 pub mod infer;
-mod kernels;
-pub mod llm;
 pub mod oracles;
-pub mod ranks;
+pub mod propose;
 pub mod reduce;
 pub mod rejections;
-pub mod relations;
+#[cfg(test)]
+mod search_tests;
 pub mod skeleton;
-mod stated;
-mod weaken;
 
 use crate::ast::ItemKind;
 use crate::spec::{RuleSource, RuleStatus};

@@ -49,7 +49,7 @@ pub fn named(line: &str) -> Vec<i64> {
     // Counts in words ("at least three dimensions"); not "one", which is mostly "one of". A
     // vector is 1-d and a matrix 2-d ("Expected non-empty vector or matrix", "Index is supposed
     // to be a vector"), as words of their own, not inside a name (`matrix_norm` is one word).
-    for w in super::words(wanted) {
+    for w in crate::rules::words(wanted) {
         let n = match w {
             "vector" => 1,
             "matrix" => 2,

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value as Json};
 
-use super::{sanitize_name, Candidate};
 use crate::ast::ItemKind;
 use crate::diag::{self, FileId, RenderConfig};
+use crate::rules::{sanitize_name, Candidate};
 use crate::spec::RuleSource;
 
 /// Where and how to ask.

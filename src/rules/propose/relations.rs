@@ -6,7 +6,7 @@
 //! 2^-10..2^10 (`ordinary`), and writes those that never disagreed as validated rules; the
 //! campaign then runs them with every scale, up to 2^60, where a kernel that does not rescale
 //! breaks them.
-use super::{Candidate, Judged};
+use crate::rules::{Candidate, Judged};
 use crate::spec::{ApiSpec, Origin, ParamType, RuleSource, RuleStatus};
 
 /// The scales of `positively_homogeneous`, as in `std::relations`.

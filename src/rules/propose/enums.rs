@@ -7,11 +7,11 @@
 //! `p in [...]`, a rule validated by those runs.
 use std::time::Instant;
 
-use super::infer::{sample, InferConfig, Runner};
-use super::Candidate;
 use crate::gen::mix;
 use crate::ops::docs;
 use crate::oracle::Status;
+use crate::rules::infer::{sample, InferConfig, Learned, Runner};
+use crate::rules::Candidate;
 use crate::spec::{ApiSpec, BinOp, Category, Constraint, Origin, ParamType, RuleSource, TExpr, Value};
 use crate::wire::case::Arg;
 
@@ -20,17 +20,6 @@ pub const PROBE: &str = "sfz_probe_value";
 
 /// Inputs per probe and per value tried.
 const CASES: usize = 6;
-
-/// A learned value set, with what the runs showed.
-#[derive(Clone, Debug)]
-pub struct Learned {
-    pub candidate: Candidate,
-    pub constraint: Constraint,
-    /// Named counts for the rule's `evidence`.
-    pub evidence: Vec<(String, i64)>,
-    /// Inputs with one of the values that libtorch accepted: they refute any rule they break.
-    pub accepted: Vec<Vec<Arg>>,
-}
 
 /// The values an error message lists as the accepted ones, `probe` excluded: quoted words when
 /// there are any (`'trunc', or 'floor'`), else the words of the list after "one of", "either",

@@ -5,8 +5,8 @@
 //! a candidate judged like any other. Likewise a size libtorch states for a tensor's last
 //! dimension ("expected grid to have size 2 in last dimension", "inputs dimension -1 must have
 //! length 3"): `grid.shape[-1] == 2`, which no enumerated candidate fixes to a constant.
-use super::counts;
-use super::infer::Checked;
+use crate::rules::infer::counts;
+use crate::rules::infer::Checked;
 use crate::spec::{ApiSpec, BinOp, Category, ParamType, Prop, TExpr, Value};
 
 /// At most this many values make a set; a longer list is not a few values.

@@ -7,7 +7,8 @@
 use crate::spec::ApiSpec;
 use crate::wire::case::Arg;
 
-use super::infer::{holds, Checked};
+use super::candidates::Checked;
+use super::runner::holds;
 
 /// Replaces the accepted rule at `*k` by the candidates at `chosen` (ascending indices into
 /// `remaining`, moved to the end of `accepted`, where the probe loop reaches them), and returns

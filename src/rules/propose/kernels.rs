@@ -6,7 +6,7 @@
 //! candidate, judged like any other.
 use std::collections::BTreeSet;
 
-use super::infer::Checked;
+use crate::rules::infer::Checked;
 use crate::spec::{ApiSpec, BinOp, Category, ParamType, Prop, TExpr, Value};
 use crate::wire::case::{Arg, DType};
 

@@ -2,8 +2,13 @@
 //! matrix @ vector expected, got 2, 2, 1"), no single `x.ndim == k` rule silences it, so the
 //! greedy search of `infer` sees no progress and stalls. Grouping a batch's cases by the ranks
 //! of their tensors finds the combination whose cases libtorch no longer says that of.
-use rand::Rng;
+use std::time::Instant;
 
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::runner::{execute, Batch, Runner};
+use super::InferConfig;
 use crate::gen::values;
 use crate::spec::{ApiSpec, ParamType};
 use crate::wire::case::Arg;
@@ -119,6 +124,28 @@ fn tensors(api: &ApiSpec) -> impl Iterator<Item = usize> + '_ {
     api.params.iter().enumerate().filter(|(_, p)| p.ty == ParamType::Tensor).map(|(i, _)| i)
 }
 
+/// The rank tuple that silences the batch's most frequent complaint, looked for in the batch
+/// and in one case of each tuple `tuples` lists (`silencing`).
+pub(super) fn silencing_ranks(
+    api: &ApiSpec,
+    batch: &Batch,
+    runner: &dyn Runner,
+    index: usize,
+    config: &InferConfig,
+    seed: u64,
+    deadline: Instant,
+) -> (Option<Vec<(usize, usize)>>, usize) {
+    let Some((complaint, _)) = batch.dominant_error() else { return (None, 0) };
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let args = reshaped(api, &batch.args, &tuples(api), config.limits.max_dim, &mut rng);
+    let extra = execute(runner, index, args, deadline);
+    (silencing(api, ran(batch).chain(ran(&extra)), &complaint, &batch.named_counts(&complaint)), extra.ok.len())
+}
+
+fn ran(b: &Batch) -> impl Iterator<Item = Ran<'_>> {
+    b.args.iter().zip(&b.ok).zip(&b.errors).map(|((args, ok), e)| Ran { args, ok: *ok, error: e.as_deref() })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,7 +221,7 @@ mod tests {
         ];
         let ran = || cases.iter().map(|(args, ok, error)| Ran { args, ok: *ok, error: *error });
         assert_eq!(silencing(&addmv, ran(), complaint, &[]), Some(vec![(0, 0), (1, 2), (2, 1)]));
-        let named = crate::rules::counts::named("vector + matrix @ vector expected, got 2, 2, 2");
+        let named = crate::rules::infer::counts::named("vector + matrix @ vector expected, got 2, 2, 2");
         assert_eq!(silencing(&addmv, ran(), complaint, &named), Some(vec![(0, 1), (1, 2), (2, 1)]));
     }
 

@@ -2,7 +2,7 @@
 //! parameters' types alone (DocTer's categories): dtype groups, ranks, non-emptiness, valid
 //! dimensions, equalities and orderings between int and shape parameters, signs and ranges of
 //! numbers. Most are wrong for any given API; `sfz infer` keeps those executions support.
-use super::Candidate;
+use crate::rules::Candidate;
 use crate::spec::{ApiSpec, ParamType, RuleSource};
 
 /// dtype groups, weakest first, spelled out so a rule needs no import.
@@ -54,7 +54,7 @@ pub fn candidates(api: &ApiSpec) -> Vec<Candidate> {
     let fed: Vec<&str> = api.from.iter().flat_map(|f| &f.binds).filter_map(|b| name(b.param)).collect();
     let lent: Vec<&str> = api.from.iter().flat_map(|f| &f.args).filter_map(|a| if let FwdArg::Like { param, .. } = a { name(*param) } else { None }).collect();
     let mut out = every_candidate(api);
-    out.retain(|c| !super::words(&c.text).any(|w| fed.contains(&w)) || reads_only_dtype_or_values(&c.text, &lent, &fed));
+    out.retain(|c| !crate::rules::words(&c.text).any(|w| fed.contains(&w)) || reads_only_dtype_or_values(&c.text, &lent, &fed));
     out
 }
 
@@ -62,7 +62,7 @@ pub fn candidates(api: &ApiSpec) -> Vec<Candidate> {
 /// `lent`, and there is one.
 fn reads_only_dtype_or_values(text: &str, lent: &[&str], fed: &[&str]) -> bool {
     let mut mentioned = false;
-    for w in super::words(text).filter(|w| fed.contains(w)) {
+    for w in crate::rules::words(text).filter(|w| fed.contains(w)) {
         // `words` gives slices of `text`: what follows this one.
         let after = &text[w.as_ptr() as usize - text.as_ptr() as usize + w.len()..];
         if !lent.contains(&w) || !(after.starts_with(".dtype") || after.starts_with(".values")) {
@@ -80,16 +80,52 @@ fn every_candidate(api: &ApiSpec) -> Vec<Candidate> {
             out.push(Candidate { name, text, source: RuleSource::Inferred });
         }
     };
-    let tensors: Vec<&str> = names(api, |t| matches!(t, ParamType::Tensor));
-    let lists: Vec<&str> = names(api, |t| matches!(t, ParamType::TensorList));
-    let ints: Vec<&str> = names(api, |t| matches!(t, ParamType::Int));
-    // Ints and int lists that can index a shape (an optional one is `int?`, no index).
-    let dims: Vec<&str> = api.params.iter().filter(|p| p.ty == ParamType::Int && !p.optional).map(|p| p.name.as_str()).collect();
-    let dim_lists: Vec<&str> = api.params.iter().filter(|p| matches!(p.ty, ParamType::IntList(_)) && !p.optional).map(|p| p.name.as_str()).collect();
-    let int_lists: Vec<(&str, Option<u32>)> = api.params.iter().filter_map(|p| if let ParamType::IntList(n) = p.ty { Some((p.name.as_str(), n)) } else { None }).collect();
-    let numbers: Vec<&str> = names(api, |t| matches!(t, ParamType::Float | ParamType::Scalar));
+    let params = Params::of(api);
+    // The order of the families is the order of the candidates.
+    tensor_basics(&params, &mut add);
+    list_families(api, &params, &mut add);
+    pairs(&params, &mut add);
+    in_place(api, &params, &mut add);
+    relations(api, &params.tensors, &params.ints, &mut add);
+    int_families(&params, &mut add);
+    int_list_families(&params, &mut add);
+    optional_families(api, &params, &mut add);
+    index_values(&params, &mut add);
+    added_later(api, &params, &mut add);
+    out
+}
 
-    for t in &tensors {
+/// An API's parameters by kind, as the candidate families read them.
+struct Params<'a> {
+    tensors: Vec<&'a str>,
+    lists: Vec<&'a str>,
+    ints: Vec<&'a str>,
+    /// Ints and int lists that can index a shape (an optional one is `int?`, no index).
+    dims: Vec<&'a str>,
+    dim_lists: Vec<&'a str>,
+    /// With their fixed lengths, if any.
+    int_lists: Vec<(&'a str, Option<u32>)>,
+    numbers: Vec<&'a str>,
+}
+
+impl<'a> Params<'a> {
+    fn of(api: &'a ApiSpec) -> Params<'a> {
+        Params {
+            tensors: names(api, |t| matches!(t, ParamType::Tensor)),
+            lists: names(api, |t| matches!(t, ParamType::TensorList)),
+            ints: names(api, |t| matches!(t, ParamType::Int)),
+            dims: api.params.iter().filter(|p| p.ty == ParamType::Int && !p.optional).map(|p| p.name.as_str()).collect(),
+            dim_lists: api.params.iter().filter(|p| matches!(p.ty, ParamType::IntList(_)) && !p.optional).map(|p| p.name.as_str()).collect(),
+            int_lists: api.params.iter().filter_map(|p| if let ParamType::IntList(n) = p.ty { Some((p.name.as_str(), n)) } else { None }).collect(),
+            numbers: names(api, |t| matches!(t, ParamType::Float | ParamType::Scalar)),
+        }
+    }
+}
+
+/// Per tensor: the dtype groups, non-emptiness, ranks, squareness.
+fn tensor_basics(p: &Params, add: &mut impl FnMut(String, String)) {
+    let Params { tensors, .. } = p;
+    for t in tensors {
         for (group, list) in DTYPE_GROUPS {
             add(format!("{t}_{group}"), format!("{t}.dtype in {list};"));
         }
@@ -104,7 +140,13 @@ fn every_candidate(api: &ApiSpec) -> Vec<Candidate> {
         add(format!("{t}_ndim_3_or_4"), format!("{t}.ndim in 3..=4;"));
         add(format!("{t}_square"), format!("{t}.shape[-1] == {t}.shape[-2];"));
     }
-    for l in &lists {
+}
+
+/// Per tensor list: length, dtypes, ranks and shapes of its elements, and their relations to
+/// ints and tensors.
+fn list_families(api: &ApiSpec, p: &Params, add: &mut impl FnMut(String, String)) {
+    let Params { tensors, lists, ints, dims, .. } = p;
+    for l in lists {
         add(format!("{l}_nonempty_list"), format!("len({l}) >= 1;"));
         for (group, list) in DTYPE_GROUPS.iter().filter(|(g, _)| matches!(*g, "floating" | "numeric" | "full_floating")) {
             add(format!("{l}_{group}"), format!("{l}[*].dtype in {list};"));
@@ -122,13 +164,13 @@ fn every_candidate(api: &ApiSpec) -> Vec<Candidate> {
         // Pairwise broadcastable means broadcastable together (per dimension, every size other
         // than 1 equals every other).
         add(format!("{l}_broadcast"), format!("forall a in {l}: forall b in {l}: broadcastable(a, b);"));
-        for d in &dims {
+        for d in dims {
             add(format!("{d}_dim_of_{l}"), format!("{d} in -max({l}[0].ndim, 1)..max({l}[0].ndim, 1);"));
             add(format!("{d}_new_dim_of_{l}"), format!("{d} in -({l}[0].ndim + 1)..{l}[0].ndim + 1;"));
             add(format!("{l}_same_except_{d}"), same_except(l, d));
         }
         // A list whose length an int gives (`num_layers` weights, one tensor per split).
-        for n in &ints {
+        for n in ints {
             add(format!("len_{l}_is_{n}"), format!("len({l}) == {n};"));
         }
         // An RNN's weights: w_ih and w_hh (and two biases) per layer and direction.
@@ -136,12 +178,17 @@ fn every_candidate(api: &ApiSpec) -> Vec<Candidate> {
         if ints.contains(&"num_layers") && has("bidirectional") && has("has_biases") {
             add(format!("len_{l}_per_layer_and_direction"), format!("len({l}) == num_layers * (if bidirectional then 2 else 1) * (if has_biases then 4 else 2);"));
         }
-        for t in &tensors {
+        for t in tensors {
             add(format!("{l}_broadcast_with_{t}"), format!("forall a in {l}: broadcastable(a, {t});"));
             add(format!("{l}_shaped_like_{t}"), format!("forall a in {l}: a.shape == {t}.shape;"));
             add(format!("{l}_dtype_of_{t}"), format!("forall a in {l}: a.dtype == {t}.dtype;"));
         }
     }
+}
+
+/// Per pair of lists and per pair of tensors: lengths, dtypes, shapes and promotions that agree.
+fn pairs(p: &Params, add: &mut impl FnMut(String, String)) {
+    let Params { tensors, lists, .. } = p;
     // Two lists walked in step (`_foreach_add(self, other)`): one element of each per index.
     for (i, a) in lists.iter().enumerate() {
         for b in lists.iter().skip(i + 1) {
@@ -171,8 +218,12 @@ fn every_candidate(api: &ApiSpec) -> Vec<Candidate> {
             add(format!("{a}_{b}_promote_not_half"), format!("{a}.dtype in {FULL} or {b}.dtype in {FULL} or ({a}.dtype not in {HALF} and {b}.dtype not in {HALF});"));
         }
     }
-    // An in-place operator writes its result into its first tensor: the promoted dtype must
-    // cast into it (`int_tensor.mul_(float_tensor)` raises; a bool or integer operand is fine).
+}
+
+/// An in-place operator writes its result into its first tensor: the promoted dtype must
+/// cast into it (`int_tensor.mul_(float_tensor)` raises; a bool or integer operand is fine).
+fn in_place(api: &ApiSpec, p: &Params, add: &mut impl FnMut(String, String)) {
+    let Params { tensors, .. } = p;
     if let (true, Some(into)) = (is_in_place(&api.name), tensors.first()) {
         for o in tensors.iter().skip(1) {
             add(
@@ -183,16 +234,21 @@ fn every_candidate(api: &ApiSpec) -> Vec<Candidate> {
             );
         }
     }
-    relations(api, &tensors, &ints, &mut add);
-    for d in &ints {
-        for t in &tensors {
+}
+
+/// Per int: a dimension of a tensor, signs and ranges; per pair of ints, an order; an int
+/// bounded by a dimension's size.
+fn int_families(p: &Params, add: &mut impl FnMut(String, String)) {
+    let Params { tensors, ints, dims, .. } = p;
+    for d in ints {
+        for t in tensors {
             add(format!("{d}_dim_of_{t}"), format!("{d} in -max({t}.ndim, 1)..max({t}.ndim, 1);"));
         }
         // Reductions and transforms along a dimension need something there.
         for t in tensors.iter().filter(|_| dims.contains(d)) {
             add(format!("{t}_{d}_nonempty"), format!("{t}.ndim == 0 or {t}.shape[{d}] >= 1;"));
         }
-        for t in &tensors {
+        for t in tensors {
             add(format!("{d}_new_dim_of_{t}"), format!("{d} in -({t}.ndim + 1)..{t}.ndim + 1;"));
         }
         add(format!("{d}_nonnegative"), format!("{d} >= 0;"));
@@ -211,13 +267,18 @@ fn every_candidate(api: &ApiSpec) -> Vec<Candidate> {
     // dimension index is no size (`dim0 <= input.shape[dim1]` would only mimic a range rule).
     for a in ints.iter().filter(|a| !is_dim(a)) {
         for d in dims.iter().filter(|d| *d != a) {
-            for t in &tensors {
+            for t in tensors {
                 add(format!("{a}_within_{t}_{d}"), format!("{a} <= (if {t}.ndim == 0 then 1 else {t}.shape[{d}]);"));
             }
         }
     }
-    for (l, n) in &int_lists {
-        for t in &tensors {
+}
+
+/// Per int list: dimensions of a tensor, signs, lengths.
+fn int_list_families(p: &Params, add: &mut impl FnMut(String, String)) {
+    let Params { tensors, dim_lists, int_lists, .. } = p;
+    for (l, n) in int_lists {
+        for t in tensors {
             add(format!("{l}_dims_of_{t}"), format!("{l}[*] in -max({t}.ndim, 1)..max({t}.ndim, 1);"));
             add(
                 format!("{l}_distinct_dims_of_{t}"),
@@ -248,11 +309,17 @@ fn every_candidate(api: &ApiSpec) -> Vec<Candidate> {
     // one leading dimension (`upsample_nearest1d.vec`'s `output_size`: "output_size->size() ==
     // spatial_dimensions"). Float lists are drawn, not solved, so their lengths are not here.
     for (l, _) in int_lists.iter().filter(|(_, n)| n.is_none()) {
-        for t in &tensors {
+        for t in tensors {
             add(format!("{l}_len_spatial_of_{t}"), format!("len({l}) == {t}.ndim - 2;"));
             add(format!("{l}_len_but_first_of_{t}"), format!("len({l}) == {t}.ndim - 1;"));
         }
     }
+}
+
+/// Optional parameters, flags, strings and dtypes at their usual values, and the signs and
+/// ranges of numbers.
+fn optional_families(api: &ApiSpec, p: &Params, add: &mut impl FnMut(String, String)) {
+    let Params { tensors, dims, numbers, .. } = p;
     // Optional parameters left out, strings at their default, dtypes of the usual groups.
     for p in &api.params {
         let n = &p.name;
@@ -268,12 +335,12 @@ fn every_candidate(api: &ApiSpec) -> Vec<Candidate> {
         // reduction over all elements (dim None) needs some; a size given (n) pads an empty
         // dimension; a dtype given replaces the input's.
         if p.optional && matches!(p.ty, ParamType::Int | ParamType::IntList(_)) {
-            for t in &tensors {
+            for t in tensors {
                 add(format!("{t}_nonempty_without_{n}"), format!("{n} != None or {t}.numel > 0;"));
             }
         }
         if p.optional && p.ty == ParamType::Dtype {
-            for t in &tensors {
+            for t in tensors {
                 for (group, list) in DTYPE_GROUPS.iter().filter(|(g, _)| matches!(*g, "floating" | "floating_or_complex")) {
                     add(format!("{t}_{group}_without_{n}"), format!("{n} != None or {t}.dtype in {list};"));
                 }
@@ -294,7 +361,7 @@ fn every_candidate(api: &ApiSpec) -> Vec<Candidate> {
             _ => {}
         }
     }
-    for x in &numbers {
+    for x in numbers {
         add(format!("{x}_nonnegative"), format!("{x} >= 0.0;"));
         add(format!("{x}_positive"), format!("{x} > 0.0;"));
         add(format!("{x}_unit_interval"), format!("{x} in 0.0..=1.0;"));
@@ -302,35 +369,45 @@ fn every_candidate(api: &ApiSpec) -> Vec<Candidate> {
     // A transform along `dim` of an empty dimension needs a size (`n`) to pad it to.
     for p in api.params.iter().filter(|p| p.optional && p.ty == ParamType::Int) {
         for d in dims.iter().filter(|d| **d != p.name) {
-            for t in &tensors {
+            for t in tensors {
                 add(format!("{t}_{d}_nonempty_without_{}", p.name), format!("{} != None or {t}.ndim == 0 or {t}.shape[{d}] >= 1;", p.name));
             }
         }
     }
-    // Index tensors: values within a dimension of the indexed tensor; a 0-d one is indexed as
-    // if it had one dimension of size 1, as `dim` wraps (`index_fill_` of a scalar).
+}
+
+/// Index tensors: values within a dimension of the indexed tensor; a 0-d one is indexed as
+/// if it had one dimension of size 1, as `dim` wraps (`index_fill_` of a scalar).
+fn index_values(p: &Params, add: &mut impl FnMut(String, String)) {
+    let Params { tensors, ints, .. } = p;
     for idx in tensors.iter().filter(|t| is_index(t)) {
         for t in tensors.iter().filter(|t| *t != idx) {
-            for d in &ints {
+            for d in ints {
                 add(format!("{idx}_indexes_{t}_{d}"), format!("{idx}.values in 0..(if {t}.ndim == 0 then 1 else {t}.shape[{d}]);"));
             }
             add(format!("{idx}_indexes_{t}"), format!("{idx}.values in 0..{t}.shape[0];"));
         }
     }
+}
+
+/// Families added after the others, last so that the candidates before keep their places (and
+/// the search its random streams) from before they existed.
+fn added_later(api: &ApiSpec, p: &Params, add: &mut impl FnMut(String, String)) {
+    let Params { tensors, lists, ints, dims, numbers, .. } = p;
     // Volumetric operators (`conv3d`, `max_pool3d`) take 5-D batches. Last, so the candidates
     // before keep their places (and the search its random streams) from before they existed.
-    for t in &tensors {
+    for t in tensors {
         add(format!("{t}_ndim_5"), format!("{t}.ndim == 5;"));
     }
     // `_foreach_exp_` takes complex elements too. Last, for the same reason.
-    for l in &lists {
+    for l in lists {
         add(format!("{l}_floating_or_complex"), format!("{l}[*].dtype in [float16, bfloat16, float32, float64, complex64, complex128];"));
     }
     // The ranks and lengths a complaint names ("Expected 2D or 3D", "of size 1"), which the
     // search ranks first (`counts`). An `int[1]` of a schema is written `int[]`, since most take
     // any length (`sum`'s dims), but a 1-d pooling's `kernel_size` takes one. Last, for the
     // same reason.
-    for t in &tensors {
+    for t in tensors {
         for (a, b) in [(1, 2), (2, 3), (4, 5)] {
             add(format!("{t}_ndim_{a}_or_{b}"), format!("{t}.ndim in {a}..={b};"));
         }
@@ -341,29 +418,28 @@ fn every_candidate(api: &ApiSpec) -> Vec<Candidate> {
         }
     }
     // Last, for the same reason.
-    windows(api, &tensors, &mut add);
+    windows(api, tensors, add);
     // Bitwise and integer kernels (`bitwise_and`, shifts, `gcd`) exist for bool and the
     // integers only, and see the promoted dtype: an integer tensor with a bool one is fine, with
     // a float one is not. `integral` leaves bool out and `not_bool` lets floats in. Last, for
     // the same reason.
-    for t in &tensors {
+    for t in tensors {
         add(format!("{t}_integral_or_bool"), format!("{t}.dtype in {INTEGRAL_OR_BOOL};"));
     }
     // Pooling, upsampling and convolution take an empty batch but no other empty dimension
     // ("Expected input to have non-zero size for non-batch dimensions"). Last, for the same
     // reason.
-    for t in &tensors {
+    for t in tensors {
         add(format!("{t}_nonempty_but_batch"), format!("forall i in 1..{t}.ndim: {t}.shape[i] >= 1;"));
     }
-    more_checks(api, &tensors, &ints, &dims, &numbers, &mut add);
+    more_checks(api, tensors, ints, dims, numbers, add);
     for (i, a) in tensors.iter().enumerate() {
         for b in tensors.iter().skip(i + 1) {
             add(format!("{a}_{b}_promote_integral_or_bool"), format!("{a}.dtype in {INTEGRAL_OR_BOOL} and {b}.dtype in {INTEGRAL_OR_BOOL};"));
         }
     }
-    element_values(&tensors, &ints, &mut add);
-    element_ranks(&lists, &mut add);
-    out
+    element_values(tensors, ints, add);
+    element_ranks(lists, add);
 }
 
 /// The rank every element of a tensor list must have ("Expect a 1D vector", `cartesian_prod`;
@@ -733,7 +809,7 @@ mod tests {
         // A dimension index is never bounded by another dimension's size.
         let transpose = crate::check::check_text(Path::new("t.sfz"), "api torch.transpose(input: Tensor, dim0: int, dim1: int) -> Tensor {}\n");
         assert!(!candidates(&transpose.spec.apis[0]).iter().any(|c| c.name.contains("_within_")));
-        let text = super::super::rules_text(&api.name, &cands, None);
+        let text = crate::rules::rules_text(&api.name, &cands, None);
         let checked = crate::check::check_text(Path::new("t.sfz"), &format!("{src}\n{text}"));
         assert!(!checked.has_errors(), "{:?}", checked.diags.iter().map(|d| &d.message).collect::<Vec<_>>());
         assert_eq!(checked.spec.rules.len(), cands.len());
@@ -753,7 +829,7 @@ mod tests {
             Some("input.dtype in [bool, uint8, int8, int16, int32, int64] and other.dtype in [bool, uint8, int8, int16, int32, int64];")
         );
         assert_eq!(text_of("input_nonempty_but_batch").as_deref(), Some("forall i in 1..input.ndim: input.shape[i] >= 1;"));
-        let text = super::super::rules_text(&checked.spec.apis[0].name, &cands, None);
+        let text = crate::rules::rules_text(&checked.spec.apis[0].name, &cands, None);
         let checked = crate::check::check_text(Path::new("t.sfz"), &format!("{src}\n{text}"));
         assert!(!checked.has_errors(), "{:?}", checked.diags.iter().map(|d| &d.message).collect::<Vec<_>>());
     }
@@ -828,7 +904,7 @@ mod tests {
             assert!(!checked.has_errors(), "{src}: {:?}", checked.diags.iter().map(|d| &d.message).collect::<Vec<_>>());
             let cands = candidates(&checked.spec.apis[0]);
             assert_eq!(cands.iter().find(|c| c.name == name).map(|c| c.text.as_str()), Some(expected), "{src}");
-            let text = super::super::rules_text(&checked.spec.apis[0].name, &cands, None);
+            let text = crate::rules::rules_text(&checked.spec.apis[0].name, &cands, None);
             let checked = crate::check::check_text(Path::new("t.sfz"), &format!("{src}\n{text}"));
             assert!(!checked.has_errors(), "{src}: {:?}", checked.diags.iter().map(|d| &d.message).collect::<Vec<_>>());
         }
@@ -897,7 +973,7 @@ mod tests {
             let api = &checked.spec.apis[0];
             let cands = candidates(api);
             assert!(cands.iter().any(|c| c.text == expected), "{expected} not among {:?}", cands.iter().map(|c| &c.text).collect::<Vec<_>>());
-            let text = super::super::rules_text(&api.name, &cands, None);
+            let text = crate::rules::rules_text(&api.name, &cands, None);
             let checked = crate::check::check_text(Path::new("t.sfz"), &format!("{src}\n{text}"));
             assert!(!checked.has_errors(), "{src}: {:?}", checked.diags.iter().filter(|d| d.is_error()).map(|d| &d.message).collect::<Vec<_>>());
             assert_eq!(checked.spec.rules.len(), cands.len());
@@ -965,7 +1041,7 @@ mod tests {
             let api = &checked.spec.apis[0];
             let cands = candidates(api);
             assert!(cands.iter().any(|c| c.text == expected), "{expected} not among {:?}", cands.iter().map(|c| &c.text).collect::<Vec<_>>());
-            let text = super::super::rules_text(&api.name, &cands, None);
+            let text = crate::rules::rules_text(&api.name, &cands, None);
             let checked = crate::check::check_text(Path::new("t.sfz"), &format!("{src}\n{text}"));
             assert!(!checked.has_errors(), "{src}: {:?}", checked.diags.iter().filter(|d| d.is_error()).map(|d| &d.message).collect::<Vec<_>>());
             assert_eq!(checked.spec.rules.len(), cands.len());
