@@ -3,7 +3,7 @@
 //! cause rather than by input.
 pub mod device;
 pub mod differential;
-pub mod errors;
+pub use crate::wire::errors;
 
 use serde::{Deserialize, Serialize};
 
