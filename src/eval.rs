@@ -6,7 +6,7 @@
 //! constraint that mentions an optional parameter (other than in a None test) holds when that
 //! parameter is None. Tensors are known by dtype, shape and bounds on their values, never by
 //! their elements; what those cannot decide is `None` (unknown).
-use crate::spec::{BinOp, Builtin, Prop, TExpr, UnOp, Value};
+use crate::spec::{ApiSpec, BinOp, Builtin, Prop, TExpr, UnOp, Value};
 use crate::wire::case::{Arg, DType, Fill, TensorRecipe};
 use crate::wire::outcome::{Output, TensorInfo};
 
@@ -192,6 +192,45 @@ pub fn holds_reading(e: &TExpr, b: &Bindings, mentioned: &[usize], optional: &[b
 /// None test) is None.
 pub fn vacuous(e: &TExpr, b: &Bindings, mentioned: &[usize], optional: &[bool]) -> bool {
     mentioned.iter().any(|&i| optional.get(i).copied().unwrap_or(false) && b.params.get(i) == Some(&Val::None) && e.mentions_beyond_none_test(i))
+}
+
+/// Whether the arguments satisfy every `requires` constraint (None where undecidable).
+pub fn conforms(api: &ApiSpec, args: &[Arg]) -> Vec<Option<bool>> {
+    conforms_reading(api, args, Bounds::Fill)
+}
+
+/// `conforms`, with the tensors' value bounds read as `bounds` says (`Drawn` for a case that
+/// ran, whose few elements may all lie inside a constraint's range).
+pub fn conforms_reading(api: &ApiSpec, args: &[Arg], bounds: Bounds) -> Vec<Option<bool>> {
+    let vals = arg_vals(api, args);
+    let optional: Vec<bool> = api.params.iter().map(|p| p.optional).collect();
+    let b = Bindings { params: &vals, results: &[] };
+    api.requires.iter().map(|c| holds_reading(&c.expr, &b, &c.params, &optional, bounds)).collect()
+}
+
+/// The evaluator's view of a case's arguments (an omitted one is its default).
+pub fn arg_vals(api: &ApiSpec, args: &[Arg]) -> Vec<Val> {
+    args.iter()
+        .zip(&api.params)
+        .map(|(a, p)| match a {
+            Arg::Omitted => p.default.as_ref().map(value_val).unwrap_or(Val::None),
+            a => Val::of_arg(a),
+        })
+        .collect()
+}
+
+/// A default value as a concrete value.
+pub fn value_val(v: &Value) -> Val {
+    match v {
+        Value::None => Val::None,
+        Value::Bool(b) => Val::Bool(*b),
+        Value::Int(i) => Val::Int(*i),
+        Value::Float(f) => Val::Float(*f),
+        Value::Str(s) => Val::Str(s.clone()),
+        Value::Dtype(d) => Val::Dtype(*d),
+        Value::DtypeSet(ds) => Val::DtypeSet(ds.clone()),
+        Value::List(items) => Val::List(items.iter().map(value_val).collect()),
+    }
 }
 
 struct Evaluator<'a, 'b> {

@@ -16,11 +16,14 @@ pub mod ops;
 pub mod oracle;
 pub mod plan;
 pub mod rules;
-pub mod seed;
 pub mod solve;
 pub mod spec;
 pub mod stdlib;
 pub mod syntax;
 pub mod triage;
-pub mod wire;
 pub mod worker;
+
+// What the worker process must agree on lives in its own crate, `sfz-wire`, which `sfz-worker`
+// depends on instead of this one; `crate::wire` and `crate::seed` name it here.
+pub use sfz_wire as wire;
+pub use sfz_wire::seed;

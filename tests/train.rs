@@ -25,3 +25,9 @@ fn the_one_op_sweep_gives_positives_to_every_op_that_can_go_non_finite() {
         assert_eq!(positives(op), 0, "{op}");
     }
 }
+
+#[test]
+fn the_hunt_goes_on_without_soft_assertions_when_their_file_is_missing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    assert!(sfz::cli::hunt::load_models(Some(&dir.path().join("none.json")), false).is_none());
+}

@@ -8,7 +8,7 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use sfz::wire::case::{Arg, Case};
+use sfz_wire::case::{Arg, Case};
 
 pub struct CheckBudget {
     /// None: every case is checked (confirmation, replay, minimization).
@@ -53,7 +53,7 @@ impl CheckBudget {
 
 /// The dtype and rank of every tensor argument.
 fn kind(case: &Case) -> Vec<(u8, usize)> {
-    let tensor = |t: &sfz::wire::case::TensorRecipe| (t.dtype as u8, t.shape.len());
+    let tensor = |t: &sfz_wire::case::TensorRecipe| (t.dtype as u8, t.shape.len());
     case.args
         .iter()
         .flat_map(|a| match a {

@@ -1,6 +1,6 @@
 //! The native frames where a worker died: a handler for the fatal signals writes each return
 //! address of the dying thread to stderr, as a module and an offset into it
-//! (`sfz::wire::frames`), then lets the process die by the same signal. The supervisor
+//! (`sfz_wire::frames`), then lets the process die by the same signal. The supervisor
 //! symbolizes them against the modules' symbol tables and keys a crash by the frame it died in,
 //! not by the signal or the allocator's words (`sfz::worker::frames`).
 //!
@@ -11,7 +11,7 @@ use std::ffi::{c_int, c_void, CString};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
-use sfz::wire::frames::{BETWEEN_CALLS, LINE_PREFIX, MAX_FRAMES};
+use sfz_wire::frames::{BETWEEN_CALLS, LINE_PREFIX, MAX_FRAMES};
 
 extern "C" {
     /// glibc's `execinfo.h`: the return addresses of the calling thread, innermost first.

@@ -1,4 +1,4 @@
-//! The fork server's side (see `sfz::worker::forkserver` for the protocol): load libtorch once,
+//! The fork server's side (see `sfz_wire::forkserver` for the protocol): load libtorch once,
 //! then fork workers on request, reap them, and report how each ended.
 //!
 //! The server stays single-threaded (fork copies only the calling thread, so a thread holding a
@@ -6,7 +6,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
-use sfz::worker::forkserver::{recv_msg, send_msg, Msg, REP_EXITED, REP_FORKED, REP_FORK_FAILED, REP_READY, REQ_FORK, REQ_KILL};
+use sfz_wire::forkserver::{recv_msg, send_msg, Msg, REP_EXITED, REP_FORKED, REP_FORK_FAILED, REP_READY, REQ_FORK, REQ_KILL};
 
 use crate::runtime;
 use crate::serve::{serve, ServeConfig};

@@ -5,7 +5,8 @@
 //! The `sfz-worker` binary is the only program that links this.
 //!
 //! **Architecture Invariant:** the `sfz` package never depends on tch, torch-sys or this crate;
-//! the parent process talks to workers only through `sfz::worker::protocol`.
+//! the parent process talks to workers only through `sfz_wire::protocol`. Nor does this crate
+//! depend on `sfz` (only its tests and benches do): what both sides share is the `sfz-wire` crate.
 pub mod budget;
 pub mod fault;
 pub mod forkserver;

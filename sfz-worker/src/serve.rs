@@ -11,8 +11,8 @@ use std::time::Instant;
 
 use crate::budget::CheckBudget;
 use crate::runtime::{self, Executor};
-use sfz::worker::progress::Progress;
-use sfz::worker::protocol::{read_frame, write_frame, Request, Response};
+use sfz_wire::progress::Progress;
+use sfz_wire::protocol::{read_frame, write_frame, Request, Response};
 
 /// Answers held back at most before a flush. Flushing only when the input runs dry would make
 /// the supervisor wait for a whole window before it can refill it; flushing part-way lets it
@@ -125,7 +125,7 @@ pub fn serve(config: &ServeConfig) -> Result<(), ServeError> {
                 budget = CheckBudget::new(share);
                 // A CUDA context takes seconds to create, more with many workers creating theirs
                 // at once: made here, under the start-up timeout, not inside the first case's.
-                if checks.iter().flatten().any(|c| matches!(c.variant, sfz::wire::variant::Variant::Cuda)) {
+                if checks.iter().flatten().any(|c| matches!(c.variant, sfz_wire::variant::Variant::Cuda)) {
                     runtime::checks::warm_cuda();
                 }
                 Response::ChecksLoaded { errors: executor.set_checks(checks) }

@@ -678,7 +678,7 @@ fn assignable(have: &Ty, want: &Ty) -> bool {
 pub fn param_text(p: &ParamSpec) -> String {
     let mut s = format!("{}: {}{}", p.name, p.ty.describe(), if p.optional { "?" } else { "" });
     if let Some(d) = &p.default {
-        s.push_str(&format!(" = {}", super::types::value_text(d)));
+        s.push_str(&format!(" = {}", crate::spec::value_text(d)));
     }
     s
 }

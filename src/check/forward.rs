@@ -12,12 +12,12 @@ use super::expr::param_text;
 use super::items::api_signature;
 use super::scope::ItemRef;
 use super::symbols::hover_text;
-use super::types::{const_value, value_fits, value_text};
+use super::types::{const_value, value_fits};
 use super::{classify, Checker};
 use crate::ast::{self, ExprKind, ItemKind, StmtKind};
 use crate::diag::suggest::closest;
 use crate::diag::{codes, Diagnostic, Span};
-use crate::spec::{ApiSpec, BinOp, Builtin, Constraint, FromSpec, Origin, ParamSpec, ParamType, Prop, TExpr, Value};
+use crate::spec::{value_text, ApiSpec, BinOp, Builtin, Constraint, FromSpec, Origin, ParamSpec, ParamType, Prop, TExpr, Value};
 use crate::wire::case::{Arg, Bind, FwdArg, ShapePart};
 
 /// The largest tensor a `like(p, shape)` argument builds: the generation limit of tensors.

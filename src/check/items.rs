@@ -3,12 +3,12 @@
 use super::expr::{param_text, Env};
 use super::scope::ItemRef;
 use super::symbols::{hover_text, TYPES};
-use super::types::{const_value, param_type, value_fits, value_text, Ty};
+use super::types::{const_value, param_type, value_fits, Ty};
 use super::{classify, Checker};
 use crate::ast::{self, ItemKind, ParamKind, StmtKind};
 use crate::diag::suggest::closest;
 use crate::diag::{codes, Diagnostic, Span};
-use crate::spec::{ApiSpec, Constraint, OracleUse, Origin, ParamSpec, ParamType, RelationSpec, ReturnSpec, RuleMeta, RuleSource, RuleSpec, RuleStatus, TExpr, Value};
+use crate::spec::{value_text, ApiSpec, Constraint, OracleUse, Origin, ParamSpec, ParamType, RelationSpec, ReturnSpec, RuleMeta, RuleSource, RuleSpec, RuleStatus, TExpr, Value};
 use crate::wire::case::DType;
 use crate::wire::oracle::Oracle;
 

@@ -22,8 +22,6 @@ use std::path::{Path, PathBuf};
 
 pub use items::DEFAULT_ORACLES;
 
-pub use types::value_text;
-
 use crate::ast::ItemKind;
 use crate::diag::{self, codes, Diagnostic, FileId, SourceMap};
 use crate::spec::{ApiSpec, ParamSpec, Spec};

@@ -678,3 +678,16 @@ fn subst_in(e: &mut ast::Expr, map: &HashMap<String, ast::Expr>) {
         ExprKind::Int(_) | ExprKind::Float { .. } | ExprKind::Str(_) | ExprKind::Bool(_) | ExprKind::None => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// `trapz`'s homogeneity scales `y` alone; `layer_norm`'s scale invariance `input` and `eps`.
+    #[test]
+    fn the_parameters_the_scale_changes_are_those_a_call_of_itself_gives_s() {
+        let text = "api torch.trapz(y: Tensor, x: Tensor) -> Tensor {\n    relation h: forall s in [4.0]: self(y = y * s, x = -x) == -s * result;\n}\napi torch.layer_norm(input: Tensor, normalized_shape: int[], eps: float = 1e-5) -> Tensor {\n    relation i: forall s in [4.0]: self(input = input * s, eps = eps * s * s) == result;\n}\n";
+        let checked = crate::check::check_text(std::path::Path::new("t.sfz"), text);
+        assert!(!checked.has_errors(), "{:?}", checked.diags);
+        let scaled: Vec<Vec<usize>> = checked.spec.apis.iter().map(|a| a.relations[0].relation.scaled_params()).collect();
+        assert_eq!(scaled, [vec![0], vec![0, 2]]);
+    }
+}

@@ -245,17 +245,3 @@ pub fn value_fits(v: &Value, ty: &ParamType) -> bool {
         _ => false,
     }
 }
-
-/// Renders a constant as spec source text.
-pub fn value_text(v: &Value) -> String {
-    match v {
-        Value::None => "None".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Int(i) => i.to_string(),
-        Value::Float(f) => format!("{f:?}"),
-        Value::Str(s) => format!("{s:?}"),
-        Value::Dtype(d) => d.name().into(),
-        Value::DtypeSet(ds) => format!("[{}]", ds.iter().map(|d| d.name()).collect::<Vec<_>>().join(", ")),
-        Value::List(items) => format!("[{}]", items.iter().map(value_text).collect::<Vec<_>>().join(", ")),
-    }
-}

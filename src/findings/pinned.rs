@@ -73,7 +73,7 @@ fn declaration(api: &ApiSpec) -> String {
         }
         let mut s = format!("{}: {}{}", p.name, type_text(&p.ty), if p.optional { "?" } else { "" });
         if let Some(d) = &p.default {
-            let _ = write!(s, " = {}", crate::check::value_text(d));
+            let _ = write!(s, " = {}", crate::spec::value_text(d));
         }
         params.push(s);
     }

@@ -368,7 +368,7 @@ fn collect(e: &TExpr, api: &ApiSpec, out: &mut Vec<(Point, String)>) {
 pub fn show(e: &TExpr, api: &ApiSpec) -> String {
     let go = |x: &TExpr| show(x, api);
     match e {
-        TExpr::Lit(v) => crate::check::value_text(v),
+        TExpr::Lit(v) => crate::spec::value_text(v),
         TExpr::Param(i) => api.params.get(*i).map_or_else(|| format!("param{i}"), |p| p.name.clone()),
         TExpr::Result(i) => {
             if *i == 0 {

@@ -6,6 +6,8 @@ use rand_chacha::ChaCha8Rng;
 
 use super::plan::GenPlan;
 use crate::eval::{self, Bindings, TensorVal, Val};
+// Whether a case conforms is the evaluator's to say; many stages ask it here.
+pub use crate::eval::{arg_vals, conforms, conforms_reading, value_val};
 use crate::solve::{SymModel, SymValue};
 use crate::spec::{ApiSpec, BinOp, ParamType, Prop, TExpr, Value};
 use crate::wire::case::{Arg, DType, Fill, TensorRecipe};
@@ -445,31 +447,6 @@ fn equals_default(a: &Arg, d: &Value) -> bool {
     }
 }
 
-/// Whether the arguments satisfy every `requires` constraint (None where undecidable).
-pub fn conforms(api: &ApiSpec, args: &[Arg]) -> Vec<Option<bool>> {
-    conforms_reading(api, args, eval::Bounds::Fill)
-}
-
-/// `conforms`, with the tensors' value bounds read as `bounds` says (`Drawn` for a case that
-/// ran, whose few elements may all lie inside a constraint's range).
-pub fn conforms_reading(api: &ApiSpec, args: &[Arg], bounds: eval::Bounds) -> Vec<Option<bool>> {
-    let vals = arg_vals(api, args);
-    let optional: Vec<bool> = api.params.iter().map(|p| p.optional).collect();
-    let b = Bindings { params: &vals, results: &[] };
-    api.requires.iter().map(|c| eval::holds_reading(&c.expr, &b, &c.params, &optional, bounds)).collect()
-}
-
-/// The evaluator's view of a case's arguments (an omitted one is its default).
-pub fn arg_vals(api: &ApiSpec, args: &[Arg]) -> Vec<Val> {
-    args.iter()
-        .zip(&api.params)
-        .map(|(a, p)| match a {
-            Arg::Omitted => p.default.as_ref().map(value_val).unwrap_or(Val::None),
-            a => Val::of_arg(a),
-        })
-        .collect()
-}
-
 /// A lower or upper bound: the value, and whether it is included.
 pub type Bound = Option<(f64, bool)>;
 
@@ -477,20 +454,6 @@ pub type Bound = Option<(f64, bool)>;
 pub fn bounds_of_one(api: &ApiSpec, k: usize, p: usize, known: &[Val]) -> (Bound, Bound) {
     let b = bounds_from(api.requires.get(k).into_iter(), p, known);
     (b.lo.map(|v| (v, b.lo_open)), b.hi.map(|v| (v, b.hi_closed)))
-}
-
-/// A default value as a concrete value.
-pub fn value_val(v: &Value) -> Val {
-    match v {
-        Value::None => Val::None,
-        Value::Bool(b) => Val::Bool(*b),
-        Value::Int(i) => Val::Int(*i),
-        Value::Float(f) => Val::Float(*f),
-        Value::Str(s) => Val::Str(s.clone()),
-        Value::Dtype(d) => Val::Dtype(*d),
-        Value::DtypeSet(ds) => Val::DtypeSet(ds.clone()),
-        Value::List(items) => Val::List(items.iter().map(value_val).collect()),
-    }
 }
 
 #[cfg(test)]

@@ -59,7 +59,7 @@ pub fn serve(conn: Connection, config: Config) -> anyhow::Result<()> {
         docs: HashMap::new(),
         dirty: BTreeSet::new(),
         stdlib_dir: materialize_stdlib(),
-        worker_exe: config.worker_exe.unwrap_or_else(crate::worker::default_worker_exe),
+        worker_exe: config.worker_exe.unwrap_or_else(crate::wire::protocol::default_worker_exe),
         catalog: None,
     };
     server.run()

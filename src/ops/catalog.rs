@@ -4,9 +4,7 @@ use std::collections::HashMap;
 
 use super::schema::{self, OpSchema, SchemaError};
 
-/// In front of a catalog line whose overload has no kernel for the CPU, composite ones counted
-/// (`aten::addmm.dtype`, `aten::_cudnn_rnn`): a CPU campaign cannot run it.
-pub const NO_CPU: &str = "!no-cpu ";
+pub use crate::wire::protocol::NO_CPU;
 
 /// The parsed schemas of one libtorch, by name.
 #[derive(Clone, Debug, Default)]

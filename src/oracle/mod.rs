@@ -1,11 +1,11 @@
-//! Verdicts on executions: which oracles fire for a case and with what signature. A signature
-//! names the cause (an assert's location, a signal, a normalised message), so findings group by
+//! Verdicts on executions: which oracles fire for a case and with what cause (`cause::Cause`: an
+//! assert's location, a death and the frame it died in, a relation broken), so findings group by
 //! cause rather than by input.
 pub mod cause;
 pub mod device;
 pub mod differential;
-pub mod errors;
 pub mod plausible;
+pub use crate::wire::errors;
 
 use serde::{Deserialize, Serialize};
 

@@ -335,6 +335,20 @@ impl Value {
     }
 }
 
+/// Renders a constant as spec source text.
+pub fn value_text(v: &Value) -> String {
+    match v {
+        Value::None => "None".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Int(i) => i.to_string(),
+        Value::Float(f) => format!("{f:?}"),
+        Value::Str(s) => format!("{s:?}"),
+        Value::Dtype(d) => d.name().into(),
+        Value::DtypeSet(ds) => format!("[{}]", ds.iter().map(|d| d.name()).collect::<Vec<_>>().join(", ")),
+        Value::List(items) => format!("[{}]", items.iter().map(value_text).collect::<Vec<_>>().join(", ")),
+    }
+}
+
 impl TExpr {
     /// The operands of a chain of `op` (`a and b and c`: a, b, c); the expression itself when it
     /// is no such chain.

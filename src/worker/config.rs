@@ -1,11 +1,12 @@
 //! How to run a pool of workers (`PoolConfig`), where the worker binary is, and why workers could
 //! not be started or asked something (`PoolError`).
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::thread;
 use std::time::Duration;
 
 use crate::ops::binding::OpBinding;
+use crate::wire::protocol::default_worker_exe;
 use crate::wire::variant::Check;
 
 /// How to run the pool.
@@ -57,12 +58,6 @@ impl Default for PoolConfig {
             nice: 0,
         }
     }
-}
-
-/// `sfz-worker` next to the running executable.
-pub fn default_worker_exe() -> PathBuf {
-    let exe = std::env::current_exe().unwrap_or_default();
-    exe.parent().unwrap_or(Path::new(".")).join("sfz-worker")
 }
 
 /// Why workers could not be started or asked something.

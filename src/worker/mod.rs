@@ -15,11 +15,12 @@ mod handle;
 mod hunt;
 mod pool;
 mod process;
-pub mod progress;
-pub mod protocol;
 
+// The frames and the progress page are shared with the worker (the `sfz-wire` crate).
+pub use crate::wire::protocol::default_worker_exe;
+pub use crate::wire::{progress, protocol};
 pub use catalog::fetch_catalog;
-pub use config::{default_worker_exe, PoolConfig, PoolError};
+pub use config::{PoolConfig, PoolError};
 pub use execution::{Execution, EARLIER_CASES};
 pub use hunt::{HuntError, HuntWorker};
 pub use pool::{Pool, RunStats};

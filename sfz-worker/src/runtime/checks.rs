@@ -14,13 +14,13 @@ use super::conditioning;
 use super::executor::{Called, Executor, Inputs, Rejected};
 use super::materialize::{kind, materialize};
 use super::representable;
-use sfz::ops::binding::ArgSource;
-use sfz::ops::tags;
-use sfz::oracle::errors::{classify, ErrorKind};
-use sfz::wire::case::{Arg, Case, DType, Layout};
-use sfz::wire::outcome::{ErrorClass, Outcome, Output};
-use sfz::wire::variant::relation::case_seed;
-use sfz::wire::variant::{flip_layout, promote_dtype_args, Accuracy, Check, CheckOutcome, CheckReport, GradientMismatch, Tolerance, Tolerances, ValueMismatch, Variant};
+use sfz_wire::binding::ArgSource;
+use sfz_wire::case::{Arg, Case, DType, Layout};
+use sfz_wire::errors::{classify, ErrorKind};
+use sfz_wire::outcome::{ErrorClass, Outcome, Output};
+use sfz_wire::tags;
+use sfz_wire::variant::relation::case_seed;
+use sfz_wire::variant::{flip_layout, promote_dtype_args, Accuracy, Check, CheckOutcome, CheckReport, GradientMismatch, Tolerance, Tolerances, ValueMismatch, Variant};
 
 impl Executor {
     /// Installs the differential checks of each loaded op (parallel to the last `load`). Per op:
@@ -1052,7 +1052,7 @@ pub fn pick_elements(sizes: &[u64], samples: usize, seed: u64) -> Vec<(usize, u6
         let mut chosen = std::collections::BTreeSet::new();
         let mut h = seed;
         while chosen.len() < samples {
-            h = sfz::gen::mix(h);
+            h = sfz_wire::seed::mix(h);
             chosen.insert(h % total);
         }
         chosen.into_iter().collect()

@@ -5,8 +5,8 @@
 //! decides the same way, so a script fails exactly when the worker saw a mismatch.
 use tch::{Kind, Tensor};
 
-use sfz::wire::case::DType;
-use sfz::wire::variant::{Premature, PrematureKind, Tolerance, ValueMismatch};
+use sfz_wire::case::DType;
+use sfz_wire::variant::{Premature, PrematureKind, Tolerance, ValueMismatch};
 
 /// What a comparison found.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -32,10 +32,10 @@ use tch::{Kind, Tensor};
 use super::checks::Failure;
 use super::compare::Allowance;
 use super::executor::{Called, Executor, Inputs};
-use sfz::seed::mix;
-use sfz::wire::case::{Arg, Case, DType};
-use sfz::wire::outcome::Outcome;
-use sfz::wire::variant::Accuracy;
+use sfz_wire::case::{Arg, Case, DType};
+use sfz_wire::outcome::Outcome;
+use sfz_wire::seed::mix;
+use sfz_wire::variant::Accuracy;
 
 /// Moved copies of the inputs the reference is recomputed on: a few, since one pattern of signs
 /// may keep a structure (a rank-1 matrix stays rank 1 when its rows move alike).
@@ -246,7 +246,7 @@ pub(super) fn finite_max<'a>(tensors: impl IntoIterator<Item = &'a Tensor>) -> R
 pub(super) fn result_beyond_range(main: &Called, reference: &Called) -> Result<Option<String>, tch::TchError> {
     let Outcome::Returned { outputs, .. } = &main.outcome else { return Ok(None) };
     for (k, output) in outputs.iter().enumerate() {
-        let sfz::wire::outcome::Output::Tensor(info) = output else { continue };
+        let sfz_wire::outcome::Output::Tensor(info) = output else { continue };
         let (Some(dtype), Some(Some(r))) = (info.dtype, reference.tensors.get(k)) else { continue };
         let Some((max, ..)) = (dtype.is_floating() || dtype.is_complex()).then(|| dtype.limits()).flatten() else { continue };
         let magnitude = r.f_abs()?.f_to_kind(Kind::Double)?;

@@ -13,11 +13,11 @@ use tch::Tensor;
 
 use super::ffi::{self, SfzTensorInfo};
 use super::materialize::materialize;
-use sfz::ops::binding::{ArgSource, OpBinding, Transform};
-use sfz::ops::schema::{self, OpSchema, SchemaType};
-use sfz::wire::case::{Arg, Bind, Case, DType, FwdArg, TensorRecipe};
-use sfz::wire::outcome::{ErrorClass, Outcome, Output, TensorInfo};
-use sfz::wire::variant::Check;
+use sfz_wire::binding::{ArgSource, OpBinding, Transform};
+use sfz_wire::case::{Arg, Bind, Case, DType, FwdArg, TensorRecipe};
+use sfz_wire::outcome::{ErrorClass, Outcome, Output, TensorInfo};
+use sfz_wire::schema::{self, OpSchema, SchemaType};
+use sfz_wire::variant::Check;
 
 /// An owned `c10::OperatorHandle`.
 pub(super) struct OpHandle(*mut c_void);

@@ -8,8 +8,8 @@
 //! direct binding copied contiguous, and the breakage with the seed the case carries.
 use tch::{Device, Kind, Tensor};
 
-use sfz::wire::case::{broken_shape, plane, Arg, Bind, Break, BreakKind, Case, DType, FwdArg, ShapePart, TensorRecipe};
-use sfz::wire::outcome::{ErrorClass, Outcome};
+use sfz_wire::case::{broken_shape, plane, Arg, Bind, Break, BreakKind, Case, DType, FwdArg, ShapePart, TensorRecipe};
+use sfz_wire::outcome::{ErrorClass, Outcome};
 
 use super::executor::{schema_error, Executor, Inputs, LoadedForward, Rejected};
 use super::materialize::kind;
@@ -93,7 +93,7 @@ impl Executor {
 /// The recipe of a `like(p, shape)` forward input: `p`'s, with that shape and a seed of its
 /// own (so that it and `p`, when `p` is bound too, do not start from the same numbers).
 pub fn like_input(r: &TensorRecipe, shape: Vec<i64>) -> TensorRecipe {
-    TensorRecipe { shape, seed: sfz::seed::mix(r.seed), ..r.clone() }
+    TensorRecipe { shape, seed: sfz_wire::seed::mix(r.seed), ..r.clone() }
 }
 
 /// A contiguous copy of output `o`, broken as `broken` says.

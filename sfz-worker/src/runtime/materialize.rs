@@ -48,7 +48,7 @@
 //! rather than `full` (only `empty` can fail there), and specials copied from a tensor.
 use tch::{Device, Kind, Tensor};
 
-use sfz::wire::case::{DType, Fill, Layout, TensorRecipe};
+use sfz_wire::case::{DType, Fill, Layout, TensorRecipe};
 
 /// The tch kind of a dtype.
 pub fn kind(dtype: DType) -> Kind {

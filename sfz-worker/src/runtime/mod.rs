@@ -47,7 +47,7 @@ pub fn catalog_schemas() -> Vec<String> {
                 }
                 let s = CStr::from_ptr(p).to_string_lossy().into_owned();
                 ffi::sfz_free(p);
-                Some(if ffi::sfz_op_cpu_kernel(i) == 0 { format!("{}{s}", sfz::ops::catalog::NO_CPU) } else { s })
+                Some(if ffi::sfz_op_cpu_kernel(i) == 0 { format!("{}{s}", sfz_wire::protocol::NO_CPU) } else { s })
             })
             .collect()
     }

@@ -8,13 +8,13 @@ use rand_chacha::ChaCha8Rng;
 use tch::{Kind, Tensor};
 
 use super::materialize::{kind, materialize};
-use sfz::wire::case::{Arg, DType};
-use sfz::wire::program::hunt::{
+use sfz_wire::case::{Arg, DType};
+use sfz_wire::program::hunt::{
     self, Fired, Found, HuntRequest, HuntResult, InputValues, PathPoint, RangeFound, Record, RewriteFound, SoftSignal, Stats, StepObs, Strategy, WiderFound, MAX_PATH,
 };
-use sfz::wire::program::ir::{Operand, ProgramIr, Step};
-use sfz::wire::program::ops::NumOp;
-use sfz::wire::program::{range, rewrite};
+use sfz_wire::program::ir::{Operand, ProgramIr, Step};
+use sfz_wire::program::ops::NumOp;
+use sfz_wire::program::{range, rewrite};
 
 /// A value of a running program.
 enum V {
@@ -293,7 +293,7 @@ fn rewrite_oracle(ir: &ProgramIr, vals: &[V]) -> Option<(u32, RewriteFound)> {
         let worst = a
             .iter()
             .zip(&b)
-            .filter(|(x, y)| x.is_finite() && y.is_finite() && sfz::wire::program::rewrite::differs(**x, **y))
+            .filter(|(x, y)| x.is_finite() && y.is_finite() && sfz_wire::program::rewrite::differs(**x, **y))
             .max_by(|(x1, y1), (x2, y2)| (*x1 - *y1).abs().total_cmp(&(*x2 - *y2).abs()));
         if let Some((x, y)) = worst {
             return Some((r.step, RewriteFound { stable: r, naive: *x, stable_value: *y }));

@@ -23,10 +23,10 @@ use tch::{Kind, Tensor};
 
 use super::checks::Failure;
 use super::executor::{Called, Executor, Inputs};
-use sfz::ops::tags;
-use sfz::wire::case::{Case, DType};
-use sfz::wire::outcome::{Outcome, Output, TensorInfo};
-use sfz::wire::variant::{CheckOutcome, Premature, PrematureKind, Tolerance, ValueMismatch};
+use sfz_wire::case::{Case, DType};
+use sfz_wire::outcome::{Outcome, Output, TensorInfo};
+use sfz_wire::tags;
+use sfz_wire::variant::{CheckOutcome, Premature, PrematureKind, Tolerance, ValueMismatch};
 
 /// The steps of the ray, relative to the input, tried in order.
 pub const STEPS: [f64; 4] = [1.0 / 4096.0, 1.0 / 1024.0, 1.0 / 256.0, 1.0 / 64.0];

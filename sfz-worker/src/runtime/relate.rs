@@ -13,12 +13,12 @@
 //! where moving the inputs by their rounding moves the right side beyond the tolerance.
 use tch::{Kind, Tensor};
 
-use sfz::ops::binding::ArgSource;
-use sfz::ops::tags;
-use sfz::wire::case::{Arg, Case, DType, TensorRecipe};
-use sfz::wire::outcome::{Outcome, Output};
-use sfz::wire::variant::relation::{case_seed, Callee, RelExpr, RelFn, RelOp, FAILS_IN_FLOAT64};
-use sfz::wire::variant::{promote_dtype_args, Accuracy, CheckOutcome, Relation, Tolerance};
+use sfz_wire::binding::ArgSource;
+use sfz_wire::case::{Arg, Case, DType, TensorRecipe};
+use sfz_wire::outcome::{Outcome, Output};
+use sfz_wire::tags;
+use sfz_wire::variant::relation::{case_seed, Callee, RelExpr, RelFn, RelOp, FAILS_IN_FLOAT64};
+use sfz_wire::variant::{promote_dtype_args, Accuracy, CheckOutcome, Relation, Tolerance};
 
 use super::checks::{promoted_kind, Failure};
 use super::compare::{compare_with, Comparison, Extra};
@@ -535,5 +535,5 @@ fn dtype_of(t: &Tensor) -> Option<DType> {
 
 /// A recipe standing for a computed tensor: the call reads the tensor, not the recipe.
 fn placeholder(dtype: DType, shape: Vec<i64>) -> TensorRecipe {
-    TensorRecipe { dtype, shape, fill: sfz::wire::case::Fill::Constant(0.0), seed: 0, layout: Default::default(), specials: Vec::new() }
+    TensorRecipe { dtype, shape, fill: sfz_wire::case::Fill::Constant(0.0), seed: 0, layout: Default::default(), specials: Vec::new() }
 }

@@ -5,8 +5,8 @@
 use tch::Kind;
 
 use super::executor::{Called, Inputs};
-use sfz::wire::case::{Arg, Case, DType};
-use sfz::wire::outcome::{Outcome, Output};
+use sfz_wire::case::{Arg, Case, DType};
+use sfz_wire::outcome::{Outcome, Output};
 
 /// The real dtype of a complex one.
 fn real(d: DType) -> DType {

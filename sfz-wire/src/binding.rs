@@ -2,7 +2,7 @@
 //! comes from. The plan builds bindings once; workers resolve them to dispatcher handles once.
 use serde::{Deserialize, Serialize};
 
-use crate::wire::case::{Arg, FwdArg};
+use crate::case::{Arg, FwdArg};
 
 /// One callable op: `aten::conv2d` overload `""`, and one source per schema argument.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -1,7 +1,7 @@
 //! What a libtorch error means for a fuzzer. Argument validation (TORCH_CHECK and its typed
 //! variants) is libtorch doing its job; a mistyped call is the spec's fault; only a failed
 //! internal assertion or a C++ exception that escaped every check is a libtorch bug.
-use crate::wire::outcome::ErrorClass;
+use crate::outcome::ErrorClass;
 
 /// The meaning of an error.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -111,7 +111,7 @@ fn without_dtype_names(message: &str) -> String {
         out.push_str(&rest[..start]);
         let word_len = rest[start..].find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len() - start);
         let word = &rest[start..start + word_len];
-        let python = out.ends_with("torch.") && crate::wire::case::DType::from_name(word).is_some();
+        let python = out.ends_with("torch.") && crate::case::DType::from_name(word).is_some();
         // C++'s names, as in `Input type (float) and bias type (c10::Half)`.
         let cpp = matches!(word, "bool" | "char" | "short" | "int" | "long" | "float" | "double");
         let signed = matches!(word, "signed" | "unsigned") && rest[start + word_len..].starts_with(" char");

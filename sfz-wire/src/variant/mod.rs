@@ -7,9 +7,9 @@
 //! back as `Execution::Checked` with one `CheckReport` per check, in order.
 use serde::{Deserialize, Serialize};
 
-use crate::wire::case::{Arg, Case, DType, Layout, TensorRecipe};
-use crate::wire::oracle::Oracle;
-use crate::wire::outcome::ErrorClass;
+use crate::case::{Arg, Case, DType, Layout, TensorRecipe};
+use crate::oracle::Oracle;
+use crate::outcome::ErrorClass;
 
 pub mod relation;
 

@@ -2,14 +2,25 @@
 //! followed by a postcard body. Requests go down the worker's stdin, responses come up its
 //! stdout; stderr is kept for crash reports.
 use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
 
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
-use crate::ops::binding::OpBinding;
-use crate::wire::case::Case;
-use crate::wire::outcome::Outcome;
-use crate::wire::program::hunt::{HuntRequest, HuntResult};
-use crate::wire::variant::{Check, CheckReport};
+use crate::binding::OpBinding;
+use crate::case::Case;
+use crate::outcome::Outcome;
+use crate::program::hunt::{HuntRequest, HuntResult};
+use crate::variant::{Check, CheckReport};
+
+/// In front of a catalog line (`Response::Catalog`) whose overload has no kernel for the CPU,
+/// composite ones counted (`aten::addmm.dtype`, `aten::_cudnn_rnn`): a CPU campaign cannot run it.
+pub const NO_CPU: &str = "!no-cpu ";
+
+/// `sfz-worker` next to the running executable.
+pub fn default_worker_exe() -> PathBuf {
+    let exe = std::env::current_exe().unwrap_or_default();
+    exe.parent().unwrap_or(Path::new(".")).join("sfz-worker")
+}
 
 /// Messages larger than this are refused: a corrupt length must not allocate gigabytes.
 pub const MAX_FRAME: u32 = 64 << 20;

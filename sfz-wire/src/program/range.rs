@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ir::ProgramIr;
 use super::ops::NumOp;
-use crate::wire::case::DType;
+use crate::case::DType;
 
 /// A range one step's output must stay in.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ir::ProgramIr;
 use super::soft::SoftModels;
-use crate::wire::case::{Arg, DType};
+use crate::case::{Arg, DType};
 
 /// How the inputs move between evaluations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

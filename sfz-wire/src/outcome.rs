@@ -2,7 +2,7 @@
 //! the worker did not answer (`Execution`). Oracles turn these into verdicts.
 use serde::{Deserialize, Serialize};
 
-use crate::wire::case::DType;
+use crate::case::DType;
 
 /// The class of a libtorch error, as the shim caught it. `Schema` means the arguments did not
 /// match the operator's schema (a mistyped call: the spec is wrong, never a libtorch bug).

@@ -184,7 +184,7 @@ pub enum Special {
     PosInf,
     NegInf,
     NegZero,
-    Value(#[serde(with = "crate::wire::float::one")] f64),
+    Value(#[serde(with = "crate::float::one")] f64),
 }
 
 impl Special {
@@ -261,11 +261,11 @@ pub enum Arg {
     Omitted,
     Bool(bool),
     Int(i64),
-    Float(#[serde(with = "crate::wire::float::one")] f64),
+    Float(#[serde(with = "crate::float::one")] f64),
     Str(String),
     Dtype(DType),
     IntList(Vec<i64>),
-    FloatList(#[serde(with = "crate::wire::float::list")] Vec<f64>),
+    FloatList(#[serde(with = "crate::float::list")] Vec<f64>),
     BoolList(Vec<bool>),
     Tensor(TensorRecipe),
     TensorList(Vec<TensorRecipe>),

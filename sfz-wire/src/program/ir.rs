@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::ops::NumOp;
-use crate::wire::case::DType;
+use crate::case::DType;
 
 /// One operand of a step. Values are numbered parameters first, then steps.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -60,7 +60,7 @@ fn read<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     }
 }
 
-/// `#[serde(with = "crate::wire::float::one")]` on an `f64`.
+/// `#[serde(with = "crate::float::one")]` on an `f64`.
 pub mod one {
     use serde::{Deserializer, Serializer};
 
@@ -88,7 +88,7 @@ impl<'de> serde::Deserialize<'de> for Item {
     }
 }
 
-/// `#[serde(with = "crate::wire::float::list")]` on a `Vec<f64>`.
+/// `#[serde(with = "crate::float::list")]` on a `Vec<f64>`.
 pub mod list {
     use serde::{Deserialize, Deserializer, Serializer};
 
@@ -109,7 +109,7 @@ pub mod list {
 
 #[cfg(test)]
 mod tests {
-    use crate::wire::case::{Arg, Special};
+    use crate::case::{Arg, Special};
 
     #[test]
     fn non_finite_floats_survive_a_findings_file_and_the_worker_protocol() {
