@@ -416,6 +416,7 @@ fn one_assert_reached_through_two_apis_is_one_shared_cause() {
         f["id"] = id.into();
         f["oracle"] = "internal_error".into();
         f["signature"] = signature.into();
+        f["cause"] = serde_json::json!({"kind": "internal", "place": "call", "what": signature});
         f.to_string()
     };
     let lines = [
