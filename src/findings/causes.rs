@@ -121,7 +121,12 @@ pub fn key(f: &Finding) -> CauseKey {
         c if c.is_specific() => return CauseKey::Specific { text: c.to_string() },
         _ => {}
     }
-    CauseKey::Family { family: family(&f.api), oracle: f.oracle, text: f.cause.to_string() }
+    // A failure of a backward's forward call is the forward's.
+    let api = match f.cause.place() {
+        Some(crate::oracle::Place::Forward(forward)) => forward.as_str(),
+        _ => f.api.as_str(),
+    };
+    CauseKey::Family { family: family(api), oracle: f.oracle, text: f.cause.to_string() }
 }
 
 /// The findings grouped by cause, worst first (then most findings, then first found); within a

@@ -68,13 +68,28 @@ pub enum Death {
     Exit(i32),
 }
 
-/// Where a cause showed: the call itself, or the run of one differential check (named as the
-/// check's variant describes itself: `out= variant`).
+/// Where a cause showed: the call itself, the run of one differential check (named as the
+/// check's variant describes itself: `out= variant`), or the forward call a backward operator's
+/// case makes first (named by its API): a failure there is the forward's, whatever API the case
+/// was for.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Place {
     Call,
     Check(String),
+    Forward(String),
+}
+
+/// How the worker words an error of a backward's forward call (`sfz-worker`'s `runtime::forward`).
+const FORWARD_RAISED: (&str, &str) = ("the forward `", "` raised: ");
+
+impl Place {
+    /// Where an error message the call raised comes from: the forward's call when the worker
+    /// says so, else the call.
+    pub fn of_raised(message: &str) -> Place {
+        let named = message.strip_prefix(FORWARD_RAISED.0).and_then(|rest| rest.split_once(FORWARD_RAISED.1)).map(|(api, _)| api);
+        named.map_or(Place::Call, |api| Place::Forward(api.to_string()))
+    }
 }
 
 /// Which non-finite values an output holds.
@@ -203,8 +218,9 @@ impl Cause {
 
 impl fmt::Display for Cause {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The message of a forward's failure names it already.
         let place = |p: &Place| match p {
-            Place::Call => String::new(),
+            Place::Call | Place::Forward(_) => String::new(),
             Place::Check(what) => format!("{what}: "),
         };
         let squares = |s: &Option<DType>| s.map_or(String::new(), |d| format!(": {SQUARES_OVERFLOW} {d}"));
@@ -274,7 +290,11 @@ mod legacy {
             Oracle::Hang if signature == "timeout" => Cause::Hang,
             Oracle::Oom if signature == "killed (out of memory)" => Cause::Killed,
             Oracle::Oom => Cause::OutOfMemory { message: signature.to_string() },
-            Oracle::InternalError => Cause::Internal { place: Place::Call, what: signature.to_string() },
+            Oracle::InternalError => {
+                // `StdException: the forward `X` raised: ...`: the class, then the message.
+                let message = signature.split_once(": ").filter(|(class, _)| !class.contains(' ')).map_or(signature, |(_, m)| m);
+                Cause::Internal { place: Place::of_raised(message), what: signature.to_string() }
+            }
             Oracle::Spec => Cause::Rejected { message: signature.to_string() },
             _ => numeric(&place, rest).unwrap_or_else(other),
         }
@@ -381,6 +401,11 @@ mod tests {
             (Oracle::Hang, None, Cause::Hang),
             (Oracle::Oom, Some("SIGKILL"), Cause::Killed),
             (Oracle::InternalError, None, Cause::Internal { place: Place::Call, what: "INTERNAL ASSERT a.cpp:1".into() }),
+            (
+                Oracle::InternalError,
+                None,
+                Cause::Internal { place: Place::Forward("torch.native_batch_norm".into()), what: "StdException: the forward `torch.native_batch_norm` raised: x".into() },
+            ),
             (Oracle::Out, None, Cause::Internal { place: Place::Check("out= variant".into()), what: "INTERNAL ASSERT a.cpp:1".into() }),
             (Oracle::NanInf, None, Cause::NonFinite { output: 1, values: NonFinite::NanAndInf }),
             (Oracle::NanInf, None, Cause::Ensures { clause: "x > 0 => no_nan(result)".into() }),

@@ -268,7 +268,7 @@ fn judge_outcome(api: &ApiSpec, case: &Case, outcome: &Outcome) -> Verdict {
                 ErrorKind::Internal { .. } if api.is_private() => Status::Invalid,
                 ErrorKind::Internal { signature } | ErrorKind::Unchecked { signature } => {
                     if enabled(Oracle::InternalError) {
-                        let cause = Cause::Internal { place: Place::Call, what: signature };
+                        let cause = Cause::Internal { place: Place::of_raised(message), what: signature };
                         detections.push(Detection { oracle: Oracle::InternalError, cause, message: message.clone(), signal: None, exit: None, evidence: Evidence::Call });
                     }
                     Status::Failed
