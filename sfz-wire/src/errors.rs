@@ -133,8 +133,10 @@ pub const HEAP_DAMAGE: &str = "heap corruption detected by glibc";
 /// Whether a line is glibc saying it found its heap damaged: something wrote where it should
 /// not, and this free or malloc is merely where it showed.
 pub fn heap_damage(line: &str) -> bool {
-    const HEAP: [&str; 14] = [
+    const HEAP: [&str; 16] = [
         "free(): invalid",
+        "free(): corrupted unsorted chunks",
+        "free(): double free detected",
         "malloc_consolidate(): ",
         "realloc(): invalid",
         "corrupted top size",

@@ -132,7 +132,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     std::fs::write(&md, report::markdown(&dir, &loaded, &verified))?;
     std::fs::write(&sarif, serde_json::to_string_pretty(&report::sarif(&loaded, &verified))?)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report::to_json(&loaded, &verified))?);
+        println!("{}", serde_json::to_string_pretty(&report::to_json(&loaded, &verified, baseline.as_ref()))?);
         return Ok(ExitCode::SUCCESS);
     }
     let groups = causes::group(&unique, baseline.as_ref());

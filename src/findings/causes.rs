@@ -117,7 +117,7 @@ pub fn key(f: &Finding) -> CauseKey {
             };
             return CauseKey::Specific { text: format!("{what} in {site}") };
         }
-        Cause::Internal { what, .. } if f.cause.is_specific() => return CauseKey::Specific { text: what.clone() },
+        Cause::Internal { .. } if f.cause.is_specific() => return CauseKey::Specific { text: f.cause.class_text() },
         c if c.is_specific() => return CauseKey::Specific { text: c.to_string() },
         _ => {}
     }
@@ -126,7 +126,7 @@ pub fn key(f: &Finding) -> CauseKey {
         Some(crate::oracle::Place::Forward(forward)) => forward.as_str(),
         _ => f.api.as_str(),
     };
-    CauseKey::Family { family: family(api), oracle: f.oracle, text: f.cause.to_string() }
+    CauseKey::Family { family: family(api), oracle: f.oracle, text: f.cause.class_text() }
 }
 
 /// The findings grouped by cause, worst first (then most findings, then first found); within a

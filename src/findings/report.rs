@@ -45,22 +45,48 @@ pub fn unique(loaded: &Loaded) -> Vec<&Finding> {
         .collect()
 }
 
-/// Why a numerical finding is not listed: its input lies outside the spec's own precondition
-/// (violate mode, or a case generation could not make conform), or is implausible by the
-/// standard of `oracle::plausible` (a folder written before the campaign applied it). None for a
-/// finding that is listed.
+/// Why a finding is not listed, or None for one that is:
+/// - a numerical finding whose input lies outside the spec's own precondition (violate mode), or
+///   is implausible by the standard of `oracle::plausible` (a folder written before the campaign
+///   applied it);
+/// - any finding but a worker's death on a case generation could not make conform
+///   (`nonconforming`): the spec says nothing about such an input, and an assert it reaches
+///   through an argument the spec rules out (a private `_random_samples` of -3840) is no report;
+/// - a hang on floating inputs beyond 2^24 in magnitude (a polynomial's degree of 7e18 given as a
+///   float): the documented cost of an absurd argument, which the integer probe of
+///   `triage::cost` cannot scale down.
 pub fn set_apart_why(f: &Finding) -> Option<String> {
+    let death = matches!(f.cause, crate::oracle::Cause::Died { .. } | crate::oracle::Cause::Killed);
+    if f.mode.as_deref() == Some("nonconforming") && !death {
+        return Some("input outside the spec's precondition (nonconforming)".to_string());
+    }
+    if f.oracle == crate::wire::oracle::Oracle::Hang && huge_floats(f) {
+        return Some("a hang on floating arguments beyond 2^24".to_string());
+    }
     if !crate::oracle::plausible::judges_numbers(f.oracle) {
         return None;
     }
-    if let Some(mode @ ("violate" | "nonconforming")) = f.mode.as_deref() {
-        return Some(format!("input outside the spec's precondition ({mode})"));
+    if f.mode.as_deref() == Some("violate") {
+        return Some("input outside the spec's precondition (violate)".to_string());
     }
     let names: Vec<&str> = f.inputs.iter().map(|i| i.split(" = ").next().unwrap_or("")).collect();
     crate::oracle::plausible::inputs_named(&names, &f.case, 1.0).map(|why| why.describe().to_string())
 }
 
-/// Numerical findings not listed, with why (`set_apart_why`), one per key.
+/// Whether a floating tensor or float argument of the finding's case reaches beyond 2^24.
+fn huge_floats(f: &Finding) -> bool {
+    use crate::wire::case::Arg;
+    const HUGE: f64 = (1u64 << 24) as f64;
+    f.case.args.iter().any(|a| match a {
+        Arg::Float(x) => x.abs() > HUGE,
+        _ => a.tensors().filter(|t| t.dtype.is_floating()).any(|t| {
+            let v = crate::eval::TensorVal::of_recipe(t);
+            v.min.abs().max(v.max.abs()) > HUGE
+        }),
+    })
+}
+
+/// Findings not listed for their input, with why (`set_apart_why`), one per key.
 pub fn set_apart(loaded: &Loaded) -> Vec<(&Finding, String)> {
     let mut seen = HashSet::new();
     loaded.findings.iter().filter(|f| f.confirmed != Some(false) && seen.insert(f.key())).filter_map(|f| set_apart_why(f).map(|why| (f, why))).collect()
@@ -75,7 +101,7 @@ pub fn set_apart_note(loaded: &Loaded) -> Option<String> {
             *why.entry(w.as_str()).or_insert(0) += 1;
         }
         let each: Vec<String> = why.iter().map(|(w, n)| format!("{w} {n}")).collect();
-        format!("{} numerical finding{} not listed, at inputs no maintainer acts on: {}", apart.len(), if apart.len() == 1 { "" } else { "s" }, each.join(", "))
+        format!("{} finding{} not listed, at inputs no maintainer acts on: {}", apart.len(), if apart.len() == 1 { "" } else { "s" }, each.join(", "))
     })
 }
 
@@ -434,7 +460,7 @@ pub fn sarif(loaded: &Loaded, verified: &HashMap<String, Verification>) -> serde
 }
 
 /// The report as one JSON object (`sfz report --json`).
-pub fn to_json(loaded: &Loaded, verified: &HashMap<String, Verification>) -> serde_json::Value {
+pub fn to_json(loaded: &Loaded, verified: &HashMap<String, Verification>, baseline: Option<&super::baseline::Baseline>) -> serde_json::Value {
     let findings = unique(loaded);
     let rows: Vec<serde_json::Value> = findings
         .iter()
@@ -474,6 +500,19 @@ pub fn to_json(loaded: &Loaded, verified: &HashMap<String, Verification>) -> ser
             .iter()
             .map(|(cause, fs)| json!({ "cause": cause, "findings": fs.iter().map(|f| f.id.clone()).collect::<Vec<_>>() }))
             .collect::<Vec<_>>(),
+        "causes": super::causes::group(&findings, baseline)
+            .iter()
+            .map(|g| json!({
+                "title": g.title(),
+                "key": g.key,
+                "severity": g.severity,
+                "finding": g.representative().id,
+                "findings": g.findings.iter().map(|f| f.id.clone()).collect::<Vec<_>>(),
+                "apis": g.apis(),
+                "known": g.known.map(|k| json!({ "name": k.name, "issue": k.issue })),
+            }))
+            .collect::<Vec<_>>(),
+        "set_apart": set_apart(loaded).iter().map(|(f, why)| json!({ "finding": f.id, "why": why })).collect::<Vec<_>>(),
     })
 }
 

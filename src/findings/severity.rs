@@ -66,7 +66,9 @@ pub const ORDINARY: f64 = 1e4;
 /// A finding's severity.
 pub fn of(f: &Finding) -> Severity {
     let outside_spec = matches!(f.mode.as_deref(), Some("violate" | "nonconforming"));
-    let empty = f.case.args.iter().flat_map(Arg::tensors).any(|t| t.numel() == 0);
+    // What a backward's forward fills stands for its output, not for an empty tensor.
+    let fed = |k: usize| f.case.forward.as_ref().is_some_and(|fw| fw.binds.iter().any(|b| b.param == k));
+    let empty = f.case.args.iter().enumerate().filter(|(k, _)| !fed(*k)).flat_map(|(_, a)| a.tensors()).any(|t| t.numel() == 0);
     let wrong = |ordinary: bool| match (outside_spec || empty, ordinary) {
         (true, _) => Severity::Degenerate,
         (false, true) => Severity::SilentWrong,

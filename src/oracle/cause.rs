@@ -173,6 +173,20 @@ impl Cause {
         }
     }
 
+    /// The cause without the output it showed in: which output of an operator holds a wrong
+    /// value (a weight and its norm) is one defect of its kernel, not two.
+    pub fn class_text(&self) -> String {
+        match self {
+            Cause::NonFinite { values, .. } => format!("{} in an output", values.text()),
+            Cause::Premature { what, squares, .. } => Cause::Premature { output: 0, what: what.clone(), squares: *squares }.to_string().replace(" in output 0", " in an output"),
+            Cause::Values { .. } => "values differ".to_string(),
+            Cause::Structure { what, .. } => format!("an output: {what}"),
+            // A failure of a backward's forward call reads as the forward's own.
+            Cause::Internal { place: Place::Forward(api), what } => what.replacen(&format!("{}{api}{}", FORWARD_RAISED.0, FORWARD_RAISED.1), "", 1),
+            other => other.to_string(),
+        }
+    }
+
     /// The dtype an unscaled sum of squares left, for the causes that name it.
     pub fn squares(&self) -> Option<DType> {
         match self {

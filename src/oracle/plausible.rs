@@ -17,6 +17,10 @@ pub enum Implausible {
     /// A floating input (scaled by a relation's factor, for a relation) is larger in magnitude
     /// than `input_limit` of its dtype.
     InputNearLimit,
+    /// A floating input's mean square is above its dtype's largest value / `RESULT_HEADROOM`:
+    /// the variance a normalization needs, or the second moment of the data, is not
+    /// comfortably representable (values of 1e25 in float32).
+    SpreadNearLimit,
     /// A floating input is subnormal (nonzero, below the smallest normal value).
     SubnormalInput,
     /// A float parameter named `eps` (or `epsilon`) is 0 or negative: the documented guard
@@ -29,11 +33,12 @@ pub enum Implausible {
 }
 
 impl Implausible {
-    pub const ALL: [Implausible; 4] = [Implausible::InputNearLimit, Implausible::SubnormalInput, Implausible::GuardOff, Implausible::ResultNearLimit];
+    pub const ALL: [Implausible; 5] = [Implausible::InputNearLimit, Implausible::SpreadNearLimit, Implausible::SubnormalInput, Implausible::GuardOff, Implausible::ResultNearLimit];
 
     pub fn describe(self) -> &'static str {
         match self {
             Implausible::InputNearLimit => "inputs near the dtype's largest value",
+            Implausible::SpreadNearLimit => "inputs whose mean square leaves the dtype",
             Implausible::SubnormalInput => "subnormal inputs",
             Implausible::GuardOff => "eps switched off (<= 0)",
             Implausible::ResultNearLimit => "a true result near or past the dtype's largest value",
@@ -114,6 +119,9 @@ fn tensor(t: &TensorRecipe, scale: f64) -> Option<Implausible> {
     if v.min.abs().max(v.max.abs()) * scale > limit {
         return Some(Implausible::InputNearLimit);
     }
+    if mean_square(t) * scale * scale > t.dtype.limits()?.0 / RESULT_HEADROOM {
+        return Some(Implausible::SpreadNearLimit);
+    }
     let subnormal = |x: f64| x != 0.0 && x.abs() < tiny;
     let filled = match t.fill {
         Fill::Constant(x) => subnormal(x),
@@ -121,6 +129,23 @@ fn tensor(t: &TensorRecipe, scale: f64) -> Option<Implausible> {
         Fill::Int { .. } => false,
     };
     (filled || t.specials.iter().any(|(_, s)| subnormal(s.value()))).then_some(Implausible::SubnormalInput)
+}
+
+/// The mean of a tensor's squared elements as its recipe fills them: the fill's second moment
+/// over the elements it fills, the finite special values over theirs.
+fn mean_square(t: &TensorRecipe) -> f64 {
+    let n = t.numel().max(1) as f64;
+    let fill = match t.fill {
+        Fill::Uniform { lo, hi } => (lo * lo + lo * hi + hi * hi) / 3.0,
+        Fill::Int { lo, hi } => {
+            let (a, b) = (lo as f64, (hi - 1).max(lo) as f64);
+            (a * a + a * b + b * b) / 3.0
+        }
+        Fill::Constant(x) => x * x,
+    };
+    let specials: Vec<f64> = t.specials.iter().map(|(_, s)| s.value()).filter(|v| v.is_finite()).collect();
+    let k = (specials.len() as f64).min(n);
+    (fill * (n - k) + specials.iter().map(|v| v * v).sum::<f64>()) / n
 }
 
 /// Whether a true result `expected` of dtype `dtype` is comfortably representable.
@@ -175,14 +200,20 @@ mod tests {
     #[test]
     fn the_premature_overflow_class_is_kept_and_the_extremes_are_not() {
         let uniform = |lo, hi| Fill::Uniform { lo, hi };
-        // Norms and normalization layers at 1e19 in float32, 256 in float16: kept.
+        // Norms and normalization layers at 1e19 in float32, 200 in float16: kept (their mean
+        // squares, 3.3e37 and 13,000, are representable; their sums of squares are not).
         assert_eq!(judged(vec![tensor(DType::Float32, uniform(-1e19, 1e19), vec![])], 1.0), None);
-        assert_eq!(judged(vec![tensor(DType::Float16, uniform(-256.0, 256.0), vec![])], 1.0), None);
+        assert_eq!(judged(vec![tensor(DType::Float16, uniform(-200.0, 200.0), vec![])], 1.0), None);
+        // Values of 1e25 in float32: the variance a normalization needs is 1e50.
+        assert_eq!(judged(vec![tensor(DType::Float32, uniform(-1e25, 1e25), vec![])], 1.0), Some(Implausible::SpreadNearLimit));
+        // One element of 1e21 among four: its square alone leaves float32.
+        assert_eq!(judged(vec![tensor(DType::Float32, uniform(-1.0, 1.0), vec![(1, Special::Value(1e21))])], 1.0), Some(Implausible::SpreadNearLimit));
         // A weight of 1.1e36, float32's largest value, bfloat16's: not.
         assert_eq!(judged(vec![tensor(DType::Float32, Fill::Constant(1.1e36), vec![])], 1.0), Some(Implausible::InputNearLimit));
         assert_eq!(judged(vec![tensor(DType::BFloat16, uniform(-1.0, 1.0), vec![(2, Special::Value(3.0e38))])], 1.0), Some(Implausible::InputNearLimit));
         assert_eq!(judged(vec![tensor(DType::Float16, uniform(-6e4, 6e4), vec![])], 1.0), Some(Implausible::InputNearLimit));
-        // A relation that scales inputs of 1e19 by 1e15 reaches 1e34.
+        // A relation that scales inputs of 1e12 by 1e15 reaches 1e27: its mean square leaves.
+        assert_eq!(judged(vec![tensor(DType::Float32, uniform(-1e12, 1e12), vec![])], 1e15), Some(Implausible::SpreadNearLimit));
         assert_eq!(judged(vec![tensor(DType::Float32, uniform(-1e19, 1e19), vec![])], 1e15), Some(Implausible::InputNearLimit));
         // A subnormal divisor; eps switched off.
         assert_eq!(judged(vec![tensor(DType::Float32, uniform(-1.0, 1.0), vec![(0, Special::Value(1e-40))])], 1.0), Some(Implausible::SubnormalInput));
