@@ -162,15 +162,7 @@ mod tests {
     use crate::findings::severity::Severity;
     use crate::findings::Finding;
 
-    fn finding(id: &str, api: &str, oracle: &str, signature: &str) -> Finding {
-        let signal = if signature.contains("memory error") { Some("SIGABRT") } else { signature.split(' ').next().filter(|w| w.starts_with("SIG")) };
-        let line = serde_json::json!({
-            "id": id, "api": api, "aten": "aten::x", "oracle": oracle, "signature": signature, "message": "",
-            "signal": signal, "seed": 0, "case_index": 0, "case": {"op": 0, "args": []}, "inputs": [], "repro": "",
-            "elapsed_s": 0.0, "sfz_version": "", "torch_version": "", "mode": "conform"
-        });
-        crate::findings::store::parse_lines(&line.to_string()).0.remove(0)
-    }
+    use crate::findings::store::older_finding as finding;
 
     #[test]
     fn a_family_is_the_operator_without_namespace_overload_alias_or_direction() {

@@ -390,6 +390,19 @@ pub fn finding_id(key: &Key) -> String {
     format!("{}-{}-{:08x}", key.oracle, op, h as u32)
 }
 
+/// A finding as an older sfz wrote it (its cause read from its signature; its signal from the
+/// signature's words), for unit tests across the crate.
+#[cfg(test)]
+pub fn older_finding(id: &str, api: &str, oracle: &str, signature: &str) -> Finding {
+    let signal = if signature.contains("memory error") { Some("SIGABRT") } else { signature.split(' ').next().filter(|w| w.starts_with("SIG")) };
+    let line = serde_json::json!({
+        "id": id, "api": api, "aten": "aten::x", "oracle": oracle, "signature": signature, "message": "",
+        "signal": signal, "seed": 0, "case_index": 0, "case": {"op": 0, "args": []}, "inputs": [], "repro": "",
+        "elapsed_s": 0.0, "sfz_version": "", "torch_version": "", "mode": "conform"
+    });
+    parse_lines(&line.to_string()).0.remove(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::{finding_id, Key};
