@@ -519,7 +519,6 @@ pub fn to_json(loaded: &Loaded, verified: &HashMap<String, Verification>, baseli
 #[cfg(test)]
 mod tests {
     use super::{causes, shared_causes};
-    use crate::findings::Finding;
 
     use crate::findings::store::older_finding as finding;
 
