@@ -59,7 +59,7 @@ pub fn expected(f: &Finding) -> Expected {
             Cause::Died { death: Death::Signal(s), .. } => Expected::Signal(s.name()),
             Cause::Died { death: Death::Exit(code), .. } => Expected::Exit(*code),
             Cause::Hang => Expected::Hang,
-            Cause::Internal { what, .. } => error_expected(what),
+            Cause::Internal { .. } => error_expected(&f.cause.class_text()),
             // A line an older sfz wrote whose cause it did not name: its signal, else its text.
             other => match f.signal {
                 Some(s) => Expected::Signal(s.name()),
