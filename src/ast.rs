@@ -41,6 +41,34 @@ pub struct Item {
     pub span: Span,
 }
 
+/// The keyword an item starts with: what kind of item it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Keyword {
+    Use,
+    Api,
+    Rule,
+    Program,
+    Dtypes,
+    Constraints,
+    Type,
+    Oracle,
+}
+
+impl Keyword {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Keyword::Use => "use",
+            Keyword::Api => "api",
+            Keyword::Rule => "rule",
+            Keyword::Program => "program",
+            Keyword::Dtypes => "dtypes",
+            Keyword::Constraints => "constraints",
+            Keyword::Type => "type",
+            Keyword::Oracle => "oracle",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum ItemKind {
     Use(Use),
@@ -56,15 +84,20 @@ pub enum ItemKind {
 impl ItemKind {
     /// The keyword that introduces the item, for messages.
     pub fn keyword(&self) -> &'static str {
+        self.key().as_str()
+    }
+
+    /// What kind of item this is, without its contents.
+    pub fn key(&self) -> Keyword {
         match self {
-            ItemKind::Use(_) => "use",
-            ItemKind::Api(_) => "api",
-            ItemKind::Rule(_) => "rule",
-            ItemKind::Program(_) => "program",
-            ItemKind::Dtypes(_) => "dtypes",
-            ItemKind::Constraints(_) => "constraints",
-            ItemKind::TypeAlias(_) => "type",
-            ItemKind::Oracle(_) => "oracle",
+            ItemKind::Use(_) => Keyword::Use,
+            ItemKind::Api(_) => Keyword::Api,
+            ItemKind::Rule(_) => Keyword::Rule,
+            ItemKind::Program(_) => Keyword::Program,
+            ItemKind::Dtypes(_) => Keyword::Dtypes,
+            ItemKind::Constraints(_) => Keyword::Constraints,
+            ItemKind::TypeAlias(_) => Keyword::Type,
+            ItemKind::Oracle(_) => Keyword::Oracle,
         }
     }
 

@@ -89,7 +89,7 @@ fn the_reproducer_replays_the_chain_in_pip_torch() {
     let p = program("losses.sfz", "binary_cross_entropy");
     let o = hunt_program(&mut w, &p, &config(Strategy::Gradient));
     let r = report(&p, &o, Strategy::Gradient);
-    assert_eq!((r.status, r.oracle), ("bug", Some("nan_inf")));
+    assert_eq!((r.status, r.oracle), (sfz::numeric::report::HuntStatus::Bug, Some("nan_inf")));
     let script = python_reproducer(&p, &o, "test").expect("a bug has a reproducer");
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("repro.py");

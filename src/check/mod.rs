@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 pub use items::DEFAULT_ORACLES;
 
-use crate::ast::ItemKind;
+use crate::ast::{ItemKind, Keyword};
 use crate::diag::{self, codes, Diagnostic, FileId, SourceMap};
 use crate::spec::{ApiSpec, ParamSpec, Spec};
 use crate::wire::case::DType;
@@ -419,8 +419,8 @@ impl Checker<'_> {
             for name in self.scopes.visible(m) {
                 let Some(item) = self.scopes.peek(m, &name) else { continue };
                 let ast_item = &loader.modules[item.module].ast.items[item.index];
-                let kind = ast_item.kind.keyword();
-                if matches!(kind, "api" | "rule" | "use") {
+                let kind = ast_item.kind.key();
+                if matches!(kind, Keyword::Api | Keyword::Rule | Keyword::Use) {
                     continue;
                 }
                 let docs = ast_item.docs.iter().map(|d| d.text.as_str()).collect::<Vec<_>>().join("\n");

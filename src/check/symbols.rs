@@ -32,7 +32,7 @@ pub struct BodyScope {
 pub struct Visible {
     pub name: String,
     /// The item's keyword: `dtypes`, `constraints`, `type`, `oracle`, `program`.
-    pub kind: &'static str,
+    pub kind: crate::ast::Keyword,
     /// One line: the signature or value.
     pub detail: String,
     pub docs: String,

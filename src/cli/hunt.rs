@@ -14,7 +14,7 @@ use crate::check;
 use crate::diag::{self, codes, Diagnostic, RenderConfig};
 use crate::findings::verify;
 use crate::numeric::driver::{hunt_program, HuntConfig, Outcome, Status};
-use crate::numeric::report::{python_reproducer, report, Report};
+use crate::numeric::report::{python_reproducer, report, HuntStatus, Report};
 use crate::numeric::script::lower::{self, Lowered};
 use crate::numeric::script::site::{self, ScriptFinding};
 use crate::numeric::script::trace::{self, TraceConfig};
@@ -294,7 +294,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
             println!("{}: {} of {} programs with a NaN/INF, mean {:.1} ms, max {:.1} ms to find ({} workers)\n", strategy.name(), t.found, t.programs, t.mean_ms, t.max_ms, jobs);
         }
     }
-    let bad = reports.iter().any(|r| matches!(r.status, "bug" | "crashed" | "hang"));
+    let bad = reports.iter().any(|r| r.status.is_bad());
     if args.json {
         println!("{}", serde_json::to_string_pretty(&reports)?);
     } else {
@@ -350,7 +350,7 @@ fn script_lines(s: &ScriptFinding) -> String {
 fn line(r: &Report) -> String {
     let soft = r.soft_assertion.as_ref().map(|s| format!("  soft: {} p={:.2} at eval {}", s.step, s.probability, s.eval)).unwrap_or_default();
     match r.status {
-        "bug" => format!(
+        HuntStatus::Bug => format!(
             "bug      {:<32} {} at `{}` ({}) {} NaN {} INF, severity {}, {:.1} ms, {} evals{soft}",
             r.program,
             r.oracle.unwrap_or(""),
@@ -358,12 +358,12 @@ fn line(r: &Report) -> String {
             r.op.as_deref().unwrap_or(""),
             r.nan,
             r.inf,
-            r.severity,
+            r.severity.as_str(),
             r.elapsed_ms,
             r.evals
         ),
-        "clean" => format!("clean    {:<32} {} evals, {:.1} ms{soft}", r.program, r.evals, r.elapsed_ms),
-        "hang" => format!("hang     {:<32} {}", r.program, r.message.as_deref().unwrap_or("")),
-        s => format!("{s:<8} {:<32} {}", r.program, r.message.as_deref().unwrap_or("")),
+        HuntStatus::Clean => format!("clean    {:<32} {} evals, {:.1} ms{soft}", r.program, r.evals, r.elapsed_ms),
+        HuntStatus::Hang => format!("hang     {:<32} {}", r.program, r.message.as_deref().unwrap_or("")),
+        s => format!("{:<8} {:<32} {}", s.as_str(), r.program, r.message.as_deref().unwrap_or("")),
     }
 }

@@ -4,6 +4,7 @@
 //! few characters' drift; that is enough to know which parameters are in scope.
 use lsp_types::{CompletionItem, CompletionItemKind, Documentation, MarkupContent, MarkupKind};
 
+use crate::ast::Keyword;
 use crate::check::symbols::{BodyScope, Visible, BUILTINS, PROPERTIES, TYPES};
 use crate::stdlib;
 use crate::wire::case::DType;
@@ -62,12 +63,12 @@ pub fn complete(before: &str, names: &Names) -> Vec<CompletionItem> {
     // An `oracles` clause.
     let stmt = head.rsplit([';', '{']).next().unwrap_or("").trim_start();
     if stmt.starts_with("oracles ") || stmt == "oracles" {
-        return names.visible.iter().filter(|v| v.kind == "oracle").map(visible_item).collect();
+        return names.visible.iter().filter(|v| v.kind == Keyword::Oracle).map(visible_item).collect();
     }
     // A parameter's type: `name: ` in a parameter list.
     if in_type_position(head) && names.scope.is_none() {
         let mut out: Vec<CompletionItem> = TYPES.iter().map(|(n, doc)| item(n, CompletionItemKind::CLASS, "type", doc)).collect();
-        out.extend(names.visible.iter().filter(|v| v.kind == "type").map(visible_item));
+        out.extend(names.visible.iter().filter(|v| v.kind == Keyword::Type).map(visible_item));
         return out;
     }
     let Some(scope) = names.scope else {
@@ -84,7 +85,7 @@ pub fn complete(before: &str, names: &Names) -> Vec<CompletionItem> {
     for d in DType::ALL {
         out.push(item(d.name(), CompletionItemKind::CONSTANT, "dtype", ""));
     }
-    out.extend(names.visible.iter().filter(|v| matches!(v.kind, "dtypes" | "constraints")).map(visible_item));
+    out.extend(names.visible.iter().filter(|v| matches!(v.kind, Keyword::Dtypes | Keyword::Constraints)).map(visible_item));
     for (name, sig, doc) in BUILTINS {
         out.push(item(name, CompletionItemKind::FUNCTION, sig, doc));
     }
@@ -114,18 +115,18 @@ fn stdlib_items(module: &str) -> Vec<CompletionItem> {
         .filter_map(|i| {
             let name = i.kind.name()?;
             let docs = i.docs.iter().map(|d| d.text.as_str()).collect::<Vec<_>>().join("\n");
-            Some(item(&name.name, kind_of(i.kind.keyword()), i.kind.keyword(), &docs))
+            Some(item(&name.name, kind_of(i.kind.key()), i.kind.keyword(), &docs))
         })
         .chain(std::iter::once(item("*", CompletionItemKind::MODULE, "everything", "")))
         .collect()
 }
 
-fn kind_of(keyword: &str) -> CompletionItemKind {
+fn kind_of(keyword: Keyword) -> CompletionItemKind {
     match keyword {
-        "dtypes" => CompletionItemKind::ENUM,
-        "constraints" => CompletionItemKind::FUNCTION,
-        "type" => CompletionItemKind::CLASS,
-        "oracle" => CompletionItemKind::EVENT,
+        Keyword::Dtypes => CompletionItemKind::ENUM,
+        Keyword::Constraints => CompletionItemKind::FUNCTION,
+        Keyword::Type => CompletionItemKind::CLASS,
+        Keyword::Oracle => CompletionItemKind::EVENT,
         _ => CompletionItemKind::REFERENCE,
     }
 }
@@ -151,9 +152,9 @@ mod tests {
 
     fn labels(before: &str, scope: Option<&BodyScope>) -> Vec<String> {
         let visible = vec![
-            Visible { name: "floating".into(), kind: "dtypes", detail: String::new(), docs: String::new() },
-            Visible { name: "crash".into(), kind: "oracle", detail: String::new(), docs: String::new() },
-            Visible { name: "Pair".into(), kind: "type", detail: String::new(), docs: String::new() },
+            Visible { name: "floating".into(), kind: Keyword::Dtypes, detail: String::new(), docs: String::new() },
+            Visible { name: "crash".into(), kind: Keyword::Oracle, detail: String::new(), docs: String::new() },
+            Visible { name: "Pair".into(), kind: Keyword::Type, detail: String::new(), docs: String::new() },
         ];
         let names = Names { scope, visible: &visible, apis: vec!["torch.exp".into()], torch_apis: &["torch.add".to_string()] };
         complete(before, &names).into_iter().map(|c| c.label).collect()

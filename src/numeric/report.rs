@@ -13,12 +13,58 @@ use crate::wire::program::hunt::{Fired, InputValues, PathPoint, Strategy};
 use crate::wire::program::ir::{Operand, ProgramIr};
 use crate::wire::program::ops::{Kind, NumOp};
 
+/// How a program's hunt ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HuntStatus {
+    Bug,
+    Clean,
+    Rejected,
+    Crashed,
+    Hang,
+}
+
+impl HuntStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HuntStatus::Bug => "bug",
+            HuntStatus::Clean => "clean",
+            HuntStatus::Rejected => "rejected",
+            HuntStatus::Crashed => "crashed",
+            HuntStatus::Hang => "hang",
+        }
+    }
+
+    /// Whether the hunt found something wrong with the program.
+    pub fn is_bad(self) -> bool {
+        matches!(self, HuntStatus::Bug | HuntStatus::Crashed | HuntStatus::Hang)
+    }
+}
+
+/// How bad a hunt's finding is: a NaN or a crash is high, an INF alone medium.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HuntSeverity {
+    High,
+    Medium,
+    None,
+}
+
+impl HuntSeverity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HuntSeverity::High => "high",
+            HuntSeverity::Medium => "medium",
+            HuntSeverity::None => "none",
+        }
+    }
+}
+
 /// One program's report, as `sfz hunt` writes it (JSON) and prints it.
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
     pub program: String,
-    /// `bug`, `clean`, `rejected`, `crashed` or `hang`.
-    pub status: &'static str,
+    pub status: HuntStatus,
     /// The oracle that fired: `nan_inf`, `rewrite`, `range`, `wider`, `crash` or `hang`.
     pub oracle: Option<&'static str>,
     /// The step whose output went non-finite, its op and source text.
@@ -27,8 +73,7 @@ pub struct Report {
     pub expr: Option<String>,
     pub nan: u64,
     pub inf: u64,
-    /// `high` (NaN, or a crash), `medium` (INF only), `none`.
-    pub severity: &'static str,
+    pub severity: HuntSeverity,
     /// The inputs that made it, per tensor parameter.
     pub input: Vec<(String, InputValues)>,
     pub soft_assertion: Option<SoftReport>,
@@ -70,14 +115,14 @@ pub fn report(program: &ProgramSpec, outcome: &Outcome, strategy: Strategy) -> R
     let step_of = |k: u32| ir.steps.get(k as usize);
     let mut r = Report {
         program: program.name.clone(),
-        status: "clean",
+        status: HuntStatus::Clean,
         oracle: None,
         step: None,
         op: None,
         expr: None,
         nan: 0,
         inf: 0,
-        severity: "none",
+        severity: HuntSeverity::None,
         input: Vec::new(),
         soft_assertion: outcome.soft.as_ref().and_then(|s| soft_report(ir, s)),
         precision_warning: outcome.imprecise.as_ref().and_then(|s| soft_report(ir, s)),
@@ -93,7 +138,7 @@ pub fn report(program: &ProgramSpec, outcome: &Outcome, strategy: Strategy) -> R
     };
     match &outcome.status {
         Status::Found(f) => {
-            r.status = "bug";
+            r.status = HuntStatus::Bug;
             r.oracle = Some(f.fired.name());
             if let Some(st) = step_of(f.step) {
                 r.step = Some(st.name.clone());
@@ -102,7 +147,7 @@ pub fn report(program: &ProgramSpec, outcome: &Outcome, strategy: Strategy) -> R
             }
             r.nan = f.nan;
             r.inf = f.inf;
-            r.severity = if f.nan > 0 { "high" } else { "medium" };
+            r.severity = if f.nan > 0 { HuntSeverity::High } else { HuntSeverity::Medium };
             r.message = match &f.fired {
                 Fired::NonFinite => None,
                 Fired::Rewrite(rw) => Some(format!("finite but {} where the stable form {} gives {}", py_float(rw.naive), rw.stable.stable.name, py_float(rw.stable_value))),
@@ -129,19 +174,19 @@ pub fn report(program: &ProgramSpec, outcome: &Outcome, strategy: Strategy) -> R
         }
         Status::Clean => {}
         Status::Rejected(m) => {
-            r.status = "rejected";
+            r.status = HuntStatus::Rejected;
             r.message = Some(m.clone());
         }
         Status::Crashed(m) => {
-            r.status = "crashed";
+            r.status = HuntStatus::Crashed;
             r.oracle = Some("crash");
-            r.severity = "high";
+            r.severity = HuntSeverity::High;
             r.message = Some(m.clone());
         }
         Status::Hung(m) => {
-            r.status = "hang";
+            r.status = HuntStatus::Hang;
             r.oracle = Some("hang");
-            r.severity = "high";
+            r.severity = HuntSeverity::High;
             r.message = Some(m.clone());
         }
     }
