@@ -82,6 +82,8 @@ fn campaign(plans: &[ApiPlan], gen: GenConfig, seconds: u64) -> (Summary, f64) {
         gen,
         first_case: 0,
         elapsed_before: 0.0,
+        deadline: None,
+        started: None,
         baseline: None,
     };
     let summary = fuzz::run(plans, pools, skipped, &store, &config, &Quiet).expect("campaign runs");

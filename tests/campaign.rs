@@ -350,7 +350,7 @@ fn sigterm_to_the_whole_job_stops_the_campaign_without_a_finding_and_leaves_it_r
     assert!(Command::new("kill").args(["-TERM", "--", &group]).status().expect("kill runs").success());
     let output = child.wait_with_output().expect("sfz ends");
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(output.status.code(), Some(143), "the exit status says SIGTERM stopped it: {stderr}");
     let s = json(&String::from_utf8_lossy(&output.stdout));
     assert!(s["executions"].as_u64().unwrap_or(0) < 100_000_000);
     let progress: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("progress.json")).expect("progress")).expect("JSON");
@@ -390,4 +390,115 @@ fn shards_balanced_by_an_earlier_campaigns_measured_costs_still_cover_every_api_
     let (code, _, stderr) = run(sfz().args(["fuzz", "--shard", "1/2", "--costs"]).arg(dir.path()).arg(&spec));
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("cannot read the costs"), "{stderr}");
+}
+
+#[test]
+fn bad_times_are_coded_errors_and_a_time_too_short_to_solve_anything_says_so() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = spec(dir.path());
+    let mut shown = String::new();
+    for bad in ["0", "-3", "soon"] {
+        let (code, _, stderr) = run(sfz().args(["fuzz", "--color=never", &format!("--time={bad}")]).arg(&spec).arg("--out").arg(dir.path().join("out")));
+        assert_eq!(code, 2, "{stderr}");
+        shown.push_str(&stderr);
+    }
+    // Checking alone takes longer than a millisecond: no time is left to solve in.
+    let (code, _, stderr) = run(sfz().args(["fuzz", "--color=never", "--time=1ms"]).arg(&spec).arg("--out").arg(dir.path().join("out")));
+    assert_eq!(code, 1, "{stderr}");
+    shown.push_str(&stderr);
+    insta::assert_snapshot!(shown);
+}
+
+/// Lines of a findings folder whose triage is pending.
+fn pending(out: &Path) -> usize {
+    std::fs::read_to_string(out.join("findings.jsonl")).unwrap_or_default().lines().filter(|l| l.contains(r#""triage":"pending""#)).count()
+}
+
+#[test]
+fn a_timed_campaign_ends_on_time_and_resume_triages_what_it_left_pending() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = spec(dir.path());
+    let out = dir.path().join("out");
+    let started = Instant::now();
+    let (code, stdout, stderr) = run(sfz().args(["fuzz", "--json", "--color=never", "--workers", "1", "--seed", "7", "--time", "3s"]).arg(&spec).arg("--out").arg(&out));
+    let wall = started.elapsed();
+    assert_eq!(code, 0, "{stderr}");
+    // Three seconds asked; the bound leaves room for a loaded machine, not for a triage tail.
+    assert!(wall < Duration::from_secs(30), "a --time 3s campaign took {wall:?}");
+    let s = json(&stdout);
+    assert!(s["findings"].as_u64().unwrap_or(0) >= 1, "{s}");
+    assert!(s["first_case_seconds"].as_f64().is_some_and(|t| t < 3.0), "{s}");
+    assert!(s["wall_seconds"].as_f64().is_some_and(|t| t > 0.0), "{s}");
+    let left = pending(&out);
+    assert_eq!(s["triage_pending"].as_u64(), Some(left as u64), "{s}");
+    let before = keys(&out);
+    let (code, stdout, stderr) = run(sfz().args(["fuzz", "--json", "--resume"]).arg(&out));
+    assert_eq!(code, 0, "{stderr}");
+    if left > 0 {
+        // Its time is spent: the resumed run runs no case and triages the pending findings.
+        assert!(stderr.contains("triaging the findings it left pending"), "{stderr}");
+        let s = json(&stdout);
+        assert_eq!(s["executions"].as_u64(), Some(0), "{s}");
+        assert_eq!(s["triage_pending"].as_u64(), Some(0), "{s}");
+        assert_eq!(pending(&out), 0);
+    } else {
+        assert!(stderr.contains("nothing to resume"), "{stderr}");
+    }
+    let after = keys(&out);
+    assert!(after.is_superset(&before), "nothing lost");
+    let lines = std::fs::read_to_string(out.join("findings.jsonl")).expect("findings").lines().count();
+    assert_eq!(lines, after.len(), "nothing reported twice");
+}
+
+#[test]
+fn sigterm_during_triage_ends_within_its_grace_and_resume_finishes_the_rest() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = spec(dir.path());
+    let out = dir.path().join("out");
+    let mut child = sfz()
+        .args(["fuzz", "--json", "--color=never", "--workers", "1", "--seed", "7", "--iterations", "100000000"])
+        .arg(&spec)
+        .arg("--out")
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("sfz starts");
+    let deadline = Instant::now() + Duration::from_secs(180);
+    // Signalled once there are findings, most still in their triage.
+    let found = |out: &Path| std::fs::read_to_string(out.join("findings.jsonl")).unwrap_or_default().lines().count();
+    while found(&out) < 2 {
+        assert!(Instant::now() < deadline, "no findings within three minutes");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill runs").success());
+    let signalled = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(signalled.elapsed() < Duration::from_secs(25), "still running 25 s after SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let output = child.wait_with_output().expect("sfz ends");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(status.code(), Some(143), "{stderr}");
+    let s = json(&String::from_utf8_lossy(&output.stdout));
+    assert_eq!(s["stopped_by"], "SIGTERM", "{s}");
+    let progress: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("progress.json")).expect("progress")).expect("JSON");
+    assert_eq!(progress["finished"], false);
+    assert_eq!(progress["next_case"], s["next_case"]);
+    let before = keys(&out);
+    assert_eq!(pending(&out) as u64, s["triage_pending"].as_u64().unwrap_or(u64::MAX), "{s}");
+
+    // Ten seconds more: the pending findings go first, then more cases.
+    let (code, stdout, stderr) = run(sfz().args(["fuzz", "--json", "--resume"]).arg(&out).args(["--time", "10s"]));
+    assert_eq!(code, 0, "{stderr}");
+    let s = json(&stdout);
+    assert!(stderr.contains(&format!("resuming at case {}", progress["next_case"])), "{stderr}");
+    let after = keys(&out);
+    assert!(after.is_superset(&before), "nothing lost");
+    let lines = std::fs::read_to_string(out.join("findings.jsonl")).expect("findings").lines().count();
+    assert_eq!(lines, after.len(), "nothing reported twice");
+    assert_eq!(pending(&out) as u64, s["triage_pending"].as_u64().unwrap_or(u64::MAX), "{s}");
 }

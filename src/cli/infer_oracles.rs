@@ -115,6 +115,8 @@ fn campaign(plans: &[crate::plan::ApiPlan], v: &Validation) -> anyhow::Result<Op
         quarantine: Some(fuzz::QUARANTINE_AFTER),
         first_case: 0,
         elapsed_before: 0.0,
+        deadline: None,
+        started: None,
         baseline: None,
     };
     let summary = match fuzz::run(plans, pools, Vec::new(), &store, &config, &Quiet) {

@@ -90,6 +90,8 @@ registry! {
     E0106 Error "invalid memory limit";
     E0107 Error "script cannot be hunted";
     E0108 Error "invalid baseline";
+    E0109 Error "invalid campaign time";
+    E0110 Error "time too short to solve any API";
     W0101 Warning "oracle does not apply";
     W0102 Warning "unreadable finding skipped";
     W0103 Warning "merged folders from different versions or specs";

@@ -13,4 +13,4 @@ pub mod severity;
 pub mod store;
 pub mod verify;
 
-pub use store::{finding_id, load, Finding, Key, Loaded, Minimization, Original, SkippedLine, SpecLocation, Store, StoreError};
+pub use store::{finding_id, load, Finding, Key, Loaded, Minimization, Original, SkippedLine, SpecLocation, Store, StoreError, TriageState};

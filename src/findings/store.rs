@@ -115,6 +115,20 @@ pub struct Finding {
     /// a baseline (`findings::baseline`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub known: Option<String>,
+    /// Where its triage stands: `pending` for a finding recorded as found whose confirmation
+    /// or shrinking the campaign's clock (or a signal) cut short; absent once triaged, or for a
+    /// campaign that does no triage (`--minimize 0`). `sfz fuzz --resume` finishes the pending
+    /// ones first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub triage: Option<TriageState>,
+}
+
+/// `Finding::triage`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TriageState {
+    /// Recorded as found; not yet confirmed, shrunk and probed.
+    Pending,
 }
 
 /// A spec file and the 1-based line of an API in it.
@@ -354,9 +368,18 @@ impl Store {
         self.inner.lock().expect("store lock").new.clone()
     }
 
-    /// The finding this run recorded with `id`, as last updated.
+    /// The finding this run recorded with `id`, as last updated (or, failing that, as an
+    /// earlier run of the folder left it).
     pub fn recorded(&self, id: &str) -> Option<Finding> {
-        self.inner.lock().expect("store lock").new.iter().find(|f| f.id == id).cloned()
+        let inner = self.inner.lock().expect("store lock");
+        inner.new.iter().find(|f| f.id == id).cloned().or_else(|| inner.lines.iter().rev().filter_map(|l| parse_lines(l).0.pop()).find(|f| f.id == id))
+    }
+
+    /// The folder's findings whose triage an earlier run left pending (`Finding::triage`).
+    pub fn pending(&self) -> Vec<Finding> {
+        let inner = self.inner.lock().expect("store lock");
+        let text: String = inner.lines.iter().map(|l| format!("{l}\n")).collect();
+        parse_lines(&text).0.into_iter().filter(|f| f.triage == Some(TriageState::Pending)).collect()
     }
 
     /// How often each key occurred (this run's duplicates included).

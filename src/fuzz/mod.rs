@@ -54,6 +54,42 @@ pub struct FuzzConfig {
     pub elapsed_before: f64,
     /// Known causes: their findings are recorded, marked, and counted apart.
     pub baseline: Option<crate::findings::baseline::Baseline>,
+    /// When the whole command must be over (`--time`, counted from the command's start): new
+    /// cases stop early enough to leave the triage its share (`triage_reserve`), and the triage
+    /// stops `END_MARGIN` before it; what it has not finished stays pending. None: `time`
+    /// after the start of `run`, if given.
+    pub deadline: Option<Instant>,
+    /// When the command started, for the time to the first case (None: the start of `run`).
+    pub started: Option<Instant>,
+}
+
+/// What the end of a campaign takes after the triage stops (its workers killed, the summary
+/// and progress written).
+pub const END_MARGIN: Duration = Duration::from_millis(400);
+
+/// The triage's time after the first SIGINT or SIGTERM (a second one ends the process at once).
+pub const SIGNAL_GRACE: Duration = Duration::from_secs(3);
+
+/// The time a queued finding is expected to take in the triage (a confirmation, a shrink).
+const TRIAGE_PER_FINDING: Duration = Duration::from_secs(3);
+
+/// The share of a campaign's time that the triage's reserve may take at most.
+const TRIAGE_SHARE: f64 = 0.3;
+
+/// How long before `deadline` new cases stop: the findings waiting for triage at
+/// `TRIAGE_PER_FINDING` each, at most `TRIAGE_SHARE` of `total`, plus `END_MARGIN`. It grows
+/// with the findings, so a campaign that finds much triages much.
+pub fn triage_reserve(waiting: usize, total: Duration) -> Duration {
+    (TRIAGE_PER_FINDING * waiting as u32).min(total.mul_f64(TRIAGE_SHARE)) + END_MARGIN
+}
+
+/// The campaign's phase, for a progress display.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Phase {
+    /// Cases running.
+    Fuzzing,
+    /// New cases stopped; `waiting` findings queued for confirming and shrinking.
+    Triage { waiting: usize },
 }
 
 /// The default quarantine threshold.
@@ -65,6 +101,8 @@ pub const HANG_WEIGHT: u64 = 8;
 /// What the campaign tells its caller while it runs (the CLI draws a progress bar).
 pub trait Observer: Sync {
     fn progress(&self, executions: u64, findings: u64, elapsed: Duration);
+    /// The phase changed, or the triage's queue did.
+    fn phase(&self, _phase: Phase) {}
     fn finding(&self, finding: &Finding);
     /// A finding's case was shrunk (or shrinking found nothing smaller).
     fn minimized(&self, _finding: &Finding) {}
@@ -75,6 +113,9 @@ pub trait Observer: Sync {
 
 /// Set from a signal handler to stop a campaign early; the summary is still produced.
 pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// The first stop signal received (`SIGINT`, `SIGTERM`), 0 for none: the exit status says it.
+pub static SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
 #[derive(Debug, thiserror::Error)]
 pub enum FuzzError {
@@ -125,7 +166,9 @@ impl Pending {
 
 /// Runs the campaign. `plans` and `pools` are parallel.
 pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store: &Store, config: &FuzzConfig, observer: &dyn Observer) -> Result<Summary, FuzzError> {
-    if pools.iter().all(|p| p.models.is_empty()) {
+    // A resumed campaign may have findings to triage and no case left to run.
+    let to_triage = if config.minimize.is_some() { store.pending() } else { Vec::new() };
+    if pools.iter().all(|p| p.models.is_empty()) && to_triage.is_empty() {
         return Err(FuzzError::NothingToFuzz);
     }
     let names: Vec<String> = plans.iter().map(|p| p.api.name.clone()).collect();
@@ -148,11 +191,19 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
     // Shrinking, confirming and tracing findings yield the cores to the campaign's workers.
     let minimizer_config = PoolConfig { workers: 1, in_flight: 8, nice: 10, check_share: None, ..pool_config.clone() };
     let pool = Pool::start(pool_config)?;
-    let (sender, jobs) = crossbeam_channel::unbounded::<worklist::Job>();
-    let to_minimize = std::sync::Mutex::new(Some(sender));
+    let queue = worklist::Queue::default();
+    crate::triage::STOP.store(false, Ordering::Relaxed);
+    // Findings an earlier run of this folder left pending go first.
+    for f in to_triage {
+        queue.push(worklist::Job::New(f, Vec::new()), true);
+    }
     let torch_version = pool.torch_version().to_string();
 
     let start = Instant::now();
+    let deadline = config.deadline.or_else(|| config.time.map(|t| start + t));
+    // The time cases may take, the triage's share of which is capped (`triage_reserve`).
+    let total = deadline.map_or(Duration::ZERO, |d| d.saturating_duration_since(start));
+    let first_case: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
     let next_index = AtomicU64::new(config.first_case);
     // Every case below the lowest one in flight is judged and its findings are on disk. An
     // index enters the in-flight set under this lock as it is taken, so none is ever between.
@@ -170,7 +221,8 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
     let progress_lock = Mutex::new(());
     let save_progress = |finished: bool| {
         let _guard = progress_lock.lock().expect("progress lock");
-        let p = crate::campaign::Progress { next_case: judged_below(), elapsed_s: config.elapsed_before + start.elapsed().as_secs_f64(), finished };
+        // The command's time, solving included: `--time` counts all of it.
+        let p = crate::campaign::Progress { next_case: judged_below(), elapsed_s: config.elapsed_before + config.started.unwrap_or(start).elapsed().as_secs_f64(), finished };
         // Best effort: without it a resumed campaign repeats more cases, and loses nothing.
         let _ = p.write(store.dir());
     };
@@ -180,7 +232,8 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
     let next = || -> Option<(u64, Case)> {
         // A finding that could not be written stops the campaign: the next ones would be lost too.
         let unwritable = counters.unwritten.load(Ordering::Relaxed) > 0;
-        if INTERRUPTED.load(Ordering::Relaxed) || unwritable || config.time.is_some_and(|t| start.elapsed() >= t) {
+        let out_of_time = deadline.is_some_and(|d| Instant::now() + triage_reserve(queue.len(), total) >= d);
+        if INTERRUPTED.load(Ordering::Relaxed) || unwritable || out_of_time {
             return None;
         }
         let (index, generated) = loop {
@@ -207,6 +260,7 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
             counters.apis[generated.api].nonconforming.fetch_add(1, Ordering::Relaxed);
         }
         pending.put(index, Meta { conforms: generated.conforms, violated: generated.violated });
+        first_case.get_or_init(Instant::now);
         Some((index, Case { op: generated.api as u32, args: generated.args, forward: generated.forward }))
     };
     let triage = worklist::Triage {
@@ -294,11 +348,7 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
         }
         coverage[api_index].record(&plan.api, &case.args, verdict.status == Status::Ok);
         counters.apis[api_index].micros.fetch_add(worker_micros(&exec), Ordering::Relaxed);
-        let send = |job| {
-            if let Some(tx) = to_minimize.lock().expect("sender lock").as_ref() {
-                let _ = tx.send(job);
-            }
-        };
+        let send = |job| queue.push(job, false);
         for d in verdict.detections {
             let key = Key { api: plan.api.name.clone(), oracle: d.oracle, cause: d.cause.clone() };
             if store.seen(&key) {
@@ -310,7 +360,11 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
                 }
                 continue;
             }
-            let finding = triage.finding(api_index, index, case, d, meta);
+            let mut finding = triage.finding(api_index, index, case, d, meta);
+            // Recorded pending, so that a campaign killed before its triage says so on disk.
+            if config.minimize.is_some() {
+                finding.triage = Some(findings::TriageState::Pending);
+            }
             if triage.keep(&finding) && config.minimize.is_some() {
                 // Hangs go too, to be confirmed; they are not shrunk (a timeout per candidate).
                 // A death carries the cases its worker ran before, where its culprit may be.
@@ -336,12 +390,39 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
         }
     };
     let mut seconds = 0.0;
+    let ended = AtomicBool::new(false);
+    let fuzzing = AtomicBool::new(true);
     std::thread::scope(|scope| {
+        // The clock: the triage stops `END_MARGIN` before the deadline, or `SIGNAL_GRACE` after
+        // the first stop signal; the display hears of the phase.
+        scope.spawn(|| {
+            let mut signalled: Option<Instant> = None;
+            let mut shown = None;
+            let mut ticks = 0u32;
+            while !ended.load(Ordering::Relaxed) {
+                ticks = ticks.wrapping_add(1);
+                let now = Instant::now();
+                if INTERRUPTED.load(Ordering::Relaxed) {
+                    signalled.get_or_insert(now);
+                }
+                let late = deadline.is_some_and(|d| now + END_MARGIN >= d) || signalled.is_some_and(|t| now >= t + SIGNAL_GRACE);
+                if late {
+                    crate::triage::STOP.store(true, Ordering::Relaxed);
+                }
+                let phase = if fuzzing.load(Ordering::Relaxed) { Phase::Fuzzing } else { Phase::Triage { waiting: queue.len() } };
+                // Once a second regardless, so that the time left moves.
+                if shown != Some(phase) || ticks % 50 == 0 {
+                    observer.phase(phase);
+                    shown = Some(phase);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
         // Findings are shrunk beside the campaign, in a worker of their own started on the first.
         let minimizer = scope.spawn(|| {
             let mut pool: Option<Pool> = None;
             let mut suspects = HashMap::new();
-            for job in jobs.iter() {
+            while let Some(job) = queue.pop() {
                 if pool.is_none() {
                     match Pool::start(triage.minimizer.clone()) {
                         Ok(p) => pool = Some(p),
@@ -352,10 +433,7 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
                     }
                 }
                 let Some(p) = &pool else { return };
-                match job {
-                    worklist::Job::New(finding, earlier) => triage.work(p, &mut suspects, finding, &earlier),
-                    worklist::Job::Again(occurrence, earlier) => triage.again(p, &mut suspects, occurrence, &earlier),
-                }
+                triage.run(p, &mut suspects, job);
             }
         });
         // The pool's own troubles (deaths outside any case, a worker given up), said once each.
@@ -368,14 +446,19 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
             observer.trouble(&format!("{e}{}", if n > 1 { format!(" ({n} times)") } else { String::new() }));
         }
         seconds = start.elapsed().as_secs_f64();
-        // Closing the channel lets the minimizer finish what is queued and stop.
-        to_minimize.lock().expect("sender lock").take();
+        fuzzing.store(false, Ordering::Relaxed);
+        // Closing the queue lets the triage finish what is queued (or what the clock allows)
+        // and stop.
+        queue.close();
         let _ = minimizer.join();
+        ended.store(true, Ordering::Relaxed);
     });
     observer.progress(counters.executions(), counters.findings.load(Ordering::Relaxed), start.elapsed());
     // Ended by its own limits, not by a signal or a folder that took no more findings.
+    // A campaign whose clock left findings pending is not finished: `--resume` triages them.
+    let pending = if config.minimize.is_some() { store.pending().len() as u64 } else { 0 };
     let stopped = INTERRUPTED.load(Ordering::Relaxed) || counters.unwritten.load(Ordering::Relaxed) > 0;
-    save_progress(!stopped);
+    save_progress(!stopped && pending == 0);
     let mut summary = counters.summary(&names, seconds, config.pool.workers, config.seed, skipped, store.dir().display().to_string());
     summary.mode = gen_config.mode.name();
     summary.generator = match gen_config.strategy {
@@ -385,6 +468,14 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
     summary.mutation = gen_config.mutation.clone();
     summary.spec_findings = spec_store.count();
     summary.next_case = judged_below();
+    summary.first_case_seconds = first_case.get().map(|t| t.saturating_duration_since(config.started.unwrap_or(start)).as_secs_f64());
+    summary.triage_pending = pending;
+    summary.stopped_by = match SIGNAL.load(Ordering::Relaxed) {
+        libc::SIGINT => Some("SIGINT".into()),
+        libc::SIGTERM => Some("SIGTERM".into()),
+        _ if INTERRUPTED.load(Ordering::Relaxed) => Some("interrupted".into()),
+        _ => None,
+    };
     for (i, a) in summary.apis.iter_mut().enumerate() {
         let api = &plans[i].api;
         a.coverage = Some(coverage[i].report(api, &possible_dtypes[i]));

@@ -351,6 +351,17 @@ pub struct Summary {
     pub known_findings: u64,
     /// `findings` by severity, worst first.
     pub findings_by_severity: BTreeMap<crate::findings::severity::Severity, u64>,
+    /// Seconds from the command's start to its first case (None: no case ran).
+    pub first_case_seconds: Option<f64>,
+    /// Seconds the whole command took, solving and triage included (set by the caller).
+    pub wall_seconds: f64,
+    /// Findings of the folder whose confirmation or shrinking is still to do
+    /// (`Finding::triage`: the clock or a signal cut it short); `--resume` does it first.
+    pub triage_pending: u64,
+    /// APIs not run because their pools were not solved within the solving share of `--time`.
+    pub unsolved: u64,
+    /// The signal that stopped the campaign (`SIGINT`, `SIGTERM`), if one did.
+    pub stopped_by: Option<String>,
 }
 
 impl Counters {
@@ -427,6 +438,11 @@ impl Counters {
             implausible: self.implausible.lock().expect("counters lock").clone(),
             known_findings: self.known.load(Ordering::Relaxed),
             findings_by_severity: self.by_severity.lock().expect("counters lock").clone(),
+            first_case_seconds: None,
+            wall_seconds: 0.0,
+            triage_pending: 0,
+            unsolved: 0,
+            stopped_by: None,
         }
     }
 }

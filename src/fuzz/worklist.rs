@@ -2,9 +2,10 @@
 //! disk), then, beside the campaign, a worker's death confirmed alone, a hang explained or kept,
 //! an unconfirmed death traced to its culprit, a finding shrunk, and its input probed for a death
 //! of the same defect.
-use std::collections::HashMap;
+use std::collections::{BinaryHeap, HashMap};
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use crate::findings::{finding_id, Finding, Key, Store};
 use crate::gen::Generator;
@@ -53,7 +54,123 @@ pub(super) enum Job {
     Again(Finding, Earlier),
 }
 
+impl Job {
+    fn finding(&self) -> &Finding {
+        match self {
+            Job::New(f, _) | Job::Again(f, _) => f,
+        }
+    }
+}
+
+/// The triage's queue, worst first: the findings an earlier run left pending (`--resume`), then
+/// by severity (`findings::severity`, worst first), a new finding before a later occurrence of
+/// a recorded one, and the newest first. A clock that runs out leaves the least of it undone.
+#[derive(Default)]
+pub(super) struct Queue {
+    state: Mutex<QueueState>,
+    ready: Condvar,
+}
+
+#[derive(Default)]
+struct QueueState {
+    jobs: BinaryHeap<Queued>,
+    closed: bool,
+    pushed: u64,
+}
+
+struct Queued {
+    /// Greatest first.
+    rank: (bool, std::cmp::Reverse<crate::findings::severity::Severity>, bool, u64),
+    job: Job,
+}
+
+impl PartialEq for Queued {
+    fn eq(&self, other: &Self) -> bool {
+        self.rank == other.rank
+    }
+}
+impl Eq for Queued {}
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Queued {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.rank.cmp(&other.rank)
+    }
+}
+
+impl Queue {
+    /// Queues a job; `resumed`: a finding an earlier run left pending, which goes first.
+    pub fn push(&self, job: Job, resumed: bool) {
+        let mut state = self.state.lock().expect("queue lock");
+        state.pushed += 1;
+        let severity = crate::findings::severity::of(job.finding());
+        let rank = (resumed, std::cmp::Reverse(severity), matches!(job, Job::New(..)), state.pushed);
+        state.jobs.push(Queued { rank, job });
+        self.ready.notify_one();
+    }
+
+    /// The next job, waiting for one while the queue is open; None once it is closed and empty,
+    /// or when the triage must stop (`triage::STOP`: what is left stays pending).
+    pub fn pop(&self) -> Option<Job> {
+        let mut state = self.state.lock().expect("queue lock");
+        loop {
+            if crate::triage::stopped() {
+                return None;
+            }
+            if let Some(q) = state.jobs.pop() {
+                return Some(q.job);
+            }
+            if state.closed {
+                return None;
+            }
+            state = self.ready.wait_timeout(state, Duration::from_millis(50)).expect("queue lock").0;
+        }
+    }
+
+    /// No more jobs will come: `pop` ends once the queue is empty.
+    pub fn close(&self) {
+        self.state.lock().expect("queue lock").closed = true;
+        self.ready.notify_all();
+    }
+
+    /// Jobs waiting.
+    pub fn len(&self) -> usize {
+        self.state.lock().expect("queue lock").jobs.len()
+    }
+}
+
 impl Triage<'_> {
+    /// Runs one job of the queue in the minimizer's pool `p`; a new finding whose work ran to
+    /// its end is no longer pending.
+    pub fn run(&self, p: &Pool, suspects: &mut HashMap<u32, culprit::Place>, job: Job) {
+        match job {
+            Job::New(finding, earlier) => {
+                let id = finding.id.clone();
+                self.work(p, suspects, finding, &earlier);
+                if !crate::triage::stopped() {
+                    self.triaged(&id);
+                }
+            }
+            Job::Again(occurrence, earlier) => self.again(p, suspects, occurrence, &earlier),
+        }
+    }
+
+    /// Marks finding `id` triaged (`Finding::triage` cleared), as last recorded.
+    fn triaged(&self, id: &str) {
+        let Some(mut f) = self.store.recorded(id) else { return };
+        if f.triage.is_none() {
+            return;
+        }
+        f.triage = None;
+        let Some(plan) = self.plans.iter().find(|p| p.api.name == f.api) else { return };
+        if let Err(e) = self.store.update(f.clone(), &record::reproducer(plan, &f)) {
+            self.counters.unwritten(format!("the update of finding {}: {e}", f.id));
+        }
+    }
+
     /// What generation knew about case `index`, generated again (case `i` is a function of the
     /// seed and `i`).
     pub fn meta_of(&self, index: u64) -> Meta {
@@ -108,6 +225,7 @@ impl Triage<'_> {
             explained: None,
             same_as: None,
             known: None,
+            triage: None,
         }
     }
 
@@ -173,6 +291,10 @@ impl Triage<'_> {
                 Ok(pool) => alone::confirm(pool, &self.plans[api_index], &self.checks[api_index], &finding),
                 Err(_) => Some(1),
             };
+            // Cut short by the clock: neither confirmed nor refuted; it stays pending as found.
+            if crate::triage::stopped() {
+                return;
+            }
             finding.confirmed = Some(finding.calls.is_some());
             alone = confirming.ok().filter(|_| finding.oracle != Oracle::Hang);
         }

@@ -254,16 +254,52 @@ pub fn solve_api(api: &ApiSpec, config: &GenConfig, api_index: usize) -> Result<
 /// Solves many APIs' pools on every core, job by job (an API with many constraints has as many
 /// violation jobs, so jobs balance the threads better than APIs). One result per API, in order.
 pub fn solve_all(apis: &[&ApiSpec], config: &GenConfig) -> Vec<Result<ApiPools, SolveError>> {
-    let work: Vec<(usize, Job)> = apis.iter().enumerate().flat_map(|(i, api)| jobs(api, config).into_iter().map(move |j| (i, j))).collect();
+    solve_all_until(apis, config, &SolveBudget::default()).into_iter().map(|r| r.expect("solving without a budget runs every job")).collect()
+}
+
+/// When solving must end, and whom it tells how far it got.
+#[derive(Default)]
+pub struct SolveBudget<'a> {
+    /// No job starts after this; a job under way finishes (each solver call is bounded by
+    /// `Limits`).
+    pub deadline: Option<std::time::Instant>,
+    /// Asked between jobs: true ends solving as the deadline does (a signal).
+    pub stop: Option<&'a (dyn Fn() -> bool + Sync)>,
+    /// Told the jobs done and the jobs in all, after each job.
+    pub progress: Option<&'a (dyn Fn(usize, usize) + Sync)>,
+}
+
+/// Why a constraint has no violating pool when solving ran out of time before its job.
+pub const UNSOLVED_IN_TIME: &str = "not solved within the time given to solving";
+
+/// `solve_all` within `budget`: every API's ordinary pool first (so that as many APIs as
+/// possible can run), then huge models, then the violating pools. None for an API whose ordinary
+/// pool was not solved in time; a constraint whose violating job did not run is unbreakable
+/// for this campaign (`UNSOLVED_IN_TIME`). Which job runs when never changes what it solves
+/// (each job has its own seed), so without a deadline the pools are the same on any machine.
+pub fn solve_all_until(apis: &[&ApiSpec], config: &GenConfig, budget: &SolveBudget) -> Vec<Option<Result<ApiPools, SolveError>>> {
+    let mut work: Vec<(usize, Job)> = apis.iter().enumerate().flat_map(|(i, api)| jobs(api, config).into_iter().map(move |j| (i, j))).collect();
+    work.sort_by_key(|(_, j)| match j {
+        Job::Conform => 0,
+        Job::Huge => 1,
+        Job::Violate(_) => 2,
+    });
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(work.len().max(1));
     let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let over = || budget.deadline.is_some_and(|d| std::time::Instant::now() >= d) || budget.stop.is_some_and(|stop| stop());
     let results: Vec<(usize, JobResult)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|_| {
                 s.spawn(|| {
                     let mut out = Vec::new();
-                    while let Some(&(i, job)) = work.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    while !over() {
+                        let Some(&(i, job)) = work.get(next.fetch_add(1, Ordering::Relaxed)) else { break };
                         out.push((i, run_job(apis[i], config, i, job)));
+                        let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+                        if let Some(progress) = budget.progress {
+                            progress(n, work.len());
+                        }
                     }
                     out
                 })
@@ -276,7 +312,22 @@ pub fn solve_all(apis: &[&ApiSpec], config: &GenConfig) -> Vec<Result<ApiPools, 
     for (i, r) in results {
         per_api[i].push(r);
     }
-    apis.iter().zip(per_api).map(|(api, results)| assemble(api, results)).collect()
+    apis.iter()
+        .zip(per_api)
+        .map(|(api, results)| {
+            if !results.iter().any(|r| matches!(r, JobResult::Conform(_))) {
+                return None;
+            }
+            let ran: Vec<usize> = results.iter().filter_map(|r| if let JobResult::Violate(k, _) = r { Some(*k) } else { None }).collect();
+            let mut pools = assemble(api, results);
+            if let Ok(p) = &mut pools {
+                for k in jobs(api, config).into_iter().filter_map(|j| if let Job::Violate(k) = j { Some(k) } else { None }).filter(|k| !ran.contains(k)) {
+                    p.unbreakable.insert(k, UNSOLVED_IN_TIME.into());
+                }
+            }
+            Some(pools)
+        })
+        .collect()
 }
 
 /// One violation the generator can produce, for reports.

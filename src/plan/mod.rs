@@ -112,23 +112,38 @@ pub fn op_table(plans: &[ApiPlan]) -> (Vec<OpBinding>, Vec<Vec<crate::wire::vari
 /// API was skipped. A constraint that cannot be broken alone, or whose violating models time
 /// out, is noted in its API's pools; the API still runs.
 pub fn solve_pools(plans: &[ApiPlan], config: &GenConfig) -> (Vec<ApiPools>, Vec<Diagnostic>, Vec<Skipped>) {
+    solve_pools_until(plans, config, &gen::SolveBudget::default())
+}
+
+/// Why an API is skipped whose ordinary pool was not solved by the solving deadline.
+pub const NOT_SOLVED_IN_TIME: &str = "not solved within the solving share of --time (a longer --time, or a warm cache, solves more)";
+
+/// `solve_pools` within `budget` (`gen::solve_all_until`): an API whose ordinary pool was not
+/// solved in time is skipped with `NOT_SOLVED_IN_TIME`.
+pub fn solve_pools_until(plans: &[ApiPlan], config: &GenConfig, budget: &gen::SolveBudget) -> (Vec<ApiPools>, Vec<Diagnostic>, Vec<Skipped>) {
     let apis: Vec<&ApiSpec> = plans.iter().map(|p| &p.api).collect();
     let mut pools = Vec::with_capacity(plans.len());
     let mut failed: Vec<Option<SolveError>> = Vec::with_capacity(plans.len());
-    for solved in gen::solve_all(&apis, config) {
+    let mut unsolved = Vec::new();
+    for (i, solved) in gen::solve_all_until(&apis, config, budget).into_iter().enumerate() {
         match solved {
-            Ok(p) => {
+            None => {
+                pools.push(ApiPools::default());
+                failed.push(None);
+                unsolved.push(Skipped { api: plans[i].api.name.clone(), reason: NOT_SOLVED_IN_TIME.into() });
+            }
+            Some(Ok(p)) => {
                 pools.push(p);
                 failed.push(None);
             }
-            Err(e) => {
+            Some(Err(e)) => {
                 pools.push(ApiPools::default());
                 failed.push(Some(e));
             }
         }
     }
     let mut diags = Vec::new();
-    let mut skipped = Vec::new();
+    let mut skipped = unsolved;
     for (i, e) in failed.into_iter().enumerate() {
         let Some(e) = e else { continue };
         let api = &plans[i].api;

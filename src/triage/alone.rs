@@ -103,7 +103,7 @@ pub struct Calls<T> {
 /// once, and stops after the batch in which `judge` first finds something.
 pub fn run_until<T>(pool: &Pool, case: &Case, calls: usize, mut judge: impl FnMut(&Execution) -> Option<T>) -> Calls<T> {
     let mut ran = Calls { execs: Vec::with_capacity(calls), shown: None };
-    while ran.execs.len() < calls && ran.shown.is_none() {
+    while ran.execs.len() < calls && ran.shown.is_none() && !super::stopped() {
         let n = (calls - ran.execs.len()).min(8);
         for exec in pool.run_batch(&vec![case.clone(); n]) {
             if ran.shown.is_none() {

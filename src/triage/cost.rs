@@ -61,6 +61,9 @@ fn scale_specials(specials: &mut [(u64, Special)], shrink: &mut impl FnMut(f64) 
 pub fn explain_hang(pool: &Pool, case: &Case, timeout: Duration) -> Option<String> {
     let mut last: Option<(f64, Duration)> = None;
     for k in (10..=40).step_by(4) {
+        if super::stopped() {
+            return None;
+        }
         let scale = (1u64 << k) as f64;
         let (probe, largest) = scaled(case, scale)?;
         if scale >= largest {

@@ -40,7 +40,7 @@ pub fn find(pool: &Pool, plans: &[ApiPlan], checks: &[Vec<Check>], earlier: &[(u
     order.sort_by_key(|(_, case)| !suspects.contains_key(&case.op));
     let mut tried = HashSet::new();
     for (index, case) in order {
-        if Instant::now() >= deadline {
+        if Instant::now() >= deadline || super::stopped() {
             return None;
         }
         let Some(plan) = plans.get(case.op as usize) else { continue };

@@ -8,3 +8,15 @@ pub mod also_dies;
 pub mod cost;
 pub mod culprit;
 pub mod shrink;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set when the triage must end now (the campaign's clock ran out, or the grace after a signal
+/// did): every loop here stops at its next case, and what it has not finished stays pending
+/// (`findings::TriageState::Pending`) for `sfz fuzz --resume` to finish.
+pub static STOP: AtomicBool = AtomicBool::new(false);
+
+/// Whether the triage must end now (`STOP`).
+pub fn stopped() -> bool {
+    STOP.load(Ordering::Relaxed)
+}

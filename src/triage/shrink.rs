@@ -31,6 +31,10 @@ pub fn minimize_finding(pool: &Pool, plan: &ApiPlan, checks: &[Check], store: &S
     let alone = died(finding) && finding.oracle != Oracle::Hang;
     let calls = (2 * finding.calls.unwrap_or(1) as usize).clamp(1, CONFIRM_CALLS);
     let fires = &mut |batch: &[Case]| -> Vec<bool> {
+        // Out of time: no candidate is tried, and the finding keeps the smallest case so far.
+        if super::stopped() {
+            return vec![false; batch.len()];
+        }
         let shown: Vec<Option<oracle::Detection>> = if alone {
             batch
                 .iter()
