@@ -52,11 +52,17 @@ pub fn unique(loaded: &Loaded) -> Vec<&Finding> {
 /// - any finding but a worker's death on a case generation could not make conform
 ///   (`nonconforming`): the spec says nothing about such an input, and an assert it reaches
 ///   through an argument the spec rules out (a private `_random_samples` of -3840) is no report;
+/// - a death or hang the triage has not confirmed alone yet (`Finding::triage` pending);
 /// - a hang on floating inputs beyond 2^24 in magnitude (a polynomial's degree of 7e18 given as a
 ///   float): the documented cost of an absurd argument, which the integer probe of
 ///   `triage::cost` cannot scale down.
 pub fn set_apart_why(f: &Finding) -> Option<String> {
     let death = matches!(f.cause, crate::oracle::Cause::Died { .. } | crate::oracle::Cause::Killed);
+    // A death blames the case in flight; until it kills a fresh worker alone, an earlier case
+    // may have done the damage (a campaign cut short by its clock leaves it pending).
+    if (death || f.oracle == crate::wire::oracle::Oracle::Hang) && f.triage == Some(super::store::TriageState::Pending) {
+        return Some("a death not yet confirmed alone (`sfz fuzz --resume` finishes the triage)".to_string());
+    }
     if f.mode.as_deref() == Some("nonconforming") && !death {
         return Some("input outside the spec's precondition (nonconforming)".to_string());
     }
