@@ -154,20 +154,20 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         print!("{}", report::cause_table(&new, &verified));
     }
     if !known.is_empty() {
-        let each: Vec<String> = known
+        // One line per baseline entry, whatever number of causes it knows.
+        let mut entries: Vec<(&findings::baseline::Entry, usize)> = Vec::new();
+        for g in &known {
+            let k = g.known.expect("partitioned on it");
+            match entries.iter_mut().find(|(e, _)| e.name == k.name) {
+                Some((_, n)) => *n += g.findings.len(),
+                None => entries.push((k, g.findings.len())),
+            }
+        }
+        let each: Vec<String> = entries
             .iter()
-            .map(|g| {
-                let k = g.known.expect("partitioned on it");
-                format!(
-                    "{} ({} finding{}{})",
-                    k.name,
-                    g.findings.len(),
-                    if g.findings.len() == 1 { "" } else { "s" },
-                    k.issue.as_deref().map_or(String::new(), |i| format!(", {i}"))
-                )
-            })
+            .map(|(k, n)| format!("{} ({n} finding{}{})", k.name, if *n == 1 { "" } else { "s" }, k.issue.as_deref().map_or(String::new(), |i| format!(", {i}"))))
             .collect();
-        println!("{} known cause{} (baseline), not listed: {}", known.len(), if known.len() == 1 { "" } else { "s" }, each.join("; "));
+        println!("{} known cause{} (baseline), not listed: {}", entries.len(), if entries.len() == 1 { "" } else { "s" }, each.join("; "));
     }
     if let Some(earlier) = &args.new_since {
         println!("{} cause{} {} reported before, not listed", seen.len(), if seen.len() == 1 { "" } else { "s" }, earlier.display());
