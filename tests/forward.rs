@@ -192,9 +192,14 @@ fn an_output_fed_from_a_forward_built_like_it_is_one_the_forward_can_produce() {
         let s = json(&stdout);
         assert!(s["conform_valid_rate"].as_f64().unwrap_or(0.0) >= 0.9, "{s}");
         let text = std::fs::read_to_string(out.join("findings.jsonl")).unwrap_or_default();
-        text.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).expect("JSON")["oracle"].as_str().unwrap_or("").to_string()).collect::<Vec<_>>()
+        let oracles = text.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).expect("JSON")["oracle"].as_str().unwrap_or("").to_string()).collect::<Vec<_>>();
+        let implausible: u64 = s["implausible"].as_object().map_or(0, |m| m.values().filter_map(|v| v.as_u64()).sum());
+        (oracles, implausible)
     };
-    let unfed = findings("unfed", &unfed);
-    assert!(unfed.iter().any(|o| o == "overflow" || o == "precision"), "cliff values as tanh's output overflow its derivative: {unfed:?}");
-    assert_eq!(findings("fed", fed), Vec::<String>::new());
+    // Unfed, the disagreement is there, at an input no maintainer acts on: the plausibility
+    // standard counts it instead of reporting it (oracle::plausible).
+    let (reported, implausible) = findings("unfed", &unfed);
+    assert!(implausible > 0, "cliff values as tanh's output overflow its derivative: {reported:?}");
+    assert!(!reported.iter().any(|o| o == "overflow"), "{reported:?}");
+    assert_eq!(findings("fed", fed).0, Vec::<String>::new());
 }

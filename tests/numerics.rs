@@ -124,7 +124,8 @@ fn relations_find_what_breaks_them_and_their_reproducers_fire() {
 }
 
 /// Hardswish is x * relu6(x + 3) / 6: for float32 x above about 1.8e19 the product overflows,
-/// although the result (x itself, for x >= 3) is representable.
+/// although the result (x itself, for x >= 3) is representable; at 1e37 and above, within a few
+/// times of the largest value, that is no finding by the plausibility standard.
 const HARDSWISH: &str = r#"
 api torch.nn.functional.hardswish(input: Tensor) -> Tensor {
     input.dtype == float32;
@@ -173,12 +174,13 @@ fn a_premature_overflow_is_an_overflow_finding_and_honest_rounding_is_not() {
     let out = dir.path().join("out");
     fuzz(&spec, &out, &["--mutate", "none", "--check-share", "all"]);
     let found = findings(&out);
-    let var = found.iter().find(|f| f["api"] == "torch.nn.functional.hardswish" && f["oracle"] == "overflow").unwrap_or_else(|| panic!("{found:?}"));
-    assert!(var["message"].as_str().unwrap().contains("is inf at element"), "{var}");
+    // Inputs within a few times of float32's largest value: the product overflows before the
+    // division brings it back, which no maintainer calls a bug (oracle::plausible).
+    assert!(!found.iter().any(|f| f["api"] == "torch.nn.functional.hardswish"), "hardswish near the largest float32: {found:?}");
     assert!(!found.iter().any(|f| f["api"] == "torch.exp"), "exp rounds honestly: {found:?}");
     assert!(!found.iter().any(|f| f["api"] == "torch.mean" || f["api"] == "torch.fft.fft"), "sums near the largest value overflow honestly: {found:?}");
-    assert!(found.iter().any(|f| f["api"] == "torch.linalg.vector_norm" && f["oracle"] == "overflow"), "{found:?}");
-    let (code, said) = reproduce(&out, var);
+    let norm = found.iter().find(|f| f["api"] == "torch.linalg.vector_norm" && f["oracle"] == "overflow").unwrap_or_else(|| panic!("{found:?}"));
+    let (code, said) = reproduce(&out, norm);
     assert_eq!(code, Some(1), "{said}");
 }
 
@@ -285,13 +287,12 @@ fn infer_learns_where_functions_are_defined_and_a_nan_inside_is_found() {
     let summary: serde_json::Value = serde_json::from_str(&summary).expect("a JSON summary");
     let asked = &summary["checks"]["nan_inf"];
     assert!(asked["cases"].as_u64() > Some(0) && asked["agreed"].as_u64() > Some(0), "{}", summary["checks"]);
+    // sinc's NaNs inside its domain are at inputs near float32's largest value (pi * x leaves
+    // the range): counted as implausible, not reported (oracle::plausible).
     let found = findings(&out);
-    let nan: Vec<&serde_json::Value> = found.iter().filter(|f| f["oracle"] == "nan_inf").collect();
-    assert!(nan.iter().all(|f| f["api"] == "torch.sinc"), "{nan:?}");
-    let sinc = nan.first().unwrap_or_else(|| panic!("{found:?}"));
-    assert!(sinc["message"].as_str().unwrap().contains("NaN from finite inputs inside the domain"), "{sinc}");
-    let (code, said) = reproduce(&out, sinc);
-    assert_eq!(code, Some(1), "{said}");
+    assert!(found.iter().all(|f| f["oracle"] != "nan_inf"), "{found:?}");
+    let implausible: u64 = summary["implausible"].as_object().map_or(0, |m| m.values().filter_map(|v| v.as_u64()).sum());
+    assert!(implausible > 0, "{summary}");
 }
 
 /// `sfz infer --oracles` proposes odd, even, scale-invariant and positively homogeneous and

@@ -76,7 +76,7 @@ pub fn set_apart_why(f: &Finding) -> Option<String> {
         return Some("input outside the spec's precondition (violate)".to_string());
     }
     let names: Vec<&str> = f.inputs.iter().map(|i| i.split(" = ").next().unwrap_or("")).collect();
-    crate::oracle::plausible::inputs_named(&names, &f.case, 1.0).map(|why| why.describe().to_string())
+    crate::oracle::plausible::inputs_named(&names, &f.case, 1.0, f.cause.squares().is_none()).map(|why| why.describe().to_string())
 }
 
 /// Whether a floating tensor or float argument of the finding's case reaches beyond 2^24.
