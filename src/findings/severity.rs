@@ -28,8 +28,6 @@ pub enum Severity {
 }
 
 impl Severity {
-    pub const ALL: [Severity; 6] = [Severity::MemoryCorruption, Severity::SilentWrong, Severity::Crash, Severity::WrongAtLargeMagnitudes, Severity::Error, Severity::Degenerate];
-
     pub fn name(self) -> &'static str {
         match self {
             Severity::MemoryCorruption => "memory",

@@ -32,8 +32,6 @@ pub enum Implausible {
 }
 
 impl Implausible {
-    pub const ALL: [Implausible; 4] = [Implausible::InputNearLimit, Implausible::SpreadNearLimit, Implausible::GuardOff, Implausible::ResultNearLimit];
-
     pub fn describe(self) -> &'static str {
         match self {
             Implausible::InputNearLimit => "inputs near the dtype's largest value",
