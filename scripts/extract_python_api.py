@@ -5,8 +5,15 @@ torch.Tensor.X). A reproducer calls an API by this name only when it is listed; 
 the operator itself through torch.ops.aten (`torch.mse_loss` does not exist in Python, although
 aten::mse_loss does).
 
+A function written in Python has its parameters after its name, `*` marking where the keyword-only
+ones start: `torch.nn.functional.batch_norm(input, running_mean, running_var, weight, bias, ...)`.
+Its parameters may differ from the ATen schema its name implies (aten::batch_norm takes `weight`
+second), and a reproducer calls it by name only when the spec's parameters are its own. Builtins
+(bound from the schema) and functions taking `*args` have no list.
+
 Usage: ~/.cache/sfz/venv/bin/python scripts/extract_python_api.py
 """
+import inspect
 from pathlib import Path
 
 import torch
@@ -16,13 +23,35 @@ ROOT = Path(__file__).resolve().parent.parent
 MODULES = [("torch", torch), ("torch.linalg", torch.linalg), ("torch.special", torch.special), ("torch.fft", torch.fft),
            ("torch.nn.functional", torch.nn.functional), ("torch.Tensor", torch.Tensor)]
 
-names = set()
+
+def params(f):
+    """The parameters of a function written in Python, or None (a builtin, or one taking *args)."""
+    if not inspect.isfunction(f):
+        return None
+    try:
+        sig = inspect.signature(f)
+    except (TypeError, ValueError):
+        return None
+    out, star = [], False
+    for p in sig.parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            return None
+        if p.kind == p.KEYWORD_ONLY and not star:
+            out.append("*")
+            star = True
+        out.append(p.name)
+    return out
+
+
+lines = {}
 for prefix, module in MODULES:
     for name in dir(module):
         if name.startswith("_"):
             continue
-        if callable(getattr(module, name, None)):
-            names.add(f"{prefix}.{name}")
+        f = getattr(module, name, None)
+        if callable(f):
+            ps = params(f)
+            lines[f"{prefix}.{name}"] = "" if ps is None else "(" + ", ".join(ps) + ")"
 out = ROOT / "data" / "python_api.txt"
-out.write_text(f"# public callables of torch {torch.__version__}, by scripts/extract_python_api.py\n" + "".join(f"{n}\n" for n in sorted(names)))
-print(f"{len(names)} names -> {out}")
+out.write_text(f"# public callables of torch {torch.__version__}, by scripts/extract_python_api.py\n" + "".join(f"{n}{p}\n" for n, p in sorted(lines.items())))
+print(f"{len(lines)} names -> {out}")

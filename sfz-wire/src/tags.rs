@@ -84,6 +84,15 @@ pub fn gamma_poles(name: &str) -> Option<usize> {
     }
 }
 
+/// Whether operator `name` evaluates an orthogonal polynomial of degree `n` (its second
+/// argument) by the three-term recurrence: each step rounds, and the recurrence amplifies
+/// earlier roundings, so an honest result holds about `n^2` roundings of its terms, not the
+/// few of a pointwise function.
+pub fn degree_recurrence(name: &str) -> bool {
+    let name = name.strip_prefix("aten::").unwrap_or(name);
+    name.starts_with("special_") && name.contains("_polynomial_")
+}
+
 /// Whether operator `name`'s `eps` left None is documented as the machine epsilon of its
 /// computation type (`rms_norm`): a float64 reference must be given the original's, not its own.
 pub fn eps_defaults_to_dtype_epsilon(name: &str) -> bool {

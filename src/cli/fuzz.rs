@@ -90,6 +90,11 @@ pub struct Args {
     /// Use no baseline.
     #[arg(long, conflicts_with = "baseline")]
     pub no_baseline: bool,
+    /// Solve every API's inputs afresh instead of reading the pools this build solved before
+    /// for the same specs and settings (kept in the cache folder, `$SFZ_CACHE_DIR` or
+    /// `~/.cache/sfz`).
+    #[arg(long)]
+    pub no_solve_cache: bool,
     /// The worker executable (default: `sfz-worker` next to `sfz`).
     #[arg(long)]
     pub worker: Option<PathBuf>,
@@ -480,7 +485,8 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     };
     // Its share of the time left once the specs are checked and planned.
     let solve_deadline = deadline.map(|d| solve_start + d.saturating_duration_since(solve_start).mul_f64(SOLVE_SHARE));
-    let budget = crate::gen::SolveBudget { deadline: solve_deadline, stop: Some(&stop), progress: Some(&shown) };
+    let cache = if args.no_solve_cache { None } else { crate::gen::cache::SolveCache::open() };
+    let budget = crate::gen::SolveBudget { deadline: solve_deadline, stop: Some(&stop), progress: Some(&shown), cache: cache.as_ref() };
     let (pools, pool_diags, pool_skips) =
         if triage_only { (vec![Default::default(); plans.len()], Vec::new(), Vec::new()) } else { plan::solve_pools_until(&plans, &gen_config, &budget) };
     let solve_seconds = solve_start.elapsed().as_secs_f64();

@@ -53,6 +53,10 @@ pub fn unique(loaded: &Loaded) -> Vec<&Finding> {
 ///   (`nonconforming`): the spec says nothing about such an input, and an assert it reaches
 ///   through an argument the spec rules out (a private `_random_samples` of -3840) is no report;
 /// - a death or hang the triage has not confirmed alone yet (`Finding::triage` pending);
+/// - a death, hang or internal error of a private operator (`aten::_cholesky_solve_helper`),
+///   in its call or in a variant of it;
+/// - a disagreement of two paths of one operator (layout, out=, in-place) on inputs at the
+///   dtype's limits or on NaN and inf (`plausible::paths_inputs_named`).
 /// - a hang on floating inputs beyond 2^24 in magnitude (a polynomial's degree of 7e18 given as a
 ///   float): the documented cost of an absurd argument, which the integer probe of
 ///   `triage::cost` cannot scale down.
@@ -63,11 +67,22 @@ pub fn set_apart_why(f: &Finding) -> Option<String> {
     if (death || f.oracle == crate::wire::oracle::Oracle::Hang) && f.triage == Some(super::store::TriageState::Pending) {
         return Some("a death not yet confirmed alone (`sfz fuzz --resume` finishes the triage)".to_string());
     }
+    // A private operator's callers keep its preconditions (shapes that agree, indices in range):
+    // its crash on arguments no caller passes is no report, and one a public API reaches is
+    // found through that API.
+    let internal = matches!(f.cause, crate::oracle::Cause::Internal { .. }) || matches!(f.oracle, Oracle::Hang | Oracle::InternalError | Oracle::Oom);
+    if (death || internal) && private_operator(&f.aten) {
+        return Some("a private operator's failure outside its callers' contract".to_string());
+    }
     if f.mode.as_deref() == Some("nonconforming") && !death {
         return Some("input outside the spec's precondition (nonconforming)".to_string());
     }
     if f.oracle == crate::wire::oracle::Oracle::Hang && huge_floats(f) {
         return Some("a hang on floating arguments beyond 2^24".to_string());
+    }
+    let names: Vec<&str> = f.inputs.iter().map(|i| i.split(" = ").next().unwrap_or("")).collect();
+    if crate::oracle::plausible::compares_paths(f.oracle, &f.cause) {
+        return crate::oracle::plausible::paths_inputs_named(&names, &f.case).map(|why| why.describe().to_string());
     }
     if !crate::oracle::plausible::judges_numbers(f.oracle) {
         return None;
@@ -75,8 +90,15 @@ pub fn set_apart_why(f: &Finding) -> Option<String> {
     if f.mode.as_deref() == Some("violate") {
         return Some("input outside the spec's precondition (violate)".to_string());
     }
-    let names: Vec<&str> = f.inputs.iter().map(|i| i.split(" = ").next().unwrap_or("")).collect();
-    crate::oracle::plausible::inputs_named(&names, &f.case, 1.0, f.cause.squares().is_none()).map(|why| why.describe().to_string())
+    crate::oracle::plausible::inputs_named(&names, &f.case, 1.0, f.cause.squares().is_none())
+        .or_else(|| crate::oracle::plausible::nan_input(&f.cause, &f.case))
+        .map(|why| why.describe().to_string())
+}
+
+/// Whether an ATen operator is private: `aten::_pdist_backward`, not `aten::__and__`.
+fn private_operator(aten: &str) -> bool {
+    let base = aten.rsplit("::").next().unwrap_or(aten);
+    base.starts_with('_') && !base.starts_with("__")
 }
 
 /// Whether a floating tensor or float argument of the finding's case reaches beyond 2^24.
@@ -542,6 +564,27 @@ mod tests {
         let ids: Vec<Vec<&str>> = groups.iter().map(|(_, fs)| fs.iter().map(|f| f.id.as_str()).collect()).collect();
         assert_eq!(ids, vec![vec!["a", "b"], vec!["d", "e"]], "{groups:?}");
         assert_eq!(causes(&all), 3);
+    }
+
+    /// A private operator's crash or assert (in its call or an out= variant) is set apart; its
+    /// wrong values are not, nor a public operator's crash.
+    #[test]
+    fn private_operators_failures_are_set_apart() {
+        let mut crash = finding("a", "torch._cholesky_solve_helper", "crash", "SIGSEGV");
+        crash.aten = "aten::_cholesky_solve_helper".into();
+        let mut out_assert = finding("b", "torch._native_batch_norm_legit", "out", "out= variant: INTERNAL ASSERT a.cpp:1");
+        out_assert.aten = "aten::_native_batch_norm_legit".into();
+        let mut wrong = finding("c", "torch._weight_norm_interface", "layout", "values differ in output 1");
+        wrong.aten = "aten::_weight_norm_interface".into();
+        let mut public = finding("d", "torch.batch_norm_backward", "crash", "SIGFPE");
+        public.aten = "aten::batch_norm_backward".into();
+        let mut dunder = finding("e", "torch.Tensor.__and__", "crash", "SIGSEGV");
+        dunder.aten = "aten::__and__".into();
+        assert!(super::set_apart_why(&crash).is_some_and(|w| w.contains("private operator")));
+        assert!(super::set_apart_why(&out_assert).is_some_and(|w| w.contains("private operator")));
+        assert_eq!(super::set_apart_why(&wrong), None);
+        assert_eq!(super::set_apart_why(&public), None);
+        assert_eq!(super::set_apart_why(&dunder), None);
     }
 
     /// One operator's heap damage, found by its own call, a check's call and another frame, is

@@ -4,6 +4,7 @@
 //! chosen constraint in violate mode, applies the boundary mutators, and checks the result with
 //! the evaluator. Case `i` of a run is a pure function of the run's seed and `i`, so `--seed`
 //! reproduces a run whatever the worker scheduling.
+pub mod cache;
 pub mod cliff;
 pub mod coverage;
 pub mod domain;
@@ -267,6 +268,9 @@ pub struct SolveBudget<'a> {
     pub stop: Option<&'a (dyn Fn() -> bool + Sync)>,
     /// Told the jobs done and the jobs in all, after each job.
     pub progress: Option<&'a (dyn Fn(usize, usize) + Sync)>,
+    /// Jobs solved by earlier runs of this build, read instead of solved, and where new ones
+    /// are kept.
+    pub cache: Option<&'a cache::SolveCache>,
 }
 
 /// Why a constraint has no violating pool when solving ran out of time before its job.
@@ -295,7 +299,15 @@ pub fn solve_all_until(apis: &[&ApiSpec], config: &GenConfig, budget: &SolveBudg
                     let mut out = Vec::new();
                     while !over() {
                         let Some(&(i, job)) = work.get(next.fetch_add(1, Ordering::Relaxed)) else { break };
-                        out.push((i, run_job(apis[i], config, i, job)));
+                        let cached = budget.cache.and_then(|c| c.get(apis[i], config, i, job));
+                        let result = cached.unwrap_or_else(|| {
+                            let solved = run_job(apis[i], config, i, job);
+                            if let Some(c) = budget.cache {
+                                c.put(apis[i], config, i, job, &solved);
+                            }
+                            solved
+                        });
+                        out.push((i, result));
                         let n = done.fetch_add(1, Ordering::Relaxed) + 1;
                         if let Some(progress) = budget.progress {
                             progress(n, work.len());

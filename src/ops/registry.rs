@@ -155,15 +155,47 @@ pub fn is_public_mapping(api: &ApiSpec, binding: &OpBinding) -> bool {
         return false;
     }
     let listed = wrapper(&api.name).is_some_and(|w| w.ops.iter().any(|op| split_qualified(op).0 == binding.name));
-    listed || implied_op(&api.name).as_deref() == Some(binding.name.as_str())
+    (listed || implied_op(&api.name).as_deref() == Some(binding.name.as_str())) && takes_spec_params(api)
 }
 
-/// Whether torch 2.13.0's Python API has a callable of this name (data/python_api.txt, written
-/// by scripts/extract_python_api.py). `aten::mse_loss` exists, `torch.mse_loss` does not.
+/// Whether a Python function takes the spec's parameters where a call puts them: positional ones
+/// at their index, keyword-only ones by name. `F.batch_norm` takes `running_mean` second, so a
+/// spec written with `aten::batch_norm`'s order is called through `torch.ops.aten`. A builtin
+/// (bound from the schema itself) takes them as the binding does.
+fn takes_spec_params(api: &ApiSpec) -> bool {
+    let Some(params) = python_params(&api.name) else { return true };
+    let positional = &params[..params.iter().position(|p| *p == "*").unwrap_or(params.len())];
+    // A method's receiver is `self` in Python whatever the spec calls it.
+    let receiver = usize::from(api.name.starts_with("torch.Tensor."));
+    api.params.iter().enumerate().skip(receiver).all(|(i, p)| match p.kw_only {
+        true => params.contains(&p.name.as_str()),
+        false => positional.get(i) == Some(&p.name.as_str()),
+    })
+}
+
+/// The public callables of torch 2.13.0's Python API (data/python_api.txt, written by
+/// scripts/extract_python_api.py), each with its parameters where it is written in Python.
+static PYTHON_API: std::sync::LazyLock<std::collections::HashMap<&'static str, Option<Vec<&'static str>>>> = std::sync::LazyLock::new(|| {
+    include_str!("../../data/python_api.txt")
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| match l.split_once('(') {
+            Some((name, rest)) => (name, Some(rest.trim_end_matches(')').split(", ").filter(|p| !p.is_empty()).collect())),
+            None => (l, None),
+        })
+        .collect()
+});
+
+/// Whether torch 2.13.0's Python API has a callable of this name. `aten::mse_loss` exists,
+/// `torch.mse_loss` does not.
 pub fn is_python_callable(api: &str) -> bool {
-    static NAMES: std::sync::LazyLock<std::collections::HashSet<&'static str>> =
-        std::sync::LazyLock::new(|| include_str!("../../data/python_api.txt").lines().filter(|l| !l.starts_with('#')).collect());
-    NAMES.contains(api)
+    PYTHON_API.contains_key(api)
+}
+
+/// The parameters of a public function written in Python, in order, `*` before the keyword-only
+/// ones; None for a builtin or an unknown name.
+pub fn python_params(api: &str) -> Option<&'static [&'static str]> {
+    PYTHON_API.get(api)?.as_deref()
 }
 
 fn wrapper(api: &str) -> Option<&'static Wrapper> {
@@ -792,5 +824,17 @@ mod tests {
         let a = api("#[aten(\"aten::_softmax\")]\napi torch.nn.functional.softmax(input: Tensor, dim: int, half_to_float: bool) -> Tensor {}");
         let b = resolve(&a, &catalog()).unwrap();
         assert!(!is_public_mapping(&a, &b));
+        // F.batch_norm takes (input, running_mean, running_var, weight, ...): a spec in
+        // aten::batch_norm's order is called through torch.ops.aten. F.group_norm takes
+        // aten::group_norm's order: called by name.
+        let aten_order = "api torch.nn.functional.batch_norm(input: Tensor, weight: Tensor?, bias: Tensor?, running_mean: Tensor?, running_var: Tensor?, training: bool, momentum: float, eps: float, cudnn_enabled: bool) -> Tensor {}";
+        let a = api(aten_order);
+        let b = resolve(&a, &catalog()).unwrap();
+        assert!(!is_public_mapping(&a, &b));
+        let a = api("api torch.nn.functional.group_norm(input: Tensor, num_groups: int, weight: Tensor? = None, bias: Tensor? = None, eps: float = 1e-05) -> Tensor {}");
+        let b = resolve(&a, &catalog()).unwrap();
+        assert!(is_public_mapping(&a, &b));
+        assert_eq!(python_params("torch.nn.functional.softmax"), Some(&["input", "dim", "_stacklevel", "dtype"][..]));
+        assert_eq!(python_params("torch.exp"), None);
     }
 }

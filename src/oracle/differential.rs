@@ -125,10 +125,12 @@ pub fn accuracy_of(binding: &OpBinding) -> Accuracy {
     }
 }
 
-/// Whether a case's reports say the float64 reference is not finite wherever the call is not
-/// (`Variant::Defined` agreed): a NaN or inf the function itself has there, no `nan_inf` finding.
-pub fn undefined_there(checks: &[Check], reports: &[CheckReport]) -> bool {
-    checks.iter().zip(reports).any(|(c, r)| c.variant == Variant::Defined && matches!(r.outcome, CheckOutcome::Agree { .. }))
+/// Whether the float64 reference judged the case's NaN and inf (`Variant::Defined` compared):
+/// where it agreed, the function itself is not finite there; where it disagreed, its own
+/// `nan_inf` verdict holds the true value and is judged by it (`plausible`: a NaN where the true
+/// value overflows the dtype is no finding). Either way it speaks for a domain's `ensures`.
+pub fn nan_judged_by_reference(checks: &[Check], reports: &[CheckReport]) -> bool {
+    checks.iter().zip(reports).any(|(c, r)| c.variant == Variant::Defined && matches!(r.outcome, CheckOutcome::Agree { .. } | CheckOutcome::Values(_)))
 }
 
 fn not_applicable(u: &OracleUse, why: &str) -> Diagnostic {

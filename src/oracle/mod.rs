@@ -144,7 +144,7 @@ pub fn judge(api: &ApiSpec, checks: &[Check], case: &Case, exec: &Execution) -> 
     match exec {
         Execution::Checked { outcome, checks: reports } => {
             let mut v = judge_outcome(api, case, outcome);
-            if differential::undefined_there(checks, reports) {
+            if differential::nan_judged_by_reference(checks, reports) {
                 v.detections.retain(|d| d.oracle != Oracle::NanInf);
             }
             let mut judged = differential::judge_reports(api, checks, case, outcome, reports);

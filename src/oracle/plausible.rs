@@ -22,12 +22,20 @@ pub enum Implausible {
     /// 1e25 in float32). Not asked of a cause that names an overflowing sum of squares, the
     /// premature overflow a rescaling norm avoids.
     SpreadNearLimit,
+    /// A floating input holds values at the dtype's smallest: every value of its fill (or a
+    /// float argument) below `small_limit` but not 0, or a subnormal special value. Their
+    /// squares and products underflow, and libm, LAPACK and vectorized kernels may flush them.
+    InputNearSmallest,
+    /// A floating input holds NaN or an infinity, and two paths of one operator disagree on
+    /// it: garbage in, two garbages out (a polynomial of NaN is 3.6e8 in one layout and -0.5 in
+    /// the other). Whether a NaN propagates is the float64 reference's question.
+    NonFiniteInput,
     /// A float parameter named `eps` (or `epsilon`) is 0 or negative: the documented guard
     /// against division by zero is switched off.
     GuardOff,
     /// The true result (the float64 reference, the relation's other side, the value a premature
-    /// inf should have been) is not finite or within a factor `RESULT_HEADROOM` of the largest
-    /// value of the output's dtype.
+    /// inf should have been) is not finite, within a factor `RESULT_HEADROOM` of the largest
+    /// value of the output's dtype, or subnormal in it.
     ResultNearLimit,
 }
 
@@ -36,8 +44,10 @@ impl Implausible {
         match self {
             Implausible::InputNearLimit => "inputs near the dtype's largest value",
             Implausible::SpreadNearLimit => "inputs whose mean square leaves the dtype",
+            Implausible::InputNearSmallest => "inputs near the dtype's smallest value",
+            Implausible::NonFiniteInput => "values disagreeing on NaN or inf inputs",
             Implausible::GuardOff => "eps switched off (<= 0)",
-            Implausible::ResultNearLimit => "a true result near or past the dtype's largest value",
+            Implausible::ResultNearLimit => "a true result near the dtype's limits",
         }
     }
 }
@@ -49,9 +59,9 @@ impl fmt::Display for Implausible {
 }
 
 /// The true result must stay this factor below the dtype's largest value: cosh(89) = 2.2e38 in
-/// float32 (1.5x below the top) is no finding; i0(88.8) = 1.5e37 (22x) and the variance of
-/// values near 1e19 (about 3e37, 10x) are.
-pub const RESULT_HEADROOM: f64 = 4.0;
+/// float32 (1.5x below the top) and a polynomial's 2.9e307 in float64 (6x) are no findings;
+/// i0(88.8) = 1.5e37 (22x) is.
+pub const RESULT_HEADROOM: f64 = 16.0;
 
 /// The largest plausible input magnitude of a floating dtype: its largest value to the power
 /// 3/4 (float32 and bfloat16: 1.2e29; float16: 4,100; float64: 1e231). It keeps the values whose
@@ -62,11 +72,56 @@ pub fn input_limit(dtype: DType) -> Option<f64> {
     dtype.limits().map(|(max, _, _)| max.powf(0.75))
 }
 
+/// The smallest plausible input magnitude of a floating dtype: its smallest normal value to the
+/// power 3/4 (float32 and bfloat16: 1.4e-29; float16: 6.9e-4; float64: 1e-231), the mirror of
+/// `input_limit`.
+pub fn small_limit(dtype: DType) -> Option<f64> {
+    dtype.limits().map(|(_, tiny, _)| tiny.powf(0.75))
+}
+
 /// Whether an oracle holds values to a true result or to finiteness: its verdicts follow this
 /// standard. Crashes, hangs, internal errors and the consistency of two paths of one operator do
 /// not.
 pub fn judges_numbers(oracle: Oracle) -> bool {
     matches!(oracle, Oracle::Overflow | Oracle::NanInf | Oracle::Precision | Oracle::Relation | Oracle::Gradient)
+}
+
+/// Whether a verdict compares two paths of one operator on their values (layout, out=,
+/// in-place): its inputs are held to the same limits as a numerical verdict's, and it says
+/// nothing on NaN or inf inputs. Crashes, raises and structure are judged anywhere.
+pub fn compares_paths(oracle: Oracle, cause: &super::Cause) -> bool {
+    matches!(oracle, Oracle::Layout | Oracle::Out | Oracle::Inplace) && matches!(cause, super::Cause::Values { .. })
+}
+
+/// Why a disagreement of two paths (`compares_paths`) on the case's inputs is implausible: the
+/// input limits of `inputs_named` (not the mean square, a numerical verdict's), or a NaN or inf
+/// input.
+pub fn paths_inputs_named(names: &[&str], case: &Case) -> Option<Implausible> {
+    if holds(case, |x| !x.is_finite()) {
+        return Some(Implausible::NonFiniteInput);
+    }
+    inputs_named(names, case, 1.0, false)
+}
+
+/// Whether a float argument or a floating tensor's special value or constant fill of the case
+/// is such a value.
+fn holds(case: &Case, is: impl Fn(f64) -> bool) -> bool {
+    case.args.iter().any(|a| match a {
+        Arg::Float(x) => is(*x),
+        _ => a
+            .tensors()
+            .filter(|t| t.dtype.is_floating() || t.dtype.is_complex())
+            .any(|t| t.specials.iter().any(|(_, s)| is(s.value())) || matches!(t.fill, Fill::Constant(x) if is(x))),
+    })
+}
+
+/// Why a numerical verdict on values (`Cause::Values`: the float64 reference or a relation's
+/// other side disagrees) is implausible for a NaN input: the reference is given the same NaN,
+/// and where two computations of a NaN differ (`softshrink_backward` of NaN is 2 in float32
+/// and 0 in float64), neither is a number to hold the other to. A NaN from finite inputs is
+/// `nan_inf`'s, and a wrong value beside a NaN is found without it.
+pub fn nan_input(cause: &super::Cause, case: &Case) -> Option<Implausible> {
+    (matches!(cause, super::Cause::Values { .. }) && holds(case, f64::is_nan)).then_some(Implausible::NonFiniteInput)
 }
 
 /// Why the case's inputs, scaled by `scale` (a relation's factor; 1 otherwise), are implausible
@@ -97,6 +152,9 @@ pub fn inputs_named(names: &[&str], case: &Case, scale: f64, spread: bool) -> Op
         if x.is_finite() && x.abs() * scale > limit {
             return Some(Implausible::InputNearLimit);
         }
+        if *x != 0.0 && x.abs() < small_limit(dtype).unwrap_or(0.0) {
+            return Some(Implausible::InputNearSmallest);
+        }
     }
     None
 }
@@ -113,7 +171,24 @@ fn tensor(t: &TensorRecipe, scale: f64, spread: bool) -> Option<Implausible> {
     if v.min.abs().max(v.max.abs()) * scale > limit {
         return Some(Implausible::InputNearLimit);
     }
-    (spread && mean_square(t) * scale * scale > max).then_some(Implausible::SpreadNearLimit)
+    if near_smallest(t) {
+        return Some(Implausible::InputNearSmallest);
+    }
+    // A complex element's squared modulus sums its two parts' squares.
+    let parts = if t.dtype.is_complex() { 2.0 } else { 1.0 };
+    (spread && parts * mean_square(t) * scale * scale > max).then_some(Implausible::SpreadNearLimit)
+}
+
+/// Whether a recipe fills values at its dtype's smallest: a fill whose every value is below
+/// `small_limit` but not 0 (a range, a constant), or a subnormal special value.
+fn near_smallest(t: &TensorRecipe) -> bool {
+    let (Some((_, tiny, _)), Some(small)) = (t.dtype.limits(), small_limit(t.dtype)) else { return false };
+    let fill = match t.fill {
+        Fill::Uniform { lo, hi } => lo.abs().max(hi.abs()) < small && (lo != 0.0 || hi != 0.0),
+        Fill::Constant(x) => x != 0.0 && x.abs() < small,
+        Fill::Int { .. } => false,
+    };
+    fill || t.specials.iter().any(|(_, s)| s.value() != 0.0 && s.value().abs() < tiny)
 }
 
 /// The mean of a tensor's squared elements as its recipe fills them: the fill's second moment
@@ -121,7 +196,12 @@ fn tensor(t: &TensorRecipe, scale: f64, spread: bool) -> Option<Implausible> {
 fn mean_square(t: &TensorRecipe) -> f64 {
     let n = t.numel().max(1) as f64;
     let fill = match t.fill {
-        Fill::Uniform { lo, hi } => (lo * lo + lo * hi + hi * hi) / 3.0,
+        // Scaled: the squares of 1e222 leave float64 itself (inf - inf would read as NaN).
+        Fill::Uniform { lo, hi } => {
+            let s = lo.abs().max(hi.abs()).max(f64::MIN_POSITIVE);
+            let (a, b) = (lo / s, hi / s);
+            (a * a + a * b + b * b) / 3.0 * s * s
+        }
         Fill::Int { lo, hi } => {
             let (a, b) = (lo as f64, (hi - 1).max(lo) as f64);
             (a * a + a * b + b * b) / 3.0
@@ -135,13 +215,18 @@ fn mean_square(t: &TensorRecipe) -> f64 {
 
 /// Whether a true result `expected` of dtype `dtype` is comfortably representable.
 pub fn result(expected: f64, dtype: Option<DType>) -> Option<Implausible> {
-    let max = dtype.and_then(DType::limits).map_or(f64::MAX, |l| l.0);
-    (!expected.is_finite() || expected.abs() > max / RESULT_HEADROOM).then_some(Implausible::ResultNearLimit)
+    let (max, tiny) = dtype.and_then(DType::limits).map_or((f64::MAX, 0.0), |l| (l.0, l.1));
+    let subnormal = expected != 0.0 && expected.abs() < tiny;
+    (!expected.is_finite() || expected.abs() > max / RESULT_HEADROOM || subnormal).then_some(Implausible::ResultNearLimit)
 }
 
 /// Why detection `d` of a case is implausible, or None: its inputs (scaled by its relation's
 /// factor), then the true result its check compared with. Only numerical oracles are judged.
 pub fn detection(api: &ApiSpec, checks: &[Check], case: &Case, reports: &[CheckReport], d: &super::Detection) -> Option<Implausible> {
+    if compares_paths(d.oracle, &d.cause) {
+        let names: Vec<&str> = api.params.iter().map(|p| p.name.as_str()).collect();
+        return paths_inputs_named(&names, case);
+    }
     if !judges_numbers(d.oracle) {
         return None;
     }
@@ -154,7 +239,7 @@ pub fn detection(api: &ApiSpec, checks: &[Check], case: &Case, reports: &[CheckR
         Some(Variant::Relation(r)) => r.scalar_for(crate::wire::variant::relation::case_seed(case)).unwrap_or(1.0),
         _ => 1.0,
     };
-    if let Some(why) = inputs(api, case, scale, d.cause.squares().is_none()) {
+    if let Some(why) = inputs(api, case, scale, d.cause.squares().is_none()).or_else(|| nan_input(&d.cause, case)) {
         return Some(why);
     }
     match k.and_then(|k| reports.get(k)).map(|r| &r.outcome) {
@@ -170,7 +255,7 @@ pub fn detection(api: &ApiSpec, checks: &[Check], case: &Case, reports: &[CheckR
 
 #[cfg(test)]
 mod tests {
-    use super::{inputs_named, result, Implausible};
+    use super::{inputs_named, paths_inputs_named, result, Implausible};
     use crate::wire::case::{Arg, Case, DType, Fill, Special, TensorRecipe};
 
     fn tensor(dtype: DType, fill: Fill, specials: Vec<(u64, Special)>) -> Arg {
@@ -205,9 +290,21 @@ mod tests {
         // A relation that scales inputs of 1e12 by 1e15 reaches 1e27: its mean square leaves.
         assert_eq!(judged(vec![tensor(DType::Float32, uniform(-1e12, 1e12), vec![])], 1e15), Some(Implausible::SpreadNearLimit));
         assert_eq!(judged(vec![tensor(DType::Float32, uniform(-1e19, 1e19), vec![])], 1e15), Some(Implausible::InputNearLimit));
-        // A subnormal input is judged by the float64 reference like any other (sinc(1e-45) is
-        // 1, and NumPy says so); eps switched off is not.
-        assert_eq!(judged(vec![tensor(DType::Float32, uniform(-1.0, 1.0), vec![(0, Special::Value(1e-40))])], 1.0), None);
+        // Values at the dtype's smallest, subnormal ones, are as far from ordinary as its
+        // largest (a complex log1p of -1e-42, an SVD of entries of 3e-43); eps switched off too.
+        assert_eq!(judged(vec![tensor(DType::Float32, uniform(-1.0, 1.0), vec![(0, Special::Value(1e-40))])], 1.0), Some(Implausible::InputNearSmallest));
+        assert_eq!(judged(vec![tensor(DType::Float32, uniform(-1.2e-42, -2.9e-43), vec![])], 1.0), Some(Implausible::InputNearSmallest));
+        // Values of 1e-37 (a corrcoef whose variance underflows) too; 1e-20 is ordinary.
+        assert_eq!(judged(vec![tensor(DType::Float32, uniform(4.5e-38, 1.8e-37), vec![])], 1.0), Some(Implausible::InputNearSmallest));
+        assert_eq!(judged(vec![tensor(DType::Float32, uniform(-1e-20, 1e-20), vec![])], 1.0), None);
+        // A float argument of 5e-324 (a p-norm's p) is at float64's smallest.
+        let f64_tensor = tensor(DType::Float64, uniform(-10.0, 10.0), vec![]);
+        assert_eq!(judged(vec![f64_tensor, Arg::IntList(vec![4]), Arg::Float(5e-324)], 1.0), Some(Implausible::InputNearSmallest));
+        // A complex element's squared modulus holds both parts: 2.5e19 in complex64 leaves.
+        assert_eq!(judged(vec![tensor(DType::Complex64, uniform(-2.5e19, -6.2e18), vec![])], 1.0), Some(Implausible::SpreadNearLimit));
+        assert_eq!(judged(vec![tensor(DType::Float32, uniform(-2.5e19, -6.2e18), vec![])], 1.0), None);
+        // Float64 values of 1e222: their mean square leaves float64 itself.
+        assert_eq!(judged(vec![tensor(DType::Float64, uniform(-1e222, 1e222), vec![])], 1.0), Some(Implausible::SpreadNearLimit));
         let ordinary = tensor(DType::Float32, uniform(-1.0, 1.0), vec![]);
         assert_eq!(judged(vec![ordinary.clone(), Arg::IntList(vec![4]), Arg::Float(-0.0)], 1.0), Some(Implausible::GuardOff));
         assert_eq!(judged(vec![ordinary, Arg::IntList(vec![4]), Arg::Float(1e-5)], 1.0), None);
@@ -222,5 +319,25 @@ mod tests {
         assert_eq!(result(f64::NAN, Some(DType::Float64)), Some(Implausible::ResultNearLimit));
         assert_eq!(result(1e300, Some(DType::Float64)), None);
         assert_eq!(result(2e4, Some(DType::Float16)), Some(Implausible::ResultNearLimit));
+        // A polynomial's 2.9e307 in float64 is 6x below the top; a subnormal expit is no
+        // ordinary value either.
+        assert_eq!(result(2.9e307, Some(DType::Float64)), Some(Implausible::ResultNearLimit));
+        assert_eq!(result(-4.5e-40, Some(DType::Float32)), Some(Implausible::ResultNearLimit));
+        assert_eq!(result(0.0, Some(DType::Float32)), None);
+    }
+
+    #[test]
+    fn two_paths_are_not_held_to_agree_on_nan_or_at_the_limits() {
+        let case = |specials, fill| Case {
+            op: 0,
+            args: vec![Arg::Tensor(TensorRecipe { dtype: DType::Float64, shape: vec![4], fill, seed: 0, layout: Default::default(), specials })],
+            forward: None,
+        };
+        let ordinary = Fill::Uniform { lo: -10.0, hi: 10.0 };
+        assert_eq!(paths_inputs_named(&["x"], &case(vec![], ordinary.clone())), None);
+        assert_eq!(paths_inputs_named(&["x"], &case(vec![(1, Special::Nan)], ordinary.clone())), Some(Implausible::NonFiniteInput));
+        assert_eq!(paths_inputs_named(&["x"], &case(vec![(3, Special::Value(f64::MAX))], ordinary)), Some(Implausible::InputNearLimit));
+        // Their mean square is a numerical verdict's question, not theirs.
+        assert_eq!(paths_inputs_named(&["x"], &case(vec![], Fill::Uniform { lo: -1e200, hi: 1e200 })), None);
     }
 }

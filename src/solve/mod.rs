@@ -444,7 +444,7 @@ pub fn sample_each(api: &ApiSpec, extras: &[(&[Constraint], u64)], limits: &Limi
 }
 
 /// What the solver makes of one API's constraints for conforming inputs.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Solved {
     /// Diverse models.
     pub models: Vec<SymModel>,

@@ -400,6 +400,24 @@ impl Executor {
             }
             beyond
         };
+        // A polynomial's degree (its second argument, a tensor or a number) sets its roundings.
+        let recurrence_steps = if tags::degree_recurrence(self.op_name(op)) {
+            let degree = match promoted.tensors.get(1) {
+                Some(n) => conditioning::finite_max(std::iter::once(&n.f_to_kind(Kind::Double)?))?,
+                None => case
+                    .args
+                    .iter()
+                    .filter_map(|a| match a {
+                        Arg::Int(v) => Some(*v as f64),
+                        Arg::Float(v) => Some(*v),
+                        _ => None,
+                    })
+                    .fold(0.0, |m: f64, v| m.max(v.abs())),
+            };
+            (2.0 * degree * degree).min(RECURRENCE_ROUNDINGS_CAP)
+        } else {
+            0.0
+        };
         let mut out = Vec::new();
         for (k, o) in outputs.iter().enumerate() {
             let (Output::Tensor(info), Some(Some(m))) = (o, called.tensors.get(k)) else {
@@ -429,7 +447,7 @@ impl Executor {
             let ratio = (elements / info.shape.iter().product::<i64>().max(1)).max(1);
             // A pointwise element is a few roundings of its own operands whatever the tensor's
             // size (a minimized case of one element is held to what its original was).
-            let n = if pointwise { POINTWISE_ROUNDINGS } else { ratio.max(longest) as f64 };
+            let n = if pointwise { POINTWISE_ROUNDINGS.max(recurrence_steps) } else { ratio.max(longest) as f64 };
             let n = if interpolates { n.max(INTERPOLATION_ROUNDINGS) } else { n };
             let allowance = m.f_mul_scalar(n * u)?;
             // Where the terms an element sums (the input-to-output ratio of them, each at most
@@ -792,6 +810,10 @@ fn first_line(s: &str) -> &str {
 /// own steps (gelu's derivative at -5.5 is `0.5 (1 + tanh u) + ...`, where the sum with 1
 /// leaves an error of a few roundings of 1), as many as the longest dimension sfz generates.
 const POINTWISE_ROUNDINGS: f64 = 8.0;
+
+/// The most roundings a polynomial's recurrence is allowed (`tags::degree_recurrence`): at
+/// degree 700 and beyond, float32's are all its digits anyway.
+const RECURRENCE_ROUNDINGS_CAP: f64 = 1e6;
 
 /// Whether `k` is an integer dtype (bool is not).
 fn integer(k: Kind) -> bool {
