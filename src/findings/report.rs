@@ -90,7 +90,7 @@ pub fn set_apart_why(f: &Finding) -> Option<String> {
     if f.mode.as_deref() == Some("violate") {
         return Some("input outside the spec's precondition (violate)".to_string());
     }
-    crate::oracle::plausible::inputs_named(&names, &f.case, 1.0, f.cause.squares().is_none())
+    crate::oracle::plausible::inputs_named(&names, &f.case, 1.0, crate::oracle::plausible::spread_asked(&f.api, &f.cause))
         .or_else(|| crate::oracle::plausible::nan_input(&f.cause, &f.case))
         .map(|why| why.describe().to_string())
 }
