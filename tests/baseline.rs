@@ -70,6 +70,13 @@ fn new_since_lists_only_causes_the_earlier_folder_did_not_report() {
     assert_eq!(code, 1, "{stderr}");
     assert!(stdout.contains(": 2 new causes (wrong 1, large 1)"), "{stdout}");
     assert!(!stdout.contains("crash-a"), "the memory corruption was reported before: {stdout}");
+    // The JSON says the same, cause by cause, and gates the same way.
+    let (code, stdout, stderr) = run(sfz().args(["report", "--no-baseline", "--fail-on-new", "--json"]).arg(&now).arg("--new-since").arg(&before));
+    assert_eq!(code, 1, "{stderr}");
+    let json: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+    let new: Vec<bool> = json["causes"].as_array().expect("causes").iter().map(|c| c["new"] == true).collect();
+    assert_eq!(new.iter().filter(|n| **n).count(), 2, "{json}");
+    assert!(json["causes"].as_array().expect("causes").iter().any(|c| c["new"] == false && c["findings"].to_string().contains("crash-a")), "{json}");
     // Against itself, nothing is new and the gate passes.
     let (code, stdout, _) = run(sfz().args(["report", "--no-baseline", "--fail-on-new"]).arg(&now).arg("--new-since").arg(&now));
     assert_eq!(code, 0, "{stdout}");

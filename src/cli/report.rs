@@ -131,12 +131,14 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     let sarif = dir.join("report.sarif");
     std::fs::write(&md, report::markdown(&dir, &loaded, &verified))?;
     std::fs::write(&sarif, serde_json::to_string_pretty(&report::sarif(&loaded, &verified))?)?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report::to_json(&loaded, &verified, baseline.as_ref()))?);
-        return Ok(ExitCode::SUCCESS);
-    }
     let groups = causes::group(&unique, baseline.as_ref());
     let earlier: Option<std::collections::HashSet<causes::CauseKey>> = before.as_ref().map(|l| report::unique(l).iter().map(|f| causes::key(f)).collect());
+    if args.json {
+        let json = report::to_json(&loaded, &verified, baseline.as_ref(), earlier.as_ref());
+        println!("{}", serde_json::to_string_pretty(&json)?);
+        let any_new = json["causes"].as_array().is_some_and(|cs| cs.iter().any(|c| c["new"] == true));
+        return Ok(if args.fail_on_new && any_new { ExitCode::from(1) } else { ExitCode::SUCCESS });
+    }
     let (known, listed): (Vec<&causes::CauseGroup>, Vec<&causes::CauseGroup>) = groups.iter().partition(|g| g.known.is_some());
     let (seen, new): (Vec<&causes::CauseGroup>, Vec<&causes::CauseGroup>) = listed.into_iter().partition(|g| earlier.as_ref().is_some_and(|e| e.contains(&g.key)));
     let new: Vec<causes::CauseGroup> = new.into_iter().cloned().collect();

@@ -488,7 +488,14 @@ pub fn sarif(loaded: &Loaded, verified: &HashMap<String, Verification>) -> serde
 }
 
 /// The report as one JSON object (`sfz report --json`).
-pub fn to_json(loaded: &Loaded, verified: &HashMap<String, Verification>, baseline: Option<&super::baseline::Baseline>) -> serde_json::Value {
+/// `earlier`: the causes an earlier folder reported (`--new-since`); each cause says whether it is
+/// new (neither in the baseline nor among those).
+pub fn to_json(
+    loaded: &Loaded,
+    verified: &HashMap<String, Verification>,
+    baseline: Option<&super::baseline::Baseline>,
+    earlier: Option<&HashSet<super::causes::CauseKey>>,
+) -> serde_json::Value {
     let findings = unique(loaded);
     let rows: Vec<serde_json::Value> = findings
         .iter()
@@ -538,6 +545,7 @@ pub fn to_json(loaded: &Loaded, verified: &HashMap<String, Verification>, baseli
                 "findings": g.findings.iter().map(|f| f.id.clone()).collect::<Vec<_>>(),
                 "apis": g.apis(),
                 "known": g.known.map(|k| json!({ "name": k.name, "issue": k.issue })),
+                "new": g.known.is_none() && earlier.is_none_or(|e| !e.contains(&g.key)),
             }))
             .collect::<Vec<_>>(),
         "set_apart": set_apart(loaded).iter().map(|(f, why)| json!({ "finding": f.id, "why": why })).collect::<Vec<_>>(),
