@@ -201,6 +201,7 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
 
     let start = Instant::now();
     let deadline = config.deadline.or_else(|| config.time.map(|t| start + t));
+    crate::triage::set_deadline(deadline.map(|d| d.checked_sub(END_MARGIN).unwrap_or(d)));
     // The time cases may take, the triage's share of which is capped (`triage_reserve`).
     let total = deadline.map_or(Duration::ZERO, |d| d.saturating_duration_since(start));
     let first_case: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();

@@ -286,7 +286,12 @@ impl Triage<'_> {
         // The pool a death is confirmed in goes on to shrink it.
         let mut alone = None;
         if alone::died(&finding) {
-            let confirming = Pool::start(alone::confirm_config(&self.minimizer, &finding));
+            let config = alone::confirm_config(&self.minimizer, &finding);
+            // A hang's confirmation lasts its whole timeout: past the deadline, it stays pending.
+            if finding.oracle == Oracle::Hang && !crate::triage::fits(config.timeout) {
+                return;
+            }
+            let confirming = Pool::start(config);
             finding.calls = match &confirming {
                 Ok(pool) => alone::confirm(pool, &self.plans[api_index], &self.checks[api_index], &finding),
                 Err(_) => Some(1),
@@ -310,6 +315,11 @@ impl Triage<'_> {
             }
         }
         if finding.oracle == Oracle::Hang && finding.confirmed == Some(true) {
+            // The probe's largest scale may run to the timeout; past the deadline the hang
+            // stays pending, to be explained by `--resume`.
+            if !crate::triage::fits(self.minimizer.timeout) {
+                return;
+            }
             finding.explained = cost::explain_hang(p, &finding.case, self.minimizer.timeout);
         }
         if finding.confirmed == Some(false) || finding.oracle == Oracle::Hang {
