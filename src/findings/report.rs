@@ -92,6 +92,7 @@ pub fn set_apart_why(f: &Finding) -> Option<String> {
     }
     crate::oracle::plausible::inputs_named(&names, &f.case, 1.0, crate::oracle::plausible::spread_asked(&f.api, &f.cause))
         .or_else(|| crate::oracle::plausible::nan_input(&f.cause, &f.case))
+        .or_else(|| crate::oracle::plausible::zero_variance(&f.api, &f.case))
         .map(|why| why.describe().to_string())
 }
 

@@ -30,6 +30,11 @@ pub enum Implausible {
     /// it: garbage in, two garbages out (a polynomial of NaN is 3.6e8 in one layout and -0.5 in
     /// the other). Whether a NaN propagates is the float64 reference's question.
     NonFiniteInput,
+    /// A normalization layer's input is one value throughout: its variance is 0, the centred
+    /// values are the rounding of the mean, and 1/sqrt(eps) (316 at 1e-5) amplifies them
+    /// (`group_norm` of ones gives its bias plus 1.2e-5; `layer_norm` of a constant 6.4e18 in
+    /// bfloat16 gives 9.9e12).
+    ZeroVariance,
     /// A float parameter named `eps` (or `epsilon`) is 0 or negative: the documented guard
     /// against division by zero is switched off.
     GuardOff,
@@ -46,6 +51,7 @@ impl Implausible {
             Implausible::SpreadNearLimit => "inputs whose mean square leaves the dtype",
             Implausible::InputNearSmallest => "inputs near the dtype's smallest value",
             Implausible::NonFiniteInput => "values disagreeing on NaN or inf inputs",
+            Implausible::ZeroVariance => "a normalization of one value throughout (zero variance)",
             Implausible::GuardOff => "eps switched off (<= 0)",
             Implausible::ResultNearLimit => "a true result near the dtype's limits",
         }
@@ -100,7 +106,30 @@ pub fn paths_inputs_named(names: &[&str], case: &Case) -> Option<Implausible> {
     if holds(case, |x| !x.is_finite()) {
         return Some(Implausible::NonFiniteInput);
     }
-    inputs_named(names, case, 1.0, true)
+    // With the result's headroom: a variance near the top is inf on one path and 1.9e38 on
+    // the other.
+    if let Some(why) = inputs_named(names, case, RESULT_HEADROOM.sqrt(), true) {
+        return Some(why);
+    }
+    None
+}
+
+/// Why a numerical verdict on a normalization layer's case is degenerate: its first floating
+/// input (the data it normalizes) is one constant (`Implausible::ZeroVariance`).
+pub fn zero_variance(api: &str, case: &Case) -> Option<Implausible> {
+    // A backward's sums over its gradient (`native_group_norm_backward`'s bias gradient) do
+    // not divide by the deviation: they are judged on constant inputs too.
+    if !normalizes(api) || api.contains("backward") {
+        return None;
+    }
+    let data = case.args.iter().flat_map(Arg::tensors).find(|t| t.dtype.is_floating() || t.dtype.is_complex())?;
+    (matches!(data.fill, Fill::Constant(_)) && data.specials.is_empty() && data.numel() > 0).then_some(Implausible::ZeroVariance)
+}
+
+/// Whether `api` is a normalization layer (it divides by a standard deviation it computes).
+fn normalizes(api: &str) -> bool {
+    const NORMALIZATIONS: &[&str] = &["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "local_response_norm"];
+    NORMALIZATIONS.iter().any(|n| api.contains(n))
 }
 
 /// Whether the inputs' mean square is asked of a numerical verdict on operator `api`: always,
@@ -108,8 +137,7 @@ pub fn paths_inputs_named(names: &[&str], case: &Case) -> Option<Implausible> {
 /// norm is representable, only its unscaled squares are not). A normalization layer needs the
 /// variance itself, and a variance beyond the dtype is no premature overflow.
 pub fn spread_asked(api: &str, cause: &super::Cause) -> bool {
-    const NORMALIZATIONS: &[&str] = &["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "local_response_norm"];
-    cause.squares().is_none() || NORMALIZATIONS.iter().any(|n| api.contains(n))
+    cause.squares().is_none() || normalizes(api)
 }
 
 /// Whether a float argument or a floating tensor's special value or constant fill of the case
@@ -248,7 +276,7 @@ pub fn detection(api: &ApiSpec, checks: &[Check], case: &Case, reports: &[CheckR
         Some(Variant::Relation(r)) => r.scalar_for(crate::wire::variant::relation::case_seed(case)).unwrap_or(1.0),
         _ => 1.0,
     };
-    if let Some(why) = inputs(api, case, scale, spread_asked(&api.name, &d.cause)).or_else(|| nan_input(&d.cause, case)) {
+    if let Some(why) = inputs(api, case, scale, spread_asked(&api.name, &d.cause)).or_else(|| nan_input(&d.cause, case)).or_else(|| zero_variance(&api.name, case)) {
         return Some(why);
     }
     match k.and_then(|k| reports.get(k)).map(|r| &r.outcome) {
@@ -264,7 +292,7 @@ pub fn detection(api: &ApiSpec, checks: &[Check], case: &Case, reports: &[CheckR
 
 #[cfg(test)]
 mod tests {
-    use super::{inputs_named, paths_inputs_named, result, Implausible};
+    use super::{inputs_named, paths_inputs_named, result, zero_variance, Implausible};
     use crate::wire::case::{Arg, Case, DType, Fill, Special, TensorRecipe};
 
     fn tensor(dtype: DType, fill: Fill, specials: Vec<(u64, Special)>) -> Arg {
@@ -336,6 +364,31 @@ mod tests {
         assert_eq!(result(4.6e306, Some(DType::Float64)), None);
         assert_eq!(result(-4.5e-40, Some(DType::Float32)), Some(Implausible::ResultNearLimit));
         assert_eq!(result(0.0, Some(DType::Float32)), None);
+    }
+
+    #[test]
+    fn a_normalization_of_one_constant_is_degenerate_but_its_backward_sums_are_not() {
+        let constant = Case {
+            op: 0,
+            args: vec![Arg::Tensor(TensorRecipe { dtype: DType::Float32, shape: vec![1, 2], fill: Fill::Constant(1.0), seed: 0, layout: Default::default(), specials: vec![] })],
+            forward: None,
+        };
+        assert_eq!(zero_variance("torch.group_norm", &constant), Some(Implausible::ZeroVariance));
+        assert_eq!(zero_variance("torch.native_group_norm_backward", &constant), None);
+        assert_eq!(zero_variance("torch.exp", &constant), None);
+        let spread = Case {
+            op: 0,
+            args: vec![Arg::Tensor(TensorRecipe {
+                dtype: DType::Float32,
+                shape: vec![1, 2],
+                fill: Fill::Uniform { lo: -1.0, hi: 1.0 },
+                seed: 0,
+                layout: Default::default(),
+                specials: vec![],
+            })],
+            forward: None,
+        };
+        assert_eq!(zero_variance("torch.group_norm", &spread), None);
     }
 
     #[test]
