@@ -113,8 +113,9 @@ fn ten_megabyte_files() {
         let _ = sfz::fmt::format_text(&text);
         let took = start.elapsed();
         eprintln!("{what}: {took:?}");
-        // Generous: the dev profile on a loaded two-core machine. A hang is minutes.
-        assert!(took.as_secs() < 60, "{what}: {took:?}");
+        // Generous: the dev profile on a loaded two-core machine (10 MB of statements took 28 s
+        // alone and 73 s beside the property tests). A hang is many minutes.
+        assert!(took.as_secs() < 180, "{what}: {took:?}");
         assert!(checked.diags.len() <= sfz::syntax::MAX_SYNTAX_ERRORS + 1, "{what}: {} diagnostics", checked.diags.len());
     }
 }
