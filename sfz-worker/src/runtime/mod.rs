@@ -8,6 +8,7 @@ pub mod cuda;
 pub mod executor;
 pub mod ffi;
 pub mod forward;
+mod gradient;
 pub mod materialize;
 pub mod program;
 pub mod ray;
