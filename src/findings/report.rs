@@ -80,20 +80,11 @@ pub fn set_apart_why(f: &Finding) -> Option<String> {
     if f.oracle == crate::wire::oracle::Oracle::Hang && huge_floats(f) {
         return Some("a hang on floating arguments beyond 2^24".to_string());
     }
-    let names: Vec<&str> = f.inputs.iter().map(|i| i.split(" = ").next().unwrap_or("")).collect();
-    if crate::oracle::plausible::compares_paths(f.oracle, &f.cause) {
-        return crate::oracle::plausible::paths_inputs_named(&names, &f.case).map(|why| why.describe().to_string());
-    }
-    if !crate::oracle::plausible::judges_numbers(f.oracle) {
-        return None;
-    }
-    if f.mode.as_deref() == Some("violate") {
+    if crate::oracle::plausible::judges_numbers(f.oracle) && f.mode.as_deref() == Some("violate") {
         return Some("input outside the spec's precondition (violate)".to_string());
     }
-    crate::oracle::plausible::inputs_named(&names, &f.case, 1.0, crate::oracle::plausible::spread_asked(&f.api, &f.cause))
-        .or_else(|| crate::oracle::plausible::nan_input(&f.cause, &f.case))
-        .or_else(|| crate::oracle::plausible::zero_variance(&f.api, &f.case))
-        .map(|why| why.describe().to_string())
+    let names: Vec<&str> = f.inputs.iter().map(|i| i.split(" = ").next().unwrap_or("")).collect();
+    crate::oracle::plausible::verdict_inputs(f.oracle, &f.cause, &f.api, &names, &f.case, 1.0).map(|why| why.describe().to_string())
 }
 
 /// Whether an ATen operator is private: `aten::_pdist_backward`, not `aten::__and__`.

@@ -99,19 +99,28 @@ pub fn compares_paths(oracle: Oracle, cause: &super::Cause) -> bool {
     matches!(oracle, Oracle::Layout | Oracle::Out | Oracle::Inplace) && matches!(cause, super::Cause::Values { .. })
 }
 
-/// Why a disagreement of two paths (`compares_paths`) on the case's inputs is implausible: the
-/// input limits of `inputs_named` (not the mean square, a numerical verdict's), or a NaN or inf
-/// input.
+/// Why a disagreement of two paths (`compares_paths`) on the case's inputs is implausible: a
+/// NaN or inf input, or the input limits of `inputs_named` with the result's headroom (a
+/// variance near the top is inf on one path and 1.9e38 on the other).
 pub fn paths_inputs_named(names: &[&str], case: &Case) -> Option<Implausible> {
     if holds(case, |x| !x.is_finite()) {
         return Some(Implausible::NonFiniteInput);
     }
-    // With the result's headroom: a variance near the top is inf on one path and 1.9e38 on
-    // the other.
-    if let Some(why) = inputs_named(names, case, RESULT_HEADROOM.sqrt(), true) {
-        return Some(why);
+    inputs_named(names, case, RESULT_HEADROOM.sqrt(), true)
+}
+
+/// Why the inputs of a verdict by `oracle` with `cause` on `api` (parameters `names`, inputs
+/// scaled by `scale`) are implausible, or None: for two paths, `paths_inputs_named`; for a
+/// numerical verdict, the input limits, a NaN input, a normalization of one constant. What the
+/// campaign (`detection`) and `sfz report` (on older folders) both ask.
+pub fn verdict_inputs(oracle: Oracle, cause: &super::Cause, api: &str, names: &[&str], case: &Case, scale: f64) -> Option<Implausible> {
+    if compares_paths(oracle, cause) {
+        return paths_inputs_named(names, case);
     }
-    None
+    if !judges_numbers(oracle) {
+        return None;
+    }
+    inputs_named(names, case, scale, spread_asked(api, cause)).or_else(|| nan_input(cause, case)).or_else(|| zero_variance(api, case))
 }
 
 /// Why a numerical verdict on a normalization layer's case is degenerate: its first floating
@@ -159,13 +168,6 @@ fn holds(case: &Case, is: impl Fn(f64) -> bool) -> bool {
 /// `nan_inf`'s, and a wrong value beside a NaN is found without it.
 pub fn nan_input(cause: &super::Cause, case: &Case) -> Option<Implausible> {
     (matches!(cause, super::Cause::Values { .. }) && holds(case, f64::is_nan)).then_some(Implausible::NonFiniteInput)
-}
-
-/// Why the case's inputs, scaled by `scale` (a relation's factor; 1 otherwise), are implausible
-/// for a numerical verdict, or None.
-pub fn inputs(api: &ApiSpec, case: &Case, scale: f64, spread: bool) -> Option<Implausible> {
-    let names: Vec<&str> = api.params.iter().map(|p| p.name.as_str()).collect();
-    inputs_named(&names, case, scale, spread)
 }
 
 /// `inputs`, with the parameters' names (in the case's order) in place of the API; `spread`:
@@ -260,13 +262,6 @@ pub fn result(expected: f64, dtype: Option<DType>) -> Option<Implausible> {
 /// Why detection `d` of a case is implausible, or None: its inputs (scaled by its relation's
 /// factor), then the true result its check compared with. Only numerical oracles are judged.
 pub fn detection(api: &ApiSpec, checks: &[Check], case: &Case, reports: &[CheckReport], d: &super::Detection) -> Option<Implausible> {
-    if compares_paths(d.oracle, &d.cause) {
-        let names: Vec<&str> = api.params.iter().map(|p| p.name.as_str()).collect();
-        return paths_inputs_named(&names, case);
-    }
-    if !judges_numbers(d.oracle) {
-        return None;
-    }
     let k = match d.evidence {
         super::Evidence::Differential { check, .. } => Some(check),
         _ => None,
@@ -276,8 +271,12 @@ pub fn detection(api: &ApiSpec, checks: &[Check], case: &Case, reports: &[CheckR
         Some(Variant::Relation(r)) => r.scalar_for(crate::wire::variant::relation::case_seed(case)).unwrap_or(1.0),
         _ => 1.0,
     };
-    if let Some(why) = inputs(api, case, scale, spread_asked(&api.name, &d.cause)).or_else(|| nan_input(&d.cause, case)).or_else(|| zero_variance(&api.name, case)) {
+    let names: Vec<&str> = api.params.iter().map(|p| p.name.as_str()).collect();
+    if let Some(why) = verdict_inputs(d.oracle, &d.cause, &api.name, &names, case, scale) {
         return Some(why);
+    }
+    if !judges_numbers(d.oracle) {
+        return None;
     }
     match k.and_then(|k| reports.get(k)).map(|r| &r.outcome) {
         Some(CheckOutcome::Values(m)) => match &m.premature {
