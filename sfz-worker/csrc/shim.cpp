@@ -21,6 +21,7 @@
 #include <c10/core/GradMode.h>
 #include <torch/headeronly/version.h>
 #include <torch/library.h>
+#include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <chrono>
@@ -362,6 +363,7 @@ at::Tensor test_stuck(const at::Tensor& self, int64_t n) {
 //   7: the out= overload segfaults              8: the in-place form taints the process (see
 //                                                   `taint`) and the out= overload dies in it
 //   9: the in-place form taints the process and dies in a tainted one (its second call)
+//  10: backward is NaN at x = 1 (it divides by x - 1)
 // Any other value is correct everywhere.
 at::Tensor test_buggy(const at::Tensor& self, int64_t bug) {
   at::Tensor r = self * self;
@@ -405,7 +407,10 @@ struct BuggyFunction : public torch::autograd::Function<BuggyFunction> {
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads) {
     auto x = ctx->get_saved_variables()[0];
-    double factor = ctx->saved_data["bug"].toInt() == 6 ? 3.0 : 2.0;
+    auto bug = ctx->saved_data["bug"].toInt();
+    double factor = bug == 6 ? 3.0 : 2.0;
+    // Bug 10: a formula that divides by zero at x = 1, where the derivative is 2.
+    if (bug == 10) return {grads[0] * x * factor * (x - 1) / (x - 1), at::Tensor()};
     return {grads[0] * x * factor, at::Tensor()};
   }
 };
@@ -521,6 +526,24 @@ char* sfz_op_handle_schema(void* op) {
     return dup_string(out.str());
   } catch (...) {
     return nullptr;
+  }
+}
+
+// A forward-mode AD level (`torch.autograd.forward_ad.dual_level` in Python): the level's
+// index, or -1 when libtorch refuses (a level is already open on this thread).
+int64_t sfz_enter_dual_level() {
+  try {
+    return static_cast<int64_t>(torch::autograd::forward_ad::enter_dual_level());
+  } catch (...) {
+    return -1;
+  }
+}
+
+// Leaves the level: dual tensors of it become plain tensors again.
+void sfz_exit_dual_level(int64_t level) {
+  try {
+    torch::autograd::forward_ad::exit_dual_level(static_cast<uint64_t>(level));
+  } catch (...) {
   }
 }
 

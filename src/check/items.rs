@@ -14,12 +14,10 @@ use crate::wire::oracle::Oracle;
 
 /// Oracles an API gets when it has no `oracles` clause.
 pub const DEFAULT_ORACLES: &[Oracle] = &[Oracle::Crash, Oracle::Hang, Oracle::InternalError, Oracle::Oom];
-/// The differential oracles an API without an `oracles` clause also gets, where they apply.
-///
-/// Not `gradient`: at the magnitudes the mutators reach (cliffs, special values, ties of 16-bit
-/// inputs) finite differences straddle kinks and absorb their step, and a 3-minute campaign over
-/// specs/ gave 38 gradient findings of which 2 were bugs; a spec names it where inputs are tame.
-pub const IMPLIED_ORACLES: &[Oracle] = &[Oracle::Precision, Oracle::Layout, Oracle::Out, Oracle::Inplace];
+/// The differential oracles an API without an `oracles` clause also gets, where they apply
+/// (`gradient` where the API has a tensor output and may take a real floating tensor: its
+/// finite differences are trusted only where they are, see `sfz-worker/src/runtime/gradient`).
+pub const IMPLIED_ORACLES: &[Oracle] = &[Oracle::Precision, Oracle::Layout, Oracle::Out, Oracle::Inplace, Oracle::Gradient];
 
 impl Checker<'_> {
     /// Reads a parameter list: names, types, optionality, keyword-only markers, defaults.

@@ -26,7 +26,7 @@ pub fn oracle_description(oracle: Oracle) -> &'static str {
         Oracle::Layout => "the result depends on the memory layout of the inputs",
         Oracle::Out => "the out= overload disagrees with the functional call",
         Oracle::Inplace => "the in-place form disagrees with the functional call",
-        Oracle::Gradient => "backward disagrees with finite differences",
+        Oracle::Gradient => "a gradient disagrees with forward mode or finite differences, is not finite, or fails",
         Oracle::Cuda => "CUDA disagrees with the CPU",
         Oracle::Overflow | Oracle::Relation | Oracle::Spec => "a finding of sfz",
     }

@@ -13,6 +13,7 @@ use crate::oracle::errors::{normalize, normalize_all};
 use crate::oracle::{Cause, Death, Disagreement, Evidence};
 use crate::wire::oracle::Oracle;
 use crate::wire::outcome::signal_name;
+use crate::wire::variant::GradientKind;
 
 /// Whether a reproducer showed its bug.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -73,7 +74,17 @@ pub fn expected(f: &Finding) -> Expected {
         (Evidence::Call, _) => failure(),
         (Evidence::Differential { what: Disagreement::VariantFails, .. }, _) => failure(),
         (Evidence::Differential { what: Disagreement::Gradient, .. }, _) => Expected::Error(vec!["Jacobian mismatch".into()]),
+        (Evidence::Differential { what: Disagreement::Derivative(at), .. }, _) => Expected::Error(vec!["AssertionError".into(), gradient_assertion(at.kind).into()]),
         _ => Expected::Error(vec!["AssertionError".into()]),
+    }
+}
+
+/// The assertion a gradient script fails with (`repro::gradient`).
+fn gradient_assertion(kind: GradientKind) -> &'static str {
+    match kind {
+        GradientKind::Numeric => "backward disagrees with finite differences",
+        GradientKind::Forward => "reverse and forward mode disagree",
+        GradientKind::NonFinite => "the gradient is not finite",
     }
 }
 

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::wire::case::DType;
 use crate::wire::outcome::signal_name;
+use crate::wire::variant::GradientKind;
 
 /// A signal a worker died by. Written as its name (`SIGSEGV`), as findings have always been.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -140,8 +141,13 @@ pub enum Cause {
     Values { output: usize },
     /// An output differs in dtype, shape or kind.
     Structure { output: usize, what: String },
-    /// Backward disagrees with finite differences for a parameter (named as the message does).
-    Gradient { param: String },
+    /// A parameter's gradient (named as the message does) disagrees with another way of
+    /// computing it, or is not finite.
+    Gradient {
+        param: String,
+        #[serde(default)]
+        against: GradientKind,
+    },
     /// Only the variant raises an argument error (normalised first line).
     OnlyVariantRaises { check: String, message: String },
     /// Only the original call raises an argument error.
@@ -264,7 +270,7 @@ impl fmt::Display for Cause {
             Cause::Relation { name, squares: s } => write!(f, "relation {name} does not hold{}", squares(s)),
             Cause::Values { output } => write!(f, "values differ in output {output}"),
             Cause::Structure { output, what } => write!(f, "output {output}: {what}"),
-            Cause::Gradient { param } => write!(f, "gradient of {param} differs from finite differences"),
+            Cause::Gradient { param, against } => write!(f, "gradient of {param} {}", against.describe()),
             Cause::OnlyVariantRaises { check, message } => write!(f, "only the {check} raises: {message}"),
             Cause::OnlyOriginalRaises { message } => write!(f, "only the original raises: {message}"),
             Cause::Rejected { message } | Cause::Other { text: message } => f.write_str(message),
@@ -274,13 +280,22 @@ impl fmt::Display for Cause {
 
 /// Reading the signatures of lines written before causes were stored.
 mod legacy {
-    use super::{Cause, Death, NonFinite, Place, Signal, MEMORY_ERROR, SQUARES_OVERFLOW};
+    use super::{Cause, Death, GradientKind, NonFinite, Place, Signal, MEMORY_ERROR, SQUARES_OVERFLOW};
     use crate::wire::case::DType;
     use crate::wire::oracle::Oracle;
 
     /// The variants' descriptions (`Variant::describe`) a check's place is written with.
-    const CHECKS: [&str; 8] =
-        ["float64 reference", "other memory layout", "out= variant", "in-place variant", "finite differences", "CUDA", "relation", "float64 reference of a non-finite result"];
+    const CHECKS: [&str; 9] = [
+        "float64 reference",
+        "other memory layout",
+        "out= variant",
+        "in-place variant",
+        "finite differences",
+        "gradient check",
+        "CUDA",
+        "relation",
+        "float64 reference of a non-finite result",
+    ];
 
     pub(super) fn parse(oracle: Oracle, signal: Option<&str>, signature: &str) -> Cause {
         let other = || Cause::Other { text: signature.to_string() };
@@ -375,7 +390,7 @@ mod legacy {
             return Some(Cause::Ensures { clause: clause.to_string() });
         }
         if let Some(rest) = text.strip_prefix("gradient of ") {
-            return Some(Cause::Gradient { param: rest.strip_suffix(" differs from finite differences")?.to_string() });
+            return GradientKind::ALL.into_iter().find_map(|against| Some(Cause::Gradient { param: rest.strip_suffix(&format!(" {}", against.describe()))?.to_string(), against }));
         }
         if let Some(message) = text.strip_prefix("only the original raises: ") {
             return Some(Cause::OnlyOriginalRaises { message: message.to_string() });
@@ -399,7 +414,7 @@ mod legacy {
 
 #[cfg(test)]
 mod tests {
-    use super::{Cause, Death, NonFinite, Place, Signal};
+    use super::{Cause, Death, GradientKind, NonFinite, Place, Signal};
     use crate::wire::case::DType;
     use crate::wire::oracle::Oracle;
 
@@ -429,7 +444,9 @@ mod tests {
             (Oracle::Relation, None, Cause::Relation { name: "positively_homogeneous".into(), squares: Some(DType::Float32) }),
             (Oracle::Precision, None, Cause::Values { output: 2 }),
             (Oracle::Out, None, Cause::Structure { output: 0, what: "dtype float32 vs float64".into() }),
-            (Oracle::Gradient, None, Cause::Gradient { param: "`input`".into() }),
+            (Oracle::Gradient, None, Cause::Gradient { param: "`input`".into(), against: GradientKind::Numeric }),
+            (Oracle::Gradient, None, Cause::Gradient { param: "`other`".into(), against: GradientKind::Forward }),
+            (Oracle::Gradient, None, Cause::Gradient { param: "`input`".into(), against: GradientKind::NonFinite }),
             (Oracle::Layout, None, Cause::OnlyVariantRaises { check: "other memory layout".into(), message: "view size is not compatible".into() }),
             (Oracle::Out, None, Cause::OnlyOriginalRaises { message: "expected N".into() }),
         ]

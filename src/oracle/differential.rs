@@ -16,7 +16,7 @@ use crate::spec::{ApiSpec, OracleUse, Value};
 use crate::wire::case::Case;
 use crate::wire::oracle::Oracle;
 use crate::wire::outcome::{signal_name, Outcome};
-use crate::wire::variant::{Accuracy, Check, CheckOutcome, CheckReport, Tolerance, Tolerances, Variant};
+use crate::wire::variant::{Accuracy, Check, CheckOutcome, CheckReport, GradientKind, Tolerance, Tolerances, Variant};
 use crate::worker::Execution;
 
 use super::errors::{self, ErrorKind};
@@ -84,6 +84,12 @@ pub fn plan_checks(api: &ApiSpec, binding: &OpBinding, catalog: &Catalog) -> (Ve
             Oracle::Layout => checks.push(planned(Variant::Layout, None)),
             Oracle::Cuda => checks.push(planned(Variant::Cuda, None)),
             Oracle::Gradient => {
+                if let Some(why) = super::differentiable::why_not(api) {
+                    if !implied {
+                        diags.push(not_applicable(u, &format!("`{}` has nothing to differentiate: {why}", api.name)));
+                    }
+                    continue;
+                }
                 let eps = float_arg(u, "eps").unwrap_or(1e-6);
                 let samples = match u.args.iter().find(|(n, _)| n == "samples") {
                     Some((_, Value::Int(n))) => (*n).clamp(1, 1000) as u32,
@@ -259,13 +265,26 @@ fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outc
         CheckOutcome::Gradient(g) => {
             let param = api.params.get(g.arg).map_or_else(|| format!("argument {}", g.arg), |p| format!("`{}`", p.name));
             let dtype = case.args.get(g.arg).and_then(|a| a.tensors().nth(g.tensor)).map_or("?".to_string(), |r| r.dtype.to_string());
-            detection(
-                Cause::Gradient { param: param.clone() },
-                format!(
-                    "d/d{param}[{}] ({dtype} input) of sum(w * outputs) is {} by backward but {} by central differences ({} elements checked, {} skipped as not smooth)",
+            let message = match g.kind {
+                GradientKind::Numeric => format!(
+                    "d/d{param}[{}] ({dtype} input, in float64) of sum(w * outputs) is {} by backward but {} by central differences ({} elements checked, {} skipped where differences cannot be trusted)",
                     g.index, g.analytic, g.numeric, g.checked, g.nonsmooth
                 ),
-                Disagreement::Gradient,
+                GradientKind::Forward => format!(
+                    "the derivative of sum(w * outputs) along a fixed tangent of {param} ({dtype} input, in float64) is {} by backward but {} by forward mode; finite differences give {}",
+                    g.analytic,
+                    g.numeric,
+                    g.differences.map_or("nothing".to_string(), |d| d.to_string())
+                ),
+                GradientKind::NonFinite => format!(
+                    "d/d{param}[{}] ({dtype} input, in float64) of sum(w * outputs) is {} by backward although every output is finite and central differences give {}",
+                    g.index, g.analytic, g.numeric
+                ),
+            };
+            detection(
+                Cause::Gradient { param: param.clone(), against: g.kind },
+                message,
+                Disagreement::Derivative(super::GradientAt { kind: g.kind, arg: g.arg, tensor: g.tensor, index: g.index }),
             )
         }
         CheckOutcome::Raised { class, message } => {

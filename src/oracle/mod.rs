@@ -4,6 +4,7 @@
 pub mod cause;
 pub mod device;
 pub mod differential;
+pub mod differentiable;
 pub mod plausible;
 pub use crate::wire::errors;
 
@@ -14,7 +15,7 @@ use crate::spec::ApiSpec;
 use crate::wire::case::{Arg, Case, DType};
 use crate::wire::oracle::Oracle;
 use crate::wire::outcome::{signal_name, Outcome, Output};
-use crate::wire::variant::{Check, Tolerance};
+use crate::wire::variant::{Check, GradientKind, Tolerance};
 use crate::worker::frames::Frame;
 use crate::worker::Execution;
 use errors::ErrorKind;
@@ -120,11 +121,23 @@ pub enum Disagreement {
     OriginalRaises,
     /// The variant itself fails (an internal error, a crash, a hang), whatever the original did.
     VariantFails,
-    /// Analytic and numeric gradients differ.
+    /// Analytic and numeric gradients differ (a finding written before `Derivative`).
     Gradient,
+    /// A gradient disagrees with another way of computing it, or is not finite, at `GradientAt`.
+    Derivative(GradientAt),
     /// Output `output` (float64) is infinite where the same call just below the input, along
     /// `t · x`, extrapolates to a representable value (`sfz-worker/src/runtime/ray.rs`).
     Extrapolated { output: usize },
+}
+
+/// Where a gradient finding is: which mode disagrees, the floating input (case argument and
+/// tensor within it) and its element.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GradientAt {
+    pub kind: GradientKind,
+    pub arg: usize,
+    pub tensor: usize,
+    pub index: u64,
 }
 
 #[derive(Clone, Debug)]

@@ -58,7 +58,7 @@ impl Variant {
             Variant::Layout => "other memory layout",
             Variant::Out { .. } => "out= variant",
             Variant::InPlace { .. } => "in-place variant",
-            Variant::Gradient { .. } => "finite differences",
+            Variant::Gradient { .. } => "gradient check",
             Variant::Cuda => "CUDA",
             Variant::Relation(_) => "relation",
             Variant::Defined => "float64 reference of a non-finite result",
@@ -233,19 +233,55 @@ impl PrematureKind {
     }
 }
 
-/// A gradient component that disagrees with finite differences.
+/// A gradient that disagrees with another way of computing it, or is not finite where it
+/// should be.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GradientMismatch {
+    #[serde(default)]
+    pub kind: GradientKind,
     /// The case argument (and tensor within a list) differentiated.
     pub arg: usize,
     pub tensor: usize,
-    /// Flat index of the element.
+    /// Flat index of the element (`Forward`: 0, the whole input is the direction).
     pub index: u64,
+    /// Reverse mode's value: the element of the gradient of `sum(w * outputs)`, or (`Forward`)
+    /// its projection on the tangent.
     pub analytic: f64,
+    /// The other side: finite differences, or forward mode's `sum(w * tangent outputs)`.
     pub numeric: f64,
+    /// `Forward` only: finite differences along the tangent, which side with one mode.
+    #[serde(default)]
+    pub differences: Option<f64>,
     /// Elements compared, and those skipped as not smooth.
     pub checked: u32,
     pub nonsmooth: u32,
+}
+
+/// Which two gradients disagree.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GradientKind {
+    /// Reverse mode against central finite differences, at an element where differences with
+    /// two step sizes and from both sides agree.
+    #[default]
+    Numeric,
+    /// Reverse mode against forward mode (both analytic) along a fixed tangent.
+    Forward,
+    /// Reverse mode gives NaN or inf where the outputs and finite differences are finite.
+    NonFinite,
+}
+
+impl GradientKind {
+    /// What the other side is, in a sentence.
+    pub fn describe(self) -> &'static str {
+        match self {
+            GradientKind::Numeric => "differs from finite differences",
+            GradientKind::Forward => "differs between reverse and forward mode",
+            GradientKind::NonFinite => "is not finite where finite differences are",
+        }
+    }
+
+    pub const ALL: [GradientKind; 3] = [GradientKind::Numeric, GradientKind::Forward, GradientKind::NonFinite];
 }
 
 /// The report of one check, in the order of the request's checks.

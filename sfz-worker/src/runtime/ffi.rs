@@ -32,6 +32,8 @@ extern "C" {
     pub fn sfz_op_find(name: *const c_char, overload: *const c_char, err: *mut *mut c_char) -> *mut c_void;
     pub fn sfz_op_handle_schema(op: *mut c_void) -> *mut c_char;
     pub fn sfz_torch_version() -> *const c_char;
+    pub fn sfz_enter_dual_level() -> i64;
+    pub fn sfz_exit_dual_level(level: i64);
     pub fn sfz_op_free(op: *mut c_void);
     pub fn sfz_op_num_arguments(op: *mut c_void) -> i64;
     pub fn sfz_call_new() -> *mut c_void;

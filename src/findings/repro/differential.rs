@@ -12,7 +12,11 @@ use crate::wire::variant::{Check, Variant};
 impl Writer<'_> {
     pub(super) fn differential(&mut self, check: &Check, what: &Disagreement, original: &str) -> String {
         if let Variant::Gradient { eps, .. } = check.variant {
-            return self.gradient(eps, check.tolerances.float64);
+            return match what {
+                Disagreement::Derivative(at) => self.derivative(*at, eps, check.tolerances.float64),
+                Disagreement::VariantFails => self.gradient_fails(),
+                _ => self.gradcheck(eps, check.tolerances.float64),
+            };
         }
         if let (Variant::Relation(r), Disagreement::Values { tolerance, .. }) = (&check.variant, what) {
             return self.relation(r, *tolerance);
@@ -69,7 +73,7 @@ impl Writer<'_> {
                 let _ = writeln!(out, "    raise AssertionError({}) from e", py_str(&format!("{api} raises but its {describe} returns")));
             }
             Disagreement::Extrapolated { output } => out.push_str(&self.extrapolated(original, *output)),
-            Disagreement::VariantFails | Disagreement::Gradient => {
+            Disagreement::VariantFails | Disagreement::Gradient | Disagreement::Derivative(_) => {
                 let _ = writeln!(
                     out,
                     "try:\n    result = {original}\nexcept Exception as e:  # what matters is the {describe}\n    result = None\n    print(\"the original raises:\", e)"

@@ -1,27 +1,60 @@
-//! The script of a gradient finding: `torch.autograd.gradcheck` in float64.
+//! The script of a gradient finding, in float64 as the worker computed it (`sfz-worker/src/
+//! runtime/gradient`): `f` takes the floating inputs, `weighted` is `sum(w * outputs)` with the
+//! worker's weights, and the script prints both sides of what disagrees before it asserts.
+//! A finding written before the gradient's kinds were stored gets `torch.autograd.gradcheck`.
+use std::fmt::Write as _;
+
 use super::call::call;
 use super::python::{py_float, tol_args};
 use super::Writer;
+use crate::oracle::GradientAt;
 use crate::wire::case::{Arg, TensorRecipe};
-use crate::wire::variant::{promote_dtype_args, Tolerance};
+use crate::wire::variant::{promote_dtype_args, GradientKind, Tolerance};
+
+/// `f(*xs)` over the floating inputs and `x`, their float64 values.
+struct Differentiable {
+    def: String,
+    /// The floating inputs' expressions (`input`, `tensors_1`).
+    inputs: Vec<String>,
+    /// Per case argument, how many floating inputs come before it.
+    before: Vec<usize>,
+}
+
+const WEIGHTED: &str = "\
+def flat(out):
+    return [t for r in (out if isinstance(out, (list, tuple)) else [out]) for t in (r if isinstance(r, (list, tuple)) else [r])]
+
+
+def spread(t, step, offset):
+    return (torch.arange(t.numel(), dtype=torch.float64) * step + offset).frac().add(0.5).reshape(t.shape)
+
+
+def weighted_difference(a, b=None):
+    \"\"\"sum(w * (a - b)) over the differentiable outputs, with sfz's fixed weights w.\"\"\"
+    total = 0.0
+    for k, t in enumerate(flat(a)):
+        if weighed[k]:
+            d = t if b is None else t - flat(b)[k]
+            total = total + (spread(t, 0.6180339887498949, 0.377 * k) * d).sum()
+    return total
+
+
+";
 
 impl Writer<'_> {
-    /// `torch.autograd.gradcheck` over the floating tensor inputs, in float64.
-    pub(super) fn gradient(&mut self, eps: f64, tol: Tolerance) -> String {
+    fn differentiable(&self) -> Differentiable {
         let r = self.r;
         let case = promote_dtype_args(r.case);
-        let floating = |rec: &TensorRecipe| rec.dtype.is_floating();
-        let has_list = case.args.iter().any(|a| matches!(a, Arg::TensorList(rs) if rs.iter().any(floating)));
-        let mut params = Vec::new();
+        let floating = |rec: &TensorRecipe| rec.dtype.is_floating() && !rec.dtype.is_complex();
         let mut inputs = Vec::new();
+        let mut before = Vec::new();
         let mut vars = self.vars.clone();
         for (i, arg) in case.args.iter().enumerate() {
+            before.push(inputs.len());
             match arg {
                 Arg::Tensor(rec) if floating(rec) => {
-                    let p = if has_list { format!("xs[{}]", inputs.len()) } else { self.vars[i].clone() };
-                    inputs.push(format!("{}.double().requires_grad_()", self.vars[i]));
-                    params.push(self.vars[i].clone());
-                    vars[i] = p;
+                    vars[i] = format!("xs[{}]", inputs.len());
+                    inputs.push(self.vars[i].clone());
                 }
                 Arg::TensorList(rs) => {
                     let items: Vec<String> = rs
@@ -30,7 +63,7 @@ impl Writer<'_> {
                         .map(|(k, rec)| {
                             let element = format!("{}_{k}", self.vars[i]);
                             if floating(rec) {
-                                inputs.push(format!("{element}.double().requires_grad_()"));
+                                inputs.push(element);
                                 format!("xs[{}]", inputs.len() - 1)
                             } else {
                                 element
@@ -42,13 +75,92 @@ impl Writer<'_> {
                 _ => {}
             }
         }
-        let signature = if has_list { "*xs".to_string() } else { params.join(", ") };
         let body = call(r.api, r.binding, &case, &vars);
-        let tuple = if inputs.len() == 1 { format!("({},)", inputs[0]) } else { format!("({})", inputs.join(", ")) };
+        Differentiable { def: format!("def f(*xs):\n    return {body}\n\n\n"), inputs, before }
+    }
+
+    /// The legacy script: `torch.autograd.gradcheck` over the floating inputs.
+    pub(super) fn gradcheck(&mut self, eps: f64, tol: Tolerance) -> String {
+        let d = self.differentiable();
+        let leaves: Vec<String> = d.inputs.iter().map(|v| format!("{v}.double().requires_grad_()")).collect();
+        let tuple = if leaves.len() == 1 { format!("({},)", leaves[0]) } else { format!("({})", leaves.join(", ")) };
         format!(
-            "def f({signature}):\n    return {body}\n\n\n# Fails with GradcheckError (\"Jacobian mismatch\") while backward disagrees with finite differences.\ntorch.autograd.gradcheck(f, {tuple}, eps={}, {}, check_undefined_grad=False)\n",
+            "{}# Fails with GradcheckError (\"Jacobian mismatch\") while backward disagrees with finite differences.\ntorch.autograd.gradcheck(f, {tuple}, eps={}, {}, check_undefined_grad=False)\n",
+            d.def,
             py_float(eps),
             tol_args(tol)
         )
+    }
+
+    /// Backward, then forward mode, as the worker ran them: a derivative that fails raises.
+    pub(super) fn gradient_fails(&mut self) -> String {
+        let d = self.differentiable();
+        let mut out = self.prelude(&d);
+        out.push_str("print(\"backward:\", torch.autograd.grad(weighted_difference(f(*leaves)), leaves, allow_unused=True))\n");
+        out.push_str("import torch.autograd.forward_ad as fwAD\n\n");
+        out.push_str("for i, v in enumerate(x):\n    with fwAD.dual_level():\n        duals = [fwAD.make_dual(t, torch.ones_like(t)) if j == i else t for j, t in enumerate(x)]\n        print(\"forward mode:\", [fwAD.unpack_dual(t).tangent for t in flat(f(*duals)) if isinstance(t, torch.Tensor)])\n");
+        out
+    }
+
+    /// The script of one disagreement at `at`.
+    pub(super) fn derivative(&mut self, at: GradientAt, eps: f64, tol: Tolerance) -> String {
+        let d = self.differentiable();
+        let leaf = d.before.get(at.arg).copied().unwrap_or(0) + at.tensor;
+        let name = d.inputs.get(leaf).cloned().unwrap_or_else(|| "the input".into());
+        let mut out = self.prelude(&d);
+        if at.kind == GradientKind::Forward {
+            out.push_str("import torch.autograd.forward_ad as fwAD\n");
+        }
+        let _ = writeln!(out, "i = {leaf}  # {name}");
+        out.push_str("grad = torch.autograd.grad(weighted_difference(f(*leaves)), leaves, allow_unused=True)[i]\n");
+        out.push_str("grad = torch.zeros_like(x[i]) if grad is None else grad\n\n\n");
+        let (rtol, atol) = (py_float(tol.rtol), py_float(tol.atol));
+        match at.kind {
+            GradientKind::Forward => {
+                self.uses_math = true;
+                out.push_str(&format!(
+                    "def along(t):\n    \"\"\"The inputs moved by t along the tangent.\"\"\"\n    return [v + t * tangent if j == i else v for j, v in enumerate(x)]\n\n\n\
+                     tangent = spread(x[i], 0.7548776662466927, 0.5698402909980532 + 0.291 * i)\n\
+                     backward = (grad * tangent).sum().item()\n\
+                     with fwAD.dual_level():\n    duals = [fwAD.make_dual(v, tangent) if j == i else v for j, v in enumerate(x)]\n    out = flat(f(*duals))\n    tangents = [fwAD.unpack_dual(t).tangent if isinstance(t, torch.Tensor) else None for t in out]\n\
+                     forward = float(sum((spread(t, 0.6180339887498949, 0.377 * k) * t).sum() for k, t in enumerate(tangents) if t is not None and weighed[k]))\n\
+                     h = {eps} * max(1.0, x[i].abs().max().item())\n\
+                     numeric = float(weighted_difference(f(*along(h)), f(*along(-h)))) / (2 * h)\n\
+                     print(\"along a fixed tangent of {name}: backward\", backward, \"forward mode\", forward, \"finite differences\", numeric)\n\
+                     assert math.isclose(backward, forward, rel_tol={rtol}, abs_tol={atol}), \"reverse and forward mode disagree\"\n",
+                    eps = py_float(eps),
+                ));
+            }
+            GradientKind::Numeric | GradientKind::NonFinite => {
+                self.uses_math = true;
+                out.push_str(&format!(
+                    "def moved(t):\n    \"\"\"The inputs with element {index} of {name} moved by t.\"\"\"\n    y = [v.clone() for v in x]\n    y[i].view(-1)[{index}] += t\n    return y\n\n\n\
+                     backward = grad.reshape(-1)[{index}].item()\n\
+                     h = {eps} * max(1.0, abs(x[i].reshape(-1)[{index}].item()))\n\
+                     numeric = float(weighted_difference(f(*moved(h)), f(*moved(-h)))) / (2 * h)\n\
+                     print(\"d/d{name}[{index}]: backward\", backward, \"central differences\", numeric)\n",
+                    index = at.index,
+                    eps = py_float(eps),
+                ));
+                if at.kind == GradientKind::NonFinite {
+                    out.push_str("assert math.isfinite(backward), \"the gradient is not finite where the outputs and finite differences are\"\n");
+                } else {
+                    let _ = writeln!(out, "assert math.isclose(backward, numeric, rel_tol={rtol}, abs_tol={atol}), \"backward disagrees with finite differences\"");
+                }
+            }
+        }
+        out
+    }
+
+    /// `f`, the weights, the float64 inputs `x` and their leaves.
+    fn prelude(&mut self, d: &Differentiable) -> String {
+        let mut out = d.def.clone();
+        out.push_str(WEIGHTED);
+        let x: Vec<String> = d.inputs.iter().map(|v| format!("{v}.double().contiguous()")).collect();
+        let _ = writeln!(out, "x = [{}]", x.join(", "));
+        out.push_str("leaves = [t.detach().requires_grad_() for t in x]\n");
+        out.push_str("# The outputs autograd differentiates (those that require grad) are weighed.\n");
+        out.push_str("weighed = [isinstance(t, torch.Tensor) and t.dtype == torch.float64 and t.requires_grad for t in flat(f(*leaves))]\n");
+        out
     }
 }

@@ -228,7 +228,7 @@ mod tests {
     use crate::ops::registry;
     use crate::wire::case::{DType, Fill, Layout, Special};
     use crate::wire::oracle::Oracle;
-    use crate::wire::variant::Tolerance;
+    use crate::wire::variant::{GradientKind, Tolerance};
     use crate::wire::variant::Tolerances;
 
     fn catalog() -> Catalog {
@@ -421,6 +421,11 @@ mod tests {
         let mm = api("api torch.matmul(input: Tensor, other: Tensor) -> Tensor {}");
         let case2 = Case { op: 0, args: vec![Arg::Tensor(recipe()), Arg::Tensor(TensorRecipe { shape: vec![3, 2], seed: 7, ..recipe() })], forward: None };
         insta::assert_snapshot!("gradient", script(&mm, &case2, Evidence::Differential { check: 0, what: Disagreement::Gradient }, Some(&gradient), None));
+        for (name, kind, index) in [("gradient_numeric", GradientKind::Numeric, 4), ("gradient_forward", GradientKind::Forward, 0), ("gradient_non_finite", GradientKind::NonFinite, 1)] {
+            let at = crate::oracle::GradientAt { kind, arg: 1, tensor: 0, index };
+            insta::assert_snapshot!(name, script(&mm, &case2, Evidence::Differential { check: 0, what: Disagreement::Derivative(at) }, Some(&gradient), None));
+        }
+        insta::assert_snapshot!("gradient_fails", script(&mm, &case2, Evidence::Differential { check: 0, what: Disagreement::VariantFails }, Some(&gradient), None));
         let cuda = check(Oracle::Cuda, Variant::Cuda);
         insta::assert_snapshot!("cuda", script(&mm, &case2, values(0), Some(&cuda), None));
     }

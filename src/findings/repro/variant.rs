@@ -124,7 +124,7 @@ impl Writer<'_> {
                         // Empty, with the dtype of the original's output (which it may lack).
                         let dtype = match what {
                             Disagreement::OriginalRaises => py_dtype(fallback),
-                            Disagreement::VariantFails | Disagreement::Gradient => {
+                            Disagreement::VariantFails | Disagreement::Gradient | Disagreement::Derivative(_) => {
                                 format!("{}.dtype if result is not None else {}", self.output("result", k), py_dtype(fallback))
                             }
                             _ => format!("{}.dtype", self.output("result", k)),

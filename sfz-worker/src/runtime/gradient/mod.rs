@@ -1,0 +1,232 @@
+//! The gradient check (∇Fuzz's idea), in float64 on the case's own values. Three ways to the
+//! derivative of `sum(w * outputs)` for fixed weights w:
+//! - reverse mode (`backward`), the gradient under test;
+//! - forward mode along a fixed tangent per input (`dual`): analytic too, so a kink or a large
+//!   magnitude does not make the two disagree where their formulas agree;
+//! - finite differences (`numeric`), trusted only at elements where two step sizes and both
+//!   one-sided differences agree, so a kink or a jump is skipped, not reported.
+//!
+//! What is a finding, most certain first: backward (or forward mode) failing with an internal
+//! error where the call returned; reverse and forward mode disagreeing where finite differences
+//! along the tangent side with one of them; a NaN or inf gradient element where the outputs
+//! and finite differences are finite and moderate; a gradient element that differs from
+//! trusted finite differences.
+mod dual;
+mod numeric;
+mod objective;
+
+use tch::{Kind, Tensor};
+
+use super::checks::{first_line, Failure};
+use super::executor::{Called, Executor, Inputs};
+use numeric::Direction;
+use sfz_wire::case::Case;
+use sfz_wire::errors::{classify, ErrorKind};
+use sfz_wire::outcome::{ErrorClass, Outcome};
+use sfz_wire::variant::relation::case_seed;
+use sfz_wire::variant::{promote_dtype_args, CheckOutcome, GradientKind, GradientMismatch, Tolerance};
+
+/// A true derivative above this is no "moderate" value: a formula that overflows on the way to
+/// it is at the edge of float64, not wrong.
+const MODERATE: f64 = 1e100;
+
+/// The differentiated call: float64 leaves for every real floating input, and the call's
+/// outputs and gradients at them.
+pub(super) struct Probe {
+    /// The case with its dtype arguments promoted, as the leaves are.
+    case: Case,
+    /// (case argument, tensor within it, leaf): contiguous float64, requiring grad.
+    leaves: Vec<(usize, usize, Tensor)>,
+    /// The call's inputs: the leaves in place of the floating tensors.
+    inputs: Inputs,
+    weights: Vec<Option<Tensor>>,
+    /// The outputs at the case's values, copied.
+    at_x0: Vec<Option<Tensor>>,
+    /// `sum(|w * outputs|)` over the finite outputs: what their rounding is relative to.
+    mass: f64,
+    /// Reverse mode's gradient per leaf (undefined where the objective does not depend on it).
+    grads: Vec<Tensor>,
+}
+
+impl Executor {
+    /// The gradient check of one case; `eps` is the relative finite-difference step, `samples`
+    /// the elements compared with finite differences.
+    pub(super) fn gradient(&mut self, case: &Case, main: &Called, inputs: &Inputs, eps: f64, samples: u32, tol: Tolerance) -> Result<CheckOutcome, Failure> {
+        if !matches!(main.outcome, Outcome::Returned { .. }) {
+            return Err(Failure::Skip("the call raised".into()));
+        }
+        if inputs.tensors.iter().any(|t| t.f_kind().is_ok_and(|k| matches!(k, Kind::ComplexHalf | Kind::ComplexFloat | Kind::ComplexDouble))) {
+            return Err(Failure::Skip("complex inputs are not differentiated".into()));
+        }
+        let probe = match self.reverse(case, inputs)? {
+            Ok(probe) => probe,
+            Err(raised) => return Ok(raised),
+        };
+        let mut why_not = Vec::new();
+        for leaf in 0..probe.leaves.len() {
+            match self.forward_mode(&probe, leaf, eps, tol)? {
+                dual::Verdict::Agree | dual::Verdict::NoTangent => {}
+                dual::Verdict::Unsupported(why) => why_not.push(why),
+                dual::Verdict::Raised(outcome) | dual::Verdict::Differs(outcome) => return Ok(outcome),
+            }
+        }
+        if let Some(found) = self.non_finite(&probe, eps, tol)? {
+            return Ok(found);
+        }
+        self.sampled(&probe, eps, samples, tol, case_seed(case), &why_not)
+    }
+
+    /// Reverse mode: the leaves, the float64 call, and backward of `sum(w * outputs)`. The
+    /// inner Err is a finding: backward failed with an internal error.
+    fn reverse(&mut self, case: &Case, inputs: &Inputs) -> Result<Result<Probe, CheckOutcome>, Failure> {
+        // Contiguous, so that element i of the storage is element i in logical order.
+        let mut leaves: Vec<(usize, usize, Tensor)> = Vec::new();
+        let mut position = Vec::new();
+        let grad_inputs = inputs.map(|arg, t| {
+            if is_real_floating(t) {
+                let leaf = t.f_to_kind(Kind::Double)?.f_contiguous()?.f_detach()?.set_requires_grad(true);
+                let within = position.iter().filter(|&&a| a == arg).count();
+                position.push(arg);
+                leaves.push((arg, within, leaf.shallow_clone()));
+                Ok(leaf)
+            } else {
+                Ok(t.shallow_clone())
+            }
+        })?;
+        if leaves.is_empty() {
+            return Err(Failure::Skip("no floating input".into()));
+        }
+        // At an infinite input a gradient is a limit (atan2's at y = -inf is inf/inf), which
+        // no formula is held to.
+        for (_, _, leaf) in &leaves {
+            if leaf.f_isfinite()?.f_all()?.f_int64_value(&[])? == 0 {
+                return Err(Failure::Skip("a floating input is NaN or infinite".into()));
+            }
+        }
+        let case2 = promote_dtype_args(case);
+        let forward = tch::with_grad(|| self.invoke(case.op, &case2, &grad_inputs, &[], true)).map_err(Failure::from)?;
+        if let Outcome::Raised { message, .. } = &forward.outcome {
+            return Err(Failure::Skip(format!("the float64 call raised: {}", first_line(message))));
+        }
+        // libtorch says which outputs are differentiable: those that require grad (the mean
+        // and rstd of `native_layer_norm`, a loss's workspace are not). Only they are weighed.
+        let mut weights = objective::weights(&forward.tensors)?;
+        for (w, t) in weights.iter_mut().zip(&forward.tensors) {
+            if !t.as_ref().is_some_and(|t| t.requires_grad()) {
+                *w = None;
+            }
+        }
+        // Under grad mode too: the objective is part of the graph that backward walks.
+        let loss = tch::with_grad(|| objective::objective_of(&forward.tensors, &weights))?;
+        let Some(loss) = loss.filter(|l| l.requires_grad()) else {
+            return Err(Failure::Skip("no floating output depends differentiably on the floating inputs".into()));
+        };
+        let wrt: Vec<&Tensor> = leaves.iter().map(|(_, _, t)| t).collect();
+        let grads = match Tensor::f_run_backward(&[&loss], &wrt, false, false) {
+            Ok(g) => g,
+            Err(e) => return status("backward", e.to_string()).map(Err),
+        };
+        drop(loss);
+        // Copies, not detached views: the outputs of a view op (reshape, transpose) share the
+        // leaves' memory, which the perturbations write into.
+        let at_x0 = objective::copies(&forward.tensors)?;
+        let mut mass = 0f64;
+        for (t, w) in at_x0.iter().zip(&weights) {
+            let (Some(t), Some(w)) = (t, w) else { continue };
+            if t.f_kind()? == Kind::Double && t.numel() > 0 {
+                let finite = t.f_nan_to_num(0.0, 0.0, 0.0)?.f_abs()?;
+                mass += finite.f_mul(w)?.f_sum(Kind::Double)?.f_double_value(&[])?;
+            }
+        }
+        Ok(Ok(Probe { case: case2, leaves, inputs: grad_inputs, weights, at_x0, mass, grads }))
+    }
+
+    /// The first NaN or inf element of a gradient while every output is finite, where trusted
+    /// finite differences give a finite, moderate value: a derivative formula that overflows or
+    /// divides by zero before the derivative does.
+    fn non_finite(&mut self, probe: &Probe, eps: f64, tol: Tolerance) -> Result<Option<CheckOutcome>, Failure> {
+        for (out, w) in probe.at_x0.iter().zip(&probe.weights) {
+            let (Some(out), Some(_)) = (out, w) else { continue };
+            if out.f_isfinite()?.f_all()?.f_int64_value(&[])? == 0 {
+                return Ok(None);
+            }
+        }
+        for (leaf, grad) in probe.grads.iter().enumerate() {
+            if !grad.defined() {
+                continue;
+            }
+            let bad = grad.f_isfinite()?.f_logical_not()?.f_reshape([-1i64])?.f_nonzero()?;
+            if bad.size()[0] == 0 {
+                continue;
+            }
+            let index = bad.f_int64_value(&[0, 0])? as u64;
+            let analytic = grad.f_reshape([-1i64])?.f_double_value(&[index as i64])?;
+            let Some(estimate) = self.difference(probe, leaf, Direction::Element(index), eps)? else { continue };
+            if estimate.refutes(analytic, tol) && estimate.value.abs() <= MODERATE {
+                return Ok(Some(mismatch(probe, GradientKind::NonFinite, leaf, index, analytic, estimate.value, 1, 0)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Reverse mode against trusted finite differences at up to `samples` elements.
+    fn sampled(&mut self, probe: &Probe, eps: f64, samples: u32, tol: Tolerance, seed: u64, why_not: &[String]) -> Result<CheckOutcome, Failure> {
+        let sizes: Vec<u64> = probe.leaves.iter().map(|(_, _, t)| t.numel() as u64).collect();
+        if sizes.iter().all(|&n| n == 0) {
+            return Err(Failure::Skip("the floating inputs have no elements".into()));
+        }
+        let (mut checked, mut untrusted) = (0u32, 0u32);
+        let (mut max_abs, mut max_rel) = (0f64, 0f64);
+        for (leaf, index) in objective::pick_elements(&sizes, samples as usize, seed) {
+            let grad = &probe.grads[leaf];
+            let analytic = if grad.defined() { grad.f_reshape([-1i64])?.f_double_value(&[index as i64])? } else { 0.0 };
+            // A non-finite gradient is `non_finite`'s to judge.
+            let Some(estimate) = self.difference(probe, leaf, Direction::Element(index), eps)?.filter(|_| analytic.is_finite()) else {
+                untrusted += 1;
+                continue;
+            };
+            if estimate.refutes(analytic, tol) {
+                return Ok(mismatch(probe, GradientKind::Numeric, leaf, index, analytic, estimate.value, checked + 1, untrusted));
+            }
+            if !estimate.precise(tol) {
+                untrusted += 1;
+                continue;
+            }
+            checked += 1;
+            let diff = (analytic - estimate.value).abs();
+            max_abs = max_abs.max(diff);
+            if estimate.value != 0.0 {
+                max_rel = max_rel.max(diff / estimate.value.abs());
+            }
+        }
+        if checked == 0 {
+            let mut why = "no sampled element is a point where finite differences can be trusted".to_string();
+            if let Some(first) = why_not.first() {
+                why.push_str(&format!("; forward mode: {first}"));
+            }
+            return Err(Failure::Skip(why));
+        }
+        Ok(CheckOutcome::Agree { max_abs, max_rel })
+    }
+}
+
+/// The finding for a gradient that disagrees.
+#[allow(clippy::too_many_arguments)]
+fn mismatch(probe: &Probe, kind: GradientKind, leaf: usize, index: u64, analytic: f64, numeric: f64, checked: u32, nonsmooth: u32) -> CheckOutcome {
+    let (arg, tensor, _) = &probe.leaves[leaf];
+    CheckOutcome::Gradient(GradientMismatch { kind, arg: *arg, tensor: *tensor, index, analytic, numeric, differences: None, checked, nonsmooth })
+}
+
+/// What a derivative's failure is: an internal error (or one libtorch does not check) is a
+/// finding; "not implemented" and the like are the operator's documented limits, counted apart.
+fn status(mode: &str, message: String) -> Result<CheckOutcome, Failure> {
+    match classify(ErrorClass::C10, &message) {
+        ErrorKind::Internal { .. } | ErrorKind::Unchecked { .. } => Ok(CheckOutcome::Raised { class: ErrorClass::C10, message: format!("{mode}: {message}") }),
+        _ => Err(Failure::Skip(format!("{mode} raised: {}", first_line(&message)))),
+    }
+}
+
+fn is_real_floating(t: &Tensor) -> bool {
+    t.f_kind().is_ok_and(|k| matches!(k, Kind::Half | Kind::BFloat16 | Kind::Float | Kind::Double))
+}
+

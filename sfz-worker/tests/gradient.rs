@@ -1,0 +1,153 @@
+//! The gradient oracle against real libtorch: reverse mode against forward mode and against
+//! finite differences, in float64. Wrong derivatives are found; kinks, oscillations too fast
+//! for any step, infinite inputs, outputs autograd does not differentiate and surrogate
+//! gradients are not.
+mod common;
+
+use std::path::Path;
+
+use sfz::ops::catalog::Catalog;
+use sfz::ops::registry;
+use sfz::wire::case::{Arg, Case, DType, Fill, Layout, Special, TensorRecipe};
+use sfz::wire::oracle::Oracle;
+use sfz::wire::variant::{Accuracy, Check, CheckOutcome, GradientKind, Tolerance, Tolerances, Variant};
+use sfz_worker::runtime::{self, Executor};
+
+fn catalog() -> &'static Catalog {
+    static C: std::sync::OnceLock<Catalog> = std::sync::OnceLock::new();
+    C.get_or_init(|| {
+        runtime::init(1);
+        Catalog::from_schemas(runtime::catalog_schemas())
+    })
+}
+
+/// An executor for the API `decl` declares whose one check is `gradient` at its defaults.
+fn executor(decl: &str) -> Executor {
+    let checked = sfz::check::check_text(Path::new("t.sfz"), decl);
+    assert!(!checked.has_errors(), "{decl}: {:?}", checked.diags);
+    let binding = registry::resolve(&checked.spec.apis[0], catalog()).unwrap();
+    let mut ex = Executor::new();
+    assert_eq!(ex.load(&[binding]), vec![None]);
+    let check = Check {
+        oracle: Oracle::Gradient,
+        variant: Variant::Gradient { eps: 1e-6, samples: 4 },
+        tolerances: Tolerances::uniform(Tolerance { rtol: 1e-3, atol: 1e-5 }),
+        accuracy: Accuracy::Backward,
+    };
+    ex.set_checks(vec![vec![check]]);
+    ex
+}
+
+fn tensor(dtype: DType, shape: &[i64], fill: Fill, seed: u64) -> TensorRecipe {
+    TensorRecipe { dtype, shape: shape.to_vec(), fill, seed, layout: Layout::Contiguous, specials: vec![] }
+}
+
+fn uniform(dtype: DType, shape: &[i64], lo: f64, hi: f64, seed: u64) -> Arg {
+    Arg::Tensor(tensor(dtype, shape, Fill::Uniform { lo, hi }, seed))
+}
+
+fn verdict(ex: &mut Executor, args: Vec<Arg>) -> CheckOutcome {
+    let case = Case { op: 0, args, forward: None };
+    let (_, reports) = ex.run_checked(&case, &mut |_| {});
+    reports[0].outcome.clone()
+}
+
+fn is_finding(o: &CheckOutcome) -> bool {
+    matches!(o, CheckOutcome::Gradient(_) | CheckOutcome::Raised { .. })
+}
+
+#[test]
+fn correct_derivatives_agree() {
+    let _rng = common::rng_lock();
+    let mut sin = executor("api torch.sin(input: Tensor) -> Tensor {}");
+    assert!(matches!(verdict(&mut sin, vec![uniform(DType::Float32, &[5], -3.0, 3.0, 1)]), CheckOutcome::Agree { .. }));
+    let mut mm = executor("api torch.matmul(input: Tensor, other: Tensor) -> Tensor {}");
+    let got = verdict(&mut mm, vec![uniform(DType::Float64, &[3, 4], -2.0, 2.0, 2), uniform(DType::Float64, &[4, 2], -2.0, 2.0, 3)]);
+    assert!(matches!(got, CheckOutcome::Agree { .. }), "{got:?}");
+    // Its mean and rstd outputs do not require grad: only the normalized output is weighed,
+    // or finite differences would see a change backward is not asked about.
+    let mut ln = executor("api torch.native_layer_norm(input: Tensor, normalized_shape: int[], weight: Tensor?, bias: Tensor?, eps: float) -> (Tensor, Tensor, Tensor) {}");
+    let got = verdict(&mut ln, vec![uniform(DType::Float64, &[2, 5], -2.0, 2.0, 4), Arg::IntList(vec![5]), Arg::None, Arg::None, Arg::Float(1e-5)]);
+    assert!(matches!(got, CheckOutcome::Agree { .. }), "{got:?}");
+}
+
+#[test]
+fn a_wrong_backward_is_found_against_finite_differences() {
+    let _rng = common::rng_lock();
+    let mut ex = executor("#[aten(\"sfz_test::buggy\")]\napi sfz_test.buggy(input: Tensor, bug: int) -> Tensor {}");
+    let x = || uniform(DType::Float32, &[4], 0.5, 2.0, 5);
+    assert!(matches!(verdict(&mut ex, vec![x(), Arg::Int(0)]), CheckOutcome::Agree { .. }));
+    // Backward says 3x where the derivative of x * x is 2x.
+    match verdict(&mut ex, vec![x(), Arg::Int(6)]) {
+        CheckOutcome::Gradient(g) => {
+            assert_eq!(g.kind, GradientKind::Numeric, "{g:?}");
+            assert!((g.analytic / g.numeric - 1.5).abs() < 1e-3, "{g:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_nan_gradient_where_the_function_is_smooth_is_found() {
+    let _rng = common::rng_lock();
+    let mut ex = executor("#[aten(\"sfz_test::buggy\")]\napi sfz_test.buggy(input: Tensor, bug: int) -> Tensor {}");
+    let ones = Arg::Tensor(tensor(DType::Float32, &[3], Fill::Constant(1.0), 6));
+    match verdict(&mut ex, vec![ones, Arg::Int(10)]) {
+        CheckOutcome::Gradient(g) => {
+            assert_eq!(g.kind, GradientKind::NonFinite, "{g:?}");
+            assert!(g.analytic.is_nan(), "{g:?}");
+            // d/dx of w * x * x at 1 is 2w, w in [0.5, 1.5).
+            assert!((1.0..3.0).contains(&g.numeric), "{g:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn reverse_and_forward_mode_disagreeing_is_found() {
+    let _rng = common::rng_lock();
+    // torch 2.13: the backward of an antialiased bilinear resize from 5x3 to 3x1 differs from
+    // its forward mode, and finite differences side with forward mode.
+    let mut ex = executor(
+        "#[aten(\"aten::_upsample_bilinear2d_aa\")]\napi torch._upsample_bilinear2d_aa(input: Tensor, output_size: int[], align_corners: bool, scales_h: float?, scales_w: float?) -> Tensor {}",
+    );
+    let got = verdict(&mut ex, vec![uniform(DType::Float64, &[1, 1, 5, 3], -10.0, 10.0, 7), Arg::IntList(vec![3, 1]), Arg::Bool(false), Arg::None, Arg::None]);
+    match got {
+        CheckOutcome::Gradient(g) => {
+            assert_eq!(g.kind, GradientKind::Forward, "{g:?}");
+            let fd = g.differences.expect("finite differences");
+            assert!((fd - g.numeric).abs() <= 1e-6 * fd.abs().max(1.0) && (fd - g.analytic).abs() > 1e-3 * fd.abs(), "{g:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn kinks_fast_oscillations_infinite_inputs_and_surrogates_are_not_findings() {
+    let _rng = common::rng_lock();
+    let zeros = || Arg::Tensor(tensor(DType::Float32, &[4], Fill::Constant(0.0), 8));
+    // relu and abs at 0: libtorch's subgradient there is documented.
+    for decl in ["api torch.relu(input: Tensor) -> Tensor {}", "api torch.abs(input: Tensor) -> Tensor {}", "api torch.sqrt(input: Tensor) -> Tensor {}"] {
+        let got = verdict(&mut executor(decl), vec![zeros()]);
+        assert!(!is_finding(&got), "{decl}: {got:?}");
+    }
+    // sin at 1e17 (float32) and 1e44 (float64): any step float64 can take spans many periods;
+    // at 1e5 to 1e6 a relative step spans a large part of one.
+    let mut sin = executor("api torch.sin(input: Tensor) -> Tensor {}");
+    for (dtype, lo, hi) in [(DType::Float32, 1e16, 1e17), (DType::Float64, 1e43, 1e44), (DType::Float64, 1e5, 1e6)] {
+        for seed in 0..40 {
+            let got = verdict(&mut sin, vec![uniform(dtype, &[2], lo, hi, seed)]);
+            assert!(!is_finding(&got), "{dtype} {seed}: {got:?}");
+        }
+    }
+    // atan2(-inf, 0) is finite, its gradient a limit no formula is held to.
+    let mut atan2 = executor("api torch.atan2(input: Tensor, other: Tensor) -> Tensor {}");
+    let mut y = tensor(DType::Float32, &[1], Fill::Constant(0.0), 9);
+    y.specials = vec![(0, Special::NegInf)];
+    let got = verdict(&mut atan2, vec![Arg::Tensor(y), zeros()]);
+    assert!(matches!(&got, CheckOutcome::Skipped(why) if why.contains("infinite")), "{got:?}");
+    // fake_quantize's straight-through gradient is 1 where the function is flat.
+    let mut fq = executor("api torch.fake_quantize_per_tensor_affine(input: Tensor, scale: float, zero_point: int, quant_min: int, quant_max: int) -> Tensor {}");
+    let got = verdict(&mut fq, vec![uniform(DType::Float32, &[6], -3.0, 3.0, 10), Arg::Float(0.5), Arg::Int(0), Arg::Int(-128), Arg::Int(127)]);
+    assert!(!is_finding(&got), "{got:?}");
+}
