@@ -124,7 +124,7 @@ impl Writer<'_> {
                      backward = (grad * tangent).sum().item()\n\
                      with fwAD.dual_level():\n    duals = [fwAD.make_dual(v, tangent) if j == i else v for j, v in enumerate(x)]\n    out = flat(f(*duals))\n    tangents = [fwAD.unpack_dual(t).tangent if isinstance(t, torch.Tensor) else None for t in out]\n\
                      forward = float(sum((spread(t, 0.6180339887498949, 0.377 * k) * t).sum() for k, t in enumerate(tangents) if t is not None and weighed[k]))\n\
-                     h = {eps} * max(1.0, x[i].abs().max().item())\n\
+                     h = {eps} * max(2 ** -10, x[i].abs().max().item())\n\
                      numeric = float(weighted_difference(f(*along(h)), f(*along(-h)))) / (2 * h)\n\
                      print(\"along a fixed tangent of {name}: backward\", backward, \"forward mode\", forward, \"finite differences\", numeric)\n\
                      assert math.isclose(backward, forward, rel_tol={rtol}, abs_tol={atol}), \"reverse and forward mode disagree\"\n",
@@ -136,7 +136,7 @@ impl Writer<'_> {
                 out.push_str(&format!(
                     "def moved(t):\n    \"\"\"The inputs with element {index} of {name} moved by t.\"\"\"\n    y = [v.clone() for v in x]\n    y[i].view(-1)[{index}] += t\n    return y\n\n\n\
                      backward = grad.reshape(-1)[{index}].item()\n\
-                     h = {eps} * max(1.0, abs(x[i].reshape(-1)[{index}].item()))\n\
+                     h = {eps} * max(2 ** -10, abs(x[i].reshape(-1)[{index}].item()))\n\
                      numeric = float(weighted_difference(f(*moved(h)), f(*moved(-h)))) / (2 * h)\n\
                      print(\"d/d{name}[{index}]: backward\", backward, \"central differences\", numeric)\n",
                     index = at.index,

@@ -23,6 +23,7 @@ use numeric::Direction;
 use sfz_wire::case::Case;
 use sfz_wire::errors::{classify, ErrorKind};
 use sfz_wire::outcome::{ErrorClass, Outcome};
+use sfz_wire::tags;
 use sfz_wire::variant::relation::case_seed;
 use sfz_wire::variant::{promote_dtype_args, CheckOutcome, GradientKind, GradientMismatch, Tolerance};
 
@@ -110,9 +111,13 @@ impl Executor {
         }
         // libtorch says which outputs are differentiable: those that require grad (the mean
         // and rstd of `native_layer_norm`, a loss's workspace are not). Only they are weighed.
+        // Outputs the math leaves open (singular vectors, eigenvectors: up to a sign or phase)
+        // are not weighed either: a loss of them is not gauge-invariant, and torch documents
+        // their gradients only for losses that are.
+        let open = tags::not_unique(self.op_name(case.op));
         let mut weights = objective::weights(&forward.tensors)?;
-        for (w, t) in weights.iter_mut().zip(&forward.tensors) {
-            if !t.as_ref().is_some_and(|t| t.requires_grad()) {
+        for (k, (w, t)) in weights.iter_mut().zip(&forward.tensors).enumerate() {
+            if !t.as_ref().is_some_and(|t| t.requires_grad()) || open.contains(&k) {
                 *w = None;
             }
         }
@@ -130,6 +135,14 @@ impl Executor {
         // Copies, not detached views: the outputs of a view op (reshape, transpose) share the
         // leaves' memory, which the perturbations write into.
         let at_x0 = objective::copies(&forward.tensors)?;
+        // A random operator (`_standard_gamma`, `rrelu`) draws anew on every call: differences
+        // of two draws are no derivative.
+        let again = self.invoke(case.op, &case2, &grad_inputs, &[], true).map_err(Failure::from)?;
+        let same = matches!(again.outcome, Outcome::Returned { .. }) && objective::weighted_difference(&again.tensors, &at_x0, &weights)?.is_some_and(|d| d == 0.0);
+        if !same {
+            return Err(Failure::Skip("the operator returns another value when called again (a random operator)".into()));
+        }
+        drop(again);
         let mut mass = 0f64;
         for (t, w) in at_x0.iter().zip(&weights) {
             let (Some(t), Some(w)) = (t, w) else { continue };

@@ -20,6 +20,11 @@ const GOLDEN: f64 = 1.618_033_988_749_895;
 /// flat one. Forward against reverse mode still judges them.
 const LARGEST: f64 = 1048576.0;
 
+/// The magnitude a step is relative to at least: steps shrink with the element down to here,
+/// so that a function that varies on the scale of a small input (atan2 near the origin) is
+/// not stepped across.
+const SMALLEST: f64 = 1.0 / 1024.0;
+
 /// Which way the inputs move.
 #[derive(Clone, Copy)]
 pub(super) enum Direction<'a> {
@@ -46,7 +51,7 @@ impl Executor {
                 if !x.is_finite() || x.abs() > LARGEST {
                     return Ok(None);
                 }
-                eps * x.abs().max(1.0)
+                eps * x.abs().max(SMALLEST)
             }
             Direction::Along(_) => {
                 if x0.f_isfinite()?.f_all()?.f_int64_value(&[])? == 0 {
@@ -56,7 +61,7 @@ impl Executor {
                 if largest > LARGEST {
                     return Ok(None);
                 }
-                eps * largest.max(1.0)
+                eps * largest.max(SMALLEST)
             }
         };
         let mut values: Vec<Option<Outputs>> = Vec::with_capacity(4);
