@@ -56,13 +56,24 @@ api torch.cos(input: Tensor) -> Tensor {}
 rule no_layout for torch.cos {
     oracles layout;
 }
+
+api torch.bitwise_not(input: Tensor) -> Tensor {
+    input.dtype in [int32, int64];
+    oracles crash, gradient;
+}
 "#,
     );
     let (code, stdout, stderr) = run(sfz().args(["check", "--oracles", "--format", "json"]).arg(&spec));
     assert_eq!(code, 0, "{stderr}");
     let oracles = &json(&stdout)["oracles"];
-    assert_eq!(oracles["apis"], 3, "{oracles}");
+    assert_eq!(oracles["apis"], 4, "{oracles}");
     assert_eq!(oracles["precision"], 3, "{oracles}");
+    // Implied on exp and cos; asked for on bitwise_not, whose inputs are integers: a warning
+    // that names why.
+    assert_eq!(oracles["gradient"], 2, "{oracles}");
+    let gradient = json(&stdout)["diagnostics"].as_array().expect("diagnostics").iter().find(|d| d["code"] == "W0101").cloned().expect("a W0101");
+    assert!(gradient["message"].as_str().is_some_and(|m| m.contains("`gradient`")), "{gradient}");
+    assert!(gradient.to_string().contains("nothing to differentiate"), "{gradient}");
     assert_eq!(oracles["layout"], 1, "exp only: sin names its oracles, cos refutes layout: {oracles}");
     assert_eq!(oracles["relation"], 1, "{oracles}");
     assert_eq!(oracles["relations"], 1, "{oracles}");

@@ -61,6 +61,10 @@ fn correct_derivatives_agree() {
     let _rng = common::rng_lock();
     let mut sin = executor("api torch.sin(input: Tensor) -> Tensor {}");
     assert!(matches!(verdict(&mut sin, vec![uniform(DType::Float32, &[5], -3.0, 3.0, 1)]), CheckOutcome::Agree { .. }));
+    // An in-place operator differentiates through copies of its inputs.
+    let mut sin_ = executor("api torch.sin_(input: Tensor) -> Tensor {}");
+    let got = verdict(&mut sin_, vec![uniform(DType::Float64, &[5], -3.0, 3.0, 11)]);
+    assert!(matches!(got, CheckOutcome::Agree { .. }), "{got:?}");
     let mut mm = executor("api torch.matmul(input: Tensor, other: Tensor) -> Tensor {}");
     let got = verdict(&mut mm, vec![uniform(DType::Float64, &[3, 4], -2.0, 2.0, 2), uniform(DType::Float64, &[4, 2], -2.0, 2.0, 3)]);
     assert!(matches!(got, CheckOutcome::Agree { .. }), "{got:?}");

@@ -63,7 +63,11 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
             checked.diags.extend(check::signatures::compare(&checked, &catalog));
             diag::sort(&mut checked.diags);
             if args.oracles {
-                coverage = Some(OracleCoverage::of(&checked.spec, &catalog));
+                let (c, warnings) = OracleCoverage::of(&checked.spec, &catalog);
+                // The oracles that cannot apply (W0101), as a campaign would say.
+                checked.diags.extend(warnings);
+                diag::sort(&mut checked.diags);
+                coverage = Some(c);
             }
         })
     };
@@ -123,17 +127,20 @@ struct OracleCoverage {
 }
 
 impl OracleCoverage {
-    fn of(spec: &crate::spec::Spec, catalog: &crate::ops::catalog::Catalog) -> OracleCoverage {
-        let (plans, _) = crate::plan::plan(spec, catalog);
+    /// The coverage, and the plan's warnings about oracles that cannot apply.
+    fn of(spec: &crate::spec::Spec, catalog: &crate::ops::catalog::Catalog) -> (OracleCoverage, Vec<crate::diag::Diagnostic>) {
+        let (plans, diags) = crate::plan::plan(spec, catalog);
+        let warnings = diags.into_iter().filter(|d| d.severity == Severity::Warning).collect();
         let count = |oracle: Oracle| {
             plans.iter().filter(|p| p.checks.iter().any(|c| c.check.oracle == oracle || (oracle == Oracle::Precision && c.check.oracle == Oracle::Overflow))).count()
         };
         let shown = [Oracle::Precision, Oracle::Layout, Oracle::Out, Oracle::Inplace, Oracle::Gradient, Oracle::NanInf, Oracle::Relation];
-        OracleCoverage {
+        let coverage = OracleCoverage {
             apis: plans.len(),
             per_oracle: shown.iter().map(|&o| (o, count(o))).collect(),
             relations: plans.iter().map(|p| p.checks.iter().filter(|c| c.check.oracle == Oracle::Relation).count()).sum(),
-        }
+        };
+        (coverage, warnings)
     }
 
     fn table(&self) -> String {

@@ -19,9 +19,10 @@ use super::alone::{call_until_shown, died, same_cause, CONFIRM_CALLS};
 /// when a smaller case still fires alike, rewrites its files. Returns the updated finding.
 pub fn minimize_finding(pool: &Pool, plan: &ApiPlan, checks: &[Check], store: &Store, finding: &Finding, budget: Budget) -> std::io::Result<Finding> {
     let op = finding.case.op;
-    // The message of each candidate that fired: the minimized case's replaces the original's
-    // (its element counts and values are the smaller case's).
-    let mut messages: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    // The message and evidence of each candidate that fired: the minimized case's replace the
+    // original's (its element counts and values are the smaller case's; a gradient's element
+    // or a list's tensor may sit elsewhere in it).
+    let mut messages: std::collections::HashMap<String, (String, oracle::Evidence)> = std::collections::HashMap::new();
     let key = |c: &Case| serde_json::to_string(c).unwrap_or_default();
     // A worker's death is judged on a case run alone in a fresh worker: in a worker that ran the
     // earlier candidates, a heap one of them corrupted can be noticed during a later one, which
@@ -55,7 +56,7 @@ pub fn minimize_finding(pool: &Pool, plan: &ApiPlan, checks: &[Check], store: &S
             .zip(batch)
             .map(|(d, case)| match d {
                 Some(d) => {
-                    messages.insert(key(case), d.message);
+                    messages.insert(key(case), (d.message, d.evidence));
                     true
                 }
                 None => false,
@@ -75,8 +76,9 @@ pub fn minimize_finding(pool: &Pool, plan: &ApiPlan, checks: &[Check], store: &S
         let original_repro = finding.repro.replace(".py", ".original.py");
         store.write_file(&original_repro, &reproducer(plan, finding))?;
         updated.original = Some(Original { case: finding.case.clone(), inputs: finding.inputs.clone(), repro: original_repro, message: Some(finding.message.clone()) });
-        if let Some(m) = messages.remove(&key(&shrunk.case)) {
-            updated.message = m;
+        if let Some((message, evidence)) = messages.remove(&key(&shrunk.case)) {
+            updated.message = message;
+            updated.evidence = evidence;
         }
         updated.case = Case { op, ..shrunk.case };
         updated.inputs = crate::findings::describe::inputs(plan, &updated.case);

@@ -48,6 +48,7 @@ impl Writer<'_> {
         let floating = |rec: &TensorRecipe| rec.dtype.is_floating() && !rec.dtype.is_complex();
         let mut inputs = Vec::new();
         let mut before = Vec::new();
+        let mut lists = Vec::new();
         let mut vars = self.vars.clone();
         for (i, arg) in case.args.iter().enumerate() {
             before.push(inputs.len());
@@ -57,6 +58,7 @@ impl Writer<'_> {
                     inputs.push(self.vars[i].clone());
                 }
                 Arg::TensorList(rs) => {
+                    let list = self.vars[i].clone();
                     let items: Vec<String> = rs
                         .iter()
                         .enumerate()
@@ -70,13 +72,17 @@ impl Writer<'_> {
                             }
                         })
                         .collect();
-                    vars[i] = format!("[{}]", items.join(", "));
+                    // The list keeps its name, so that the call spells it as it would the
+                    // original's (`torch.block_diag(*tensors)`).
+                    lists.push(format!("    {list} = [{}]\n", items.join(", ")));
+                    vars[i] = list;
                 }
                 _ => {}
             }
         }
         let body = call(r.api, r.binding, &case, &vars);
-        Differentiable { def: format!("def f(*xs):\n    return {body}\n\n\n"), inputs, before }
+        // Copies: an operator that writes into its input (`sin_`) may not write into a leaf.
+        Differentiable { def: format!("def f(*xs):\n    xs = [x.clone() for x in xs]\n{}    return {body}\n\n\n", lists.concat()), inputs, before }
     }
 
     /// The legacy script: `torch.autograd.gradcheck` over the floating inputs.

@@ -16,7 +16,8 @@ use sfz_wire::outcome::Outcome;
 use sfz_wire::variant::{CheckOutcome, GradientKind, GradientMismatch, Tolerance};
 
 pub(super) enum Verdict {
-    Agree,
+    /// The modes agree (or cannot be told apart); whether forward mode's derivative is finite.
+    Agree { finite: bool },
     /// Neither mode sees this leaf (the objective does not depend on it).
     NoTangent,
     /// Forward mode is not implemented for the operator (or refused the dual input): why.
@@ -82,19 +83,20 @@ impl Executor {
             Ok(None) => Projection { value: 0.0, magnitude: 0.0 },
             Err(verdict) => return Ok(verdict),
         };
+        let agree = Verdict::Agree { finite: forward.value.is_finite() };
         if reverse.close(forward.value, forward.magnitude, tol) {
-            return Ok(Verdict::Agree);
+            return Ok(agree);
         }
         // Both non-finite: `non_finite` judges the gradient itself.
         if !reverse.value.is_finite() && !forward.value.is_finite() {
-            return Ok(Verdict::Agree);
+            return Ok(agree);
         }
         let Some(numeric) = self.difference(probe, leaf, Direction::Along(&tangent), eps)? else {
-            return Ok(Verdict::Agree);
+            return Ok(agree);
         };
         let sides = |right: Projection, wrong: Projection| numeric.admits(right.value, tol) && numeric.refutes(wrong.value, tol);
         if !sides(reverse, forward) && !sides(forward, reverse) {
-            return Ok(Verdict::Agree);
+            return Ok(agree);
         }
         let (arg, tensor, _) = &probe.leaves[leaf];
         Ok(Verdict::Differs(CheckOutcome::Gradient(GradientMismatch {
@@ -122,7 +124,13 @@ impl Executor {
                 return Ok(t.shallow_clone());
             }
             floating += 1;
-            let plain = t.f_detach()?;
+            let plain = if probe.mutates {
+                let mut c = t.f_detach()?.f_empty_like()?;
+                c.f_copy_(t)?;
+                c
+            } else {
+                t.f_detach()?
+            };
             if floating - 1 == leaf {
                 Tensor::f_internal_make_dual(&plain, tangent, level.0)
             } else {

@@ -20,7 +20,7 @@ use tch::{Kind, Tensor};
 use super::checks::{first_line, Failure};
 use super::executor::{Called, Executor, Inputs};
 use numeric::Direction;
-use sfz_wire::case::Case;
+use sfz_wire::case::{Arg, Case};
 use sfz_wire::errors::{classify, ErrorKind};
 use sfz_wire::outcome::{ErrorClass, Outcome};
 use sfz_wire::tags;
@@ -40,6 +40,8 @@ pub(super) struct Probe {
     leaves: Vec<(usize, usize, Tensor)>,
     /// The call's inputs: the leaves in place of the floating tensors.
     inputs: Inputs,
+    /// The operator writes into its inputs: every call gets copies (`fresh`).
+    mutates: bool,
     weights: Vec<Option<Tensor>>,
     /// The outputs at the case's values, copied.
     at_x0: Vec<Option<Tensor>>,
@@ -59,20 +61,36 @@ impl Executor {
         if inputs.tensors.iter().any(|t| t.f_kind().is_ok_and(|k| matches!(k, Kind::ComplexHalf | Kind::ComplexFloat | Kind::ComplexDouble))) {
             return Err(Failure::Skip("complex inputs are not differentiated".into()));
         }
+        // An infinite scale or bound (`addbmm(alpha = -inf)`) makes every derivative inf or NaN.
+        if case.args.iter().any(|a| matches!(a, Arg::Float(v) if !v.is_finite())) {
+            return Err(Failure::Skip("a floating argument is infinite".into()));
+        }
         let probe = match self.reverse(case, inputs)? {
             Ok(probe) => probe,
             Err(raised) => return Ok(raised),
         };
         let mut why_not = Vec::new();
-        for leaf in 0..probe.leaves.len() {
+        // Per leaf: whether forward mode gave a finite derivative (None: it could not run).
+        let mut forward_finite = vec![None; probe.leaves.len()];
+        for (leaf, finite) in forward_finite.iter_mut().enumerate() {
             match self.forward_mode(&probe, leaf, eps, tol)? {
-                dual::Verdict::Agree | dual::Verdict::NoTangent => {}
+                dual::Verdict::Agree { finite: f } => *finite = Some(f),
+                dual::Verdict::NoTangent => {}
                 dual::Verdict::Unsupported(why) => why_not.push(why),
                 dual::Verdict::Raised(outcome) | dual::Verdict::Differs(outcome) => return Ok(outcome),
             }
         }
-        if let Some(found) = self.non_finite(&probe, eps, tol)? {
+        if let Some(found) = self.non_finite(&probe, eps, tol, &forward_finite)? {
             return Ok(found);
+        }
+        // A factorization's or solver's gradient is as ill-conditioned as the matrix (a rank
+        // about to drop, singular values about to meet), and finite differences of it are no
+        // reference: only the two analytic modes judge BLAS and LAPACK operators.
+        if tags::class(self.op_name(case.op)) == tags::OpClass::BlasLapack {
+            return match forward_finite.iter().any(Option::is_some) {
+                true => Ok(CheckOutcome::Agree { max_abs: 0.0, max_rel: 0.0 }),
+                false => Err(Failure::Skip("finite differences do not judge a BLAS or LAPACK operator's gradient, and forward mode could not run".into())),
+            };
         }
         self.sampled(&probe, eps, samples, tol, case_seed(case), &why_not)
     }
@@ -105,7 +123,13 @@ impl Executor {
             }
         }
         let case2 = promote_dtype_args(case);
-        let forward = tch::with_grad(|| self.invoke(case.op, &case2, &grad_inputs, &[], true)).map_err(Failure::from)?;
+        // An operator that writes into its inputs (`abs_`, `index_put_`) is given copies: a
+        // leaf cannot be written in place, and each call must start from the same values.
+        let mutates = self.mutates(case.op);
+        let forward = tch::with_grad(|| -> Result<_, Failure> {
+            let given = fresh(&grad_inputs, mutates)?;
+            self.invoke(case.op, &case2, &given, &[], true).map_err(Failure::from)
+        })?;
         if let Outcome::Raised { message, .. } = &forward.outcome {
             return Err(Failure::Skip(format!("the float64 call raised: {}", first_line(message))));
         }
@@ -137,7 +161,7 @@ impl Executor {
         let at_x0 = objective::copies(&forward.tensors)?;
         // A random operator (`_standard_gamma`, `rrelu`) draws anew on every call: differences
         // of two draws are no derivative.
-        let again = self.invoke(case.op, &case2, &grad_inputs, &[], true).map_err(Failure::from)?;
+        let again = self.invoke(case.op, &case2, &fresh(&grad_inputs, mutates)?, &[], true).map_err(Failure::from)?;
         let same = matches!(again.outcome, Outcome::Returned { .. }) && objective::weighted_difference(&again.tensors, &at_x0, &weights)?.is_some_and(|d| d == 0.0);
         if !same {
             return Err(Failure::Skip("the operator returns another value when called again (a random operator)".into()));
@@ -151,13 +175,17 @@ impl Executor {
                 mass += finite.f_mul(w)?.f_sum(Kind::Double)?.f_double_value(&[])?;
             }
         }
-        Ok(Ok(Probe { case: case2, leaves, inputs: grad_inputs, weights, at_x0, mass, grads }))
+        Ok(Ok(Probe { case: case2, leaves, inputs: grad_inputs, mutates, weights, at_x0, mass, grads }))
     }
 
     /// The first NaN or inf element of a gradient while every output is finite, where trusted
     /// finite differences give a finite, moderate value: a derivative formula that overflows or
     /// divides by zero before the derivative does.
-    fn non_finite(&mut self, probe: &Probe, eps: f64, tol: Tolerance) -> Result<Option<CheckOutcome>, Failure> {
+    ///
+    /// Not where forward mode, along the whole input, is not finite either: where both modes blow up
+    /// the point is one where the derivative is documented to (the standard deviation of a
+    /// constant, a norm of zeros), whatever differences of the other outputs say.
+    fn non_finite(&mut self, probe: &Probe, eps: f64, tol: Tolerance, forward_finite: &[Option<bool>]) -> Result<Option<CheckOutcome>, Failure> {
         for (out, w) in probe.at_x0.iter().zip(&probe.weights) {
             let (Some(out), Some(_)) = (out, w) else { continue };
             if out.f_isfinite()?.f_all()?.f_int64_value(&[])? == 0 {
@@ -165,7 +193,7 @@ impl Executor {
             }
         }
         for (leaf, grad) in probe.grads.iter().enumerate() {
-            if !grad.defined() {
+            if !grad.defined() || forward_finite[leaf] == Some(false) {
                 continue;
             }
             let bad = grad.f_isfinite()?.f_logical_not()?.f_reshape([-1i64])?.f_nonzero()?;
@@ -237,6 +265,22 @@ fn status(mode: &str, message: String) -> Result<CheckOutcome, Failure> {
         ErrorKind::Internal { .. } | ErrorKind::Unchecked { .. } => Ok(CheckOutcome::Raised { class: ErrorClass::C10, message: format!("{mode}: {message}") }),
         _ => Err(Failure::Skip(format!("{mode} raised: {}", first_line(&message)))),
     }
+}
+
+/// Inputs for one more call: the probe's own, or (an operator that writes into its inputs)
+/// copies of them, which are differentiable copies of the leaves under grad mode.
+fn fresh(inputs: &Inputs, mutates: bool) -> Result<Inputs, tch::TchError> {
+    inputs.map(|_, t| {
+        if !mutates {
+            Ok(t.shallow_clone())
+        } else if t.requires_grad() {
+            t.f_mul_scalar(1.0)
+        } else {
+            let mut c = t.f_empty_like()?;
+            c.f_copy_(t)?;
+            Ok(c)
+        }
+    })
 }
 
 fn is_real_floating(t: &Tensor) -> bool {
