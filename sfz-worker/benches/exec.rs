@@ -118,6 +118,48 @@ fn rate(n: u64, d: Duration) -> String {
     format!("{:>9.0}/s", n as f64 / d.as_secs_f64())
 }
 
+/// The time of a case with the `gradient` check (reverse and forward mode, finite differences
+/// at 4 elements) against the call alone, for an elementwise op, a reduction, a linear-algebra
+/// op and a convolution.
+fn gradient_cost(ops: &[OpBinding], index: &HashMap<&'static str, u32>, rounds: u64) {
+    use sfz::wire::oracle::Oracle;
+    use sfz::wire::variant::{Accuracy, Check, Tolerance, Tolerances, Variant};
+    let check = Check {
+        oracle: Oracle::Gradient,
+        variant: Variant::Gradient { eps: 1e-6, samples: 4 },
+        tolerances: Tolerances::uniform(Tolerance { rtol: 1e-3, atol: 1e-5 }),
+        accuracy: Accuracy::Backward,
+    };
+    let mut ex = Executor::new();
+    assert!(ex.load(ops).iter().all(Option::is_none));
+    ex.set_checks(ops.iter().map(|_| vec![check.clone()]).collect());
+    let mut plain = Executor::new();
+    assert!(plain.load(ops).iter().all(Option::is_none));
+    for (class, name) in [("elementwise", "torch.exp"), ("reduction", "torch.logsumexp"), ("linalg", "torch.linalg.inv"), ("convolution", "torch.nn.functional.conv2d")] {
+        let args = workload(1).into_iter().find(|(n, _)| *n == name).expect("in the workload").1;
+        let case = Case { op: index[name], args, forward: None };
+        let t = Instant::now();
+        for _ in 0..rounds {
+            plain.run(&case);
+        }
+        let alone = t.elapsed().as_secs_f64() / rounds as f64;
+        let t = Instant::now();
+        let mut outcome = None;
+        for _ in 0..rounds {
+            outcome = Some(ex.run_checked(&case, &mut |_| {}).1.remove(0).outcome);
+        }
+        let checked = t.elapsed().as_secs_f64() / rounds as f64;
+        let verdict = format!("{:?}", outcome.expect("ran"));
+        println!(
+            "gradient check, {class:<12} ({name}) {:>8.1} µs vs {:>7.1} µs alone ({:.0}x): {}",
+            checked * 1e6,
+            alone * 1e6,
+            checked / alone,
+            verdict.chars().take(60).collect::<String>()
+        );
+    }
+}
+
 fn main() {
     // `cargo bench` passes --bench; `cargo test` runs this as a smoke test.
     let full = std::env::args().any(|a| a == "--bench");
@@ -148,6 +190,9 @@ fn main() {
     }
     println!("executor from recipes (in process)       {}  ({failed} raised)", rate(all.len() as u64, t.elapsed()));
     assert_eq!(failed, 0, "every benchmark case returns");
+
+    // 2b. One gradient check per class of operator, against the call alone (same inputs).
+    gradient_cost(&ops, &index, scale(200));
 
     // 3. Failing calls: matmul with mismatched shapes.
     let bad = Case { op: index["torch.matmul"], args: vec![Arg::Tensor(f32s(&[12, 16], 1)), Arg::Tensor(f32s(&[8, 8], 2))], forward: None };
