@@ -3,8 +3,8 @@
 //! cause rather than by input.
 pub mod cause;
 pub mod device;
-pub mod differential;
 pub mod differentiable;
+pub mod differential;
 pub mod plausible;
 pub use crate::wire::errors;
 

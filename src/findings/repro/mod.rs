@@ -228,8 +228,8 @@ mod tests {
     use crate::ops::registry;
     use crate::wire::case::{DType, Fill, Layout, Special};
     use crate::wire::oracle::Oracle;
-    use crate::wire::variant::{GradientKind, Tolerance};
     use crate::wire::variant::Tolerances;
+    use crate::wire::variant::{GradientKind, Tolerance};
 
     fn catalog() -> Catalog {
         Catalog::from_schemas(include_str!("../../../tests/fixtures/schemas-2.13.0.txt").lines())
@@ -421,7 +421,9 @@ mod tests {
         let mm = api("api torch.matmul(input: Tensor, other: Tensor) -> Tensor {}");
         let case2 = Case { op: 0, args: vec![Arg::Tensor(recipe()), Arg::Tensor(TensorRecipe { shape: vec![3, 2], seed: 7, ..recipe() })], forward: None };
         insta::assert_snapshot!("gradient", script(&mm, &case2, Evidence::Differential { check: 0, what: Disagreement::Gradient }, Some(&gradient), None));
-        for (name, kind, index) in [("gradient_numeric", GradientKind::Numeric, 4), ("gradient_forward", GradientKind::Forward, 0), ("gradient_non_finite", GradientKind::NonFinite, 1)] {
+        for (name, kind, index) in
+            [("gradient_numeric", GradientKind::Numeric, 4), ("gradient_forward", GradientKind::Forward, 0), ("gradient_non_finite", GradientKind::NonFinite, 1)]
+        {
             let at = crate::oracle::GradientAt { kind, arg: 1, tensor: 0, index };
             insta::assert_snapshot!(name, script(&mm, &case2, Evidence::Differential { check: 0, what: Disagreement::Derivative(at) }, Some(&gradient), None));
         }

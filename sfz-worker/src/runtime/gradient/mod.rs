@@ -286,4 +286,3 @@ fn fresh(inputs: &Inputs, mutates: bool) -> Result<Inputs, tch::TchError> {
 fn is_real_floating(t: &Tensor) -> bool {
     t.f_kind().is_ok_and(|k| matches!(k, Kind::Half | Kind::BFloat16 | Kind::Float | Kind::Double))
 }
-

@@ -79,7 +79,9 @@ impl Executor {
                 }
             };
             steps.push(taken);
-            let called = super::fresh(&probe.inputs, probe.mutates).map_err(Failure::from).and_then(|given| self.invoke(probe.case.op, &probe.case, &given, &[], true).map_err(Failure::from));
+            let called = super::fresh(&probe.inputs, probe.mutates)
+                .map_err(Failure::from)
+                .and_then(|given| self.invoke(probe.case.op, &probe.case, &given, &[], true).map_err(Failure::from));
             values.push(match called {
                 Ok(c) if matches!(c.outcome, Outcome::Returned { .. }) => Some(objective::copies(&c.tensors)?),
                 Ok(_) => None,

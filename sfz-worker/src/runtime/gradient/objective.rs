@@ -9,9 +9,7 @@ pub(super) fn weights(outputs: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>,
         .iter()
         .enumerate()
         .map(|(k, t)| match t {
-            Some(t) if t.f_kind()? == Kind::Double => {
-                Ok(Some(spread(&t.size(), 0.618_033_988_749_894_9, 0.377 * k as f64)?))
-            }
+            Some(t) if t.f_kind()? == Kind::Double => Ok(Some(spread(&t.size(), 0.618_033_988_749_894_9, 0.377 * k as f64)?)),
             _ => Ok(None),
         })
         .collect()
