@@ -53,7 +53,7 @@ fn dtypes(e: &TExpr) -> Option<Vec<DType>> {
     match e {
         TExpr::Lit(Value::Dtype(d)) => Some(vec![*d]),
         TExpr::Lit(Value::DtypeSet(ds)) => Some(ds.clone()),
-        TExpr::List(items) => items.iter().map(|i| dtypes(i)).collect::<Option<Vec<_>>>().map(|v| v.concat()),
+        TExpr::List(items) => items.iter().map(dtypes).collect::<Option<Vec<_>>>().map(|v| v.concat()),
         _ => None,
     }
 }

@@ -16,8 +16,8 @@ use sfz_wire::outcome::Outcome;
 use sfz_wire::variant::{CheckOutcome, GradientKind, GradientMismatch, Tolerance};
 
 pub(super) enum Verdict {
-    /// The modes agree (or cannot be told apart); whether forward mode's derivative is finite.
-    Agree { finite: bool },
+    /// The modes agree (or cannot be told apart); forward mode's derivative along the tangent.
+    Agree { forward: f64 },
     /// Neither mode sees this leaf (the objective does not depend on it).
     NoTangent,
     /// Forward mode is not implemented for the operator (or refused the dual input): why.
@@ -83,7 +83,7 @@ impl Executor {
             Ok(None) => Projection { value: 0.0, magnitude: 0.0 },
             Err(verdict) => return Ok(verdict),
         };
-        let agree = Verdict::Agree { finite: forward.value.is_finite() };
+        let agree = Verdict::Agree { forward: forward.value };
         if reverse.close(forward.value, forward.magnitude, tol) {
             return Ok(agree);
         }
