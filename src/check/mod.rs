@@ -272,7 +272,7 @@ impl Checker<'_> {
             apis[i].relations = found;
         }
         // Each rule with the index of the API it refines: the API of its own module if there is
-        // one, else the first loaded.
+        // one, else the first loaded (a rejected rule's refutations reach every loaded one).
         let mut rules: Vec<(crate::spec::RuleSpec, usize, crate::diag::Span)> = Vec::new();
         let mut rule_spans: HashMap<(usize, String), crate::diag::Span> = HashMap::new();
         for (m, module) in loader.modules.iter().enumerate() {
@@ -310,9 +310,17 @@ impl Checker<'_> {
                     }
                     crate::spec::RuleStatus::Rejected => {
                         let reason = r.meta.reason.clone().unwrap_or_else(|| format!("rejected by rule `{}`", r.meta.name));
-                        for u in oracles {
-                            if !apis[i].refuted_oracles.iter().any(|(o, _)| *o == u.name) {
-                                apis[i].refuted_oracles.push((u.name, reason.clone()));
+                        // A refutation written away from its API (specs/documented.sfz: what
+                        // torch documents) holds for every spec of that API, not the first.
+                        let every: Vec<usize> = match own {
+                            Some(_) => vec![i],
+                            None => apis.iter().enumerate().filter(|(_, a)| a.name == rule.target.name).map(|(k, _)| k).collect(),
+                        };
+                        for k in every {
+                            for u in &oracles {
+                                if !apis[k].refuted_oracles.iter().any(|(o, _)| *o == u.name) {
+                                    apis[k].refuted_oracles.push((u.name.clone(), reason.clone()));
+                                }
                             }
                         }
                     }

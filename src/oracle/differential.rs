@@ -264,7 +264,7 @@ fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outc
         ),
         CheckOutcome::Gradient(g) => {
             let param = api.params.get(g.arg).map_or_else(|| format!("argument {}", g.arg), |p| format!("`{}`", p.name));
-            let dtype = case.args.get(g.arg).and_then(|a| a.tensors().nth(g.tensor)).map_or("?".to_string(), |r| r.dtype.to_string());
+            let dtype = case.args.get(g.arg).and_then(|a| a.tensors().filter(|r| r.dtype.is_floating()).nth(g.tensor)).map_or("?".to_string(), |r| r.dtype.to_string());
             let message = match g.kind {
                 GradientKind::Numeric => format!(
                     "d/d{param}[{}] ({dtype} input, in float64) of sum(w * outputs) is {} by backward but {} by central differences ({} elements checked, {} skipped where differences cannot be trusted)",

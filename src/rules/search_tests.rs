@@ -251,7 +251,9 @@ fn a_rule_stronger_than_the_check_stays_when_the_inputs_need_it() {
     let checked = crate::check::check_text(Path::new("t.sfz"), src);
     assert!(!checked.has_errors(), "{:?}", checked.diags.iter().map(|d| &d.message).collect::<Vec<_>>());
     let candidates: Vec<Checked> = candidates_of(&checked.spec);
-    let config = InferConfig { budget: Duration::from_secs(20), learn_values: false, trace: true, ..InferConfig::default() };
+    // No restarts: how many fit in the budget depends on the machine's speed, and a later one
+    // may end marginally more valid without the rule (what this test is about is the probe).
+    let config = InferConfig { budget: Duration::from_secs(20), learn_values: false, trace: true, restart_below: 0.0, ..InferConfig::default() };
     let result = infer_api(&checked.spec.apis[0], 0, candidates, &WindowFitsLater::default(), &FromErrors, &InferConfig { keep_rejected: true, ..config });
     let rule = result.rules.iter().find(|r| r.candidate.name == "k_is_the_size").expect("kept");
     assert_eq!(rule.status, RuleStatus::Validated, "{result:?}");
