@@ -155,3 +155,16 @@ fn kinks_fast_oscillations_infinite_inputs_and_surrogates_are_not_findings() {
     let got = verdict(&mut fq, vec![uniform(DType::Float32, &[6], -3.0, 3.0, 10), Arg::Float(0.5), Arg::Int(0), Arg::Int(-128), Arg::Int(127)]);
     assert!(!is_finding(&got), "{got:?}");
 }
+
+#[test]
+fn a_derivative_computed_in_an_integer_dtype_is_found() {
+    let _rng = common::rng_lock();
+    // torch 2.13: atan2's backward for `other` negates an integer `input` in its own dtype, so
+    // uint8 y = 3 turns into 253 (the derivative -y / (x² + y²) gets the wrong sign and size).
+    let mut ex = executor("api torch.atan2(input: Tensor, other: Tensor) -> Tensor {}");
+    let y = Arg::Tensor(tensor(DType::UInt8, &[1, 2], Fill::Int { lo: 1, hi: 8 }, 12));
+    match verdict(&mut ex, vec![y, uniform(DType::Float64, &[3, 1], 1.0, 5.0, 13)]) {
+        CheckOutcome::Gradient(g) => assert!(matches!(g.kind, GradientKind::Numeric | GradientKind::Forward), "{g:?}"),
+        other => panic!("{other:?}"),
+    }
+}
