@@ -124,13 +124,7 @@ impl Executor {
                 return Ok(t.shallow_clone());
             }
             floating += 1;
-            let plain = if probe.mutates {
-                let mut c = t.f_detach()?.f_empty_like()?;
-                c.f_copy_(t)?;
-                c
-            } else {
-                t.f_detach()?
-            };
+            let plain = if probe.mutates { objective::copy_of(t)? } else { t.f_detach()? };
             if floating - 1 == leaf {
                 Tensor::f_internal_make_dual(&plain, tangent, level.0)
             } else {

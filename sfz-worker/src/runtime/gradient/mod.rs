@@ -221,14 +221,19 @@ impl Executor {
         if sizes.iter().all(|&n| n == 0) {
             return Err(Failure::Skip("the floating inputs have no elements".into()));
         }
+        // Per leaf: both modes say the input does not matter (round, ceil, nextafter: a
+        // gradient of 0 by definition, where finite differences straddle a step): nothing to
+        // compare.
+        let mut by_definition = Vec::with_capacity(probe.grads.len());
+        for (grad, along) in probe.grads.iter().zip(forward) {
+            let zero = !grad.defined() || grad.numel() == 0 || grad.f_abs()?.f_max()?.f_double_value(&[])? == 0.0;
+            by_definition.push(zero && *along == Some(0.0));
+        }
         let (mut checked, mut untrusted) = (0u32, 0u32);
         let (mut max_abs, mut max_rel) = (0f64, 0f64);
         for (leaf, index) in objective::pick_elements(&sizes, samples as usize, seed) {
             let grad = &probe.grads[leaf];
-            // Both modes say the input does not matter (round, ceil, nextafter: a gradient of 0
-            // by definition, where finite differences straddle a step): nothing to compare.
-            let zero = !grad.defined() || grad.f_abs()?.f_max()?.f_double_value(&[])? == 0.0;
-            if zero && forward[leaf] == Some(0.0) {
+            if by_definition[leaf] {
                 untrusted += 1;
                 continue;
             }
@@ -305,9 +310,7 @@ fn fresh(inputs: &Inputs, mutates: bool) -> Result<Inputs, tch::TchError> {
         } else if t.requires_grad() {
             t.f_mul_scalar(1.0)
         } else {
-            let mut c = t.f_empty_like()?;
-            c.f_copy_(t)?;
-            Ok(c)
+            objective::copy_of(t)
         }
     })
 }

@@ -43,11 +43,14 @@ impl Executor {
     pub(super) fn difference(&mut self, probe: &Probe, leaf: usize, direction: Direction, eps: f64) -> Result<Option<Estimate>, Failure> {
         let data = probe.leaves[leaf].2.f_detach()?;
         let mut flat = data.f_reshape([-1i64])?;
-        let mut x0 = flat.f_empty_like()?;
-        x0.f_copy_(&flat)?;
+        let x0 = objective::copy_of(&flat)?;
+        // The element moved (Element), read once.
+        let x = match direction {
+            Direction::Element(i) => x0.f_double_value(&[i as i64])?,
+            Direction::Along(_) => 0.0,
+        };
         let h = match direction {
-            Direction::Element(i) => {
-                let x = x0.f_double_value(&[i as i64])?;
+            Direction::Element(_) => {
                 if !x.is_finite() || x.abs() > LARGEST {
                     return Ok(None);
                 }
@@ -69,7 +72,6 @@ impl Executor {
         for t in [h, -h, GOLDEN * h, -GOLDEN * h] {
             let taken = match direction {
                 Direction::Element(i) => {
-                    let x = x0.f_double_value(&[i as i64])?;
                     flat.f_select(0, i as i64)?.f_copy_(&Tensor::from(x + t))?;
                     (x + t) - x
                 }

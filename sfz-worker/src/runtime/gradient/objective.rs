@@ -17,18 +17,14 @@ pub(super) fn weights(outputs: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>,
 
 /// Detached copies of outputs (None stays None).
 pub(super) fn copies(outputs: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>, tch::TchError> {
-    outputs
-        .iter()
-        .map(|t| {
-            t.as_ref()
-                .map(|t| {
-                    let mut c = t.f_empty_like()?;
-                    c.f_copy_(&t.f_detach()?)?;
-                    Ok(c)
-                })
-                .transpose()
-        })
-        .collect()
+    outputs.iter().map(|t| t.as_ref().map(copy_of).transpose()).collect()
+}
+
+/// A detached copy in memory of its own (a `detach` alone shares the original's storage).
+pub(super) fn copy_of(t: &Tensor) -> Result<Tensor, tch::TchError> {
+    let mut c = t.f_empty_like()?;
+    c.f_copy_(&t.f_detach()?)?;
+    Ok(c)
 }
 
 /// `sum_k sum(w_k * (a_k - b_k))` over the floating outputs, or None when a side lacks one.
