@@ -1,7 +1,9 @@
 """sfz's tracer: runs a user's PyTorch script under a TorchFunctionMode and writes, as JSON,
 every torch operation it performed (between the markers of `sfz_trace`, or all of them up to a
 bound): the function, its arguments (tensors as references, with dtype, shape and value
-statistics), its outputs and the user's file and line that called it.
+statistics), its outputs and the user's file and line that called it. Under each call, a
+TorchDispatchMode records the ATen operators it ran (schema name, arguments in schema order,
+outputs), so that a call sfz's op table cannot express replays as those operators.
 
 Usage: python -m sfz_trace.tracer OUT.json MAX_OPS SCRIPT [ARGS...]
 """
@@ -26,6 +28,9 @@ def _stats(t):
     import torch
 
     info = {"dtype": str(t.dtype).replace("torch.", ""), "shape": list(t.shape)}
+    # What training changes: a leaf that requires grad (a weight, an nn.Parameter).
+    if t.requires_grad and t.is_leaf:
+        info["trainable"] = True
     if t.is_floating_point() or t.dtype in (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8):
         x = t.detach().to("cpu", torch.float64)
         finite = x[torch.isfinite(x)]
@@ -50,6 +55,7 @@ class Recorder:
         self.skipped = 0
         self.truncated = False
         self.backward = False
+        self.current = {}  # loose key -> value, for the ATen outputs of the call being recorded
 
     # Markers.
     def start(self):
@@ -65,15 +71,44 @@ class Recorder:
             self.ended = True
             raise _Stop()
 
-    def _value(self, t, produced=None):
-        key = id(t)
-        if produced is None and key in self.ids:
-            return self.ids[key]
+    @staticmethod
+    def _key(t):
+        # The same values, whichever Python object holds them: autograd re-wraps views, so object
+        # identity is lost between the ATen level and Python. Memory, geometry and the version
+        # counter (bumped by every in-place write) name a value; kept tensors are never freed,
+        # so their memory is not reused.
+        try:
+            if t.numel() > 0 and t.layout == __import__("torch").strided:
+                return (t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.dtype, t._version)
+        except Exception:
+            pass
+        return ("id", id(t))
+
+    def begin(self):
+        """A recorded call starts: its ATen operators' outputs are matched loosely."""
+        self.current = {}
+
+    def _value(self, t, produced=None, sub=False):
+        key = self._key(t)
+        # Below autograd a view has its own version counter and autograd re-wraps it: within
+        # one call, the version is left out to match the values its ATen operators made.
+        loose = key[:-1] if key[0] != "id" else key
+        if produced is None or not sub:
+            idx = self.ids.get(key) if produced is None else None
+            if idx is None:
+                idx = self.current.get(loose)
+            if idx is not None:
+                self.ids[key] = idx
+                if t.requires_grad and t.is_leaf:
+                    self.values[idx]["trainable"] = True
+                return idx
         idx = len(self.values)
         s = _stats(t)
         s["op"] = produced  # None: an input of the trace
         self.values.append(s)
         self.ids[key] = idx
+        if sub:
+            self.current[loose] = idx
         self.keep.append(t)
         return idx
 
@@ -88,13 +123,17 @@ class Recorder:
             return {"dtype": str(a).replace("torch.", "")}
         if isinstance(a, (list, tuple)) and all(isinstance(x, int) and not isinstance(x, bool) for x in a):
             return {"ints": list(a)}
+        if isinstance(a, torch.SymInt):
+            return int(a)
+        if isinstance(a, (torch.device, torch.layout, torch.memory_format)):
+            return {"other": type(a).__name__}
         if isinstance(a, (list, tuple)):
             return {"list": [self._arg(x) for x in a]}
         return {"other": type(a).__name__}
 
-    def _where(self):
+    def _where(self, depth=2):
         # The innermost frame outside torch and this package: the user's line.
-        f = sys._getframe(2)
+        f = sys._getframe(depth)
         torch_dir = os.path.dirname(sys.modules["torch"].__file__)
         while f is not None:
             name = os.path.abspath(f.f_code.co_filename)
@@ -103,9 +142,9 @@ class Recorder:
             f = f.f_back
         return None, 0, ""
 
-    def _internal(self):
+    def _internal(self, depth=2):
         # Optimizers, data loading and initialisation run torch ops of their own: not the model's.
-        f = sys._getframe(2)
+        f = sys._getframe(depth)
         while f is not None:
             n = f.f_code.co_filename.replace(os.sep, "/")
             if "/torch/optim/" in n or "/torch/utils/data/" in n or "/torch/nn/init" in n:
@@ -115,7 +154,58 @@ class Recorder:
             f = f.f_back
         return False
 
-    def record(self, func, args, kwargs, out):
+    def active(self, func):
+        """Whether a call about to run will be recorded (its ATen operators with it)."""
+        return self.recording and getattr(func, "__name__", "") != "backward" and not self._internal(3)
+
+    def aten(self, func, args, kwargs, out, calls):
+        """One ATen operator run under the call being recorded (its index will be len(ops))."""
+        import torch
+
+        schema = func._schema
+        kwargs = kwargs or {}
+        given, defaulted, why = [], [], None
+        for i, a in enumerate(schema.arguments):
+            if i < len(args):
+                v = args[i]
+            elif a.name in kwargs:
+                v = kwargs[a.name]
+            elif a.has_default_value():
+                given.append(self._arg(a.default_value))
+                defaulted.append(i)
+                continue
+            else:
+                why = why or f"no value for `{a.name}`"
+                given.append(None)
+                continue
+            # What a program cannot hold: a string, or a device/layout where None would not do.
+            if isinstance(v, str):
+                why = why or f"a string argument `{a.name}`"
+            elif isinstance(v, (torch.device, torch.layout, torch.memory_format)) and not isinstance(a.type, torch.OptionalType):
+                why = why or f"a {type(v).__name__} argument `{a.name}`"
+            given.append(self._arg(v))
+        # Trailing defaults are left to the operator.
+        while given and len(given) - 1 in defaulted:
+            given.pop()
+        outs = []
+        for o in out if isinstance(out, (tuple, list)) else (out,):
+            if isinstance(o, (tuple, list)):
+                outs.extend(o)
+            else:
+                outs.append(o)
+        k = len(self.ops)
+        calls.append(
+            {
+                "name": schema.name,
+                "overload": schema.overload_name,
+                "args": given,
+                "outputs": [self._value(o, produced=k, sub=True) if isinstance(o, torch.Tensor) else None for o in outs],
+                "random": torch.Tag.nondeterministic_seeded in getattr(func, "tags", ()),
+                "unreplayable": why,
+            }
+        )
+
+    def record(self, func, args, kwargs, out, calls=()):
         import torch
 
         if not self.recording or self._internal():
@@ -147,6 +237,8 @@ class Recorder:
         outs = out if isinstance(out, (tuple, list)) else (out,)
         k = len(self.ops)
         entry["outputs"] = [self._value(o, produced=k) if isinstance(o, torch.Tensor) else None for o in outs]
+        if calls:
+            entry["aten"] = list(calls)
         self.ops.append(entry)
         if len(self.ops) >= self.max_ops:
             self.truncated = True
@@ -176,14 +268,34 @@ def main():
         return
     import torch
     from torch.overrides import TorchFunctionMode
+    from torch.utils._python_dispatch import TorchDispatchMode
 
     rec = Recorder(script, max_ops)
     sfz_trace._hooks = rec
 
+    class Aten(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.calls = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            try:
+                rec.aten(func, args, kwargs, out, self.calls)
+            except Exception:
+                self.calls.append({"name": str(func), "overload": "", "args": [], "outputs": [], "random": False, "error": True})
+            return out
+
     class Mode(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            rec.record(func, args, kwargs, out)
+            if rec.active(func):
+                rec.begin()
+                with Aten() as aten:
+                    out = func(*args, **(kwargs or {}))
+                rec.record(func, args, kwargs, out, aten.calls)
+            else:
+                out = func(*args, **(kwargs or {}))
+                rec.record(func, args, kwargs, out)
             return out
 
     sys.argv = [script] + sys.argv[4:]

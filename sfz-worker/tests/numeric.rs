@@ -80,27 +80,58 @@ fn every_example_program_runs_in_a_worker() {
     }
 }
 
-#[test]
-fn the_reproducer_replays_the_chain_in_pip_torch() {
+/// Runs a found bug's reproducer in pip torch: its exit status and standard output.
+fn reproduce(p: &ProgramSpec, o: &sfz::numeric::driver::Outcome) -> (Option<i32>, String) {
     let Some(python) = std::env::var("SFZ_PYTHON").ok().or_else(|| option_env!("SFZ_PYTHON").map(String::from)) else {
         panic!("SFZ_PYTHON names the venv's python with torch 2.13.0");
     };
+    let script = python_reproducer(p, o, "test").expect("a bug has a reproducer");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("repro.py");
+    std::fs::write(&file, &script).unwrap();
+    let out = Command::new(python).arg(&file).output().expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.code() != Some(0) || stdout.contains("sfz-finite"), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    (out.status.code(), stdout)
+}
+
+#[test]
+fn the_reproducer_replays_the_chain_in_pip_torch() {
     let mut w = worker();
     let p = program("losses.sfz", "binary_cross_entropy");
     let o = hunt_program(&mut w, &p, &config(Strategy::Gradient));
     let r = report(&p, &o, Strategy::Gradient);
     assert_eq!((r.status, r.oracle), (sfz::numeric::report::HuntStatus::Bug, Some("nan_inf")));
-    let script = python_reproducer(&p, &o, "test").expect("a bug has a reproducer");
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("repro.py");
-    std::fs::write(&file, &script).unwrap();
-    let out = Command::new(python).arg(&file).output().expect("python runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let (code, stdout) = reproduce(&p, &o);
+    assert_eq!(code, Some(1), "{stdout}");
     // The step's name, then the bad value itself.
     let mut lines = stdout.lines();
     assert_eq!(lines.next(), Some(format!("sfz-nonfinite: {}", r.step.unwrap()).as_str()), "{stdout}");
     assert!(lines.next().is_some_and(|l| l.contains("inf") || l.contains("nan")), "{stdout}");
+}
+
+#[test]
+fn a_step_calls_any_aten_operator_by_schema_and_the_gradient_goes_through_it() {
+    let mut w = worker();
+    let bug = program("losses.sfz", "nll_of_log_softmax_by_hand");
+    let o = hunt_program(&mut w, &bug, &config(Strategy::Gradient));
+    let Status::Found(f) = &o.status else { panic!("{:?}", o.status) };
+    assert_eq!(bug.ir.steps[f.step as usize].name, "l", "log of an underflowed probability");
+    let (code, stdout) = reproduce(&bug, &o);
+    assert_eq!((code, stdout.lines().next()), (Some(1), Some("sfz-nonfinite: l")), "{stdout}");
+    let fixed = program("losses.sfz", "nll_of_log_softmax_by_hand_fixed");
+    assert!(fixed.ir.steps.iter().all(|s| s.aten.is_some()));
+    let clean = hunt_program(&mut w, &fixed, &config(Strategy::Gradient));
+    assert_eq!(clean.status, Status::Clean);
+    assert_eq!(clean.evals, 900, "every evaluation ran: the operators replay");
+    // The gradient search goes through ATen steps as through the table's: the standard
+    // deviation, computed by `aten::std`, is driven to 0.
+    let p = program("normalization.sfz", "standardize_by_aten");
+    let o = hunt_program(&mut w, &p, &HuntConfig { episodes: 1, budget: 100, ..config(Strategy::Gradient) });
+    let Status::Found(f) = &o.status else { panic!("{:?}", o.status) };
+    assert_eq!(p.ir.steps[f.step as usize].name, "z");
+    let path = &o.last.as_ref().unwrap().path;
+    assert!(path.iter().any(|pt| pt.action == "polyak" || pt.action == "sign"), "{path:?}");
 }
 
 #[test]

@@ -1,10 +1,12 @@
 //! Lowering of a `program` body's `let` statements to the IR of `wire::program::ir`, checking
-//! each call against the table of `wire::program::ops` (E0020).
+//! each call against the table of `wire::program::ops` (E0020). `torch.ops.aten.NAME.OVERLOAD`
+//! calls any ATen operator by schema; their arguments are positional, and libtorch checks them
+//! when the worker calls the operator.
 use crate::ast::{self, ExprKind};
 use crate::diag::{codes, Diagnostic, Span};
 use crate::spec::{BinOp, ParamSpec, ParamType, UnOp};
 use crate::wire::case::DType;
-use crate::wire::program::ir::{Operand, Step};
+use crate::wire::program::ir::{AtenCall, Operand, Step};
 use crate::wire::program::ops::{self, Kind, NumOp, OpSig};
 
 /// Lowers a program body's `let` statements; errors go to `diags`. `text` returns the source of
@@ -77,7 +79,7 @@ impl<'a> Lowerer<'a> {
     fn push(&mut self, op: NumOp, args: Vec<Operand>, span: Span) -> u32 {
         self.inner += 1;
         let name = format!("{}.{}", self.current, self.inner);
-        self.steps.push(Step { name, op, args });
+        self.steps.push(Step::table(name, op, args));
         self.step_text.push((self.text)(span));
         (self.params.len() + self.steps.len() - 1) as u32
     }
@@ -100,6 +102,7 @@ impl<'a> Lowerer<'a> {
             Operand::Dtype(_) => Shape::DtypeLike,
             Operand::None => Shape::NoneLike,
             Operand::Ints(_) => Shape::IntsLike,
+            Operand::Tensors(_) => Shape::Other,
         }
     }
 
@@ -141,18 +144,27 @@ impl<'a> Lowerer<'a> {
             }
             ExprKind::Field(base, f) if is_torch_path(base) && DType::from_name(&f.name).is_some() => DType::from_name(&f.name).map(Operand::Dtype),
             ExprKind::List(items) => {
-                let mut out = Vec::new();
+                let mut ints = Vec::new();
+                let mut tensors = Vec::new();
                 for i in items {
                     match self.expr(i)? {
-                        Operand::Int(v) => out.push(v),
+                        Operand::Int(v) if tensors.is_empty() => ints.push(v),
+                        Operand::Value(v) if ints.is_empty() && self.shape_of(&Operand::Value(v)) == Shape::Tensor => tensors.push(v),
                         _ => {
-                            self.error(i.span, "a list in a program holds int literals only", "write dimensions as literals: `dim = [0, 1]`");
+                            self.error(i.span, "a list in a program holds int literals or tensors", "write dimensions as literals: `dim = [0, 1]`");
                             return None;
                         }
                     }
                 }
-                Some(Operand::Ints(out))
+                Some(if tensors.is_empty() { Operand::Ints(ints) } else { Operand::Tensors(tensors) })
             }
+            ExprKind::Index(base, k) => match (&base.kind, &k.kind) {
+                (ExprKind::Call(callee, args), ExprKind::Int(k)) if aten_path(callee).is_some() => self.aten(base, callee, args, *k as u32),
+                _ => {
+                    self.error(e.span, "a program indexes only the outputs of an ATen operator", "write `torch.ops.aten.NAME.OVERLOAD(..)[k]`");
+                    None
+                }
+            },
             ExprKind::Unary(UnOp::Neg, inner) => match self.expr(inner)? {
                 Operand::Int(v) => Some(Operand::Int(v.wrapping_neg())),
                 Operand::Float(v) => Some(Operand::Float(-v)),
@@ -195,7 +207,35 @@ impl<'a> Lowerer<'a> {
         }
     }
 
+    /// `torch.ops.aten.NAME.OVERLOAD(args)[output]`.
+    fn aten(&mut self, e: &ast::Expr, callee: &ast::Expr, args: &[ast::CallArg], output: u32) -> Option<Operand> {
+        let Some((name, overload)) = aten_path(callee) else { return None };
+        if overload.is_none() {
+            self.error(callee.span, "an ATen operator is called with its overload", "write `torch.ops.aten.NAME.default(..)` or the overload's name");
+            return None;
+        }
+        let mut out = Vec::with_capacity(args.len());
+        for a in args {
+            if let Some(n) = &a.name {
+                self.error(n.span, "ATen operators take their arguments positionally", "pass them in the schema's order");
+                return None;
+            }
+            out.push(self.expr(&a.value)?);
+        }
+        if !out.iter().any(|o| matches!(o, Operand::Tensors(_)) || self.shape_of(o) == Shape::Tensor) {
+            self.error(e.span, "an ATen call in a program needs a tensor argument", "a factory's values are parameters of the program");
+            return None;
+        }
+        let index = self.push(NumOp::Aten, out, e.span);
+        let k = (index as usize) - self.params.len();
+        self.steps[k].aten = Some(AtenCall { name: format!("aten::{name}"), overload: overload.unwrap_or_default(), output });
+        Some(Operand::Value(index))
+    }
+
     fn call(&mut self, e: &ast::Expr, callee: &ast::Expr, args: &[ast::CallArg]) -> Option<Operand> {
+        if aten_path(callee).is_some() {
+            return self.aten(e, callee, args, 0);
+        }
         let (sig, receiver): (&OpSig, Option<&ast::Expr>) = match &callee.kind {
             _ if is_torch_path(callee) => {
                 let path = dotted(callee).unwrap_or_default();
@@ -283,6 +323,18 @@ impl<'a> Lowerer<'a> {
         }
         Some(Operand::Value(self.push(sig.op, out, e.span)))
     }
+}
+
+/// `torch.ops.aten.NAME.OVERLOAD` → (NAME, Some(OVERLOAD), "" for `default`); (NAME, None)
+/// without an overload.
+fn aten_path(e: &ast::Expr) -> Option<(String, Option<String>)> {
+    let path = dotted(e)?;
+    let rest = path.strip_prefix("torch.ops.aten.")?;
+    Some(match rest.split_once('.') {
+        Some((name, "default")) => (name.to_string(), Some(String::new())),
+        Some((name, overload)) => (name.to_string(), Some(overload.to_string())),
+        None => (rest.to_string(), None),
+    })
 }
 
 /// `torch`, `torch.nn`, ...: a dotted path rooted at `torch`.

@@ -107,7 +107,7 @@ pub struct SoftReport {
 
 fn soft_report(ir: &ProgramIr, s: &crate::wire::program::hunt::SoftSignal) -> Option<SoftReport> {
     let st = ir.steps.get(s.step as usize)?;
-    Some(SoftReport { step: st.name.clone(), op: st.op.short().to_string(), probability: s.probability, eval: s.eval })
+    Some(SoftReport { step: st.name.clone(), op: st.short().to_string(), probability: s.probability, eval: s.eval })
 }
 
 pub fn report(program: &ProgramSpec, outcome: &Outcome, strategy: Strategy) -> Report {
@@ -142,7 +142,7 @@ pub fn report(program: &ProgramSpec, outcome: &Outcome, strategy: Strategy) -> R
             r.oracle = Some(f.fired.name());
             if let Some(st) = step_of(f.step) {
                 r.step = Some(st.name.clone());
-                r.op = Some(st.op.python());
+                r.op = Some(st.python());
                 r.expr = program.step_text.get(f.step as usize).cloned();
             }
             r.nan = f.nan;
@@ -158,7 +158,7 @@ pub fn report(program: &ProgramSpec, outcome: &Outcome, strategy: Strategy) -> R
                     bound(rf.range.hi),
                     match (&rf.range.declared, step_of(f.step)) {
                         (Some(text), _) => format!("which `{text}` declares"),
-                        (None, Some(st)) => format!("the range of {}", st.op.python()),
+                        (None, Some(st)) => format!("the range of {}", st.python()),
                         (None, None) => "its op's range".to_string(),
                     }
                 )),
@@ -230,6 +230,7 @@ fn py_operand(ir: &ProgramIr, o: &Operand) -> String {
         Operand::Dtype(d) => format!("torch.{}", d.name()),
         Operand::None => "None".into(),
         Operand::Ints(xs) => format!("[{}]", xs.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")),
+        Operand::Tensors(vs) => format!("[{}]", vs.iter().map(|v| py_name(ir, *v)).collect::<Vec<_>>().join(", ")),
     }
 }
 
@@ -238,6 +239,10 @@ pub fn py_step(ir: &ProgramIr, k: usize) -> String {
     let step = &ir.steps[k];
     let a: Vec<String> = step.args.iter().map(|o| py_operand(ir, o)).collect();
     let infix = |op: &str| format!("{} {op} {}", a[0], a[1]);
+    if let Some(call) = &step.aten {
+        // Indexed whenever the operator returns a tuple, which Python's call gives as it is.
+        return format!("_out({}({}), {})", call.python(), a.join(", "), call.output);
+    }
     match step.op {
         NumOp::Add => infix("+"),
         NumOp::Sub => infix("-"),
@@ -279,6 +284,10 @@ pub fn python_reproducer(program: &ProgramSpec, outcome: &Outcome, header: &str)
         let _ = writeln!(out, "{}", format!("# {line}").trim_end());
     }
     out.push_str("import sys\nimport torch\n\ntorch.set_num_threads(1)\n\n");
+    if ir.steps.iter().any(|s| s.aten.is_some()) {
+        // An ATen operator's flattened output `k`, as the worker took it.
+        out.push_str("def _out(r, k):\n    if isinstance(r, torch.Tensor):\n        return r\n    flat = [x for o in r for x in (o if isinstance(o, (list, tuple)) else [o])]\n    return flat[k]\n\n");
+    }
     for (i, p) in ir.params.iter().enumerate() {
         let name = py_name(ir, i as u32);
         let text = match (found.inputs.get(i).cloned().flatten(), outcome.inputs.get(i)) {

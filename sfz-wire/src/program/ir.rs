@@ -1,5 +1,6 @@
 //! `program` items lowered to a straight-line IR: each step is one operation of the table in
-//! `ops` applied to operands (parameters, earlier steps, constants). The checker lowers every
+//! `ops`, or any ATen operator called by schema (`AtenCall`), applied to operands (parameters,
+//! earlier steps, constants). The checker lowers every
 //! program (`check::lowering`, wrong calls are E0020); workers interpret the IR with tch,
 //! keeping every intermediate so that oracles and soft assertions can look at each.
 use serde::{Deserialize, Serialize};
@@ -17,6 +18,28 @@ pub enum Operand {
     Dtype(DType),
     None,
     Ints(Vec<i64>),
+    /// A list of tensors (`Tensor[]` of an ATen operator: `cat`, `stack`).
+    Tensors(Vec<u32>),
+}
+
+/// An ATen operator a step calls through the dispatcher, as `sfz fuzz` calls it: any operator
+/// libtorch registers is replayable, not only those of the table.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AtenCall {
+    /// `aten::nll_loss_forward`.
+    pub name: String,
+    /// `default` is the empty overload.
+    pub overload: String,
+    /// Which of its flattened outputs the step's value is.
+    pub output: u32,
+}
+
+impl AtenCall {
+    /// `torch.ops.aten.nll_loss_forward.default`: how Python calls it.
+    pub fn python(&self) -> String {
+        let overload = if self.overload.is_empty() { "default" } else { &self.overload };
+        format!("torch.ops.{}.{overload}", self.name.replace("::", "."))
+    }
 }
 
 /// One operation applied to its operands, in the table's parameter order (defaults filled in).
@@ -26,7 +49,34 @@ pub struct Step {
     /// intermediate inside it.
     pub name: String,
     pub op: NumOp,
+    /// Which operator, when `op` is `NumOp::Aten`; its arguments are positional, in schema
+    /// order, trailing ones left to their defaults.
+    #[serde(default)]
+    pub aten: Option<AtenCall>,
     pub args: Vec<Operand>,
+}
+
+impl Step {
+    /// A step of the table.
+    pub fn table(name: String, op: NumOp, args: Vec<Operand>) -> Step {
+        Step { name, op, aten: None, args }
+    }
+
+    /// The Python function it calls, for reports and reproducers.
+    pub fn python(&self) -> String {
+        match &self.aten {
+            Some(a) => a.python(),
+            None => self.op.python(),
+        }
+    }
+
+    /// A short name (`exp`, `nll_loss_forward`).
+    pub fn short(&self) -> &str {
+        match &self.aten {
+            Some(a) => a.name.strip_prefix("aten::").unwrap_or(&a.name),
+            None => self.op.short(),
+        }
+    }
 }
 
 /// What a worker needs to run a program: the parameter count and the steps.
@@ -53,9 +103,13 @@ impl ProgramIr {
 
     /// The value indices a step reads.
     pub fn reads(step: &Step) -> impl Iterator<Item = u32> + '_ {
-        step.args.iter().filter_map(|a| match a {
-            Operand::Value(v) => Some(*v),
-            _ => None,
-        })
+        step.args
+            .iter()
+            .flat_map(|a| match a {
+                Operand::Value(v) => std::slice::from_ref(v),
+                Operand::Tensors(vs) => vs.as_slice(),
+                _ => &[],
+            })
+            .copied()
     }
 }

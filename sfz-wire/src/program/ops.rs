@@ -58,6 +58,9 @@ pub enum NumOp {
     LogSigmoid,
     Reshape,
     Transpose,
+    /// Any ATen operator, called by schema (`ir::AtenCall` names it): no table entry's
+    /// parameters, no objective of its own.
+    Aten,
 }
 
 /// What an argument may be.
@@ -211,6 +214,8 @@ pub static OPS: &[OpSig] = &[
     OpSig { op: NumOp::LogSigmoid, functions: &["torch.nn.functional.logsigmoid"], method: None, params: &[X] },
     OpSig { op: NumOp::Reshape, functions: &["torch.reshape"], method: Some("reshape"), params: &[X, ("shape", Kind::Dims, None)] },
     OpSig { op: NumOp::Transpose, functions: &["torch.transpose"], method: Some("transpose"), params: &[X, ("dim0", Kind::Int, None), ("dim1", Kind::Int, None)] },
+    // Named by `torch.ops.aten.NAME.OVERLOAD`, resolved against libtorch's schemas, not here.
+    OpSig { op: NumOp::Aten, functions: &[], method: None, params: &[] },
 ];
 
 impl NumOp {
@@ -222,6 +227,7 @@ impl NumOp {
     pub fn python(self) -> String {
         match self {
             NumOp::To => "torch.Tensor.to".into(),
+            NumOp::Aten => "torch.ops.aten".into(),
             op => op.sig().functions[0].to_string(),
         }
     }
@@ -229,7 +235,7 @@ impl NumOp {
     /// A short name (`exp`, `softmax`), for reports and model files.
     pub fn short(self) -> &'static str {
         let s = self.sig();
-        s.method.or_else(|| s.functions[0].rsplit('.').next()).unwrap_or("normalize")
+        s.method.or_else(|| s.functions.first().and_then(|f| f.rsplit('.').next())).unwrap_or("aten")
     }
 }
 

@@ -49,7 +49,7 @@ pub fn find(ir: &ProgramIr) -> Vec<Rewrite> {
             _ => None,
         };
         if let Some((op, args)) = stable {
-            out.push(Rewrite { step: k as u32, stable: Step { name: op.python(), op, args } });
+            out.push(Rewrite { step: k as u32, stable: Step::table(op.python(), op, args) });
         }
     }
     out
@@ -69,7 +69,7 @@ mod tests {
     }
 
     fn step(name: &str, op: NumOp, args: Vec<Operand>) -> Step {
-        Step { name: name.into(), op, args }
+        Step::table(name.into(), op, args)
     }
 
     #[test]

@@ -20,7 +20,7 @@ use sfz_wire::schema::{self, OpSchema, SchemaType};
 use sfz_wire::variant::Check;
 
 /// An owned `c10::OperatorHandle`.
-pub(super) struct OpHandle(*mut c_void);
+pub(super) struct OpHandle(pub(super) *mut c_void);
 
 impl Drop for OpHandle {
     fn drop(&mut self) {
@@ -30,7 +30,14 @@ impl Drop for OpHandle {
 }
 
 /// The shim's per-call state (the boxed stack, outputs, error), reused across calls.
-pub(super) struct CallState(*mut c_void);
+pub(super) struct CallState(pub(super) *mut c_void);
+
+impl CallState {
+    pub(super) fn new() -> CallState {
+        // SAFETY: plain allocation on the C++ side.
+        CallState(unsafe { ffi::sfz_call_new() })
+    }
+}
 
 impl Drop for CallState {
     fn drop(&mut self) {
@@ -124,8 +131,7 @@ impl Default for Executor {
 impl Executor {
     /// An executor with no operators loaded. `sfz_init` should have run (the worker does it).
     pub fn new() -> Executor {
-        // SAFETY: plain allocation on the C++ side.
-        let call = CallState(unsafe { ffi::sfz_call_new() });
+        let call = CallState::new();
         Executor { ops: Vec::new(), checks: Vec::new(), call }
     }
 
@@ -304,33 +310,7 @@ impl Executor {
 }
 
 fn load_one(b: &OpBinding) -> Result<LoadedOp, String> {
-    let name = CString::new(b.name.as_str()).map_err(|_| "name holds a NUL byte".to_string())?;
-    let overload = CString::new(b.overload.as_str()).map_err(|_| "overload holds a NUL byte".to_string())?;
-    let mut err = std::ptr::null_mut();
-    // SAFETY: valid C strings; on failure the shim sets `err` to a malloc'd string we free.
-    let raw = unsafe { ffi::sfz_op_find(name.as_ptr(), overload.as_ptr(), &mut err) };
-    if raw.is_null() {
-        let message = if err.is_null() {
-            format!("`{}` not found", b.qualified())
-        } else {
-            // SAFETY: set by the shim, freed once here.
-            let m = unsafe { CStr::from_ptr(err) }.to_string_lossy().into_owned();
-            unsafe { ffi::sfz_free(err) };
-            m
-        };
-        return Err(message);
-    }
-    let handle = OpHandle(raw);
-    // SAFETY: live handle; the returned string is freed once.
-    let text = unsafe {
-        let p = ffi::sfz_op_handle_schema(handle.0);
-        if p.is_null() {
-            return Err(format!("cannot read the schema of `{}`", b.qualified()));
-        }
-        let s = CStr::from_ptr(p).to_string_lossy().into_owned();
-        ffi::sfz_free(p);
-        s
-    };
+    let (handle, text) = find(&b.name, &b.overload).map_err(|e| e.unwrap_or_else(|| format!("`{}` not found", b.qualified())))?;
     if !b.schema.is_empty() && b.schema != text {
         return Err(format!("resolved against `{}` but this libtorch has `{text}`", b.schema));
     }
@@ -361,6 +341,36 @@ fn load_one(b: &OpBinding) -> Result<LoadedOp, String> {
     Ok(LoadedOp { handle, binding: b.clone(), schema, used, forward })
 }
 
+/// The dispatcher's handle for `name.overload` and its schema text. Err(None): no such operator.
+pub(super) fn find(name: &str, overload: &str) -> Result<(OpHandle, String), Option<String>> {
+    let name = CString::new(name).map_err(|_| Some("name holds a NUL byte".to_string()))?;
+    let overload = CString::new(overload).map_err(|_| Some("overload holds a NUL byte".to_string()))?;
+    let mut err = std::ptr::null_mut();
+    // SAFETY: valid C strings; on failure the shim sets `err` to a malloc'd string we free.
+    let raw = unsafe { ffi::sfz_op_find(name.as_ptr(), overload.as_ptr(), &mut err) };
+    if raw.is_null() {
+        if err.is_null() {
+            return Err(None);
+        }
+        // SAFETY: set by the shim, freed once here.
+        let m = unsafe { CStr::from_ptr(err) }.to_string_lossy().into_owned();
+        unsafe { ffi::sfz_free(err) };
+        return Err(Some(m));
+    }
+    let handle = OpHandle(raw);
+    // SAFETY: live handle; the returned string is freed once.
+    let text = unsafe {
+        let p = ffi::sfz_op_handle_schema(handle.0);
+        if p.is_null() {
+            return Err(Some("cannot read the operator's schema".to_string()));
+        }
+        let s = CStr::from_ptr(p).to_string_lossy().into_owned();
+        ffi::sfz_free(p);
+        s
+    };
+    Ok((handle, text))
+}
+
 /// F.embedding's Python-side handling of `padding_idx`, including its range assertion.
 pub(super) fn embedding_padding_idx(arg: &Arg, weight: Option<&Arg>) -> Result<Arg, Rejected> {
     let p = match arg {
@@ -377,7 +387,7 @@ pub(super) fn embedding_padding_idx(arg: &Arg, weight: Option<&Arg>) -> Result<A
     Ok(Arg::Int(if p < 0 { p + rows } else { p }))
 }
 
-fn push_default(call: *mut c_void, op: &OpHandle, position: usize, ty: &SchemaType) -> Result<(), Rejected> {
+pub(super) fn push_default(call: *mut c_void, op: &OpHandle, position: usize, ty: &SchemaType) -> Result<(), Rejected> {
     // SAFETY: live call and handle; position is within the schema (checked at load).
     let pushed = unsafe { ffi::sfz_push_default(call, op.0, position as i64) };
     if pushed == 0 {

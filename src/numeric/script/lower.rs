@@ -1,7 +1,9 @@
 //! A trace lowered to the text of a `program`: each recorded call the op table can express
-//! becomes a `let`; a tensor made outside the traced region, or by a call the table cannot
-//! express, becomes a parameter with the dtype and shape seen and a value range around the
-//! one seen, so that the rest of the chain is hunted without that call. The text is written
+//! becomes a `let`; any other call becomes the ATen operators it ran (`torch.ops.aten.X.Y(..)`,
+//! replayed by schema like `sfz fuzz`'s cases); a tensor made outside the traced region, by a
+//! factory or a sampler, or by a call neither can express, becomes a parameter with the dtype
+//! and shape seen and a value range around the one seen (a weight: the range training can give
+//! it), so that the rest of the chain is hunted without that call. The text is written
 //! beside the findings and checked like any spec, so the user can edit it and re-run it.
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -9,14 +11,15 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::Value as Json;
 
-use super::trace::{Trace, TracedOp, TracedValue};
+use super::trace::{AtenOp, Trace, TracedOp, TracedValue};
 use crate::wire::case::DType;
 use crate::wire::program::ops::{self, Kind, NumOp, OpSig};
 
 /// How far a float input's range reaches beyond what the script showed: the hunt searches
 /// `[-m*WIDEN, m*WIDEN]` (or `[0, m*WIDEN]` when every value seen was non-negative), with `m`
 /// the largest magnitude seen (at least 1); values seen within [0, 1] stay in [0, 1], and a
-/// tensor holding one value throughout stays that constant.
+/// tensor holding one value throughout stays that constant, unless it is a trainable weight
+/// (always `[-m*WIDEN, m*WIDEN]`).
 pub const WIDEN: f64 = 10.0;
 
 /// Where a call was made in the user's script.
@@ -96,6 +99,15 @@ pub fn resolve(func: &str) -> Option<(&'static OpSig, bool)> {
         m => (m.strip_suffix('_').unwrap_or(m), false),
     };
     ops::by_method(name).map(|s| (s, swap))
+}
+
+/// ATen operators that return their input's values as they are (autograd's saved copies, the
+/// lifting of constants): a replay reads the input.
+const IDENTITY: &[&str] = &["aten::detach", "aten::alias", "aten::lift_fresh", "aten::lift", "aten::lift_fresh_copy", "aten::clone"];
+
+/// Whether a recorded argument holds a tensor.
+fn has_tensor(a: &Json) -> bool {
+    a.get("t").is_some() || a.get("list").and_then(Json::as_array).is_some_and(|xs| xs.iter().any(has_tensor))
 }
 
 /// Keyword arguments sfz's table does not name but that change nothing when left at these values.
@@ -179,6 +191,118 @@ impl Lowering<'_> {
             self.emit(op, *out, expr);
             return Ok(());
         }
+        match self.table_call(op, *out) {
+            Ok(()) => Ok(()),
+            // The ATen operators' reason is the last word, but when none was recorded.
+            Err(table) => self.aten_calls(op).map_err(|aten| if op.aten.is_empty() { table } else { aten }),
+        }
+    }
+
+    /// The call as the ATen operators it ran. A factory or a sampler is not replayed: its
+    /// values are the hunt's to choose. None of them replayable → why not.
+    fn aten_calls(&mut self, op: &TracedOp) -> Result<(), String> {
+        if op.aten.is_empty() {
+            return Err("no ATen operator recorded".into());
+        }
+        if !op.args.iter().chain(op.kwargs.values()).any(has_tensor) {
+            return Err("a factory: its values are inputs of the hunt".into());
+        }
+        if op.aten.iter().any(|a| a.error) {
+            return Err("the tracer could not record its ATen operators".into());
+        }
+        let mut emitted = 0;
+        let mut why = Vec::new();
+        for a in &op.aten {
+            if a.random || a.name.starts_with("aten::empty") || a.name.starts_with("aten::new_empty") {
+                continue;
+            }
+            if IDENTITY.contains(&a.name.as_str()) {
+                if let (Some(Some(o)), Some(src)) = (a.outputs.first(), a.args.first().and_then(|x| x.get("t")).and_then(Json::as_u64)) {
+                    let name = self.tensor(src as u32)?;
+                    self.bound.insert(*o, name);
+                }
+                continue;
+            }
+            match self.aten_call(op, a) {
+                Ok(n) => emitted += n,
+                Err(e) => why.push(format!("{}: {e}", a.name)),
+            }
+        }
+        match emitted {
+            0 if why.is_empty() => Err("its ATen operators are samplers or factories".into()),
+            0 => Err(why.join("; ")),
+            _ => {
+                for w in why {
+                    self.skipped.push(Skipped { site: site(op), reason: w });
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// One ATen operator: a `let` per tensor output it has. How many.
+    fn aten_call(&mut self, op: &TracedOp, a: &AtenOp) -> Result<usize, String> {
+        if let Some(why) = &a.unreplayable {
+            return Err(why.clone());
+        }
+        let mut texts = Vec::with_capacity(a.args.len());
+        for arg in &a.args {
+            texts.push(self.aten_operand(arg)?);
+        }
+        // A unary operator of the table (`aten::log` under a call the table does not know) is
+        // written as the table's, whose objective the search can aim at.
+        let bare = a.name.strip_prefix("aten::").unwrap_or(&a.name);
+        if let (Some(sig), [x], [Some(o)]) = (ops::by_method(bare), texts.as_slice(), a.outputs.as_slice()) {
+            if sig.params.len() == 1 && a.overload.is_empty() && sig.functions.first().is_some() {
+                let expr = format!("{}({x})", sig.functions[0]);
+                self.emit(op, *o, expr);
+                return Ok(1);
+            }
+        }
+        let call = crate::wire::program::ir::AtenCall { name: a.name.clone(), overload: a.overload.clone(), output: 0 };
+        let head = format!("{}({})", call.python(), texts.join(", "));
+        let mut n = 0;
+        for (k, o) in a.outputs.iter().enumerate() {
+            let Some(o) = o else { continue };
+            let expr = if a.outputs.len() > 1 { format!("{head}[{k}]") } else { head.clone() };
+            self.emit(op, *o, expr);
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// An ATen argument as program text (what the tracer wrote; trusted to fit the schema,
+    /// which the worker checks when it calls the operator).
+    fn aten_operand(&mut self, a: &Json) -> Result<String, String> {
+        if let Some(v) = a.get("t").and_then(Json::as_u64) {
+            return self.tensor(v as u32);
+        }
+        if let Some(xs) = a.get("ints").and_then(Json::as_array) {
+            return Ok(format!("[{}]", xs.iter().filter_map(Json::as_i64).map(int).collect::<Vec<_>>().join(", ")));
+        }
+        if let Some(xs) = a.get("list").and_then(Json::as_array) {
+            let mut names = Vec::new();
+            for x in xs {
+                let v = x.get("t").and_then(Json::as_u64).ok_or("a list that holds other than tensors")?;
+                names.push(self.tensor(v as u32)?);
+            }
+            return Ok(format!("[{}]", names.join(", ")));
+        }
+        if let Some(d) = a.get("dtype").and_then(Json::as_str) {
+            return DType::from_name(d).map(|d| d.name().to_string()).ok_or_else(|| format!("a {d} dtype"));
+        }
+        match a {
+            Json::Null => Ok("None".into()),
+            Json::Bool(b) => Ok(b.to_string()),
+            Json::Number(n) => number(n).ok_or_else(|| "a non-finite number".into()),
+            // A device, layout or memory format where None means the same (CPU, strided).
+            _ if a.get("other").is_some() => Ok("None".into()),
+            _ => Err("an argument a program cannot hold".into()),
+        }
+    }
+
+    /// The call through the op table.
+    fn table_call(&mut self, op: &TracedOp, out: u32) -> Result<(), String> {
         let (sig, swap) = resolve(&op.func).ok_or("not in the op table")?;
         let mut args: Vec<Json> = op.args.clone();
         if swap && args.len() == 2 {
@@ -241,7 +365,7 @@ impl Lowering<'_> {
                 format!("{}({})", sig.functions[0], parts.join(", "))
             }
         };
-        self.emit(op, *out, expr);
+        self.emit(op, out, expr);
         Ok(())
     }
 
@@ -365,9 +489,14 @@ fn constraints(name: &str, dtype: DType, v: &TracedValue) -> String {
     }
     if let (Some(lo), Some(hi)) = (v.min, v.max) {
         if dtype.is_floating() {
-            // A tensor of one value is a constant of the script (a mask value, an eps), not data;
-            // values seen within [0, 1] (probabilities, masks, uniform samples) keep that domain.
-            let (lo, hi) = if lo == hi && v.nan == 0 && v.inf == 0 {
+            // A weight is what training moves: any sign, up to WIDEN times its initial scale
+            // (at least ±WIDEN: a zero-initialised bias grows too). A tensor of one value is
+            // otherwise a constant of the script (a mask value, an eps), not data; values seen
+            // within [0, 1] (probabilities, masks, uniform samples) keep that domain.
+            let (lo, hi) = if v.trainable {
+                let m = (lo.abs().max(hi.abs()).max(1.0) * WIDEN).ceil().min(finite_max(dtype));
+                (-m, m)
+            } else if lo == hi && v.nan == 0 && v.inf == 0 {
                 (lo, hi)
             } else if lo >= 0.0 && hi <= 1.0 {
                 (0.0, 1.0)
@@ -431,6 +560,55 @@ mod tests {
         assert!(program.runnable);
         let names: Vec<&str> = program.ir.steps.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["v1", "v2", "v3", "v5", "v6", "v9"]);
+    }
+
+    /// `z = x @ w.T + b` with `b = zeros(3, requires_grad=True)`, then `F.cross_entropy(z, y)`,
+    /// which the table cannot express: it replays as the ATen operators it ran (autograd's
+    /// `detach` read through, `nll_loss_forward`'s two outputs indexed); a sampler inside a
+    /// call is not replayed.
+    const TRAINING: &str = r#"{
+      "script": "/w/t.py", "status": "ok", "error": null, "backward": true,
+      "values": [
+        {"dtype": "float32", "shape": [4, 2], "min": -2.0, "max": 2.0, "op": null},
+        {"dtype": "float32", "shape": [3, 2], "min": -0.5, "max": 0.5, "op": null, "trainable": true},
+        {"dtype": "float32", "shape": [3], "min": 0.0, "max": 0.0, "op": null, "trainable": true},
+        {"dtype": "float32", "shape": [4, 3], "min": -1.0, "max": 1.0, "op": 0},
+        {"dtype": "int64", "shape": [4], "min": 0.0, "max": 2.0, "op": null},
+        {"dtype": "float32", "shape": [4, 3], "min": -3.0, "max": -0.1, "op": 1},
+        {"dtype": "float32", "shape": [4, 3], "min": -3.0, "max": -0.1, "op": 1},
+        {"dtype": "float32", "shape": [], "min": 1.2, "max": 1.2, "op": 1},
+        {"dtype": "float32", "shape": [], "min": 4.0, "max": 4.0, "op": 1},
+        {"dtype": "float32", "shape": [4, 3], "min": -1.0, "max": 1.0, "op": 2},
+        {"dtype": "float32", "shape": [4, 3], "min": 0.0, "max": 1.5, "op": 2}
+      ],
+      "ops": [
+        {"func": "torch.nn.functional.linear", "args": [{"t": 0}, {"t": 1}, {"t": 2}], "kwargs": {}, "file": "/w/t.py", "line": 9, "code": "z = model(x)", "outputs": [3]},
+        {"func": "torch.nn.functional.cross_entropy", "args": [{"t": 3}, {"t": 4}], "kwargs": {"reduction": "mean"}, "file": "/w/t.py", "line": 10, "code": "loss = F.cross_entropy(z, y)", "outputs": [7],
+         "aten": [
+           {"name": "aten::_log_softmax", "overload": "", "args": [{"t": 3}, 1, false], "outputs": [5]},
+           {"name": "aten::detach", "overload": "", "args": [{"t": 5}], "outputs": [6]},
+           {"name": "aten::nll_loss_forward", "overload": "", "args": [{"t": 6}, {"t": 4}, null, 1, -100], "outputs": [7, 8]}
+         ]},
+        {"func": "torch.nn.functional.dropout", "args": [{"t": 3}], "kwargs": {"p": 0.5, "training": true}, "file": "/w/t.py", "line": 11, "code": "h = F.dropout(z)", "outputs": [10],
+         "aten": [
+           {"name": "aten::native_dropout", "overload": "", "args": [{"t": 3}, 0.5, true], "outputs": [10, 9], "random": true}
+         ]}
+      ]
+    }"#;
+
+    #[test]
+    fn calls_outside_the_table_replay_as_their_aten_operators_and_weights_are_variables() {
+        let trace: Trace = serde_json::from_str(TRAINING).unwrap();
+        let lowered = lower(&trace, "traced_t");
+        insta::assert_snapshot!(lowered.text);
+        assert!(lowered.text.contains("x2.values in (-10.0)..10.0;"), "a zero-initialised bias is a variable of the hunt");
+        assert!(lowered.text.contains("torch.ops.aten.nll_loss_forward.default(v5, x4, None, 1, (-100))[0]"), "autograd's detach is read through");
+        assert_eq!(lowered.skipped.len(), 1, "only the sampler is cut: {:?}", lowered.skipped);
+        let checked = crate::check::check_text(std::path::Path::new("traced.sfz"), &lowered.text);
+        assert!(!checked.has_errors(), "{:?}", checked.diags);
+        let program = checked.spec.programs.iter().find(|p| p.name == "traced_t").expect("the program");
+        let calls: Vec<(String, u32)> = program.ir.steps.iter().filter_map(|s| s.aten.as_ref().map(|a| (a.name.clone(), a.output))).collect();
+        assert_eq!(calls, [("aten::_log_softmax".to_string(), 0), ("aten::nll_loss_forward".to_string(), 0), ("aten::nll_loss_forward".to_string(), 1)]);
     }
 
     #[test]

@@ -41,6 +41,30 @@ pub struct TracedOp {
     pub code: String,
     /// The value index of each tensor output (None for a non-tensor output).
     pub outputs: Vec<Option<u32>>,
+    /// The ATen operators the call ran, in order (below autograd, after decompositions).
+    #[serde(default)]
+    pub aten: Vec<AtenOp>,
+}
+
+/// One ATen operator a recorded call ran.
+#[derive(Clone, Debug, Deserialize)]
+pub struct AtenOp {
+    /// `aten::nll_loss_forward`.
+    pub name: String,
+    pub overload: String,
+    /// In schema order, as `TracedOp::args` encodes them; trailing defaults left out.
+    pub args: Vec<serde_json::Value>,
+    /// Flattened, as the dispatcher returns them.
+    pub outputs: Vec<Option<u32>>,
+    /// Tagged `nondeterministic_seeded` (a sampler: `randn`, `bernoulli_`, `native_dropout`).
+    #[serde(default)]
+    pub random: bool,
+    /// The tracer could not record it.
+    #[serde(default)]
+    pub error: bool,
+    /// Why a program cannot replay it (a string argument), when it cannot.
+    #[serde(default)]
+    pub unreplayable: Option<String>,
 }
 
 /// One tensor seen by the trace: an input of the traced region or an op's output.
@@ -57,6 +81,9 @@ pub struct TracedValue {
     pub max: Option<f64>,
     /// The op that produced it; None for a tensor made before the traced region.
     pub op: Option<u32>,
+    /// A leaf that requires grad: a weight training changes.
+    #[serde(default)]
+    pub trainable: bool,
 }
 
 /// What the tracer wrote.
