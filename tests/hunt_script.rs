@@ -94,6 +94,48 @@ for epoch in range(10**9):
     assert_eq!(reports[0]["script"]["site"]["line"], 12, "{reports:?}");
 }
 
+/// A bug only trained weights reach: zero-initialised logits are harmless, large ones make
+/// softmax underflow; the loss is a library call (`F.nll_loss`) the op table does not know.
+const TRAINED: &str = "import torch
+import torch.nn.functional as F
+torch.manual_seed(0)
+W = torch.zeros(4, 3, requires_grad=True)
+x = torch.randn(16, 4)
+y = torch.randint(0, 3, (16,))
+opt = torch.optim.SGD([W], lr=0.1)
+for step in range(3):
+    probs = F.softmax(x @ W, dim=1)
+    loss = F.nll_loss(torch.log(probs), y)
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+";
+
+#[test]
+fn a_weight_training_moves_is_a_variable_and_library_losses_replay_as_aten_operators() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = write(dir.path(), "trained.py", TRAINED);
+    let out = dir.path().join("out");
+    let (code, reports, stderr) = hunt(&script, &out, &[]);
+    assert_eq!(code, 1, "{stderr}");
+    let r = &reports[0];
+    assert_eq!((r["op"].as_str(), &r["script"]["site"]["line"]), (Some("torch.log"), &serde_json::json!(10)), "{r}");
+    // The zero weight drove it, by its script name, far beyond the zeros the script showed.
+    let driver = &r["script"]["drivers"][0];
+    assert_eq!((driver["weight"].as_bool(), driver["name"].as_str()), (Some(true), Some("W")), "{r}");
+    assert!(driver["found"].as_f64().unwrap() > 1.0 && driver["seen"] == 0.0, "{r}");
+    let text = std::fs::read_to_string(out.join("traced_trained.sfz")).expect("program");
+    assert!(text.contains("torch.ops.aten.nll_loss_forward.default("), "{text}");
+    assert!(!stderr.contains("cannot be replayed"), "{stderr}");
+    // The fix stays clean, and with --time it hunts episode after episode until the time is
+    // spent rather than stopping after --episodes.
+    let fixed = write(dir.path(), "trained_fixed.py", &TRAINED.replace("F.nll_loss(torch.log(probs), y)", "F.nll_loss(F.log_softmax(x @ W, dim=1), y)"));
+    let (code, reports, stderr) = hunt(&fixed, &dir.path().join("out2"), &["--time", "6s", "--episodes", "1", "--budget", "50"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(reports[0]["status"], "clean", "{reports:?}");
+    assert!(reports[0]["episodes"].as_u64().unwrap() > 1, "{reports:?}");
+}
+
 #[test]
 fn a_decorated_function_is_what_gets_traced() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -88,6 +88,29 @@ class Recorder:
         """A recorded call starts: its ATen operators' outputs are matched loosely."""
         self.current = {}
 
+    def _name(self, t):
+        """The script's name for a weight: a variable holding it, or a module's parameter path
+        (`model.fc.weight`), looked up in the user's frames; None when no name holds it."""
+        import torch
+
+        scopes, f = [], sys._getframe(1)
+        torch_dir = os.path.dirname(torch.__file__)
+        while f is not None:
+            name = os.path.abspath(f.f_code.co_filename)
+            if not name.startswith(torch_dir) and not name.startswith(_HERE) and not name.startswith("<"):
+                scopes.append(f.f_locals)
+                scopes.insert(0, f.f_globals)  # the script's global names first: `model.fc.weight`
+            f = f.f_back
+        for scope in scopes:
+            for var, v in list(scope.items()):
+                if v is t:
+                    return var
+                if isinstance(v, torch.nn.Module):
+                    for path, p in v.named_parameters():
+                        if p is t:
+                            return f"{var}.{path}"
+        return None
+
     def _value(self, t, produced=None, sub=False):
         key = self._key(t)
         # Below autograd a view has its own version counter and autograd re-wraps it: within
@@ -99,12 +122,15 @@ class Recorder:
                 idx = self.current.get(loose)
             if idx is not None:
                 self.ids[key] = idx
-                if t.requires_grad and t.is_leaf:
+                if t.requires_grad and t.is_leaf and not self.values[idx].get("trainable"):
                     self.values[idx]["trainable"] = True
+                    self.values[idx]["name"] = self._name(t)
                 return idx
         idx = len(self.values)
         s = _stats(t)
         s["op"] = produced  # None: an input of the trace
+        if s.get("trainable"):
+            s["name"] = self._name(t)
         self.values.append(s)
         self.ids[key] = idx
         if sub:
@@ -187,6 +213,8 @@ class Recorder:
         # Trailing defaults are left to the operator.
         while given and len(given) - 1 in defaulted:
             given.pop()
+        # Keyword-only arguments come last in a schema; Python passes them by name.
+        keywords = [a.name for a in schema.arguments[: len(given)] if a.kwarg_only]
         outs = []
         for o in out if isinstance(out, (tuple, list)) else (out,):
             if isinstance(o, (tuple, list)):
@@ -202,6 +230,7 @@ class Recorder:
                 "outputs": [self._value(o, produced=k, sub=True) if isinstance(o, torch.Tensor) else None for o in outs],
                 "random": torch.Tag.nondeterministic_seeded in getattr(func, "tags", ()),
                 "unreplayable": why,
+                "keywords": keywords,
             }
         )
 

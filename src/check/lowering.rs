@@ -1,7 +1,7 @@
 //! Lowering of a `program` body's `let` statements to the IR of `wire::program::ir`, checking
 //! each call against the table of `wire::program::ops` (E0020). `torch.ops.aten.NAME.OVERLOAD`
-//! calls any ATen operator by schema; their arguments are positional, and libtorch checks them
-//! when the worker calls the operator.
+//! calls any ATen operator by schema; its arguments are in schema order (keyword-only ones last,
+//! by name), and libtorch checks them when the worker calls the operator.
 use crate::ast::{self, ExprKind};
 use crate::diag::{codes, Diagnostic, Span};
 use crate::spec::{BinOp, ParamSpec, ParamType, UnOp};
@@ -215,10 +215,15 @@ impl<'a> Lowerer<'a> {
             return None;
         }
         let mut out = Vec::with_capacity(args.len());
+        let mut keywords = Vec::new();
         for a in args {
-            if let Some(n) = &a.name {
-                self.error(n.span, "ATen operators take their arguments positionally", "pass them in the schema's order");
-                return None;
+            match &a.name {
+                Some(n) => keywords.push(n.name.clone()),
+                None if !keywords.is_empty() => {
+                    self.error(a.value.span, "a positional argument after a keyword argument", "keyword-only arguments come last, in the schema's order");
+                    return None;
+                }
+                None => {}
             }
             out.push(self.expr(&a.value)?);
         }
@@ -228,7 +233,7 @@ impl<'a> Lowerer<'a> {
         }
         let index = self.push(NumOp::Aten, out, e.span);
         let k = (index as usize) - self.params.len();
-        self.steps[k].aten = Some(AtenCall { name: format!("aten::{name}"), overload: overload.unwrap_or_default(), output });
+        self.steps[k].aten = Some(AtenCall { name: format!("aten::{name}"), overload: overload.unwrap_or_default(), output, keywords });
         Some(Operand::Value(index))
     }
 
@@ -366,5 +371,28 @@ mod tests {
         assert_eq!(p.step_text[1], "torch.log(p)");
         // The parameter-only requirement became an input constraint.
         assert_eq!(p.inputs.requires.len(), 1);
+    }
+
+    #[test]
+    fn aten_calls_lower_by_name_overload_and_output_and_misuse_is_e0020() {
+        let text = "program p(x: Tensor, y: Tensor) {\n    x.dtype == float32;\n    let m = torch.ops.aten.max.dim(x, 1)[1];\n    let c = torch.ops.aten.cat.default([x, y], 0);\n    let o = torch.ops.aten.ones_like.default(x, dtype = None);\n}\n";
+        let c = check_text(std::path::Path::new("p.sfz"), text);
+        assert!(!c.has_errors(), "{:?}", c.diags);
+        let steps = &c.spec.programs[0].ir.steps;
+        let calls: Vec<(&str, &str, u32, usize)> =
+            steps.iter().filter_map(|s| s.aten.as_ref().map(|a| (a.name.as_str(), a.overload.as_str(), a.output, a.keywords.len()))).collect();
+        assert_eq!(calls, [("aten::max", "dim", 1, 0), ("aten::cat", "", 0, 0), ("aten::ones_like", "", 0, 1)]);
+        assert_eq!(steps[1].args[0], crate::wire::program::ir::Operand::Tensors(vec![0, 1]));
+        for (bad, says) in [
+            ("torch.ops.aten.add(x, x)", "with its overload"),
+            ("torch.ops.aten.ones_like.default(dtype = None, x)", "positional argument after a keyword"),
+            ("torch.ops.aten.zeros.default([2, 3])", "needs a tensor argument"),
+            ("torch.exp(x)[0]", "indexes only the outputs of an ATen operator"),
+        ] {
+            let text = format!("program p(x: Tensor) {{\n    x.dtype == float32;\n    let v = {bad};\n}}\n");
+            let c = check_text(std::path::Path::new("p.sfz"), &text);
+            let d = c.diags.iter().find(|d| d.code == crate::diag::codes::E0020).unwrap_or_else(|| panic!("{bad}: {:?}", c.diags));
+            assert!(d.message.contains(says), "{bad}: {}", d.message);
+        }
     }
 }

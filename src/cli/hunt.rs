@@ -57,6 +57,11 @@ pub struct Args {
     /// Episodes per program, each from fresh starting inputs.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub episodes: u32,
+    /// Wall time for the whole hunt (`90s`, `5m`), tracing included: programs share what is left
+    /// after tracing, and each hunts episode after episode until its share is spent (instead of
+    /// stopping after --episodes). No episode starts after the time is up.
+    #[arg(long, value_parser = parse_duration)]
+    pub time: Option<Duration>,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Soft-assertion models (default: those in the standard library, trained by `sfz train`).
@@ -138,6 +143,20 @@ pub fn tally(outcomes: &[(&ProgramSpec, Outcome)]) -> Tally {
     }
 }
 
+/// How much of the traced scripts the hunt could search: calls replayed, calls whose values it
+/// chooses (factories, samplers), calls it cannot replay. None without scripts.
+fn replayed(targets: &[Target]) -> Option<String> {
+    let lowered: Vec<&Lowered> = targets.iter().filter_map(|t| t.script.as_ref().map(|s| &s.lowered)).collect();
+    if lowered.is_empty() {
+        return None;
+    }
+    let traced: usize = lowered.iter().map(|l| l.traced).sum();
+    let inputs: usize = lowered.iter().map(|l| l.skipped.iter().filter(|s| s.input).count()).sum();
+    let cut: usize = lowered.iter().map(|l| l.skipped.iter().filter(|s| !s.input).count()).sum();
+    let replayed = traced.saturating_sub(inputs + cut);
+    Some(format!("searchable: {replayed} of {traced} traced calls replayed, {inputs} factories and samplers whose values the hunt chooses, {cut} cannot be replayed"))
+}
+
 /// A program to hunt and, when it was traced from a script, what maps it back.
 struct Target {
     program: ProgramSpec,
@@ -171,11 +190,16 @@ fn trace_script(script: &Path, args: &Args, color: Color) -> anyhow::Result<Opti
     let stem: String = script.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let name = format!("traced_{}", stem.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect::<String>());
     let lowered = lower::lower(&trace, &name);
-    if !lowered.skipped.is_empty() {
-        eprintln!("note: {}: {} traced calls cannot be replayed; their outputs are inputs of the hunt:", script.display(), lowered.skipped.len());
+    let inputs = lowered.skipped.iter().filter(|s| s.input).count();
+    if inputs > 0 {
+        eprintln!("note: {}: {inputs} traced calls are factories or samplers; the hunt chooses their values", script.display());
+    }
+    let cut: Vec<&lower::Skipped> = lowered.skipped.iter().filter(|s| !s.input).collect();
+    if !cut.is_empty() {
+        eprintln!("note: {}: {} traced calls cannot be replayed; their outputs are inputs of the hunt:", script.display(), cut.len());
         // One line per call site, with how often it was called.
         let mut seen: Vec<(String, usize)> = Vec::new();
-        for s in &lowered.skipped {
+        for s in cut {
             let key = format!("{}:{} {} ({})", s.site.file, s.site.line, s.site.func, s.reason);
             match seen.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, n)) => *n += 1,
@@ -212,7 +236,12 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(&args.out)?;
     let mut targets: Vec<Target> = Vec::new();
     let mut failed = false;
-    for script in &scripts {
+    let deadline = args.time.map(|t| std::time::Instant::now() + t);
+    for (k, script) in scripts.iter().enumerate() {
+        if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            eprintln!("note: the time was up before {} of {} scripts were traced; they are not hunted", scripts.len() - k, scripts.len());
+            break;
+        }
         match trace_script(script, &args, color)? {
             Some(t) => targets.push(t),
             None => failed = true,
@@ -256,13 +285,19 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         let started: anyhow::Result<()> = std::thread::scope(|scope| {
             let mut handles = Vec::new();
             for _ in 0..jobs {
-                let (tx, next, targets, base, exe) = (tx.clone(), &next, &targets, &base, &worker_exe);
+                let (tx, next, targets, base, exe, deadline) = (tx.clone(), &next, &targets, &base, &worker_exe, deadline);
                 handles.push(scope.spawn(move || -> anyhow::Result<()> {
                     let mut worker = HuntWorker::start(exe, args.timeout)?;
                     loop {
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         let Some(t) = targets.get(i) else { return Ok(()) };
                         let mut config = base.clone();
+                        // An equal share of the time left for each program not yet started.
+                        config.deadline = deadline.map(|d| {
+                            let now = std::time::Instant::now();
+                            let waiting = (targets.len() - i) as u32;
+                            now + d.saturating_duration_since(now) * (jobs as u32).min(waiting) / waiting.max(1)
+                        });
                         if let Some(s) = &t.script {
                             config.max_numel = s.lowered.max_numel.max(config.max_numel);
                             config.max_dim = s.lowered.max_dim.max(config.max_dim);
@@ -291,7 +326,21 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         let pairs: Vec<(&ProgramSpec, Outcome)> = outcomes.into_iter().map(|(i, o)| (&targets[i].program, o)).collect();
         let t = tally(&pairs);
         if !args.json {
-            println!("{}: {} of {} programs with a NaN/INF, mean {:.1} ms, max {:.1} ms to find ({} workers)\n", strategy.name(), t.found, t.programs, t.mean_ms, t.max_ms, jobs);
+            let searched: f64 = pairs.iter().map(|(_, o)| o.elapsed.as_secs_f64()).sum();
+            let evals: u64 = pairs.iter().map(|(_, o)| o.evals).sum();
+            println!(
+                "{}: {} of {} programs with a NaN/INF, mean {:.1} ms, max {:.1} ms to find ({} workers); searched {searched:.1} s, {evals} evaluations",
+                strategy.name(),
+                t.found,
+                t.programs,
+                t.mean_ms,
+                t.max_ms,
+                jobs
+            );
+            if let Some(line) = replayed(&targets) {
+                println!("{line}");
+            }
+            println!();
         }
     }
     let bad = reports.iter().any(|r| r.status.is_bad());
@@ -343,7 +392,22 @@ fn record(t: &Target, outcome: &Outcome, strategy: Strategy, args: &Args) -> any
 fn script_lines(s: &ScriptFinding) -> String {
     let made = s.guard_site.as_ref().map(|g| format!(", made at {}:{} `{}`", g.file, g.line, g.code)).unwrap_or_else(|| ", an input of the traced region".into());
     let name = s.guard_variable.as_ref().map(|v| format!("`{v}` ({})", s.guard)).unwrap_or_else(|| format!("`{}`", s.guard));
-    format!("         at {}:{}  {}\n         guard {name}{made}: {}", s.site.file, s.site.line, s.site.code, s.advice)
+    let mut text = format!("         at {}:{}  {}\n         guard {name}{made}: {}", s.site.file, s.site.line, s.site.code, s.advice);
+    for d in &s.drivers {
+        let what = if d.weight { "weight" } else { "input" };
+        let name = d.name.as_ref().map(|n| format!("`{n}` ({})", d.param)).unwrap_or_else(|| format!("`{}`", d.param));
+        text.push_str(&format!("\n         driven by {what} {name}: magnitude {}, the script showed up to {}", magnitude(d.found), magnitude(d.seen)));
+    }
+    text
+}
+
+/// A magnitude as people write it: `9.94`, `0.177`, `1.2e+38`.
+fn magnitude(x: f64) -> String {
+    if x == 0.0 || (1e-3..1e4).contains(&x) {
+        format!("{}", (x * 1e3).round() / 1e3)
+    } else {
+        format!("{x:.2e}")
+    }
 }
 
 /// One line per program for the terminal.

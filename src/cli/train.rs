@@ -100,6 +100,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         random_targets: false,
         max_numel: 256,
         max_dim: 8,
+        deadline: None,
     };
     let mut records = Vec::new();
     for p in &programs {

@@ -34,11 +34,25 @@ pub struct HuntConfig {
     pub max_numel: i64,
     /// The solver's bound on one dimension.
     pub max_dim: i64,
+    /// When set, episodes go on (with fresh starting inputs) until this instant instead of
+    /// stopping after `episodes`; none starts after it.
+    pub deadline: Option<Instant>,
 }
 
 impl Default for HuntConfig {
     fn default() -> Self {
-        HuntConfig { strategy: Strategy::Gradient, budget: 400, episodes: 5, seed: 0, models: None, collect: false, random_targets: false, max_numel: 256, max_dim: 8 }
+        HuntConfig {
+            strategy: Strategy::Gradient,
+            budget: 400,
+            episodes: 5,
+            seed: 0,
+            models: None,
+            collect: false,
+            random_targets: false,
+            max_numel: 256,
+            max_dim: 8,
+            deadline: None,
+        }
     }
 }
 
@@ -142,13 +156,20 @@ fn value_arg(v: &Value) -> Arg {
 }
 
 /// Hunts one program: episodes until the oracle fires, the program is rejected or crashes, or
-/// the episodes run out.
+/// the episodes (or the time, with a deadline) run out.
 pub fn hunt_program(worker: &mut HuntWorker, program: &ProgramSpec, config: &HuntConfig) -> Outcome {
     let start = Instant::now();
     let mut out =
         Outcome { status: Status::Clean, inputs: Vec::new(), last: None, episodes: 0, evals: 0, elapsed: Duration::ZERO, soft: None, imprecise: None, records: Vec::new() };
     let models = config.models.as_ref().map(|m| m.subset(program.ir.steps.iter().map(|s| s.op)));
-    for episode in 0..config.episodes {
+    let more = |episode: u32| match config.deadline {
+        Some(d) => Instant::now() < d,
+        None => episode < config.episodes,
+    };
+    let mut episode = 0u32;
+    while more(episode) {
+        episode += 1;
+        let episode = episode - 1;
         let (inputs, bounds) = match starting_inputs(program, config.seed, episode, (config.max_numel, config.max_dim)) {
             Ok(x) => x,
             Err(e) => {

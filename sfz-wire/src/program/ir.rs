@@ -32,6 +32,10 @@ pub struct AtenCall {
     pub overload: String,
     /// Which of its flattened outputs the step's value is.
     pub output: u32,
+    /// The names of the trailing arguments, which are keyword-only (Python passes them by name;
+    /// the dispatcher takes them in schema order, as they are written).
+    #[serde(default)]
+    pub keywords: Vec<String>,
 }
 
 impl AtenCall {

@@ -33,11 +33,32 @@ pub struct Site {
     pub func: String,
 }
 
-/// A recorded call the program cannot replay; its outputs became parameters.
+/// A recorded call the program does not replay; its outputs became parameters.
 #[derive(Clone, Debug, Serialize)]
 pub struct Skipped {
     pub site: Site,
     pub reason: String,
+    /// A factory or a sampler: its values are the hunt's to choose, not a gap in the replay.
+    pub input: bool,
+}
+
+/// Why a call is not replayed.
+enum Cut {
+    /// It makes values from nothing (a factory, a sampler).
+    Input(String),
+    Unreplayable(String),
+}
+
+impl From<String> for Cut {
+    fn from(s: String) -> Cut {
+        Cut::Unreplayable(s)
+    }
+}
+
+impl From<&str> for Cut {
+    fn from(s: &str) -> Cut {
+        Cut::Unreplayable(s.to_string())
+    }
 }
 
 /// The lowered program and what maps it back to the script.
@@ -55,6 +76,21 @@ pub struct Lowered {
     pub max_numel: i64,
     /// The largest dimension of a parameter.
     pub max_dim: i64,
+    /// How many calls the trace recorded.
+    pub traced: usize,
+    /// Per parameter name: what the script made it as.
+    pub origins: BTreeMap<String, Origin>,
+}
+
+/// What a parameter of the lowered program was in the script.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Origin {
+    /// A weight (a leaf that requires grad), which training moves.
+    pub weight: bool,
+    /// The script's name for it (`model.fc.weight`), when the tracer found one.
+    pub name: Option<String>,
+    /// The largest magnitude the script showed.
+    pub seen: f64,
 }
 
 fn site(op: &TracedOp) -> Site {
@@ -129,11 +165,13 @@ pub fn lower(trace: &Trace, name: &str) -> Lowered {
         max_dim: 8,
         skipped: Vec::new(),
         order: Vec::new(),
+        origins: BTreeMap::new(),
     };
     for op in &trace.ops {
         match l.call(op) {
             Ok(()) => {}
-            Err(reason) => l.skipped.push(Skipped { site: site(op), reason }),
+            Err(Cut::Input(reason)) => l.skipped.push(Skipped { site: site(op), reason, input: true }),
+            Err(Cut::Unreplayable(reason)) => l.skipped.push(Skipped { site: site(op), reason, input: false }),
         }
     }
     let params: Vec<String> = l.order.iter().map(|p| format!("{p}: Tensor")).collect();
@@ -149,7 +187,17 @@ pub fn lower(trace: &Trace, name: &str) -> Lowered {
     text.push_str(&l.param_text);
     text.push_str(&l.body);
     text.push_str("}\n");
-    Lowered { name: name.to_string(), text, lets: l.lets, params: l.params, skipped: l.skipped, max_numel: l.max_numel, max_dim: l.max_dim }
+    Lowered {
+        name: name.to_string(),
+        text,
+        lets: l.lets,
+        params: l.params,
+        skipped: l.skipped,
+        max_numel: l.max_numel,
+        max_dim: l.max_dim,
+        traced: trace.ops.len(),
+        origins: l.origins,
+    }
 }
 
 struct Lowering<'a> {
@@ -164,6 +212,7 @@ struct Lowering<'a> {
     max_dim: i64,
     skipped: Vec<Skipped>,
     order: Vec<String>,
+    origins: BTreeMap<String, Origin>,
 }
 
 impl Lowering<'_> {
@@ -180,12 +229,14 @@ impl Lowering<'_> {
         self.max_numel = self.max_numel.max(value.shape.iter().product::<i64>().max(1));
         self.max_dim = self.max_dim.max(value.shape.iter().copied().max().unwrap_or(1));
         self.params.insert(name.clone(), made_by);
+        let seen = value.min.unwrap_or(0.0).abs().max(value.max.unwrap_or(0.0).abs());
+        self.origins.insert(name.clone(), Origin { weight: value.trainable, name: value.name.clone(), seen });
         self.order.push(name.clone());
         self.bound.insert(v, name.clone());
         Ok(name)
     }
 
-    fn call(&mut self, op: &TracedOp) -> Result<(), String> {
+    fn call(&mut self, op: &TracedOp) -> Result<(), Cut> {
         let Some(Some(out)) = op.outputs.first() else { return Err("no tensor output".into()) };
         if let Some(expr) = self.reshaping(op, *out)? {
             self.emit(op, *out, expr);
@@ -194,18 +245,18 @@ impl Lowering<'_> {
         match self.table_call(op, *out) {
             Ok(()) => Ok(()),
             // The ATen operators' reason is the last word, but when none was recorded.
-            Err(table) => self.aten_calls(op).map_err(|aten| if op.aten.is_empty() { table } else { aten }),
+            Err(table) => self.aten_calls(op).map_err(|aten| if op.aten.is_empty() { Cut::Unreplayable(table) } else { aten }),
         }
     }
 
     /// The call as the ATen operators it ran. A factory or a sampler is not replayed: its
     /// values are the hunt's to choose. None of them replayable → why not.
-    fn aten_calls(&mut self, op: &TracedOp) -> Result<(), String> {
+    fn aten_calls(&mut self, op: &TracedOp) -> Result<(), Cut> {
         if op.aten.is_empty() {
             return Err("no ATen operator recorded".into());
         }
         if !op.args.iter().chain(op.kwargs.values()).any(has_tensor) {
-            return Err("a factory: its values are inputs of the hunt".into());
+            return Err(Cut::Input("a factory: its values are inputs of the hunt".into()));
         }
         if op.aten.iter().any(|a| a.error) {
             return Err("the tracer could not record its ATen operators".into());
@@ -213,7 +264,10 @@ impl Lowering<'_> {
         let mut emitted = 0;
         let mut why = Vec::new();
         for a in &op.aten {
-            if a.random || a.name.starts_with("aten::empty") || a.name.starts_with("aten::new_empty") {
+            // A sampler's, a factory's (`scalar_tensor` of a constant, `zeros`) or uninitialised
+            // memory's values are parameters, held to what the trace saw.
+            let factory = !a.args.iter().any(has_tensor);
+            if a.random || factory || a.name.starts_with("aten::empty") || a.name.starts_with("aten::new_empty") {
                 continue;
             }
             if IDENTITY.contains(&a.name.as_str()) {
@@ -229,11 +283,11 @@ impl Lowering<'_> {
             }
         }
         match emitted {
-            0 if why.is_empty() => Err("its ATen operators are samplers or factories".into()),
-            0 => Err(why.join("; ")),
+            0 if why.is_empty() => Err(Cut::Input("a sampler or a factory: its values are inputs of the hunt".into())),
+            0 => Err(Cut::Unreplayable(why.join("; "))),
             _ => {
                 for w in why {
-                    self.skipped.push(Skipped { site: site(op), reason: w });
+                    self.skipped.push(Skipped { site: site(op), reason: w, input: false });
                 }
                 Ok(())
             }
@@ -259,8 +313,11 @@ impl Lowering<'_> {
                 return Ok(1);
             }
         }
-        let call = crate::wire::program::ir::AtenCall { name: a.name.clone(), overload: a.overload.clone(), output: 0 };
-        let head = format!("{}({})", call.python(), texts.join(", "));
+        let call = crate::wire::program::ir::AtenCall { name: a.name.clone(), overload: a.overload.clone(), output: 0, keywords: Vec::new() };
+        // Keyword-only arguments by name, as Python passes them.
+        let first_keyword = texts.len().saturating_sub(a.keywords.len());
+        let args: Vec<String> = texts.iter().enumerate().map(|(i, t)| if i < first_keyword { t.clone() } else { format!("{} = {t}", a.keywords[i - first_keyword]) }).collect();
+        let head = format!("{}({})", call.python(), args.join(", "));
         let mut n = 0;
         for (k, o) in a.outputs.iter().enumerate() {
             let Some(o) = o else { continue };
@@ -507,7 +564,7 @@ fn constraints(name: &str, dtype: DType, v: &TracedValue) -> String {
             let _ = writeln!(s, "    {name}.values in {}..{};", float(lo), float(hi));
         } else if dtype != DType::Bool {
             // Integers (indices, labels) keep the range seen: other values may not be valid.
-            let _ = writeln!(s, "    {name}.values in {}..{};", int(lo as i64), int(hi as i64));
+            let _ = writeln!(s, "    {name}.values in {}..={};", int(lo as i64), int(hi as i64));
         }
     }
     s
@@ -604,6 +661,9 @@ mod tests {
         assert!(lowered.text.contains("x2.values in (-10.0)..10.0;"), "a zero-initialised bias is a variable of the hunt");
         assert!(lowered.text.contains("torch.ops.aten.nll_loss_forward.default(v5, x4, None, 1, (-100))[0]"), "autograd's detach is read through");
         assert_eq!(lowered.skipped.len(), 1, "only the sampler is cut: {:?}", lowered.skipped);
+        assert!(lowered.skipped[0].input, "a sampler's values are the hunt's to choose, not a gap");
+        assert_eq!(lowered.origins["x2"], Origin { weight: true, name: None, seen: 0.0 });
+        assert!(!lowered.origins["x0"].weight);
         let checked = crate::check::check_text(std::path::Path::new("traced.sfz"), &lowered.text);
         assert!(!checked.has_errors(), "{:?}", checked.diags);
         let program = checked.spec.programs.iter().find(|p| p.name == "traced_t").expect("the program");

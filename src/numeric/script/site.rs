@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::lower::{Lowered, Site};
 use crate::spec::ProgramSpec;
 use crate::wire::program::hunt::Found;
-use crate::wire::program::ir::Operand;
+use crate::wire::program::ir::{Operand, ProgramIr};
 use crate::wire::program::ops::NumOp;
 
 /// The script side of a finding.
@@ -22,6 +22,64 @@ pub struct ScriptFinding {
     pub guard_site: Option<Site>,
     /// How such a call is usually made safe.
     pub advice: &'static str,
+    /// The inputs the failing value depends on that the hunt moved furthest beyond what the
+    /// script showed, furthest first: which weight or input, at what magnitude, drove it.
+    pub drivers: Vec<Driver>,
+}
+
+/// An input of the hunt that drove a finding.
+#[derive(Clone, Debug, Serialize)]
+pub struct Driver {
+    /// Its name in the traced program.
+    pub param: String,
+    /// A weight (which training moves), else data.
+    pub weight: bool,
+    /// The script's name for it, when known (`model.fc.weight`, or the variable its line assigns).
+    pub name: Option<String>,
+    /// The largest magnitude the script showed, and the one that made the value bad.
+    pub seen: f64,
+    pub found: f64,
+}
+
+/// At most this many drivers are named.
+const DRIVERS: usize = 2;
+
+/// The parameters step `k` reads, directly or through earlier steps.
+fn ancestors(program: &ProgramSpec, k: usize) -> Vec<u32> {
+    let ir = &program.ir;
+    let n = ir.params.len() as u32;
+    let mut seen = vec![false; ir.params.len() + ir.steps.len()];
+    let mut todo = vec![n + k as u32];
+    let mut params = Vec::new();
+    while let Some(v) = todo.pop() {
+        if std::mem::replace(&mut seen[v as usize], true) {
+            continue;
+        }
+        match v.checked_sub(n) {
+            Some(s) => todo.extend(ProgramIr::reads(&ir.steps[s as usize])),
+            None => params.push(v),
+        }
+    }
+    params
+}
+
+/// The inputs of step `found.step` the hunt moved furthest from the script's magnitudes.
+fn drivers(program: &ProgramSpec, lowered: &Lowered, found: &Found) -> Vec<Driver> {
+    let mut out: Vec<Driver> = ancestors(program, found.step as usize)
+        .into_iter()
+        .filter_map(|v| {
+            let param = program.ir.params.get(v as usize)?.clone();
+            let origin = lowered.origins.get(&param)?;
+            let values = found.inputs.get(v as usize)?.as_ref()?;
+            let found = values.values.iter().filter(|x| x.is_finite()).fold(0.0f64, |m, x| m.max(x.abs()));
+            let name = origin.name.clone().or_else(|| lowered.params.get(&param).cloned().flatten().and_then(|s| assigned(&s.code)));
+            // Moved beyond what the script showed (a weight at 0 that grew counts too).
+            (found > 1.5 * origin.seen && found > 0.0).then_some(Driver { param, weight: origin.weight, name, seen: origin.seen, found })
+        })
+        .collect();
+    out.sort_by(|a, b| (b.found / b.seen.max(1e-30)).total_cmp(&(a.found / a.seen.max(1e-30))));
+    out.truncate(DRIVERS);
+    out
 }
 
 /// The `let` a step belongs to (`v7.2` is an intermediate of `v7`).
@@ -46,7 +104,7 @@ pub fn explain(program: &ProgramSpec, lowered: &Lowered, found: &Found) -> Optio
     let last_on_line =
         guard_site.as_ref().is_some_and(|g| lowered.lets.iter().filter(|(_, s)| s.file == g.file && s.line == g.line).filter_map(|(n, _)| index(n)).max() == index(&root));
     let guard_variable = guard_site.as_ref().filter(|_| last_on_line || lowered.params.contains_key(&root)).and_then(|g| assigned(&g.code));
-    Some(ScriptFinding { site, guard: root, guard_variable, guard_site, advice: advice(step.op) })
+    Some(ScriptFinding { site, guard: root, guard_variable, guard_site, advice: advice(step.op), drivers: drivers(program, lowered, found) })
 }
 
 /// The name a line of Python assigns, when it assigns exactly one (`p = torch.softmax(x)`).

@@ -62,6 +62,9 @@ pub struct AtenOp {
     /// The tracer could not record it.
     #[serde(default)]
     pub error: bool,
+    /// The names of the trailing arguments that are keyword-only.
+    #[serde(default)]
+    pub keywords: Vec<String>,
     /// Why a program cannot replay it (a string argument), when it cannot.
     #[serde(default)]
     pub unreplayable: Option<String>,
@@ -84,6 +87,9 @@ pub struct TracedValue {
     /// A leaf that requires grad: a weight training changes.
     #[serde(default)]
     pub trainable: bool,
+    /// The script's name for a weight (`model.fc.weight`), when one holds it.
+    #[serde(default)]
+    pub name: Option<String>,
 }
 
 /// What the tracer wrote.
