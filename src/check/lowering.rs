@@ -209,7 +209,7 @@ impl<'a> Lowerer<'a> {
 
     /// `torch.ops.aten.NAME.OVERLOAD(args)[output]`.
     fn aten(&mut self, e: &ast::Expr, callee: &ast::Expr, args: &[ast::CallArg], output: u32) -> Option<Operand> {
-        let Some((name, overload)) = aten_path(callee) else { return None };
+        let (name, overload) = aten_path(callee)?;
         if overload.is_none() {
             self.error(callee.span, "an ATen operator is called with its overload", "write `torch.ops.aten.NAME.default(..)` or the overload's name");
             return None;

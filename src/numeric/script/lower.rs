@@ -307,7 +307,7 @@ impl Lowering<'_> {
         // written as the table's, whose objective the search can aim at.
         let bare = a.name.strip_prefix("aten::").unwrap_or(&a.name);
         if let (Some(sig), [x], [Some(o)]) = (ops::by_method(bare), texts.as_slice(), a.outputs.as_slice()) {
-            if sig.params.len() == 1 && a.overload.is_empty() && sig.functions.first().is_some() {
+            if sig.params.len() == 1 && a.overload.is_empty() && !sig.functions.is_empty() {
                 let expr = format!("{}({x})", sig.functions[0]);
                 self.emit(op, *o, expr);
                 return Ok(1);

@@ -19,9 +19,12 @@ struct Loaded {
     schema: OpSchema,
 }
 
+/// Operators resolved so far, by (name, overload), or why one cannot be.
+type Cache = HashMap<(String, String), Result<std::rc::Rc<Loaded>, String>>;
+
 thread_local! {
-    /// Operators resolved so far, by (name, overload); the shim's call state, reused.
-    static LOADED: RefCell<HashMap<(String, String), Result<std::rc::Rc<Loaded>, String>>> = RefCell::new(HashMap::new());
+    /// The resolved operators; the shim's call state, reused.
+    static LOADED: RefCell<Cache> = RefCell::new(HashMap::new());
     static CALL: CallState = CallState::new();
 }
 
