@@ -111,6 +111,18 @@ fn the_reproducer_replays_the_chain_in_pip_torch() {
 }
 
 #[test]
+fn an_aten_call_libtorch_rejects_makes_the_program_rejected_and_names_the_step() {
+    let text = "program p(x: Tensor) {\n    x.dtype == float32;\n    x.ndim == 2;\n    let e = torch.exp(x);\n    let m = torch.ops.aten.mm.default(e);\n}\n";
+    let checked = sfz::check::check_text(Path::new("p.sfz"), text);
+    assert!(!checked.has_errors(), "{:?}", checked.diags);
+    let mut w = worker();
+    let o = hunt_program(&mut w, &checked.spec.programs[0], &config(Strategy::Gradient));
+    let Status::Rejected(message) = &o.status else { panic!("{:?}", o.status) };
+    assert!(message.contains("mm"), "{message}");
+    assert_eq!(o.last.as_ref().and_then(|r| r.rejected_step), Some(1), "the step that raised");
+}
+
+#[test]
 fn a_step_calls_any_aten_operator_by_schema_and_the_gradient_goes_through_it() {
     let mut w = worker();
     let bug = program("losses.sfz", "nll_of_log_softmax_by_hand");

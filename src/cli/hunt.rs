@@ -1,6 +1,7 @@
 //! `sfz hunt`: run the `program` items of spec files in workers and search for inputs that make
 //! an intermediate NaN or INF (random mutation or gradient-guided, with soft assertions);
 //! a report per program and a Python reproducer per bug go to --out as they are found.
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -172,7 +173,7 @@ struct Traced {
 
 /// Traces `script`, writes its program beside the findings and checks it. Errors are the
 /// user's (a script that does not run) and are printed here.
-fn trace_script(script: &Path, args: &Args, color: Color) -> anyhow::Result<Option<Target>> {
+fn trace_script(script: &Path, args: &Args, worker: &mut Option<HuntWorker>, color: Color) -> anyhow::Result<Option<Target>> {
     let dir = args.out.join("trace");
     std::fs::create_dir_all(&dir)?;
     let config = TraceConfig { python: verify::default_python(), max_ops: args.trace_ops, timeout: args.trace_timeout, dir };
@@ -218,17 +219,50 @@ fn trace_script(script: &Path, args: &Args, color: Color) -> anyhow::Result<Opti
         return Ok(None);
     }
     let sfz = args.out.join(format!("{name}.sfz"));
-    std::fs::write(&sfz, &lowered.text)?;
-    let checked = check::check_paths(std::slice::from_ref(&sfz));
-    if checked.has_errors() {
-        eprint!("{}", diag::render_all(&checked.map, &checked.diags, RenderConfig { color: color.stderr() }));
-        eprintln!("error: the program traced from {} does not check; this is a bug in sfz, please report it with {}", script.display(), sfz.display());
-        return Ok(None);
+    let mut lowered = lowered;
+    let mut cut: BTreeMap<u32, String> = BTreeMap::new();
+    loop {
+        std::fs::write(&sfz, &lowered.text)?;
+        let checked = check::check_paths(std::slice::from_ref(&sfz));
+        if checked.has_errors() {
+            eprint!("{}", diag::render_all(&checked.map, &checked.diags, RenderConfig { color: color.stderr() }));
+            eprintln!("error: the program traced from {} does not check; this is a bug in sfz, please report it with {}", script.display(), sfz.display());
+            return Ok(None);
+        }
+        let Some(program) = checked.spec.programs.into_iter().find(|p| p.name == name) else {
+            anyhow::bail!("the traced program {name} is missing from {}", sfz.display());
+        };
+        // A replayed ATen call libtorch rejects is cut, and the hunt goes on with the rest.
+        match rejected_aten_call(&program, worker, args) {
+            Some((value, reason)) if cut.len() < MAX_CUTS && !cut.contains_key(&value) => {
+                eprintln!("note: {}: libtorch rejects a replayed call, {reason}; its outputs become inputs of the hunt", script.display());
+                cut.insert(value, format!("libtorch rejects it as replayed: {reason}"));
+                lowered = lower::lower_cutting(&trace, &name, &cut);
+            }
+            _ => return Ok(Some(Target { program, script: Some(Traced { script: script.to_path_buf(), sfz, lowered }) })),
+        }
     }
-    let Some(program) = checked.spec.programs.into_iter().find(|p| p.name == name) else {
-        anyhow::bail!("the traced program {name} is missing from {}", sfz.display());
-    };
-    Ok(Some(Target { program, script: Some(Traced { script: script.to_path_buf(), sfz, lowered }) }))
+}
+
+/// Replayed ATen calls a script's program may have cut before it is hunted as it is.
+const MAX_CUTS: usize = 16;
+
+/// Runs a traced program once on starting inputs: the trace value of the ATen step libtorch
+/// rejected and why, when one was.
+fn rejected_aten_call(program: &ProgramSpec, worker: &mut Option<HuntWorker>, args: &Args) -> Option<(u32, String)> {
+    if !program.ir.steps.iter().any(|s| s.aten.is_some()) {
+        return None;
+    }
+    if worker.is_none() {
+        *worker = HuntWorker::start(&args.worker.clone().unwrap_or_else(default_worker_exe), args.timeout).ok();
+    }
+    let config = HuntConfig { strategy: Strategy::Once, budget: 1, episodes: 1, seed: args.seed, ..HuntConfig::default() };
+    let outcome = hunt_program(worker.as_mut()?, program, &config);
+    let Status::Rejected(message) = &outcome.status else { return None };
+    let step = program.ir.steps.get(outcome.last.as_ref()?.rejected_step? as usize)?;
+    step.aten.as_ref()?;
+    let value = step.name.split('.').next()?.strip_prefix('v')?.parse().ok()?;
+    Some((value, message.lines().next().unwrap_or("").to_string()))
 }
 
 pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
@@ -237,16 +271,19 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     let mut targets: Vec<Target> = Vec::new();
     let mut failed = false;
     let deadline = args.time.map(|t| std::time::Instant::now() + t);
+    // One worker runs each traced program once before the hunt (`rejected_aten_call`).
+    let mut preflight: Option<HuntWorker> = None;
     for (k, script) in scripts.iter().enumerate() {
         if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
             eprintln!("note: the time was up before {} of {} scripts were traced; they are not hunted", scripts.len() - k, scripts.len());
             break;
         }
-        match trace_script(script, &args, color)? {
+        match trace_script(script, &args, &mut preflight, color)? {
             Some(t) => targets.push(t),
             None => failed = true,
         }
     }
+    drop(preflight);
     if !specs.is_empty() {
         let Some(programs) = programs(&specs, &args.program, color)? else { return Ok(ExitCode::from(2)) };
         if programs.is_empty() {

@@ -235,6 +235,9 @@ pub struct HuntResult {
     pub records: Vec<Record>,
     /// The program could not run at all (a libtorch error on the starting inputs): not a bug.
     pub rejected: Option<String>,
+    /// The step whose call libtorch rejected on the starting inputs, when one did.
+    #[serde(default)]
+    pub rejected_step: Option<u32>,
 }
 
 /// Path points kept per episode.

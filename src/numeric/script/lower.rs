@@ -154,8 +154,15 @@ fn harmless(name: &str, v: &Json) -> bool {
 /// Lowers a trace. Never fails: a trace with no expressible call gives a program without
 /// `let`s, which the caller reports.
 pub fn lower(trace: &Trace, name: &str) -> Lowered {
+    lower_cutting(trace, name, &BTreeMap::new())
+}
+
+/// `lower`, where the ATen operators that made the values in `cut` are not replayed (libtorch
+/// rejected them as replayed; the reason is the value's): their outputs are parameters.
+pub fn lower_cutting(trace: &Trace, name: &str, cut: &BTreeMap<u32, String>) -> Lowered {
     let mut l = Lowering {
         trace,
+        cut,
         lets: BTreeMap::new(),
         params: BTreeMap::new(),
         param_text: String::new(),
@@ -202,6 +209,7 @@ pub fn lower(trace: &Trace, name: &str) -> Lowered {
 
 struct Lowering<'a> {
     trace: &'a Trace,
+    cut: &'a BTreeMap<u32, String>,
     lets: BTreeMap<String, Site>,
     params: BTreeMap<String, Option<Site>>,
     param_text: String,
@@ -277,6 +285,10 @@ impl Lowering<'_> {
                 }
                 continue;
             }
+            if let Some(reason) = a.outputs.iter().flatten().find_map(|o| self.cut.get(o)) {
+                why.push(format!("{}: {reason}", a.name));
+                continue;
+            }
             match self.aten_call(op, a) {
                 Ok(n) => emitted += n,
                 Err(e) => why.push(format!("{}: {e}", a.name)),
@@ -298,6 +310,10 @@ impl Lowering<'_> {
     fn aten_call(&mut self, op: &TracedOp, a: &AtenOp) -> Result<usize, String> {
         if let Some(why) = &a.unreplayable {
             return Err(why.clone());
+        }
+        if !a.name.starts_with("aten::") {
+            // A custom operator the script registers is not in a worker's registry.
+            return Err(format!("an operator outside the aten namespace (`{}`)", a.name));
         }
         let mut texts = Vec::with_capacity(a.args.len());
         for arg in &a.args {
@@ -669,6 +685,19 @@ mod tests {
         let program = checked.spec.programs.iter().find(|p| p.name == "traced_t").expect("the program");
         let calls: Vec<(String, u32)> = program.ir.steps.iter().filter_map(|s| s.aten.as_ref().map(|a| (a.name.clone(), a.output))).collect();
         assert_eq!(calls, [("aten::_log_softmax".to_string(), 0), ("aten::nll_loss_forward".to_string(), 0), ("aten::nll_loss_forward".to_string(), 1)]);
+    }
+
+    #[test]
+    fn an_aten_call_libtorch_rejects_is_cut_and_its_output_becomes_a_parameter() {
+        let trace: Trace = serde_json::from_str(TRAINING).unwrap();
+        let cut = BTreeMap::from([(5u32, "libtorch rejects it as replayed: no".to_string())]);
+        let lowered = lower_cutting(&trace, "traced_t", &cut);
+        assert!(!lowered.text.contains("torch.ops.aten._log_softmax"), "{}", lowered.text);
+        assert!(lowered.text.contains("x5: Tensor") && lowered.text.contains("nll_loss_forward.default(x5,"), "{}", lowered.text);
+        let why: Vec<&str> = lowered.skipped.iter().filter(|s| !s.input).map(|s| s.reason.as_str()).collect();
+        assert_eq!(why, ["aten::_log_softmax: libtorch rejects it as replayed: no"]);
+        let checked = crate::check::check_text(std::path::Path::new("traced.sfz"), &lowered.text);
+        assert!(!checked.has_errors(), "{:?}", checked.diags);
     }
 
     #[test]

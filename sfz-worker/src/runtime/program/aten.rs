@@ -45,6 +45,17 @@ fn load(call: &AtenCall) -> Result<std::rc::Rc<Loaded>, String> {
 /// returns output `call.output`. An argument the operator writes into is copied first, so that
 /// a program's earlier values stay as they were.
 pub(super) fn call(call: &AtenCall, args: &[V]) -> R<Tensor> {
+    // Errors name the operator: a program may call many.
+    run(call, args).map_err(|e| {
+        let message = match e {
+            tch::TchError::Kind(m) | tch::TchError::Torch(m) => m,
+            e => e.to_string(),
+        };
+        tch::TchError::Torch(format!("{}: {message}", call.python()))
+    })
+}
+
+fn run(call: &AtenCall, args: &[V]) -> R<Tensor> {
     let op = load(call).map_err(|e| err(&e))?;
     if args.len() > op.schema.args.len() {
         return Err(err(&format!("{} takes {} arguments, the step passes {}", call.python(), op.schema.args.len(), args.len())));

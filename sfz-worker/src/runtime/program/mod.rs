@@ -675,6 +675,19 @@ impl Episode<'_> {
     }
 }
 
+/// The first step whose call fails on `inputs`.
+fn failing_step(ir: &ProgramIr, inputs: &[V]) -> Option<u32> {
+    let mut vals: Vec<V> = inputs.iter().map(V::shallow).collect();
+    for (k, step) in ir.steps.iter().enumerate() {
+        let args: Vec<V> = step.args.iter().map(|o| operand(&vals, o)).collect();
+        match apply_step(step, &args) {
+            Ok(t) => vals.push(V::T(t)),
+            Err(_) => return Some(k as u32),
+        }
+    }
+    None
+}
+
 /// Runs one hunt episode. Never panics on anything in the request: tch calls that can fail
 /// are the fallible ones, and a panic that slips through is an internal error of the episode
 /// (reported as `rejected`), not a dead worker.
@@ -709,6 +722,7 @@ fn hunt_inner(req: &HuntRequest) -> HuntResult {
         // The starting point: a libtorch error here is an invalid program input, not a bug.
         if let Err(e) = ep.eval(&inputs.vals) {
             ep.result.rejected = Some(e.to_string());
+            ep.result.rejected_step = failing_step(&req.program, &inputs.vals);
             return Ok(());
         }
         ep.point(None, f64::NAN, "start");
