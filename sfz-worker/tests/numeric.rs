@@ -123,6 +123,25 @@ fn an_aten_call_libtorch_rejects_makes_the_program_rejected_and_names_the_step()
 }
 
 #[test]
+fn a_non_finite_value_the_program_clamps_itself_is_no_finding() {
+    let program = |body: &str| {
+        let text = format!("program p(x: Tensor) {{\n    x.dtype == float16;\n    x.ndim == 1;\n    x.values in -100.0..100.0;\n{body}}}\n");
+        let checked = sfz::check::check_text(Path::new("p.sfz"), &text);
+        assert!(!checked.has_errors(), "{:?}", checked.diags);
+        checked.spec.programs.into_iter().next().unwrap()
+    };
+    let mut w = worker();
+    // A float16 mask of -65504 added to scores overflows to -inf below -16...
+    let bare = program("    let s = x + (-65504.0);\n    let y = s - x;\n");
+    let o = hunt_program(&mut w, &bare, &config(Strategy::Gradient));
+    let Status::Found(f) = &o.status else { panic!("{:?}", o.status) };
+    assert_eq!(bare.ir.steps[f.step as usize].name, "s");
+    // ...which the program then clamps back to the mask value: meant, not a bug.
+    let clamped = program("    let s = x + (-65504.0);\n    let y = torch.clamp(s, min = -65504.0);\n");
+    assert_eq!(hunt_program(&mut w, &clamped, &config(Strategy::Gradient)).status, Status::Clean);
+}
+
+#[test]
 fn a_step_calls_any_aten_operator_by_schema_and_the_gradient_goes_through_it() {
     let mut w = worker();
     let bug = program("losses.sfz", "nll_of_log_softmax_by_hand");

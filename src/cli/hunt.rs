@@ -84,6 +84,11 @@ pub struct Args {
     /// An episode running longer than this is a hang.
     #[arg(long, value_parser = parse_duration, default_value = "20s")]
     pub timeout: Duration,
+    /// Run the wider-float oracle on traced scripts too (an output that differs from the same
+    /// program in float64 beyond what conditioning explains). It always runs on `program` items;
+    /// on a script it is off by default: its float16 and float32 rounding is usually by design.
+    #[arg(long)]
+    pub wider: bool,
     /// Print the reports as one JSON array on stdout.
     #[arg(long)]
     pub json: bool,
@@ -335,6 +340,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
                             let waiting = (targets.len() - i) as u32;
                             now + d.saturating_duration_since(now) * (jobs as u32).min(waiting) / waiting.max(1)
                         });
+                        config.wider = args.wider || t.script.is_none();
                         if let Some(s) = &t.script {
                             config.max_numel = s.lowered.max_numel.max(config.max_numel);
                             config.max_dim = s.lowered.max_dim.max(config.max_dim);

@@ -101,6 +101,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         max_numel: 256,
         max_dim: 8,
         deadline: None,
+        wider: true,
     };
     let mut records = Vec::new();
     for p in &programs {

@@ -37,6 +37,8 @@ pub struct HuntConfig {
     /// When set, episodes go on (with fresh starting inputs) until this instant instead of
     /// stopping after `episodes`; none starts after it.
     pub deadline: Option<Instant>,
+    /// Whether the wider-float oracle runs.
+    pub wider: bool,
 }
 
 impl Default for HuntConfig {
@@ -52,6 +54,7 @@ impl Default for HuntConfig {
             max_numel: 256,
             max_dim: 8,
             deadline: None,
+            wider: true,
         }
     }
 }
@@ -187,6 +190,7 @@ pub fn hunt_program(worker: &mut HuntWorker, program: &ProgramSpec, config: &Hun
             models: models.clone(),
             collect: config.collect,
             random_targets: config.random_targets,
+            wider: config.wider,
         };
         out.episodes += 1;
         out.inputs = inputs;

@@ -49,6 +49,9 @@ pub struct HuntRequest {
     /// round robin (the baseline the soft assertions are measured against).
     #[serde(default)]
     pub random_targets: bool,
+    /// Whether the wider-float oracle runs (off for traced scripts unless asked: their float16
+    /// and float32 rounding is usually by design, and their fixes address NaN/INF).
+    pub wider: bool,
 }
 
 /// Statistics of one tensor, cheap to compute and enough for soft assertions.

@@ -81,11 +81,27 @@ fn oracle(ir: &ProgramIr, obs: &[Option<Stats>]) -> Option<(u32, Stats)> {
     for (k, step) in ir.steps.iter().enumerate() {
         let out = obs[n + k]?;
         let inputs_finite = ProgramIr::reads(step).all(|v| obs[v as usize].is_none_or(|s| s.finite() && s.numel > 0));
-        if inputs_finite && !out.finite() {
+        if inputs_finite && !out.finite() && !guarded(ir, obs, k) {
             return Some((k as u32, out));
         }
     }
     None
+}
+
+/// Whether the program guards step `k`'s non-finite value itself: it is read, and only by
+/// guards (a clamp, a maximum, a `where`, `nan_to_num`) whose outputs are finite, or by the
+/// tests that pick the guard (`isfinite`). A mask of -inf that a maximum then clamps is meant.
+fn guarded(ir: &ProgramIr, obs: &[Option<Stats>], k: usize) -> bool {
+    const GUARDS: &[&str] = &["where", "nan_to_num", "clamp", "clamp_min", "clamp_max", "maximum", "minimum", "masked_fill", "fmax", "fmin"];
+    const TESTS: &[&str] = &["isfinite", "isnan", "isinf", "isneginf", "isposinf", "eq", "ne", "gt", "lt", "ge", "le"];
+    let n = ir.params.len();
+    let v = (n + k) as u32;
+    let mut readers = ir.steps.iter().enumerate().filter(|(_, s)| ProgramIr::reads(s).any(|r| r == v)).peekable();
+    readers.peek().is_some()
+        && readers.all(|(r, s)| {
+            let guard = matches!(s.op, NumOp::Clamp | NumOp::ClampMin | NumOp::Maximum | NumOp::Minimum) || (s.aten.is_some() && GUARDS.contains(&s.short()));
+            (guard && obs[n + r].is_some_and(|o| o.finite())) || (s.aten.is_some() && TESTS.contains(&s.short()))
+        })
 }
 
 /// The formula-rewrite oracle: the first chain whose output is finite and differs from its
@@ -399,7 +415,7 @@ impl Episode<'_> {
                 .map(|(step, out)| (step, out.nan, out.inf, Fired::NonFinite))
                 .or_else(|| rewrite_oracle(ir, &vals).map(|(step, rw)| (step, 0, 0, Fired::Rewrite(rw))))
                 .or_else(|| range_oracle(ir, &vals, &obs).map(|(step, r)| (step, 0, 0, Fired::Range(r))))
-                .or_else(|| wider_oracle(ir, &vals).map(|(step, w)| (step, 0, 0, Fired::Wider(w))));
+                .or_else(|| if self.req.wider { wider_oracle(ir, &vals) } else { None }.map(|(step, w)| (step, 0, 0, Fired::Wider(w))));
             if let Some((step, nan, inf, fired)) = fired {
                 self.result.found = Some(self.found(&vals, &obs, step, nan, inf, fired));
             }
