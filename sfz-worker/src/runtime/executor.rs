@@ -404,57 +404,83 @@ pub(super) fn push_default(call: *mut c_void, op: &OpHandle, position: usize, ty
 /// Pushes one value as the schema type wants it. `tensors` are the materialised tensors of
 /// `arg` (empty for values that hold none).
 fn push(call: *mut c_void, arg: &Arg, ty: &SchemaType, tensors: &[Tensor]) -> Result<(), Rejected> {
-    let base = ty.strip_optional();
-    let list_elem = match base {
-        SchemaType::List(elem, n) => Some((elem.as_ref(), *n)),
-        _ => None,
-    };
     // SAFETY (whole block): `call` is live; slices and strings outlive each push, which copies.
     unsafe {
         match arg {
             Arg::None | Arg::Omitted => ffi::sfz_push_none(call),
             Arg::Bool(b) => ffi::sfz_push_bool(call, *b),
-            Arg::Int(v) => match (base, list_elem) {
-                (SchemaType::Float, _) => ffi::sfz_push_double(call, *v as f64),
-                (_, Some((SchemaType::Float, n))) => {
-                    let xs = vec![*v as f64; n.unwrap_or(1) as usize];
-                    ffi::sfz_push_double_list(call, xs.as_ptr(), xs.len() as i64)
-                }
-                (_, Some((elem, n))) if elem.is_int() => {
-                    let xs = vec![*v; n.unwrap_or(1) as usize];
-                    ffi::sfz_push_int_list(call, xs.as_ptr(), xs.len() as i64)
-                }
-                _ => ffi::sfz_push_int(call, *v),
-            },
+            Arg::Int(v) => push_int(call, *v, ty),
             Arg::Float(v) => ffi::sfz_push_double(call, *v),
             Arg::Str(s) => {
                 let c = CString::new(s.as_str()).map_err(|_| schema_error("a string argument holds a NUL byte".into()))?;
                 ffi::sfz_push_str(call, c.as_ptr())
             }
             Arg::Dtype(d) => ffi::sfz_push_scalar_type(call, DType::aten_id(*d)),
-            Arg::IntList(xs) => match list_elem {
-                Some((SchemaType::Float, _)) => {
-                    let fs: Vec<f64> = xs.iter().map(|&x| x as f64).collect();
-                    ffi::sfz_push_double_list(call, fs.as_ptr(), fs.len() as i64)
-                }
-                _ => ffi::sfz_push_int_list(call, xs.as_ptr(), xs.len() as i64),
-            },
+            Arg::IntList(xs) => push_int_list(call, xs, ty),
             Arg::FloatList(xs) => ffi::sfz_push_double_list(call, xs.as_ptr(), xs.len() as i64),
             Arg::BoolList(xs) => ffi::sfz_push_bool_list(call, xs.as_ptr(), xs.len() as i64),
             Arg::Tensor(_) => match tensors.first() {
                 Some(t) => ffi::sfz_push_tensor(call, t.as_ptr()),
                 None => return Err(schema_error("a tensor argument was not materialised".into())),
             },
-            Arg::TensorList(_) => {
-                let ptrs: Vec<_> = tensors.iter().map(Tensor::as_ptr).collect();
-                match list_elem {
-                    Some((SchemaType::Optional(_), _)) => ffi::sfz_push_opt_tensor_list(call, ptrs.as_ptr(), ptrs.len() as i64),
-                    _ => ffi::sfz_push_tensor_list(call, ptrs.as_ptr(), ptrs.len() as i64),
-                }
-            }
+            Arg::TensorList(_) => push_tensor_list(call, tensors, ty),
         }
     }
     Ok(())
+}
+
+/// The element type and length of a list schema type (`int[2]`), None for other types.
+fn list_elem(ty: &SchemaType) -> Option<(&SchemaType, Option<u32>)> {
+    match ty.strip_optional() {
+        SchemaType::List(elem, n) => Some((elem.as_ref(), *n)),
+        _ => None,
+    }
+}
+
+/// An int as Python's argument parser passes it: a float where a float goes, `[v] * N` where
+/// `int[N]` or `float[N]` goes.
+pub(super) fn push_int(call: *mut c_void, v: i64, ty: &SchemaType) {
+    // SAFETY (whole block): `call` is live; the vectors outlive each push, which copies.
+    unsafe {
+        match (ty.strip_optional(), list_elem(ty)) {
+            (SchemaType::Float, _) => ffi::sfz_push_double(call, v as f64),
+            (_, Some((SchemaType::Float, n))) => {
+                let xs = vec![v as f64; n.unwrap_or(1) as usize];
+                ffi::sfz_push_double_list(call, xs.as_ptr(), xs.len() as i64)
+            }
+            (_, Some((elem, n))) if elem.is_int() => {
+                let xs = vec![v; n.unwrap_or(1) as usize];
+                ffi::sfz_push_int_list(call, xs.as_ptr(), xs.len() as i64)
+            }
+            _ => ffi::sfz_push_int(call, v),
+        }
+    }
+}
+
+/// A list of ints, as floats where `float[]` goes.
+pub(super) fn push_int_list(call: *mut c_void, xs: &[i64], ty: &SchemaType) {
+    // SAFETY (whole block): `call` is live; the slices outlive each push, which copies.
+    unsafe {
+        match list_elem(ty) {
+            Some((SchemaType::Float, _)) => {
+                let fs: Vec<f64> = xs.iter().map(|&x| x as f64).collect();
+                ffi::sfz_push_double_list(call, fs.as_ptr(), fs.len() as i64)
+            }
+            _ => ffi::sfz_push_int_list(call, xs.as_ptr(), xs.len() as i64),
+        }
+    }
+}
+
+/// Tensors as a `Tensor[]` or a `Tensor?[]`.
+pub(super) fn push_tensor_list(call: *mut c_void, tensors: &[Tensor], ty: &SchemaType) {
+    let ptrs: Vec<_> = tensors.iter().map(Tensor::as_ptr).collect();
+    // SAFETY: `call` is live; the tensors outlive the call, the pointer vector the push.
+    unsafe {
+        match list_elem(ty) {
+            Some((SchemaType::Optional(_), _)) => ffi::sfz_push_opt_tensor_list(call, ptrs.as_ptr(), ptrs.len() as i64),
+            _ => ffi::sfz_push_tensor_list(call, ptrs.as_ptr(), ptrs.len() as i64),
+        }
+    }
 }
 
 /// Reads the flattened outputs of a call that returned.

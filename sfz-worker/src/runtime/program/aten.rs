@@ -8,7 +8,7 @@ use std::ffi::CStr;
 use tch::Tensor;
 
 use super::apply::{err, R, V};
-use crate::runtime::executor::{find, push_default, CallState, OpHandle};
+use crate::runtime::executor::{find, push_default, push_int, push_int_list, push_tensor_list, CallState, OpHandle};
 use crate::runtime::ffi;
 use sfz_wire::case::DType;
 use sfz_wire::program::ir::AtenCall;
@@ -74,7 +74,7 @@ fn run(call: &AtenCall, args: &[V]) -> R<Tensor> {
                     // SAFETY: as above; the copy lives in `copies`.
                     unsafe { ffi::sfz_push_tensor(c, copies.last().map(Tensor::as_ptr).unwrap_or(t.as_ptr())) }
                 }
-                Some(v) => push(c, v, &arg.ty)?,
+                Some(v) => push(c, v, &arg.ty),
             }
         }
         // SAFETY: the stack was filled above; the handle is live.
@@ -101,47 +101,18 @@ fn run(call: &AtenCall, args: &[V]) -> R<Tensor> {
 
 /// Pushes one program value as the schema type wants it (the conversions of Python's argument
 /// parser that a traced call relied on: an int where a float goes, an int where `int[N]` goes).
-fn push(c: *mut std::os::raw::c_void, v: &V, ty: &SchemaType) -> R<()> {
-    let base = ty.strip_optional();
-    let elem = match base {
-        SchemaType::List(e, n) => Some((e.as_ref(), *n)),
-        _ => None,
-    };
-    // SAFETY (whole block): `c` is live; slices outlive each push, which copies.
+fn push(c: *mut std::os::raw::c_void, v: &V, ty: &SchemaType) {
+    // SAFETY (whole block): `c` is live; the values outlive each push, which copies.
     unsafe {
         match v {
             V::N => ffi::sfz_push_none(c),
             V::B(b) => ffi::sfz_push_bool(c, *b),
             V::F(x) => ffi::sfz_push_double(c, *x),
-            V::I(x) => match (base, elem) {
-                (SchemaType::Float, _) => ffi::sfz_push_double(c, *x as f64),
-                (_, Some((SchemaType::Float, n))) => {
-                    let xs = vec![*x as f64; n.unwrap_or(1) as usize];
-                    ffi::sfz_push_double_list(c, xs.as_ptr(), xs.len() as i64)
-                }
-                (_, Some((e, n))) if e.is_int() => {
-                    let xs = vec![*x; n.unwrap_or(1) as usize];
-                    ffi::sfz_push_int_list(c, xs.as_ptr(), xs.len() as i64)
-                }
-                _ => ffi::sfz_push_int(c, *x),
-            },
+            V::I(x) => push_int(c, *x, ty),
             V::D(d) => ffi::sfz_push_scalar_type(c, DType::aten_id(*d)),
-            V::L(xs) => match elem {
-                Some((SchemaType::Float, _)) => {
-                    let fs: Vec<f64> = xs.iter().map(|&x| x as f64).collect();
-                    ffi::sfz_push_double_list(c, fs.as_ptr(), fs.len() as i64)
-                }
-                _ => ffi::sfz_push_int_list(c, xs.as_ptr(), xs.len() as i64),
-            },
+            V::L(xs) => push_int_list(c, xs, ty),
             V::T(t) => ffi::sfz_push_tensor(c, t.as_ptr()),
-            V::Ts(ts) => {
-                let ptrs: Vec<_> = ts.iter().map(Tensor::as_ptr).collect();
-                match elem {
-                    Some((SchemaType::Optional(_), _)) => ffi::sfz_push_opt_tensor_list(c, ptrs.as_ptr(), ptrs.len() as i64),
-                    _ => ffi::sfz_push_tensor_list(c, ptrs.as_ptr(), ptrs.len() as i64),
-                }
-            }
+            V::Ts(ts) => push_tensor_list(c, ts, ty),
         }
     }
-    Ok(())
 }
