@@ -186,6 +186,8 @@ impl Cause {
             Cause::NonFinite { values, .. } => format!("{} in an output", values.text()),
             Cause::Premature { what, squares, .. } => Cause::Premature { output: 0, what: what.clone(), squares: *squares }.to_string().replace(" in output 0", " in an output"),
             Cause::Values { .. } => "values differ".to_string(),
+            // Which shapes (ranks, sizes) a wrong-shaped output had is the input's, not the defect's.
+            Cause::Structure { what, .. } if what.starts_with("shape ") => "an output: another shape".to_string(),
             Cause::Structure { what, .. } => format!("an output: {what}"),
             // A failure of a backward's forward call reads as the forward's own.
             Cause::Internal { place: Place::Forward(api), what } => what.replacen(&format!("{}{api}{}", FORWARD_RAISED.0, FORWARD_RAISED.1), "", 1),
@@ -478,6 +480,13 @@ mod tests {
         let unnamed = Cause::Relation { name: "odd".into(), squares: None };
         assert!(unnamed.shown_by(&Cause::Relation { name: "odd".into(), squares: Some(DType::Float32) }));
         assert!(!unnamed.shown_by(&Cause::Relation { name: "even".into(), squares: Some(DType::Float32) }));
+    }
+
+    #[test]
+    fn outputs_of_another_shape_are_one_class_whatever_the_shapes() {
+        let shape = |what: &str| Cause::Structure { output: 0, what: what.into() }.class_text();
+        assert_eq!(shape("shape [N] against [N, N, N, N]"), shape("shape [N] against []"));
+        assert_ne!(shape("dtype float32 against float64"), shape("dtype float32 against float16"), "dtypes name the defect");
     }
 
     #[test]
