@@ -158,6 +158,28 @@ pub enum Cause {
     Other { text: String },
 }
 
+/// `text` with each normalised shape (`[N, N, N]`, `[]`) written `[..]`.
+fn without_ranks(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find('[') {
+        out.push_str(&rest[..start]);
+        let tail = &rest[start..];
+        match tail.find(']') {
+            Some(end) if tail[1..end].split(',').all(|d| matches!(d.trim(), "N" | "")) => {
+                out.push_str("[..]");
+                rest = &tail[end + 1..];
+            }
+            _ => {
+                out.push('[');
+                rest = &tail[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// How the display of a death names the memory-error class.
 pub const MEMORY_ERROR: &str = "memory error";
 
@@ -189,6 +211,8 @@ impl Cause {
             // Which shapes (ranks, sizes) a wrong-shaped output had is the input's, not the defect's.
             Cause::Structure { what, .. } if what.starts_with("shape ") => "an output: another shape".to_string(),
             Cause::Structure { what, .. } => format!("an output: {what}"),
+            // The ranks a message names (`[N, N, N]`) are the input's, not the defect's.
+            Cause::OnlyVariantRaises { .. } | Cause::OnlyOriginalRaises { .. } => without_ranks(&self.to_string()),
             // A failure of a backward's forward call reads as the forward's own.
             Cause::Internal { place: Place::Forward(api), what } => what.replacen(&format!("{}{api}{}", FORWARD_RAISED.0, FORWARD_RAISED.1), "", 1),
             other => other.to_string(),
@@ -487,6 +511,13 @@ mod tests {
         let shape = |what: &str| Cause::Structure { output: 0, what: what.into() }.class_text();
         assert_eq!(shape("shape [N] against [N, N, N, N]"), shape("shape [N] against []"));
         assert_ne!(shape("dtype float32 against float64"), shape("dtype float32 against float16"), "dtypes name the defect");
+        let raises = |message: &str| Cause::OnlyVariantRaises { check: "out= variant".into(), message: message.into() }.class_text();
+        assert_eq!(raises("output with shape [N] doesn't match the broadcast shape [N, N, N, N]"), raises("output with shape [N] doesn't match the broadcast shape [N, N, N]"));
+        assert_eq!(
+            raises("output with shape [] doesn't match the broadcast shape [N]"),
+            "only the out= variant raises: output with shape [..] doesn't match the broadcast shape [..]"
+        );
+        assert_ne!(raises("index [1] is out of bounds"), raises("index [N] is out of bounds"), "only shapes of N are ranks");
     }
 
     #[test]
