@@ -241,9 +241,7 @@ pub fn py_step(ir: &ProgramIr, k: usize) -> String {
     let infix = |op: &str| format!("{} {op} {}", a[0], a[1]);
     if let Some(call) = &step.aten {
         // Indexed whenever the operator returns a tuple, which Python's call gives as it is.
-        let first_keyword = a.len().saturating_sub(call.keywords.len());
-        let args: Vec<String> = a.iter().enumerate().map(|(i, t)| if i < first_keyword { t.clone() } else { format!("{}={t}", call.keywords[i - first_keyword]) }).collect();
-        return format!("_out({}({}), {})", call.python(), args.join(", "), call.output);
+        return format!("_out({}({}), {})", call.python(), call.arguments(&a, "=").join(", "), call.output);
     }
     match step.op {
         NumOp::Add => infix("+"),

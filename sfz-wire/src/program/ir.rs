@@ -39,6 +39,13 @@ pub struct AtenCall {
 }
 
 impl AtenCall {
+    /// The argument texts of a call, the trailing keyword-only ones written `name{eq}value`
+    /// (`" = "` in a program, `"="` in Python).
+    pub fn arguments(&self, texts: &[String], eq: &str) -> Vec<String> {
+        let first_keyword = texts.len().saturating_sub(self.keywords.len());
+        texts.iter().enumerate().map(|(i, t)| if i < first_keyword { t.clone() } else { format!("{}{eq}{t}", self.keywords[i - first_keyword]) }).collect()
+    }
+
     /// `torch.ops.aten.nll_loss_forward.default`: how Python calls it.
     pub fn python(&self) -> String {
         let overload = if self.overload.is_empty() { "default" } else { &self.overload };

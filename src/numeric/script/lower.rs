@@ -329,11 +329,9 @@ impl Lowering<'_> {
                 return Ok(1);
             }
         }
-        let call = crate::wire::program::ir::AtenCall { name: a.name.clone(), overload: a.overload.clone(), output: 0, keywords: Vec::new() };
+        let call = crate::wire::program::ir::AtenCall { name: a.name.clone(), overload: a.overload.clone(), output: 0, keywords: a.keywords.clone() };
         // Keyword-only arguments by name, as Python passes them.
-        let first_keyword = texts.len().saturating_sub(a.keywords.len());
-        let args: Vec<String> = texts.iter().enumerate().map(|(i, t)| if i < first_keyword { t.clone() } else { format!("{} = {t}", a.keywords[i - first_keyword]) }).collect();
-        let head = format!("{}({})", call.python(), args.join(", "));
+        let head = format!("{}({})", call.python(), call.arguments(&texts, " = ").join(", "));
         let mut n = 0;
         for (k, o) in a.outputs.iter().enumerate() {
             let Some(o) = o else { continue };
