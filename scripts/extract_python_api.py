@@ -8,8 +8,10 @@ aten::mse_loss does).
 A function written in Python has its parameters after its name, `*` marking where the keyword-only
 ones start: `torch.nn.functional.batch_norm(input, running_mean, running_var, weight, bias, ...)`.
 Its parameters may differ from the ATen schema its name implies (aten::batch_norm takes `weight`
-second), and a reproducer calls it by name only when the spec's parameters are its own. Builtins
-(bound from the schema) and functions taking `*args` have no list.
+second), and a reproducer calls it by name only when the spec's parameters are its own. A `*args`
+parameter is written with its star (`torch.block_diag(*tensors)`): the parameters after it are
+keyword-only, and a spec must declare it variadic (`*tensors: Tensor[]`) to be called by name.
+Builtins (bound from the schema) and functions taking `**kwargs` have no list.
 
 Usage: ~/.cache/sfz/venv/bin/python scripts/extract_python_api.py
 """
@@ -25,7 +27,7 @@ MODULES = [("torch", torch), ("torch.linalg", torch.linalg), ("torch.special", t
 
 
 def params(f):
-    """The parameters of a function written in Python, or None (a builtin, or one taking *args)."""
+    """The parameters of a function written in Python, or None (a builtin, or one taking **kwargs)."""
     if not inspect.isfunction(f):
         return None
     try:
@@ -34,8 +36,12 @@ def params(f):
         return None
     out, star = [], False
     for p in sig.parameters.values():
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+        if p.kind == p.VAR_KEYWORD:
             return None
+        if p.kind == p.VAR_POSITIONAL:
+            out.append("*" + p.name)
+            star = True
+            continue
         if p.kind == p.KEYWORD_ONLY and not star:
             out.append("*")
             star = True

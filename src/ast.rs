@@ -184,6 +184,8 @@ pub enum ParamKind {
         name: Ident,
         ty: Type,
         default: Option<Expr>,
+        /// `*name: T[]`: Python's `*args` (`torch.block_diag(*tensors)`).
+        variadic: bool,
     },
 }
 

@@ -676,7 +676,7 @@ fn assignable(have: &Ty, want: &Ty) -> bool {
 
 /// `name: type?` as written in a signature.
 pub fn param_text(p: &ParamSpec) -> String {
-    let mut s = format!("{}: {}{}", p.name, p.ty.describe(), if p.optional { "?" } else { "" });
+    let mut s = format!("{}{}: {}{}", if p.variadic { "*" } else { "" }, p.name, p.ty.describe(), if p.optional { "?" } else { "" });
     if let Some(d) = &p.default {
         s.push_str(&format!(" = {}", crate::spec::value_text(d)));
     }

@@ -31,8 +31,17 @@ impl Checker<'_> {
                 ParamKind::KwOnlyMarker => None,
             })
             .collect();
+        let mut variadic_seen: Option<Span> = None;
         for p in params {
-            let ParamKind::Named { name, ty, default } = &p.kind else {
+            let ParamKind::Named { name, ty, default, variadic } = &p.kind else {
+                if let Some(star) = variadic_seen {
+                    self.error(
+                        Diagnostic::new(codes::E0027, "a bare `*` after a variadic parameter")
+                            .with_label(p.span, "not allowed here")
+                            .with_secondary(star, "the parameters after this one are already keyword-only")
+                            .with_help("remove the `*`"),
+                    );
+                }
                 kw_only = true;
                 continue;
             };
@@ -52,13 +61,46 @@ impl Checker<'_> {
                 self.error(d);
             }
             let Some((kind, optional)) = resolved else { continue };
+            if *variadic && !self.variadic_param(p, &kind, optional, kw_only, variadic_seen) {
+                continue;
+            }
             let default = default.as_ref().and_then(|d| self.default_value(d, &name.name, &kind, optional, &out, &all_names));
-            let spec = ParamSpec { name: name.name.clone(), span: name.span, ty: kind, optional, kw_only, default };
+            let spec = ParamSpec { name: name.name.clone(), span: name.span, ty: kind, optional, kw_only, variadic: *variadic, default };
+            if *variadic {
+                // As in Python, what follows `*args` is passed by keyword.
+                variadic_seen = Some(p.span);
+                kw_only = true;
+            }
             let docs = p.docs.iter().map(|d| d.text.as_str()).collect::<Vec<_>>().join("\n");
             self.reference(name.span, Some(name.span), || hover_text(&param_text(&spec), &docs));
             out.push(spec);
         }
         out
+    }
+
+    /// Whether a `*name: T[]` parameter is one Python can have: a list, without a default, not
+    /// None, the only one, before any keyword-only parameter. Reports E0027 where not.
+    fn variadic_param(&mut self, p: &ast::Param, kind: &ParamType, optional: bool, kw_only: bool, seen: Option<Span>) -> bool {
+        let ParamKind::Named { name, default, .. } = &p.kind else { return false };
+        let list = matches!(kind, ParamType::TensorList | ParamType::IntList(None) | ParamType::FloatList(None) | ParamType::BoolList(None));
+        let problem = if !list || optional {
+            Some(("a variadic parameter is a list of unfixed length", format!("declare it `*{}: Tensor[]` (or `int[]`, `float[]`, `bool[]`)", name.name)))
+        } else if default.is_some() {
+            Some(("a variadic parameter has no default: it may be given no values", "remove the default".to_string()))
+        } else if seen.is_some() {
+            Some(("Python takes one `*args` parameter", "make the second a list parameter".to_string()))
+        } else if kw_only {
+            Some(("a variadic parameter after `*`", "move it before the keyword-only parameters".to_string()))
+        } else {
+            None
+        };
+        let Some((message, help)) = problem else { return true };
+        let mut d = Diagnostic::new(codes::E0027, format!("invalid variadic parameter `{}`", name.name)).with_label(p.span, message).with_help(help);
+        if let Some(first) = seen {
+            d = d.with_secondary(first, "the variadic parameter");
+        }
+        self.error(d);
+        false
     }
 
     /// Hovers for the names in a written type: built-in types and aliases.

@@ -377,7 +377,7 @@ impl Checker<'_> {
             ps.iter()
                 .map(|p| match &p.kind {
                     crate::ast::ParamKind::KwOnlyMarker => "*".to_string(),
-                    crate::ast::ParamKind::Named { name, ty, .. } => format!("{}: {}", name.name, crate::fmt::type_text(ty)),
+                    crate::ast::ParamKind::Named { name, ty, variadic, .. } => format!("{}{}: {}", if *variadic { "*" } else { "" }, name.name, crate::fmt::type_text(ty)),
                 })
                 .collect::<Vec<_>>()
                 .join(", ")

@@ -76,6 +76,7 @@ registry! {
     E0024 Error "unknown forward in a `from` statement";
     E0025 Error "invalid argument in a `from` call";
     E0026 Error "invalid `from` binding";
+    E0027 Error "invalid variadic parameter";
     W0001 Warning "unused import";
     W0002 Warning "unused definition";
     W0003 Warning "constraints too large to solve";

@@ -292,8 +292,9 @@ impl<'a> Printer<'a> {
             let mut parts = self.docs(&p.docs);
             parts.push(match &p.kind {
                 ParamKind::KwOnlyMarker => text("*"),
-                ParamKind::Named { name, ty: t, default } => {
-                    let mut d = vec![text(format!("{}: ", name.name)), ty(t)];
+                ParamKind::Named { name, ty: t, default, variadic } => {
+                    let star = if *variadic { "*" } else { "" };
+                    let mut d = vec![text(format!("{star}{}: ", name.name)), ty(t)];
                     if let Some(e) = default {
                         d.push(text(" = "));
                         d.push(self.expr(e));

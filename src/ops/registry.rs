@@ -161,15 +161,24 @@ pub fn is_public_mapping(api: &ApiSpec, binding: &OpBinding) -> bool {
 /// Whether a Python function takes the spec's parameters where a call puts them: positional ones
 /// at their index, keyword-only ones by name. `F.batch_norm` takes `running_mean` second, so a
 /// spec written with `aten::batch_norm`'s order is called through `torch.ops.aten`. A builtin
-/// (bound from the schema itself) takes them as the binding does.
+/// (bound from the schema itself) takes them as the binding does. `torch.block_diag(*tensors)`
+/// is called by name only by a spec that declares `*tensors: Tensor[]`: a list passed as one
+/// argument is an error there.
 fn takes_spec_params(api: &ApiSpec) -> bool {
     let Some(params) = python_params(&api.name) else { return true };
-    let positional = &params[..params.iter().position(|p| *p == "*").unwrap_or(params.len())];
+    let split = params.iter().position(|p| p.starts_with('*')).unwrap_or(params.len());
+    let positional = &params[..split];
+    let variadic = params.get(split).and_then(|p| p.strip_prefix('*')).filter(|name| !name.is_empty());
     // A method's receiver is `self` in Python whatever the spec calls it.
     let receiver = usize::from(api.name.starts_with("torch.Tensor."));
-    api.params.iter().enumerate().skip(receiver).all(|(i, p)| match p.kw_only {
-        true => params.contains(&p.name.as_str()),
-        false => positional.get(i) == Some(&p.name.as_str()),
+    api.params.iter().enumerate().skip(receiver).all(|(i, p)| {
+        if p.variadic {
+            i == split && variadic == Some(p.name.as_str())
+        } else if p.kw_only {
+            params.contains(&p.name.as_str())
+        } else {
+            positional.get(i) == Some(&p.name.as_str())
+        }
     })
 }
 
@@ -836,5 +845,21 @@ mod tests {
         assert!(is_public_mapping(&a, &b));
         assert_eq!(python_params("torch.nn.functional.softmax"), Some(&["input", "dim", "_stacklevel", "dtype"][..]));
         assert_eq!(python_params("torch.exp"), None);
+    }
+
+    #[test]
+    fn a_variadic_python_function_is_called_by_name_only_by_a_variadic_spec() {
+        // torch.block_diag(*tensors): a list passed as one argument raises TypeError there.
+        let a = api("api torch.block_diag(*tensors: Tensor[]) -> Tensor {}");
+        let b = resolve(&a, &catalog()).unwrap();
+        assert!(is_public_mapping(&a, &b));
+        let a = api("api torch.block_diag(tensors: Tensor[]) -> Tensor {}");
+        let b = resolve(&a, &catalog()).unwrap();
+        assert!(!is_public_mapping(&a, &b));
+        // What follows `*tensors` is keyword-only in Python.
+        let a = api("api torch.meshgrid(*tensors: Tensor[], indexing: str) -> Tensor[] {}");
+        let b = resolve(&a, &catalog()).unwrap();
+        assert!(is_public_mapping(&a, &b));
+        assert_eq!(python_params("torch.meshgrid"), Some(&["*tensors", "indexing"][..]));
     }
 }

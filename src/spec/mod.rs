@@ -192,8 +192,10 @@ pub struct ParamSpec {
     pub ty: ParamType,
     /// `T?`: None is an accepted value.
     pub optional: bool,
-    /// Declared after a bare `*`: Python takes it by keyword only.
+    /// Declared after a bare `*` or a variadic parameter: Python takes it by keyword only.
     pub kw_only: bool,
+    /// `*tensors: Tensor[]`: Python's `*args`, the list spread into positional arguments.
+    pub variadic: bool,
     /// The default value; a parameter with a default may be omitted from a call.
     pub default: Option<Value>,
 }

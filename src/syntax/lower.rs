@@ -230,17 +230,19 @@ impl Ctx<'_> {
         let mut ty = None;
         let mut default = None;
         let mut kw_only = false;
+        let mut variadic = false;
         for p in pair.into_inner() {
             match p.as_rule() {
                 Rule::doc => docs.push(self.doc(p)),
                 Rule::kw_only => kw_only = true,
+                Rule::variadic => variadic = true,
                 Rule::ident => name = Some(self.ident(p)),
                 Rule::ty => ty = Some(self.ty(p)),
                 Rule::expr => default = Some(self.expr(p)),
                 r => unreachable!("param child {r:?}"),
             }
         }
-        let kind = if kw_only { ParamKind::KwOnlyMarker } else { ParamKind::Named { name: name.expect("param name"), ty: ty.expect("param type"), default } };
+        let kind = if kw_only { ParamKind::KwOnlyMarker } else { ParamKind::Named { name: name.expect("param name"), ty: ty.expect("param type"), default, variadic } };
         Param { docs, kind, span }
     }
 

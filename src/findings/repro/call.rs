@@ -35,6 +35,7 @@ pub(super) fn public_call(api: &ApiSpec, form: &PyCall, case: &Case, vars: &[Str
         }
         let value = py_value(arg, &vars[i]);
         match param {
+            Some(p) if p.variadic => parts.push(format!("*{value}")),
             Some(p) if !positional => parts.push(format!("{}={value}", p.name)),
             _ => parts.push(value),
         }
