@@ -93,6 +93,13 @@ pub fn degree_recurrence(name: &str) -> bool {
     name.starts_with("special_") && name.contains("_polynomial_")
 }
 
+/// Whether argument `arg` of operator `name` is a polynomial's degree (`n` of
+/// `hermite_polynomial_he(x, n)`): a float tensor the kernel truncates to an integer, so that
+/// scaling it by `1 - 2^-12` drops the degree by one instead of moving along a smooth curve.
+pub fn integer_degree(name: &str, arg: &str) -> bool {
+    degree_recurrence(name) && arg == "n"
+}
+
 /// Whether operator `name`'s `eps` left None is documented as the machine epsilon of its
 /// computation type (`rms_norm`): a float64 reference must be given the original's, not its own.
 pub fn eps_defaults_to_dtype_epsilon(name: &str) -> bool {

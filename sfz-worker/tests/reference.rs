@@ -817,3 +817,17 @@ fn a_negative_view_is_read_with_its_sign() {
         assert!(matches!(v, CheckOutcome::Agree { .. }), "{dtype}: {v:?}");
     }
 }
+
+/// A polynomial's degree is an integer the kernel truncates: the walk towards the input moves
+/// `x` and keeps `n`. He_108(720) is about 4e308, beyond float64; scaled by `1 - 2^-12`, the
+/// degree would have dropped to 107 and the walk extrapolated to He_107(720), about 5e305: a
+/// premature overflow that is not there.
+#[test]
+fn the_walk_to_an_infinite_polynomial_keeps_its_degree() {
+    let _rng = common::rng_lock();
+    let mut ex = executor("api torch.special.hermite_polynomial_he(x: Tensor, n: Tensor) -> Tensor {}", Accuracy::Forward);
+    let x = tensor(DType::Float64, &[2], Fill::Constant(720.0), 1, vec![]);
+    let n = tensor(DType::Float64, &[2], Fill::Constant(108.0), 1, vec![]);
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(x), Arg::Tensor(n)], forward: None });
+    assert!(!matches!(&v, CheckOutcome::Values(m) if m.premature.is_some()), "{v:?}");
+}

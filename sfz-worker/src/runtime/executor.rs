@@ -17,6 +17,7 @@ use sfz_wire::binding::{ArgSource, OpBinding, Transform};
 use sfz_wire::case::{Arg, Bind, Case, DType, FwdArg, TensorRecipe};
 use sfz_wire::outcome::{ErrorClass, Outcome, Output, TensorInfo};
 use sfz_wire::schema::{self, OpSchema, SchemaType};
+use sfz_wire::tags;
 use sfz_wire::variant::Check;
 
 /// An owned `c10::OperatorHandle`.
@@ -163,6 +164,20 @@ impl Executor {
     /// Whether op `index` writes into an argument (`abs_`, `out=`, `Tensor(a!)`).
     pub(super) fn mutates(&self, index: u32) -> bool {
         self.op(index).is_ok_and(|op| op.schema.has_mutable_args())
+    }
+
+    /// The name of the schema argument that case argument `arg` of op `index` fills, when one
+    /// does (`n` of `aten::special_hermite_polynomial_he`).
+    pub(super) fn schema_arg_name(&self, index: u32, arg: usize) -> Option<&str> {
+        let op = self.op(index).ok()?;
+        let position = op.binding.args.iter().position(|s| matches!(s, ArgSource::Param { index, .. } if *index == arg))?;
+        op.schema.args.get(position).map(|a| a.name.as_str())
+    }
+
+    /// Whether case argument `arg` of op `index` is a polynomial's integer degree
+    /// (`tags::integer_degree`): walks along a ray or by halvings keep it as it is.
+    pub(super) fn is_degree(&self, index: u32, arg: usize) -> bool {
+        self.schema_arg_name(index, arg).is_some_and(|name| tags::integer_degree(self.op_name(index), name))
     }
 
     /// The qualified name of op `index` (`aten::svd`); empty when it did not load.

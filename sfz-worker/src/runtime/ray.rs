@@ -99,7 +99,8 @@ impl Executor {
             let mut calls = Vec::with_capacity(3);
             for k in 1..=3 {
                 let t = 1.0 - k as f64 * h;
-                let scaled = inputs.map(|_, x| if x.is_floating_point() { x.f_mul_scalar(t) } else { Ok(x.shallow_clone()) })?;
+                // A polynomial's degree stays: scaled, it would drop by one (see `tags::integer_degree`).
+                let scaled = inputs.map(|arg, x| if x.is_floating_point() && !self.is_degree(case.op, arg) { x.f_mul_scalar(t) } else { Ok(x.shallow_clone()) })?;
                 let called = self.invoke_variant(case.op, case, &scaled, &[])?;
                 if !matches!(called.outcome, Outcome::Returned { .. }) {
                     return Err(Failure::Skip("the call raised just below the input".into()));
@@ -191,9 +192,11 @@ impl Executor {
                 }
                 // A huge operand halved (`hermite_polynomial_he(1.79e308, 10)`), a tiny one
                 // doubled (`modified_bessel_k1(5e-324)`, about 2e323).
-                let walks = (0..operands.len()).filter(|&i| inputs.tensors[i].is_floating_point() && operands[i].is_finite() && operands[i] != 0.0);
+                // A polynomial's degree is not walked: halved, it is another polynomial.
+                let degree = |i: usize| inputs.ranges.iter().position(|&(start, end)| (start..end).contains(&i)).is_some_and(|arg| self.is_degree(case.op, arg));
+                let walks: Vec<usize> = (0..operands.len()).filter(|&i| inputs.tensors[i].is_floating_point() && operands[i].is_finite() && operands[i] != 0.0 && !degree(i)).collect();
                 let mut explained = false;
-                for (walked, steps) in walks.flat_map(|i| [(i, &halved), (i, &doubled)]) {
+                for (walked, steps) in walks.into_iter().flat_map(|i| [(i, &halved), (i, &doubled)]) {
                     let mut index = 0;
                     let vectors = inputs.map(|_, t| {
                         index += 1;

@@ -7,6 +7,7 @@ use super::call::call;
 use super::python::{comparable, py_str, tol_args};
 use super::Writer;
 use crate::oracle::Disagreement;
+use crate::wire::tags;
 use crate::wire::variant::{Check, Variant};
 
 impl Writer<'_> {
@@ -90,7 +91,13 @@ impl Writer<'_> {
     /// (`sfz-worker/src/runtime/ray.rs`) repeated in Python.
     fn extrapolated(&self, original: &str, output: usize) -> String {
         let r = self.r;
-        let vars = self.tensor_exprs(|v, rec| if rec.dtype.is_floating() { format!("{v} * t") } else { v.to_string() });
+        let mut vars = self.tensor_exprs(|v, rec| if rec.dtype.is_floating() { format!("{v} * t") } else { v.to_string() });
+        // A polynomial's degree is not scaled, as in the worker (`tags::integer_degree`).
+        for (i, var) in vars.iter_mut().enumerate() {
+            if self.schema_arg_name(i).is_some_and(|name| tags::integer_degree(&r.binding.name, &name)) {
+                var.clone_from(&self.vars[i]);
+            }
+        }
         let scaled = call(r.api, r.binding, r.case, &vars);
         let mut out = String::new();
         let _ = writeln!(out, "result = {original}");

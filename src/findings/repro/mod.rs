@@ -35,7 +35,7 @@ pub use call::call;
 pub use inputs::{inputs, tensor_lines, vars};
 pub use python::{promoted, py_float};
 
-use crate::ops::binding::OpBinding;
+use crate::ops::binding::{ArgSource, OpBinding};
 use crate::ops::schema::{self, SchemaType};
 use crate::oracle::{Disagreement, Evidence};
 use crate::spec::ApiSpec;
@@ -187,6 +187,12 @@ impl Writer<'_> {
     }
 
     /// The tensor arguments rewritten by `f(var, recipe)` (list elements one by one).
+    /// The name of the schema argument that the case's argument `arg` fills, when one does.
+    fn schema_arg_name(&self, arg: usize) -> Option<String> {
+        let position = self.r.binding.args.iter().position(|s| matches!(s, ArgSource::Param { index, .. } if *index == arg))?;
+        schema::parse(&self.r.binding.schema).ok()?.args.get(position).map(|a| a.name.clone())
+    }
+
     fn tensor_exprs(&self, f: impl Fn(&str, &TensorRecipe) -> String) -> Vec<String> {
         let mut vars = self.vars.clone();
         for (i, arg) in self.r.case.args.iter().enumerate() {
