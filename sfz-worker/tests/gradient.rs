@@ -168,3 +168,17 @@ fn a_derivative_computed_in_an_integer_dtype_is_found() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Where two inputs tie, a derivative is a convention: nextafter's gradient is 0 at
+/// `self == other` (libtorch masks it there), though the function is the identity around it.
+/// The tied elements are not judged; the one that does not tie still is, and agrees.
+#[test]
+fn a_tie_between_inputs_is_not_judged() {
+    let _rng = common::rng_lock();
+    let mut ex = executor("api torch.nextafter(input: Tensor, other: Tensor) -> Tensor {}");
+    let mut x = tensor(DType::Float32, &[4], Fill::Constant(2.0), 1);
+    x.specials = vec![(0, Special::Value(-3.0))];
+    let other = Arg::Tensor(tensor(DType::Int8, &[4], Fill::Constant(2.0), 2));
+    let got = verdict(&mut ex, vec![Arg::Tensor(x), other]);
+    assert!(matches!(got, CheckOutcome::Agree { .. }), "{got:?}");
+}

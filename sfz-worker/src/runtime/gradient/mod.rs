@@ -229,11 +229,12 @@ impl Executor {
             let zero = !grad.defined() || grad.numel() == 0 || grad.f_abs()?.f_max()?.f_double_value(&[])? == 0.0;
             by_definition.push(zero && *along == Some(0.0));
         }
+        let ties = (0..probe.leaves.len()).map(|leaf| self.ties(probe, leaf)).collect::<Result<Vec<_>, _>>()?;
         let (mut checked, mut untrusted) = (0u32, 0u32);
         let (mut max_abs, mut max_rel) = (0f64, 0f64);
         for (leaf, index) in objective::pick_elements(&sizes, samples as usize, seed) {
             let grad = &probe.grads[leaf];
-            if by_definition[leaf] {
+            if by_definition[leaf] || ties[leaf].as_ref().is_some_and(|t| t.get(index as usize).copied().unwrap_or(false)) {
                 untrusted += 1;
                 continue;
             }
@@ -273,6 +274,31 @@ impl Executor {
 }
 
 impl Executor {
+    /// Per element of leaf `leaf`, whether another input holds the same value there (broadcast
+    /// to the leaf's shape): at such a tie a derivative is a convention, not a limit (maximum's
+    /// split in halves, nextafter's 0 at `self == other`), which finite differences, smooth
+    /// across it, do not judge. None where no other input broadcasts to the leaf.
+    fn ties(&self, probe: &Probe, leaf: usize) -> Result<Option<Vec<bool>>, Failure> {
+        let (arg, within, x) = &probe.leaves[leaf];
+        let own = probe.inputs.ranges.get(*arg).map(|&(start, _)| start + within);
+        let mut tied: Option<Tensor> = None;
+        for (k, t) in probe.inputs.tensors.iter().enumerate() {
+            if Some(k) == own || !t.defined() || t.numel() == 0 || t.f_kind().is_ok_and(|k| matches!(k, Kind::ComplexHalf | Kind::ComplexFloat | Kind::ComplexDouble | Kind::Bool)) {
+                continue;
+            }
+            let Ok(wide) = t.f_detach()?.f_broadcast_to(x.size().as_slice()) else { continue };
+            let equal = x.f_detach()?.f_eq_tensor(&wide.f_to_kind(Kind::Double)?)?;
+            tied = Some(match tied {
+                Some(before) => before.f_logical_or(&equal)?,
+                None => equal,
+            });
+        }
+        match tied {
+            Some(t) => Ok(Some(Vec::<bool>::try_from(&t.f_reshape([-1i64])?)?)),
+            None => Ok(None),
+        }
+    }
+
     /// Finite differences at element `index` that refute `analytic` with the step `eps` and
     /// again with a step 64 times smaller, agreeing with each other: a function that varies on
     /// a scale below the first step (atan2 near the origin) changes its estimate as the step
