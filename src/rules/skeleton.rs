@@ -337,9 +337,16 @@ fn render(api: &str, s: &OpSchema, explicit: bool) -> String {
         parts.push(p.text.clone());
     }
     let returns = returns_text(s).unwrap_or_default();
+    let body: String = s.args.iter().filter_map(|a| documented_enum(a).map(|values| format!("    {} in {values};\n", a.name))).collect();
     let attr = if explicit { format!("#[aten(\"{}\")]\n", s.qualified()) } else { String::new() };
     let cpu = if s.cpu { "" } else { "/// No CPU kernel: sfz calls operators on the CPU, so every case of this one fails.\n" };
-    format!("/// {}\n{cpu}{attr}api {api}({}){returns} {{\n}}\n", s.text, parts.join(", "))
+    format!("/// {}\n{cpu}{attr}api {api}({}){returns} {{\n{body}}}\n", s.text, parts.join(", "))
+}
+
+/// The values an integer argument documented as an enum takes: ATen's `int reduction` is
+/// `at::Reduction` (0 none, 1 mean, 2 sum); 23 is an invalid argument, not a case.
+fn documented_enum(a: &SchemaArg) -> Option<&'static str> {
+    (a.name == "reduction" && matches!(a.ty.strip_optional(), SchemaType::Int)).then_some("[0, 1, 2]")
 }
 
 /// A `*_backward` skeleton whose `from` statement calls its forward, and the forward's own
@@ -492,8 +499,9 @@ fn wire_to(backward: &Skeleton, forward_op: &str, catalog: &Catalog) -> Option<W
         })
         .collect();
     let statement = format!("    from {}({}) {{\n{}\n    }}\n", fwd.name, args.join(", "), lines.join("\n"));
-    let body = backward.text.trim_end().strip_suffix("{}")?.to_string();
-    let text = format!("{body}{{\n{statement}}}\n");
+    // The statement goes last in the body, after the constraints `render` wrote.
+    let body = backward.text.trim_end().strip_suffix('}')?.trim_end().to_string();
+    let text = format!("{body}\n{statement}}}\n");
     let together = format!("{}\n{text}", forward.text);
     let checked = crate::check::check_text(Path::new("skeleton.sfz"), &together);
     if checked.has_errors() {
