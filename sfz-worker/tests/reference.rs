@@ -831,3 +831,28 @@ fn the_walk_to_an_infinite_polynomial_keeps_its_degree() {
     let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(x), Arg::Tensor(n)], forward: None });
     assert!(!matches!(&v, CheckOutcome::Values(m) if m.premature.is_some()), "{v:?}");
 }
+
+/// `native_group_norm` reads a strided bias as if it were contiguous (torch 2.13.0): the result
+/// is wrong, and wrong because of the layout: contiguous copies of the same inputs agree with
+/// the float64 reference, and the disagreement says so (a `layout` finding). The `layout` check
+/// flips every input and meets another behaviour (a transposed input raises).
+#[test]
+fn a_disagreement_only_strided_inputs_have_is_the_layouts() {
+    let _rng = common::rng_lock();
+    let decl = "api torch.native_group_norm(input: Tensor, weight: Tensor?, bias: Tensor?, N: int, C: int, HxW: int, group: int, eps: float) -> (Tensor, Tensor, Tensor) {}";
+    let mut ex = executor(decl, Accuracy::Forward);
+    let case = |bias_layout| {
+        let mut bias = f32s(&[8], -10.0, 10.0, 3);
+        bias.layout = bias_layout;
+        let input = f32s(&[2, 8, 6, 2], -10.0, 10.0, 1);
+        Case {
+            op: 0,
+            args: vec![Arg::Tensor(input), Arg::Tensor(f32s(&[8], -10.0, 10.0, 2)), Arg::Tensor(bias), Arg::Int(2), Arg::Int(8), Arg::Int(12), Arg::Int(4), Arg::Float(1e-3)],
+            forward: None,
+        }
+    };
+    let v = verdict(&mut ex, &case(Layout::Strided));
+    assert!(matches!(&v, CheckOutcome::Values(m) if m.strided), "{v:?}");
+    let v = verdict(&mut ex, &case(Layout::Contiguous));
+    assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
+}

@@ -195,6 +195,22 @@ fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outc
     }
     match report {
         CheckOutcome::Agree { .. } | CheckOutcome::BothRaised | CheckOutcome::Skipped(_) => None,
+        // Contiguous copies of the strided inputs agree with the reference: the strides went
+        // wrong, whichever oracle's check saw it.
+        CheckOutcome::Values(m) if m.strided => {
+            let dtype = m.dtype.map_or("scalar".to_string(), |d| d.to_string());
+            Some(Detection {
+                oracle: Oracle::Layout,
+                cause: Cause::Values { output: m.output },
+                message: format!(
+                    "output {} ({dtype}) is wrong for a strided input: element {} is {} where the float64 reference (rounded) is {}, and the same call on contiguous copies of the inputs agrees with the reference; {} of {} elements differ beyond rtol={} atol={}",
+                    m.output, m.index, m.actual, m.expected, m.mismatched, m.total, m.tolerance.rtol, m.tolerance.atol
+                ),
+                signal: None,
+                exit: None,
+                evidence: Evidence::Differential { check: k, what: Disagreement::Values { output: m.output, dtype: m.dtype, tolerance: m.tolerance } },
+            })
+        }
         // A documented overflow (Sleef's cosh rounds results near the top of the range to inf)
         // refuted by a rejected rule: the element is the operator's promise, not a finding.
         CheckOutcome::Values(m) if m.premature.is_some() && api.refuted(Oracle::Overflow) => None,

@@ -587,6 +587,7 @@ mod tests {
             tolerance,
             premature: Some(premature),
             squares_overflow: None,
+            strided: false,
         };
         let exec = Execution::Checked { outcome: Outcome::Returned { outputs: vec![inf], micros: 1 }, checks: vec![CheckReport { outcome: CheckOutcome::Values(m), micros: 0 }] };
         let judged = |text: &str| {
@@ -631,20 +632,28 @@ mod tests {
             tolerance,
             premature: None,
             squares_overflow: None,
+            strided: false,
         };
         let outcome =
             Outcome::Returned { outputs: vec![Output::Tensor(TensorInfo { dtype: Some(DType::Float32), shape: vec![1], nan: 0, inf: 0, min: None, max: None })], micros: 1 };
+        let strided = ValueMismatch { strided: true, ..m.clone() };
+        let exec = Execution::Checked {
+            outcome: outcome.clone(),
+            checks: vec![CheckReport { outcome: CheckOutcome::Values(m.clone()), micros: 0 }, CheckReport { outcome: CheckOutcome::Values(m.clone()), micros: 0 }],
+        };
+        let judged = |value: f64, exec: &Execution| {
+            let x = Arg::Tensor(TensorRecipe { dtype: DType::Float32, shape: vec![1], fill: Fill::Constant(value), seed: 0, layout: Default::default(), specials: Vec::new() });
+            super::judge(api, &checks, &Case { op: 0, args: vec![x], forward: None }, exec).detections.iter().map(|d| d.oracle).collect::<Vec<_>>()
+        };
+        assert_eq!(judged(1.0, &exec), vec![Oracle::Precision, Oracle::Layout]);
+        assert_eq!(judged(5.0, &exec), vec![Oracle::Layout]);
+        assert_eq!(judged(-1.7e38, &exec), Vec::<Oracle>::new());
+        // The reference's disagreement that contiguous copies do not have is the layout's.
         let exec = Execution::Checked {
             outcome,
-            checks: vec![CheckReport { outcome: CheckOutcome::Values(m.clone()), micros: 0 }, CheckReport { outcome: CheckOutcome::Values(m), micros: 0 }],
+            checks: vec![CheckReport { outcome: CheckOutcome::Values(strided), micros: 0 }, CheckReport { outcome: CheckOutcome::Agree { max_abs: 0.0, max_rel: 0.0 }, micros: 0 }],
         };
-        let judged = |value: f64| {
-            let x = Arg::Tensor(TensorRecipe { dtype: DType::Float32, shape: vec![1], fill: Fill::Constant(value), seed: 0, layout: Default::default(), specials: Vec::new() });
-            super::judge(api, &checks, &Case { op: 0, args: vec![x], forward: None }, &exec).detections.iter().map(|d| d.oracle).collect::<Vec<_>>()
-        };
-        assert_eq!(judged(1.0), vec![Oracle::Precision, Oracle::Layout]);
-        assert_eq!(judged(5.0), vec![Oracle::Layout]);
-        assert_eq!(judged(-1.7e38), Vec::<Oracle>::new());
+        assert_eq!(judged(1.0, &exec), vec![Oracle::Layout]);
     }
 
     #[test]

@@ -196,6 +196,11 @@ pub struct ValueMismatch {
     /// variance, `linalg.norm` returns inf), a cause many operators share.
     #[serde(default)]
     pub squares_overflow: Option<DType>,
+    /// The float64 reference's check only: the call agrees with the reference on contiguous
+    /// copies of its strided inputs, so the strides, not the arithmetic, went wrong (a kernel
+    /// that reads a strided bias as contiguous): a `layout` finding, whatever check saw it.
+    #[serde(default)]
+    pub strided: bool,
 }
 
 /// A result that overflowed (or underflowed) before its true value did: the original's

@@ -122,6 +122,16 @@ impl Executor {
             Failure::Skip(why) => CheckOutcome::Skipped(why),
             Failure::Torch(e) => CheckOutcome::Skipped(format!("preparing the variant failed: {e}")),
         });
+        // A disagreement that contiguous copies of the strided inputs do not have is the
+        // layout's (see `strided`).
+        if matches!(check.variant, Variant::Promote)
+            && matches!(outcome, CheckOutcome::Values(_))
+            && self.contiguous_agrees(case, &check.tolerances, check.accuracy).unwrap_or(false)
+        {
+            if let CheckOutcome::Values(m) = &mut outcome {
+                m.strided = true;
+            }
+        }
         // A premature inf, NaN or 0 of a reduction whose inputs' sum of squares leaves the
         // range it accumulates in: the cause, for grouping findings (as `relation` does).
         if let CheckOutcome::Values(m) = &mut outcome {
@@ -247,7 +257,7 @@ impl Executor {
 
     /// Float16, bfloat16, float32 (and complex64) inputs and `dtype` arguments in double
     /// precision; with `integers`, integer inputs too.
-    fn promote(&mut self, case: &Case, main: &Called, inputs: &Inputs, tol: &Tolerances, accuracy: Accuracy, integers: bool) -> Result<CheckOutcome, Failure> {
+    pub(super) fn promote(&mut self, case: &Case, main: &Called, inputs: &Inputs, tol: &Tolerances, accuracy: Accuracy, integers: bool) -> Result<CheckOutcome, Failure> {
         if let Some(why) = representable::unrepresentable(case, inputs, main)? {
             return Err(Failure::Skip(why));
         }
@@ -835,6 +845,7 @@ fn scalar_mismatch(output: usize, actual: f64, expected: f64, tolerance: Toleran
         tolerance,
         premature: None,
         squares_overflow: None,
+        strided: false,
     })
 }
 

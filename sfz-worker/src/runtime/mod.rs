@@ -14,6 +14,7 @@ pub mod program;
 pub mod ray;
 mod relate;
 mod representable;
+mod strided;
 
 use std::ffi::CStr;
 

@@ -151,6 +151,7 @@ impl Executor {
                     tolerance: Tolerance::EXACT,
                     premature: Some(p),
                     squares_overflow: None,
+                    strided: false,
                 }));
             }
         }
@@ -194,7 +195,8 @@ impl Executor {
                 // doubled (`modified_bessel_k1(5e-324)`, about 2e323).
                 // A polynomial's degree is not walked: halved, it is another polynomial.
                 let degree = |i: usize| inputs.ranges.iter().position(|&(start, end)| (start..end).contains(&i)).is_some_and(|arg| self.is_degree(case.op, arg));
-                let walks: Vec<usize> = (0..operands.len()).filter(|&i| inputs.tensors[i].is_floating_point() && operands[i].is_finite() && operands[i] != 0.0 && !degree(i)).collect();
+                let walks: Vec<usize> =
+                    (0..operands.len()).filter(|&i| inputs.tensors[i].is_floating_point() && operands[i].is_finite() && operands[i] != 0.0 && !degree(i)).collect();
                 let mut explained = false;
                 for (walked, steps) in walks.into_iter().flat_map(|i| [(i, &halved), (i, &doubled)]) {
                     let mut index = 0;

@@ -283,7 +283,8 @@ impl Executor {
         let own = probe.inputs.ranges.get(*arg).map(|&(start, _)| start + within);
         let mut tied: Option<Tensor> = None;
         for (k, t) in probe.inputs.tensors.iter().enumerate() {
-            if Some(k) == own || !t.defined() || t.numel() == 0 || t.f_kind().is_ok_and(|k| matches!(k, Kind::ComplexHalf | Kind::ComplexFloat | Kind::ComplexDouble | Kind::Bool)) {
+            if Some(k) == own || !t.defined() || t.numel() == 0 || t.f_kind().is_ok_and(|k| matches!(k, Kind::ComplexHalf | Kind::ComplexFloat | Kind::ComplexDouble | Kind::Bool))
+            {
                 continue;
             }
             let Ok(wide) = t.f_detach()?.f_broadcast_to(x.size().as_slice()) else { continue };
