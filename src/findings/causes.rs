@@ -196,4 +196,20 @@ mod tests {
         assert_eq!(groups[0].key, CauseKey::MemoryErrors { family: "max_pool3d_with_indices".into() });
         assert_eq!(groups.iter().map(|g| g.severity).collect::<Vec<_>>(), [Severity::MemoryCorruption, Severity::SilentWrong, Severity::SilentWrong, Severity::Error]);
     }
+
+    /// A wrong derivative of one family is one cause whichever input's and whichever reference
+    /// showed it (a forward's `input` against forward mode, its backward's `grad_output` against
+    /// finite differences); a NaN derivative is another cause.
+    #[test]
+    fn wrong_derivatives_of_one_family_are_one_cause() {
+        let fs = [
+            finding("a", "torch._upsample_bicubic2d_aa", "gradient", "gradient of `input` differs between reverse and forward mode"),
+            finding("b", "torch._upsample_bicubic2d_aa_backward", "gradient", "gradient of `grad_output` differs from finite differences"),
+            finding("c", "torch._upsample_bicubic2d_aa", "gradient", "gradient of `input` is not finite where finite differences are"),
+            finding("d", "torch._upsample_lanczos2d_aa", "gradient", "gradient of `input` differs from finite differences"),
+        ];
+        let refs: Vec<&Finding> = fs.iter().collect();
+        let ids: Vec<Vec<&str>> = group(&refs, None).iter().map(|g| g.findings.iter().map(|f| f.id.as_str()).collect()).collect();
+        assert_eq!(ids, vec![vec!["a", "b"], vec!["c"], vec!["d"]]);
+    }
 }

@@ -208,6 +208,10 @@ impl Cause {
             Cause::NonFinite { values, .. } => format!("{} in an output", values.text()),
             Cause::Premature { what, squares, .. } => Cause::Premature { output: 0, what: what.clone(), squares: *squares }.to_string().replace(" in output 0", " in an output"),
             Cause::Values { .. } => "values differ".to_string(),
+            // Which input's derivative and which reference showed it are how it was seen: a
+            // wrong derivative formula of one operator family is one report, its inputs listed.
+            Cause::Gradient { against: GradientKind::NonFinite, .. } => "a derivative is NaN or inf where the function is smooth".to_string(),
+            Cause::Gradient { .. } => "a derivative is wrong".to_string(),
             // Which shapes (ranks, sizes) a wrong-shaped output had is the input's, not the defect's.
             Cause::Structure { what, .. } if what.starts_with("shape ") => "an output: another shape".to_string(),
             Cause::Structure { what, .. } => format!("an output: {what}"),
