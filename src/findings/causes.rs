@@ -212,4 +212,19 @@ mod tests {
         let ids: Vec<Vec<&str>> = group(&refs, None).iter().map(|g| g.findings.iter().map(|f| f.id.as_str()).collect()).collect();
         assert_eq!(ids, vec![vec!["a", "b"], vec!["c"], vec!["d"]]);
     }
+
+    /// An out= variant that does not resize its output shows as another shape or as one of
+    /// libtorch's shape complaints: one cause. Its other errors stay apart.
+    #[test]
+    fn an_out_variants_shape_errors_are_one_cause() {
+        let fs = [
+            finding("a", "torch.binary_cross_entropy_backward", "out", "output 0: shape [2, 3] vs [3]"),
+            finding("b", "torch.binary_cross_entropy_backward", "out", "only the out= variant raises: output with shape [N] doesn't match the broadcast shape [N, N]"),
+            finding("c", "torch.binary_cross_entropy_backward", "out", "only the out= variant raises: The size of tensor a (N) must match the size of tensor b (N) at non-singleton dimension N"),
+            finding("d", "torch.binary_cross_entropy_backward", "out", "only the out= variant raises: expected scalar type Float but found Double"),
+        ];
+        let refs: Vec<&Finding> = fs.iter().collect();
+        let ids: Vec<Vec<&str>> = group(&refs, None).iter().map(|g| g.findings.iter().map(|f| f.id.as_str()).collect()).collect();
+        assert_eq!(ids, vec![vec!["a", "b", "c"], vec!["d"]]);
+    }
 }

@@ -159,6 +159,12 @@ pub enum Cause {
 }
 
 /// `text` with each normalised shape (`[N, N, N]`, `[]`) written `[..]`.
+/// Whether an error message complains of a tensor's shape (`output with shape [2] doesn't match
+/// the broadcast shape [3, 2]`, `The size of tensor a (3) must match the size of tensor b (2)`).
+fn is_shape_complaint(message: &str) -> bool {
+    ["shape", "size of tensor", "must match the size"].iter().any(|w| message.contains(w))
+}
+
 fn without_ranks(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
@@ -216,6 +222,9 @@ impl Cause {
             Cause::Structure { what, .. } if what.starts_with("shape ") => "an output: another shape".to_string(),
             Cause::Structure { what, .. } => format!("an output: {what}"),
             // The ranks a message names (`[N, N, N]`) are the input's, not the defect's.
+            // An out= variant that refuses a shape the original returns mishandles the output's
+            // shape, as one that returns another shape does: one cause, however libtorch words it.
+            Cause::OnlyVariantRaises { check, message } if check.starts_with("out=") && is_shape_complaint(message) => "an output: another shape".to_string(),
             Cause::OnlyVariantRaises { .. } | Cause::OnlyOriginalRaises { .. } => without_ranks(&self.to_string()),
             // A failure of a backward's forward call reads as the forward's own.
             Cause::Internal { place: Place::Forward(api), what } => what.replacen(&format!("{}{api}{}", FORWARD_RAISED.0, FORWARD_RAISED.1), "", 1),
