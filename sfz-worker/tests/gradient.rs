@@ -179,6 +179,35 @@ fn a_tie_between_inputs_is_not_judged() {
     let mut x = tensor(DType::Float32, &[4], Fill::Constant(2.0), 1);
     x.specials = vec![(0, Special::Value(-3.0))];
     let other = Arg::Tensor(tensor(DType::Int8, &[4], Fill::Constant(2.0), 2));
+    let got = verdict(&mut ex, vec![Arg::Tensor(x.clone()), other]);
+    assert!(matches!(got, CheckOutcome::Agree { .. }), "{got:?}");
+    // The leaf broadcast against a larger `other`: its element ties where any output it
+    // reaches does.
+    let other = Arg::Tensor(tensor(DType::Int8, &[3, 4], Fill::Constant(2.0), 2));
     let got = verdict(&mut ex, vec![Arg::Tensor(x), other]);
     assert!(matches!(got, CheckOutcome::Agree { .. }), "{got:?}");
+}
+
+/// Double backward where it is right: smooth activations, a normalization, a loss. The second
+/// derivative `t·H·u` runs on every case whose first order agrees (one leaf per case), and a
+/// wrong sign or a missing term in sfz's own arithmetic would show here as a finding.
+#[test]
+fn right_second_derivatives_agree() {
+    let _rng = common::rng_lock();
+    for decl in [
+        "api torch.tanh(input: Tensor) -> Tensor {}",
+        "api torch.nn.functional.silu(input: Tensor) -> Tensor {}",
+        "api torch.log_softmax(input: Tensor, dim: int) -> Tensor {}",
+        "api torch.special.i1(input: Tensor) -> Tensor {}",
+    ] {
+        let mut ex = executor(decl);
+        for seed in 0..4 {
+            let mut args = vec![uniform(DType::Float64, &[3, 4], -3.0, 3.0, seed)];
+            if decl.contains("dim") {
+                args.push(Arg::Int(1));
+            }
+            let got = verdict(&mut ex, args);
+            assert!(matches!(got, CheckOutcome::Agree { .. }), "{decl} {seed}: {got:?}");
+        }
+    }
 }

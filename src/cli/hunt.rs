@@ -266,7 +266,7 @@ fn rejected_aten_call(program: &ProgramSpec, worker: &mut Option<HuntWorker>, ar
     let Status::Rejected(message) = &outcome.status else { return None };
     let step = program.ir.steps.get(outcome.last.as_ref()?.rejected_step? as usize)?;
     step.aten.as_ref()?;
-    let value = step.name.split('.').next()?.strip_prefix('v')?.parse().ok()?;
+    let value = crate::numeric::script::lower::traced_value(&step.name)?;
     Some((value, message.lines().next().unwrap_or("").to_string()))
 }
 

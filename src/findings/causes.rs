@@ -220,7 +220,12 @@ mod tests {
         let fs = [
             finding("a", "torch.binary_cross_entropy_backward", "out", "output 0: shape [2, 3] vs [3]"),
             finding("b", "torch.binary_cross_entropy_backward", "out", "only the out= variant raises: output with shape [N] doesn't match the broadcast shape [N, N]"),
-            finding("c", "torch.binary_cross_entropy_backward", "out", "only the out= variant raises: The size of tensor a (N) must match the size of tensor b (N) at non-singleton dimension N"),
+            finding(
+                "c",
+                "torch.binary_cross_entropy_backward",
+                "out",
+                "only the out= variant raises: The size of tensor a (N) must match the size of tensor b (N) at non-singleton dimension N",
+            ),
             finding("d", "torch.binary_cross_entropy_backward", "out", "only the out= variant raises: expected scalar type Float but found Double"),
         ];
         let refs: Vec<&Finding> = fs.iter().collect();

@@ -85,6 +85,7 @@ fn gradient_assertion(kind: GradientKind) -> &'static str {
         GradientKind::Numeric => "backward disagrees with finite differences",
         GradientKind::Forward => "reverse and forward mode disagree",
         GradientKind::NonFinite => "the gradient is not finite",
+        GradientKind::Second => "double backward disagrees with differences of the gradient",
     }
 }
 

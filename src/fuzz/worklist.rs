@@ -158,6 +158,15 @@ impl Triage<'_> {
         }
     }
 
+    /// The plan a finding was made under: its API's, and where two spec files declare the same
+    /// API (`torch.multi_margin_loss` in two modules, with other checks), the one at the spec
+    /// location the finding names.
+    fn plan_of(&self, f: &Finding) -> Option<usize> {
+        let named = |i: &usize| self.plans[*i].api.name == f.api;
+        let at = |i: &usize| f.spec.is_none() || self.config.locations.get(*i).cloned().flatten() == f.spec;
+        (0..self.plans.len()).find(|i| named(i) && at(i)).or_else(|| (0..self.plans.len()).find(named))
+    }
+
     /// Marks finding `id` triaged (`Finding::triage` cleared), as last recorded.
     fn triaged(&self, id: &str) {
         let Some(mut f) = self.store.recorded(id) else { return };
@@ -165,7 +174,7 @@ impl Triage<'_> {
             return;
         }
         f.triage = None;
-        let Some(plan) = self.plans.iter().find(|p| p.api.name == f.api) else { return };
+        let Some(plan) = self.plan_of(&f).map(|i| &self.plans[i]) else { return };
         if let Err(e) = self.store.update(f.clone(), &record::reproducer(plan, &f)) {
             self.counters.unwritten(format!("the update of finding {}: {e}", f.id));
         }
@@ -231,7 +240,7 @@ impl Triage<'_> {
 
     /// Writes a new finding (its reproducer, its pinned spec) and counts it; false for a duplicate.
     pub fn keep(&self, finding: &Finding) -> bool {
-        let Some(plan) = self.plans.iter().find(|p| p.api.name == finding.api) else { return false };
+        let Some(plan) = self.plan_of(finding).map(|i| &self.plans[i]) else { return false };
         let mut marked;
         let finding = match self.config.baseline.as_ref().and_then(|b| b.matching(finding)) {
             Some(entry) => {
@@ -282,7 +291,7 @@ impl Triage<'_> {
     /// cases its worker ran before are searched for the culprit. Nor is a hang shrunk (a timeout
     /// per candidate); a confirmed one may be the cost of its input.
     pub fn work(&self, p: &Pool, suspects: &mut HashMap<u32, culprit::Place>, mut finding: Finding, earlier: &[(u64, Case)]) {
-        let Some(api_index) = self.plans.iter().position(|p| p.api.name == finding.api) else { return };
+        let Some(api_index) = self.plan_of(&finding) else { return };
         // The pool a death is confirmed in goes on to shrink it.
         let mut alone = None;
         if alone::died(&finding) {
@@ -349,7 +358,7 @@ impl Triage<'_> {
     /// A later occurrence of a recorded death that was not confirmed: confirmed alone, or through
     /// an earlier case of its worker with the same cause, it stands for the finding from now on.
     pub fn again(&self, p: &Pool, suspects: &mut HashMap<u32, culprit::Place>, mut occurrence: Finding, earlier: &[(u64, Case)]) {
-        let Some(api_index) = self.plans.iter().position(|p| p.api.name == occurrence.api) else { return };
+        let Some(api_index) = self.plan_of(&occurrence) else { return };
         if self.store.recorded(&occurrence.id).is_none_or(|recorded| recorded.confirmed != Some(false)) {
             return;
         }

@@ -217,6 +217,7 @@ impl Cause {
             // Which input's derivative and which reference showed it are how it was seen: a
             // wrong derivative formula of one operator family is one report, its inputs listed.
             Cause::Gradient { against: GradientKind::NonFinite, .. } => "a derivative is NaN or inf where the function is smooth".to_string(),
+            Cause::Gradient { against: GradientKind::Second, .. } => "a second derivative (double backward) is wrong".to_string(),
             Cause::Gradient { .. } => "a derivative is wrong".to_string(),
             // Which shapes (ranks, sizes) a wrong-shaped output had is the input's, not the defect's.
             Cause::Structure { what, .. } if what.starts_with("shape ") => "an output: another shape".to_string(),
@@ -526,10 +527,8 @@ mod tests {
         assert_ne!(shape("dtype float32 against float64"), shape("dtype float32 against float16"), "dtypes name the defect");
         let raises = |message: &str| Cause::OnlyVariantRaises { check: "out= variant".into(), message: message.into() }.class_text();
         assert_eq!(raises("output with shape [N] doesn't match the broadcast shape [N, N, N, N]"), raises("output with shape [N] doesn't match the broadcast shape [N, N, N]"));
-        assert_eq!(
-            raises("output with shape [] doesn't match the broadcast shape [N]"),
-            "only the out= variant raises: output with shape [..] doesn't match the broadcast shape [..]"
-        );
+        // An out= variant's shape complaint is its output of another shape.
+        assert_eq!(raises("output with shape [] doesn't match the broadcast shape [N]"), shape("shape [N] against []"));
         assert_ne!(raises("index [1] is out of bounds"), raises("index [N] is out of bounds"), "only shapes of N are ranks");
     }
 

@@ -296,6 +296,10 @@ fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outc
                     "d/d{param}[{}] ({dtype} input, in float64) of sum(w * outputs) is {} by backward although every output is finite and central differences give {}",
                     g.index, g.analytic, g.numeric
                 ),
+                GradientKind::Second => format!(
+                    "the second derivative t·H·u of sum(w * outputs) in {param} ({dtype} input, in float64; u projects the gradient, t is a fixed tangent) is {} by double backward but {} by central differences of the gradient",
+                    g.analytic, g.numeric
+                ),
             };
             detection(
                 Cause::Gradient { param: param.clone(), against: g.kind },

@@ -255,8 +255,10 @@ fn mean_square(t: &TensorRecipe) -> f64 {
 /// Whether a true result `expected` of dtype `dtype` is comfortably representable.
 pub fn result(expected: f64, dtype: Option<DType>) -> Option<Implausible> {
     let (max, tiny) = dtype.and_then(DType::limits).map_or((f64::MAX, 0.0), |l| (l.0, l.1));
-    let subnormal = expected != 0.0 && expected.abs() < tiny;
-    (!expected.is_finite() || expected.abs() > max / RESULT_HEADROOM || subnormal).then_some(Implausible::ResultNearLimit)
+    // The same headroom at the bottom of the range as at its top: complex64 silu near -88 is
+    // 1e-37, 9x above float32's smallest normal value, where exp(88) has already overflowed.
+    let near_tiny = expected != 0.0 && expected.abs() < tiny * RESULT_HEADROOM;
+    (!expected.is_finite() || expected.abs() > max / RESULT_HEADROOM || near_tiny).then_some(Implausible::ResultNearLimit)
 }
 
 /// Why detection `d` of a case is implausible, or None: its inputs (scaled by its relation's
@@ -362,6 +364,8 @@ mod tests {
         // i0(88.8) is in float32.
         assert_eq!(result(4.6e306, Some(DType::Float64)), None);
         assert_eq!(result(-4.5e-40, Some(DType::Float32)), Some(Implausible::ResultNearLimit));
+        assert_eq!(result(-1.05e-37, Some(DType::Float32)), Some(Implausible::ResultNearLimit));
+        assert_eq!(result(1e-35, Some(DType::Float32)), None);
         assert_eq!(result(0.0, Some(DType::Float32)), None);
     }
 

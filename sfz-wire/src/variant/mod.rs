@@ -274,6 +274,9 @@ pub enum GradientKind {
     Forward,
     /// Reverse mode gives NaN or inf where the outputs and finite differences are finite.
     NonFinite,
+    /// Double backward (`t · H u`, the derivative of the projected gradient along a tangent)
+    /// against central differences of the gradient: `analytic` and `numeric` are those two.
+    Second,
 }
 
 impl GradientKind {
@@ -283,10 +286,11 @@ impl GradientKind {
             GradientKind::Numeric => "differs from finite differences",
             GradientKind::Forward => "differs between reverse and forward mode",
             GradientKind::NonFinite => "is not finite where finite differences are",
+            GradientKind::Second => "has a derivative (double backward) that differs from finite differences",
         }
     }
 
-    pub const ALL: [GradientKind; 3] = [GradientKind::Numeric, GradientKind::Forward, GradientKind::NonFinite];
+    pub const ALL: [GradientKind; 4] = [GradientKind::Numeric, GradientKind::Forward, GradientKind::NonFinite, GradientKind::Second];
 }
 
 /// The report of one check, in the order of the request's checks.

@@ -262,9 +262,10 @@ impl Executor {
             return Err(Failure::Skip(why));
         }
         // A `dtype` argument casts the inputs before the operation: the reference starts from
-        // the same cast values.
-        let cast = case.args.iter().find_map(|a| match a {
-            Arg::Dtype(d @ (DType::Float16 | DType::BFloat16 | DType::Float32)) => Some(kind(*d)),
+        // the same cast values. Another dtype argument does not (`_softmax_backward_data`'s
+        // `input_dtype` names the forward's input's dtype; its float64 inputs stay float64).
+        let cast = case.args.iter().enumerate().find_map(|(i, a)| match a {
+            Arg::Dtype(d @ (DType::Float16 | DType::BFloat16 | DType::Float32)) if self.schema_arg_name(case.op, i) == Some("dtype") => Some(kind(*d)),
             _ => None,
         });
         let mut changed = false;

@@ -137,6 +137,23 @@ impl Writer<'_> {
                     eps = py_float(eps),
                 ));
             }
+            GradientKind::Second => {
+                self.uses_math = true;
+                out.push_str(&format!(
+                    "def projected_gradient(xs, create_graph=False):\n    \"\"\"sum(u * the gradient of {name}) at inputs xs, and that input.\"\"\"\n    ls = [v.detach().requires_grad_() for v in xs]\n    g = torch.autograd.grad(weighted_difference(f(*ls)), ls[i], create_graph=create_graph)[0]\n    return (g * u).sum(), ls[i]\n\n\n\
+                     u = spread(x[i], 0.5698402909980532, 0.25)\n\
+                     tangent = spread(x[i], 0.7548776662466927, 0.5698402909980532 + 0.291 * i)\n\
+                     s, leaf = projected_gradient(x, create_graph=True)\n\
+                     hu = torch.autograd.grad(s, leaf, allow_unused=True)[0]\n\
+                     double_backward = 0.0 if hu is None else (hu * tangent).sum().item()\n\
+                     h = {eps} * max(2 ** -10, x[i].abs().max().item())\n\
+                     along = lambda t: [v + t * tangent if j == i else v for j, v in enumerate(x)]\n\
+                     numeric = (projected_gradient(along(h))[0].item() - projected_gradient(along(-h))[0].item()) / (2 * h)\n\
+                     print(\"second derivative in {name}: double backward\", double_backward, \"differences of the gradient\", numeric)\n\
+                     assert math.isclose(double_backward, numeric, rel_tol={rtol}, abs_tol={atol}), \"double backward disagrees with differences of the gradient\"\n",
+                    eps = py_float(eps),
+                ));
+            }
             GradientKind::Numeric | GradientKind::NonFinite => {
                 self.uses_math = true;
                 out.push_str(&format!(

@@ -34,9 +34,10 @@ impl Writer<'_> {
                 // The check on demand promotes integer inputs as well.
                 let integers = check.variant == Variant::Defined;
                 let promoted = promote_dtype_args(case);
-                // A `dtype` argument casts the inputs first, in the worker's reference too.
-                let cast = case.args.iter().find_map(|a| match a {
-                    Arg::Dtype(d @ (DType::Float16 | DType::BFloat16 | DType::Float32)) => Some(*d),
+                // A `dtype` argument casts the inputs first, in the worker's reference too (not
+                // another dtype argument: `_softmax_backward_data`'s `input_dtype`).
+                let cast = case.args.iter().enumerate().find_map(|(i, a)| match a {
+                    Arg::Dtype(d @ (DType::Float16 | DType::BFloat16 | DType::Float32)) if self.schema_arg_name(i).as_deref() == Some("dtype") => Some(*d),
                     _ => None,
                 });
                 let mut vars = self.tensor_exprs(|v, rec| match (cast, rec.dtype) {

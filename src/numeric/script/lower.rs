@@ -441,7 +441,7 @@ impl Lowering<'_> {
     }
 
     fn emit(&mut self, op: &TracedOp, out: u32, expr: String) {
-        let name = format!("v{out}");
+        let name = let_name(out);
         let s = site(op);
         let _ = writeln!(self.body, "    // {}:{}  {}", short(&s.file), s.line, s.code);
         let _ = writeln!(self.body, "    let {name} = {expr};");
@@ -505,6 +505,21 @@ impl Lowering<'_> {
             _ => Err(wrong()),
         }
     }
+}
+
+/// The `let` that holds trace value `v`: `v7`. The checker names its intermediates `v7.1`, ...
+fn let_name(v: u32) -> String {
+    format!("v{v}")
+}
+
+/// The `let` a program step belongs to (`v7.2` is an intermediate of `v7`).
+pub fn let_of(step: &str) -> &str {
+    step.split('.').next().unwrap_or(step)
+}
+
+/// The trace value a program step computes (part of): 7 for `v7` and `v7.2`.
+pub fn traced_value(step: &str) -> Option<u32> {
+    let_of(step).strip_prefix('v')?.parse().ok()
 }
 
 fn int(i: i64) -> String {

@@ -3,7 +3,7 @@
 //! the script made that operand) and the usual guard for that call.
 use serde::Serialize;
 
-use super::lower::{Lowered, Site};
+use super::lower::{let_of, Lowered, Site};
 use crate::spec::ProgramSpec;
 use crate::wire::program::hunt::Found;
 use crate::wire::program::ir::{Operand, ProgramIr};
@@ -80,11 +80,6 @@ fn drivers(program: &ProgramSpec, lowered: &Lowered, found: &Found) -> Vec<Drive
     out.sort_by(|a, b| (b.found / b.seen.max(1e-30)).total_cmp(&(a.found / a.seen.max(1e-30))));
     out.truncate(DRIVERS);
     out
-}
-
-/// The `let` a step belongs to (`v7.2` is an intermediate of `v7`).
-fn let_of(step: &str) -> &str {
-    step.split('.').next().unwrap_or(step)
 }
 
 pub fn explain(program: &ProgramSpec, lowered: &Lowered, found: &Found) -> Option<ScriptFinding> {

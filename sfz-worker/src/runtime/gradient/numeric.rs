@@ -13,17 +13,17 @@ use sfz_wire::variant::Tolerance;
 
 /// The second step's ratio to the first: irrational, so that a periodic function whose period
 /// both steps are near multiples of (sin at 1e44, where a step is 1e38) is no longer a chance.
-const GOLDEN: f64 = 1.618_033_988_749_895;
+pub(super) const GOLDEN: f64 = 1.618_033_988_749_895;
 
 /// Inputs beyond this are not moved: the smallest relative step there spans whole periods of
 /// an oscillating function (sin at 1e17 moves by 1e11), which differences cannot tell from a
 /// flat one. Forward against reverse mode still judges them.
-const LARGEST: f64 = 1048576.0;
+pub(super) const LARGEST: f64 = 1048576.0;
 
 /// The magnitude a step is relative to at least: steps shrink with the element down to here,
 /// so that a function that varies on the scale of a small input (atan2 near the origin) is
 /// not stepped across.
-const SMALLEST: f64 = 1.0 / 1024.0;
+pub(super) const SMALLEST: f64 = 1.0 / 1024.0;
 
 /// Which way the inputs move.
 #[derive(Clone, Copy)]
@@ -102,34 +102,49 @@ impl Executor {
         let (Some(c1), Some(c2), Some(right), Some(left)) = (d(&plus, &minus)?, d(&plus2, &minus2)?, d(&plus, &probe.at_x0)?, d(&probe.at_x0, &minus)?) else {
             return Ok(None);
         };
-        let (up, down, up2, down2) = (steps[0], -steps[1], steps[2], -steps[3]);
-        if up <= 0.0 || down <= 0.0 || up2 <= 0.0 || down2 <= 0.0 {
-            return Ok(None);
-        }
-        // Outputs that did not change at all (a function constant around the input, or a step
-        // absorbed by large outputs) say nothing of a derivative; a surrogate gradient
-        // (fake_quantize's straight-through estimate) lives there.
-        if c1 == 0.0 && c2 == 0.0 && right == 0.0 && left == 0.0 {
-            return Ok(None);
-        }
-        let (c1, c2, right, left) = (c1 / (up + down), c2 / (up2 + down2), right / up, left / down);
-        if ![c1, c2, right, left].iter().all(|v| v.is_finite()) {
-            return Ok(None);
-        }
-        // What rounding the outputs leaves in a slope: the weighted outputs' mass over the step.
-        let noise = 64.0 * f64::EPSILON * probe.mass / up.min(down);
-        // How far the slope may be from c1: the two central differences differ by their O(h²)
-        // errors (or by a jump, or an oscillation the steps alias: sin at 1e44), the one-sided
-        // ones by h·f'' or the jump in slope of a kink.
-        let spread = (c1 - c2).abs().max((right - left).abs()) + noise;
-        // Slopes that disagree by a large share of themselves are no slope at all: the steps
-        // straddle a jump, or land in an oscillation at random (a bounded function's quotients
-        // are all about 1/h, and small, however wrong).
-        if spread - noise > 0.25 * c1.abs().max(c2.abs()).max(right.abs()).max(left.abs()) {
-            return Ok(None);
-        }
-        Ok(Some(Estimate { value: c1, spread }))
+        Ok(slope(Differences { c1, c2, right, left }, [steps[0], -steps[1], steps[2], -steps[3]], probe.mass))
     }
+}
+
+/// Differences of a function around a point: over `[-h, h]` (`c1`), over `[-φh, φh]` (`c2`),
+/// over `[0, h]` (`right`) and `[-h, 0]` (`left`).
+pub(super) struct Differences {
+    pub c1: f64,
+    pub c2: f64,
+    pub right: f64,
+    pub left: f64,
+}
+
+/// The slope the differences give, with steps `[h, h, φh, φh]` as taken (positive) and `mass`
+/// the magnitude the function's values round relative to; None where they give no slope.
+pub(super) fn slope(d: Differences, steps: [f64; 4], mass: f64) -> Option<Estimate> {
+    let [up, down, up2, down2] = steps;
+    if up <= 0.0 || down <= 0.0 || up2 <= 0.0 || down2 <= 0.0 {
+        return None;
+    }
+    // Outputs that did not change at all (a function constant around the input, or a step
+    // absorbed by large outputs) say nothing of a derivative; a surrogate gradient
+    // (fake_quantize's straight-through estimate) lives there.
+    if d.c1 == 0.0 && d.c2 == 0.0 && d.right == 0.0 && d.left == 0.0 {
+        return None;
+    }
+    let (c1, c2, right, left) = (d.c1 / (up + down), d.c2 / (up2 + down2), d.right / up, d.left / down);
+    if ![c1, c2, right, left].iter().all(|v| v.is_finite()) {
+        return None;
+    }
+    // What rounding the outputs leaves in a slope: the weighted outputs' mass over the step.
+    let noise = 64.0 * f64::EPSILON * mass / up.min(down);
+    // How far the slope may be from c1: the two central differences differ by their O(h²)
+    // errors (or by a jump, or an oscillation the steps alias: sin at 1e44), the one-sided
+    // ones by h·f'' or the jump in slope of a kink.
+    let spread = (c1 - c2).abs().max((right - left).abs()) + noise;
+    // Slopes that disagree by a large share of themselves are no slope at all: the steps
+    // straddle a jump, or land in an oscillation at random (a bounded function's quotients
+    // are all about 1/h, and small, however wrong).
+    if spread - noise > 0.25 * c1.abs().max(c2.abs()).max(right.abs()).max(left.abs()) {
+        return None;
+    }
+    Some(Estimate { value: c1, spread })
 }
 
 /// A finite-difference slope and how far the true one may be from it.

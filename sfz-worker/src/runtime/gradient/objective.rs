@@ -92,6 +92,12 @@ pub(super) fn tangent(size: &[i64], leaf: usize) -> Result<Tensor, tch::TchError
     spread(size, 0.754_877_666_246_692_7, 0.569_840_290_998_053_2 + 0.291 * leaf as f64)
 }
 
+/// The projection of a leaf's gradient whose derivative double backward gives (`second`):
+/// another sequence again, so that it is proportional to no tangent.
+pub(super) fn projection(size: &[i64]) -> Result<Tensor, tch::TchError> {
+    spread(size, 0.569_840_290_998_053_2, 0.25)
+}
+
 /// `frac(i * step + offset) + 0.5` over a tensor of `size` in float64: the sequence the
 /// reproducers write out again (`findings::repro::gradient`).
 fn spread(size: &[i64], step: f64, offset: f64) -> Result<Tensor, tch::TchError> {
