@@ -351,6 +351,18 @@ fn verify_runs_each_reproducer_under_pip_torch_and_marks_those_that_reproduce() 
     assert_eq!(j["verified"]["run"], 3);
     let md = std::fs::read_to_string(out.join("report.md")).expect("report.md");
     assert!(md.contains("Reproducers run under pip torch: 2 of 3 reproduce."), "{md}");
+    // The finding that did not reproduce is no cause: listed apart, and a later report without
+    // --verify remembers it (the verdicts are kept in the folder, per script).
+    let causes = |j: &serde_json::Value| j["causes"].as_array().expect("causes").iter().flat_map(|c| c["apis"].as_array().cloned().unwrap_or_default()).filter_map(|a| a.as_str().map(str::to_string)).collect::<Vec<_>>();
+    assert!(!causes(&j).contains(&"sfz_test.buggy".to_string()) && causes(&j).contains(&"torch.log".to_string()), "{j:#}");
+    assert_eq!(j["not_reproduced"].as_array().map(Vec::len), Some(1), "{j:#}");
+    let (code, stdout, stderr) = run(sfz().args(["report", "--json"]).arg(&out));
+    assert_eq!(code, 0, "{stderr}");
+    let again = json(&stdout);
+    assert_eq!(causes(&again), causes(&j));
+    assert_eq!(again["not_reproduced"], j["not_reproduced"]);
+    let (_, table, _) = run(sfz().arg("report").arg(&out));
+    assert!(table.contains("1 finding whose reproducer did not reproduce when verified, not listed: out-"), "{table}");
     // A script that dies by a signal instead of failing as recorded shows a bug in another form:
     // not reproduced, but said apart.
     let log = j["findings"].as_array().expect("findings").iter().find(|f| f["api"] == "torch.log").expect("the log finding").clone();

@@ -114,7 +114,13 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let mut verified = HashMap::new();
-    if args.verify {
+    if !args.verify {
+        // The last `--verify`'s verdicts, for the reproducers it ran as they are now.
+        verified = findings::verified::load(&dir, &unique).unwrap_or_else(|why| {
+            eprintln!("warning: {why}");
+            HashMap::new()
+        });
+    } else {
         let python = args.python.clone().unwrap_or_else(verify::default_python);
         let progress = !args.json && std::io::stderr().is_terminal();
         for (k, f) in unique.iter().enumerate() {
@@ -126,7 +132,10 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         if progress {
             eprint!("\r\x1b[K");
         }
+        findings::verified::save(&dir, &unique, &verified);
     }
+    // A finding whose reproducer did not reproduce is no report: it is listed apart.
+    let (unique, unreproduced): (Vec<&findings::Finding>, Vec<&findings::Finding>) = unique.into_iter().partition(|f| findings::verified::listable(f, &verified));
     let md = dir.join("report.md");
     let sarif = dir.join("report.sarif");
     std::fs::write(&md, report::markdown(&dir, &loaded, &verified))?;
@@ -179,6 +188,10 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     }
     if let Some(note) = report::unconfirmed_note(&loaded) {
         println!("{note}");
+    }
+    if !unreproduced.is_empty() {
+        let ids: Vec<&str> = unreproduced.iter().map(|f| f.id.as_str()).collect();
+        println!("{} finding{} whose reproducer did not reproduce when verified, not listed: {}", ids.len(), if ids.len() == 1 { "" } else { "s" }, ids.join(", "));
     }
     if let Some(note) = report::explained_note(&loaded) {
         println!("{note}");

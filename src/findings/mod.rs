@@ -11,6 +11,7 @@ pub mod report;
 pub mod repro;
 pub mod severity;
 pub mod store;
+pub mod verified;
 pub mod verify;
 
 pub use store::{finding_id, load, Finding, Key, Loaded, Minimization, Original, SkippedLine, SpecLocation, Store, StoreError, TriageState};

@@ -489,6 +489,9 @@ pub fn to_json(
     earlier: Option<&HashSet<super::causes::CauseKey>>,
 ) -> serde_json::Value {
     let findings = unique(loaded);
+    // Causes are of the findings whose reproducers reproduced (or were not run); every finding
+    // has its row, with its verification.
+    let (listable, unreproduced): (Vec<&Finding>, Vec<&Finding>) = findings.iter().partition(|f| super::verified::listable(f, verified));
     let rows: Vec<serde_json::Value> = findings
         .iter()
         .map(|f| {
@@ -527,7 +530,7 @@ pub fn to_json(
             .iter()
             .map(|(cause, fs)| json!({ "cause": cause, "findings": fs.iter().map(|f| f.id.clone()).collect::<Vec<_>>() }))
             .collect::<Vec<_>>(),
-        "causes": super::causes::group(&findings, baseline)
+        "causes": super::causes::group(&listable, baseline)
             .iter()
             .map(|g| json!({
                 "title": g.title(),
@@ -541,6 +544,7 @@ pub fn to_json(
             }))
             .collect::<Vec<_>>(),
         "set_apart": set_apart(loaded).iter().map(|(f, why)| json!({ "finding": f.id, "why": why })).collect::<Vec<_>>(),
+        "not_reproduced": unreproduced.iter().map(|f| json!({ "finding": f.id, "verification": verified.get(&f.id) })).collect::<Vec<_>>(),
     })
 }
 

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::Finding;
 use crate::oracle::errors::{normalize, normalize_all};
@@ -16,7 +16,7 @@ use crate::wire::outcome::signal_name;
 use crate::wire::variant::GradientKind;
 
 /// Whether a reproducer showed its bug.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Verification {
     pub reproduced: bool,
     /// Not reproduced as recorded, but the script died by a fatal signal: a bug shows all the
