@@ -226,7 +226,10 @@ impl Cause {
             // An out= variant that refuses a shape the original returns mishandles the output's
             // shape, as one that returns another shape does: one cause, however libtorch words it.
             Cause::OnlyVariantRaises { check, message } if check.starts_with("out=") && is_shape_complaint(message) => "an output: another shape".to_string(),
-            Cause::OnlyVariantRaises { .. } | Cause::OnlyOriginalRaises { .. } => without_ranks(&self.to_string()),
+            // Which of the two forms raised is the case's choice (the strided input may be the
+            // original's or the variant's): `conv_tbc_backward` refusing a non-contiguous input
+            // is one cause either way.
+            Cause::OnlyVariantRaises { message, .. } | Cause::OnlyOriginalRaises { message } => format!("only one form raises: {}", without_ranks(message)),
             // A failure of a backward's forward call reads as the forward's own.
             Cause::Internal { place: Place::Forward(api), what } => what.replacen(&format!("{}{api}{}", FORWARD_RAISED.0, FORWARD_RAISED.1), "", 1),
             other => other.to_string(),
@@ -530,6 +533,10 @@ mod tests {
         // An out= variant's shape complaint is its output of another shape.
         assert_eq!(raises("output with shape [] doesn't match the broadcast shape [N]"), shape("shape [N] against []"));
         assert_ne!(raises("index [1] is out of bounds"), raises("index [N] is out of bounds"), "only shapes of N are ranks");
+        // Which form raised is the case's choice: one cause.
+        let view = "view size is not compatible with input tensor's size and stride";
+        let layout = Cause::OnlyVariantRaises { check: "other memory layout".into(), message: view.into() }.class_text();
+        assert_eq!(layout, Cause::OnlyOriginalRaises { message: view.into() }.class_text());
     }
 
     #[test]
