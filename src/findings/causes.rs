@@ -77,7 +77,10 @@ impl CauseGroup<'_> {
 /// `torch.ops.aten.max_pool2d_with_indices_backward.grad_input` and `torch.max_pool2d` are
 /// `max_pool2d_with_indices` and `max_pool2d`.
 pub fn family(api: &str) -> String {
-    let canonical = crate::ops::docs::canonical(api);
+    // An in-place form's docs say nothing of aliases (`torch.arctan2_`); its out-of-place name's
+    // do (`torch.arctan2` is `torch.atan2`).
+    let base = api.strip_suffix('_').filter(|b| !b.ends_with('_')).unwrap_or(api);
+    let canonical = crate::ops::docs::canonical(base);
     let mut name = canonical.as_str();
     for prefix in ["torch.ops.aten.", "torch.nn.functional.", "torch.special.", "torch.linalg.", "torch.fft.", "torch.Tensor.", "torch."] {
         if let Some(rest) = name.strip_prefix(prefix) {
@@ -172,6 +175,7 @@ mod tests {
         assert_eq!(family("torch.abs_"), "abs");
         assert_eq!(family("torch._foo_backward"), "foo");
         assert_eq!(family("torch.divide"), family("torch.div"), "an alias is its API");
+        assert_eq!(family("torch.arctan2_"), family("torch.atan2"), "and an alias's in-place form too");
     }
 
     /// One operator's heap damage found by its call and by two checks is one cause, ranked
