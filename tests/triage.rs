@@ -353,7 +353,15 @@ fn verify_runs_each_reproducer_under_pip_torch_and_marks_those_that_reproduce() 
     assert!(md.contains("Reproducers run under pip torch: 2 of 3 reproduce."), "{md}");
     // The finding that did not reproduce is no cause: listed apart, and a later report without
     // --verify remembers it (the verdicts are kept in the folder, per script).
-    let causes = |j: &serde_json::Value| j["causes"].as_array().expect("causes").iter().flat_map(|c| c["apis"].as_array().cloned().unwrap_or_default()).filter_map(|a| a.as_str().map(str::to_string)).collect::<Vec<_>>();
+    let causes = |j: &serde_json::Value| {
+        j["causes"]
+            .as_array()
+            .expect("causes")
+            .iter()
+            .flat_map(|c| c["apis"].as_array().cloned().unwrap_or_default())
+            .filter_map(|a| a.as_str().map(str::to_string))
+            .collect::<Vec<_>>()
+    };
     assert!(!causes(&j).contains(&"sfz_test.buggy".to_string()) && causes(&j).contains(&"torch.log".to_string()), "{j:#}");
     assert_eq!(j["not_reproduced"].as_array().map(Vec::len), Some(1), "{j:#}");
     let (code, stdout, stderr) = run(sfz().args(["report", "--json"]).arg(&out));

@@ -19,7 +19,7 @@ use sfz_wire::case::{Arg, Case, DType, Layout};
 use sfz_wire::errors::{classify, ErrorKind};
 use sfz_wire::outcome::{Outcome, Output};
 use sfz_wire::tags;
-use sfz_wire::variant::{flip_layout, promote_dtype_args, Accuracy, Check, CheckOutcome, CheckReport, Tolerance, Tolerances, ValueMismatch, Variant};
+use sfz_wire::variant::{promote_dtype_args, Accuracy, Check, CheckOutcome, CheckReport, Tolerance, Tolerances, ValueMismatch, Variant};
 
 impl Executor {
     /// Installs the differential checks of each loaded op (parallel to the last `load`). Per op:
@@ -248,7 +248,7 @@ impl Executor {
 
     /// For a BLAS or LAPACK operator, why its inputs are where it promises nothing (see
     /// `conditioning::beyond_safe_range`); None for other operators.
-    fn blas_beyond_safe_range(&self, case: &Case, inputs: &Inputs) -> Result<Option<String>, Failure> {
+    pub(super) fn blas_beyond_safe_range(&self, case: &Case, inputs: &Inputs) -> Result<Option<String>, Failure> {
         if tags::class(self.op_name(case.op)) != tags::OpClass::BlasLapack {
             return Ok(None);
         }
@@ -366,7 +366,7 @@ impl Executor {
     /// a pointwise operator, `POINTWISE_ROUNDINGS`); and where the
     /// terms themselves leave the dtype's range (a finite result is held to the same rounding
     /// there). None for an output the magnitude call cannot give (it raised, or changed shape).
-    fn rounding_allowance(&mut self, op: u32, case: &Case, promoted: &Inputs, main: &Called) -> Result<Vec<Option<Allowance>>, Failure> {
+    pub(super) fn rounding_allowance(&mut self, op: u32, case: &Case, promoted: &Inputs, main: &Called) -> Result<Vec<Option<Allowance>>, Failure> {
         let class = tags::class(self.op_name(op));
         let pointwise = class == tags::OpClass::Pointwise;
         let mixes_phases = tags::mixes_phases(self.op_name(op));
@@ -483,163 +483,6 @@ impl Executor {
         Ok(out)
     }
 
-    /// Each input tensor in the other memory layout.
-    fn layout(&mut self, case: &Case, main: &Called, given: &Inputs, tol: &Tolerances, accuracy: Accuracy) -> Result<CheckOutcome, Failure> {
-        let mut flipped = case.clone();
-        let mut changed = false;
-        for arg in &mut flipped.args {
-            match arg {
-                Arg::Tensor(r) => changed |= flip_layout(r),
-                Arg::TensorList(rs) => rs.iter_mut().for_each(|r| changed |= flip_layout(r)),
-                _ => {}
-            }
-        }
-        if !changed {
-            return Err(Failure::Skip("no input has more than one element along its last dimensions".into()));
-        }
-        // The same values in the other layout: a non-contiguous input is built as the original
-        // was and copied contiguous (an expanded one repeats its first slice: rebuilding it
-        // contiguous from its recipe would give other values); a contiguous one is rebuilt
-        // transposed or strided, which copies the same values.
-        let inputs = self
-            .materialize(case.op, case, &mut |r| {
-                if r.layout == Layout::Contiguous {
-                    let mut to = r.clone();
-                    flip_layout(&mut to);
-                    materialize(&to)
-                } else {
-                    materialize(r)?.f_contiguous()
-                }
-            })
-            .map_err(Failure::from)?;
-        let variant = self.invoke_variant(case.op, &flipped, &inputs, &[])?;
-        if let Some(c) = consistency(main, &variant) {
-            return Ok(c);
-        }
-        let verdict = self.reordered(case, &inputs, main, &variant, tol)?;
-        if !matches!(verdict, CheckOutcome::Values(_)) || self.mutates(case.op) {
-            return Ok(verdict);
-        }
-        // Each side within what the float64 reference allows it (rounding, the conditioning of
-        // the input: a determinant's blocked factorization takes other pivots in another
-        // layout) is each its own honest rounding, however far apart the two are.
-        let honest = |c: Result<CheckOutcome, Failure>| matches!(c, Ok(CheckOutcome::Agree { .. }));
-        // Values the call's dtype cannot hold (int32's 2^31 - 1 summed in bfloat16) round by the
-        // order a sum takes them in, which a layout may change: only an element's own
-        // arithmetic (a pointwise operator's) must agree then.
-        if tags::class(self.op_name(case.op)) != tags::OpClass::Pointwise {
-            if let Some(why) = representable::unrepresentable(case, given, main)? {
-                return Err(Failure::Skip(why));
-            }
-        }
-        if honest(self.promote(case, main, given, tol, accuracy, false)) && honest(self.promote(&flipped, &variant, &inputs, tol, accuracy, false)) {
-            return Ok(CheckOutcome::Agree { max_abs: 0.0, max_rel: 0.0 });
-        }
-        Ok(verdict)
-    }
-
-    /// The out= overload writing into fresh empty tensors.
-    fn out(&mut self, op: u32, case: &Case, main: &Called, inputs: &Inputs, tol: &Tolerances) -> Result<CheckOutcome, Failure> {
-        let slots = self.op(op).map_err(Failure::from)?.binding.args.iter().filter_map(|a| if let ArgSource::Output(k) = a { Some(*k) } else { None }).max();
-        let Some(last) = slots else { return Err(Failure::Skip("the out= overload has no output argument".into())) };
-        // A functional call that refused to cast its result into the dtype it allocated leaves
-        // out='s dtypes a guess: out= then writes into a dtype that can hold it, and no
-        // difference says anything.
-        if let Outcome::Raised { message, .. } = &main.outcome {
-            if message.contains("can't be cast to") {
-                return Err(Failure::Skip("the functional call refused a cast out= would be given another dtype for".into()));
-            }
-        }
-        let fallback = inputs.tensors.first().and_then(|t| t.f_kind().ok()).unwrap_or(Kind::Float);
-        let mut outs = Vec::new();
-        for k in 0..=last {
-            let kind = main.tensors.get(k).and_then(Option::as_ref).and_then(|t| t.f_kind().ok()).unwrap_or(fallback);
-            outs.push(Tensor::f_empty([0i64], (kind, Device::Cpu))?);
-        }
-        let variant = self.invoke_variant(op, case, inputs, &outs)?;
-        if let Some(c) = consistency(main, &variant) {
-            return Ok(c);
-        }
-        // What the caller sees is the tensors it passed, written.
-        let written = Called { outcome: variant.outcome.clone(), tensors: outs.into_iter().map(Some).collect() };
-        Ok(compare_outputs(&written, main, tol, Mode::Same))
-    }
-
-    /// The in-place twin applied to a fresh copy of argument `arg`.
-    fn in_place(&mut self, op: u32, arg: usize, case: &Case, main: &Called, tol: &Tolerances) -> Result<CheckOutcome, Failure> {
-        let Some(Arg::Tensor(recipe)) = case.args.get(arg) else { return Err(Failure::Skip("the mutated argument is not a tensor".into())) };
-        if let Outcome::Returned { outputs, .. } = &main.outcome {
-            match outputs.first() {
-                Some(Output::Tensor(t)) if t.dtype == Some(recipe.dtype) && t.shape == recipe.shape => {}
-                _ => return Err(Failure::Skip("the result's dtype or shape is not the input's, so the in-place form cannot hold it".into())),
-            }
-        }
-        // Fresh copies; an expanded input (many elements sharing memory) is copied contiguous, as
-        // `clone()` does in Python: libtorch refuses to write in place into overlapping memory.
-        let inputs = self.materialize(case.op, case, &mut |r| if r.layout == Layout::Expanded { materialize(r)?.f_contiguous() } else { materialize(r) }).map_err(Failure::from)?;
-        let variant = self.invoke_variant(op, case, &inputs, &[])?;
-        if let Some(c) = consistency(main, &variant) {
-            return Ok(c);
-        }
-        let Some(mutated) = inputs.of(arg).first() else { return Err(Failure::Skip("the mutated argument was not built".into())) };
-        // Both sides as the original's first output (its dtype and shape are the input's).
-        let first = first_output(&main.outcome);
-        let written = Called { outcome: first.clone(), tensors: vec![Some(mutated.shallow_clone())] };
-        let expected = Called { outcome: first, tensors: main.tensors.iter().take(1).map(|t| t.as_ref().map(Tensor::shallow_clone)).collect() };
-        let plain = compare_outputs(&written, &expected, tol, Mode::Same);
-        if !matches!(plain, CheckOutcome::Values(_)) {
-            return Ok(plain);
-        }
-        // The in-place kernel may round in another order or at another precision than the
-        // out-of-place one (index_add_ scales `source` in the input's dtype before adding):
-        // within what each may honestly round is agreement. The inputs above were written
-        // into, so the allowance is computed on fresh ones.
-        let originals = self.materialize(case.op, case, &mut materialize).map_err(Failure::from)?;
-        self.reordered(case, &originals, &expected, &written, tol)
-    }
-
-    /// The same inputs on the first CUDA device.
-    fn cuda(&mut self, case: &Case, main: &Called, inputs: &Inputs, tol: &Tolerances) -> Result<CheckOutcome, Failure> {
-        if let Err(why) = cuda_available() {
-            return Err(Failure::Skip(why.clone()));
-        }
-        let on_gpu = inputs.map(|_, t| t.f_to_device(Device::Cuda(0)))?;
-        let variant = self.invoke_variant(case.op, case, &on_gpu, &[])?;
-        if let Some(c) = consistency(main, &variant) {
-            return Ok(c);
-        }
-        let tensors = variant.tensors.iter().map(|t| t.as_ref().map(|t| t.f_to_device(Device::Cpu)).transpose()).collect::<Result<_, _>>()?;
-        let variant = Called { outcome: variant.outcome, tensors };
-        self.reordered(case, inputs, main, &variant, tol)
-    }
-
-    /// Compares a variant that may sum in another order than the original (the GPU, another
-    /// memory layout): within what the two orders may each honestly round (the precision
-    /// check's allowance, once per side) is agreement.
-    fn reordered(&mut self, case: &Case, inputs: &Inputs, main: &Called, variant: &Called, tol: &Tolerances) -> Result<CheckOutcome, Failure> {
-        let plain = compare_outputs(variant, main, tol, Mode::Same);
-        if !matches!(plain, CheckOutcome::Values(_)) {
-            return Ok(plain);
-        }
-        // Where BLAS and LAPACK promise nothing (products beyond the range, NaN or inf in the
-        // input), another order of their products may honestly end elsewhere.
-        if let Some(why) = self.blas_beyond_safe_range(case, inputs)? {
-            return Err(Failure::Skip(why));
-        }
-        // A scalar the compute dtype cannot hold (an exponent of 5e-324 is 0 in float32) may be
-        // rounded by one kernel path and kept by another: neither computes what was asked.
-        if let Some(why) = representable::unrepresentable_scalar(case, main) {
-            return Err(Failure::Skip(why));
-        }
-        let promoted = inputs.map(|_, t| match promoted_kind(t.f_kind()?, false) {
-            Some(k) => t.f_to_kind(k),
-            None => Ok(t.shallow_clone()),
-        })?;
-        let allowance = self.rounding_allowance(case.op, &promote_dtype_args(case), &promoted, main)?;
-        let both_sides = allowance.iter().map(|a| a.as_ref().map(|a| a.map(|t| t.f_mul_scalar(REORDERINGS))).transpose()).collect::<Result<Vec<_>, _>>()?;
-        Ok(compare_allowing(variant, main, tol, Mode::Same, &both_sides))
-    }
-
     /// Calls a variant; a call that cannot be made at all is the check's problem, not a finding.
     pub(super) fn invoke_variant(&mut self, op: u32, case: &Case, inputs: &Inputs, outs: &[Tensor]) -> Result<Called, Failure> {
         self.invoke(op, case, inputs, outs, true).map_err(Failure::from)
@@ -725,7 +568,7 @@ pub(super) fn promoted_kind(k: Kind, integers: bool) -> Option<Kind> {
 
 /// When exactly one side raised (or the variant raised an error that is itself a bug), the
 /// verdict is about errors; None when both returned (compare values) or both raised alike.
-fn consistency(original: &Called, variant: &Called) -> Option<CheckOutcome> {
+pub(super) fn consistency(original: &Called, variant: &Called) -> Option<CheckOutcome> {
     match (&original.outcome, &variant.outcome) {
         (Outcome::Returned { .. }, Outcome::Returned { .. }) => None,
         (Outcome::Raised { .. }, Outcome::Returned { .. }) => Some(CheckOutcome::Returned),
@@ -739,7 +582,7 @@ fn consistency(original: &Called, variant: &Called) -> Option<CheckOutcome> {
 
 /// How a variant's outputs relate to the original's.
 #[derive(Clone, Copy, PartialEq)]
-enum Mode {
+pub(super) enum Mode {
     /// Same dtypes, same values within tolerance.
     Same,
     /// `actual` is the original, `expected` the float64 reference: the reference is rounded to
@@ -749,7 +592,7 @@ enum Mode {
 }
 
 /// Compares the outputs of two calls that both returned.
-fn compare_outputs(actual: &Called, expected: &Called, tol: &Tolerances, mode: Mode) -> CheckOutcome {
+pub(super) fn compare_outputs(actual: &Called, expected: &Called, tol: &Tolerances, mode: Mode) -> CheckOutcome {
     compare_allowing(actual, expected, tol, mode, &[])
 }
 
@@ -768,7 +611,7 @@ fn unjudged_at_poles(reference: &mut Called, input: Option<&Tensor>) -> Result<(
 }
 
 /// `compare_outputs` with an allowance per element of output k (`allowance[k]`, added to atol).
-fn compare_allowing(actual: &Called, expected: &Called, tol: &Tolerances, mode: Mode, allowance: &[Option<Allowance>]) -> CheckOutcome {
+pub(super) fn compare_allowing(actual: &Called, expected: &Called, tol: &Tolerances, mode: Mode, allowance: &[Option<Allowance>]) -> CheckOutcome {
     let (Outcome::Returned { outputs: a, .. }, Outcome::Returned { outputs: e, .. }) = (&actual.outcome, &expected.outcome) else {
         return CheckOutcome::BothRaised;
     };
@@ -866,7 +709,7 @@ fn kind_name(o: &Output) -> &'static str {
 }
 
 /// The original's first output alone (the in-place form returns only its mutated input).
-fn first_output(outcome: &Outcome) -> Outcome {
+pub(super) fn first_output(outcome: &Outcome) -> Outcome {
     match outcome {
         Outcome::Returned { outputs, micros } => Outcome::Returned { outputs: outputs.iter().take(1).cloned().collect(), micros: *micros },
         other => other.clone(),

@@ -15,6 +15,7 @@ pub mod ray;
 mod relate;
 mod representable;
 mod strided;
+mod twins;
 
 use std::ffi::CStr;
 
