@@ -592,20 +592,22 @@ mod tests {
     }
 
     /// One operator's heap damage, found by its own call, a check's call and another frame, is
-    /// one cause; another operator's, or the same operator's division by zero, is not.
+    /// one cause, in every rank of its kernel; another operator's, or the same operator's
+    /// division by zero, is not.
     #[test]
     fn the_memory_errors_of_one_operator_are_one_cause() {
         let own = finding("a", "torch.max_pool3d_with_indices_backward", "crash", "memory error in at::native::max_pool3d_backward_kernel_impl");
         let later = finding("b", "torch.max_pool3d_with_indices_backward", "crash", "memory error");
         let in_check = finding("c", "torch.max_pool3d_with_indices_backward", "layout", "other memory layout: memory error");
         let reference = finding("d", "torch.max_pool3d_with_indices_backward", "precision", "float64 reference: memory error");
-        let other_op = finding("e", "torch.max_pool2d_with_indices_backward", "crash", "memory error");
+        let other_rank = finding("e", "torch.max_pool2d_with_indices_backward", "crash", "memory error");
+        let other_op = finding("h", "torch.fractional_max_pool2d_backward", "crash", "memory error");
         let fpe = finding("f", "torch.max_pool3d_with_indices_backward", "crash", "SIGFPE in at::native::kernel");
         let wrong = finding("g", "torch.max_pool3d_with_indices_backward", "precision", "values differ in output 0");
-        let all = vec![&own, &later, &in_check, &reference, &other_op, &fpe, &wrong];
+        let all = vec![&own, &later, &in_check, &reference, &other_rank, &other_op, &fpe, &wrong];
         let groups = shared_causes(&all);
         let ids: Vec<Vec<&str>> = groups.iter().map(|(_, fs)| fs.iter().map(|f| f.id.as_str()).collect()).collect();
-        assert_eq!(ids, vec![vec!["a", "b", "c", "d"]], "{groups:?}");
+        assert_eq!(ids, vec![vec!["a", "b", "c", "d", "e"]], "{groups:?}");
         assert_eq!(causes(&all), 4);
     }
 
