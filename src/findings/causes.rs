@@ -187,6 +187,12 @@ mod tests {
 
     use crate::findings::store::older_finding as finding;
 
+    /// The ids of `fs` as `group` groups them, worst first.
+    fn grouped_ids(fs: &[Finding]) -> Vec<Vec<String>> {
+        let refs: Vec<&Finding> = fs.iter().collect();
+        group(&refs, None).iter().map(|g| g.findings.iter().map(|f| f.id.clone()).collect()).collect()
+    }
+
     #[test]
     fn a_family_is_the_operator_without_namespace_overload_alias_or_direction() {
         assert_eq!(family("torch.ops.aten.max_pool2d_with_indices_backward.grad_input"), "max_pool2d");
@@ -238,8 +244,7 @@ mod tests {
             finding("c", "torch.conv1d", "precision", "values differ in output 0"),
             finding("d", "torch.conv3d", "precision", "values differ in output 0"),
         ];
-        let refs: Vec<&Finding> = fs.iter().collect();
-        let ids: Vec<Vec<&str>> = group(&refs, None).iter().map(|g| g.findings.iter().map(|f| f.id.as_str()).collect()).collect();
+        let ids = grouped_ids(&fs);
         // Wrong values stay per operator: only memory errors are one cause across ranks.
         assert_eq!(ids, vec![vec!["a", "b"], vec!["c"], vec!["d"]]);
     }
@@ -252,8 +257,7 @@ mod tests {
             finding("c", "torch._upsample_bicubic2d_aa", "gradient", "gradient of `input` is not finite where finite differences are"),
             finding("d", "torch._upsample_lanczos2d_aa", "gradient", "gradient of `input` differs from finite differences"),
         ];
-        let refs: Vec<&Finding> = fs.iter().collect();
-        let ids: Vec<Vec<&str>> = group(&refs, None).iter().map(|g| g.findings.iter().map(|f| f.id.as_str()).collect()).collect();
+        let ids = grouped_ids(&fs);
         assert_eq!(ids, vec![vec!["a", "b"], vec!["c"], vec!["d"]]);
     }
 
@@ -272,8 +276,7 @@ mod tests {
             ),
             finding("d", "torch.binary_cross_entropy_backward", "out", "only the out= variant raises: expected scalar type Float but found Double"),
         ];
-        let refs: Vec<&Finding> = fs.iter().collect();
-        let ids: Vec<Vec<&str>> = group(&refs, None).iter().map(|g| g.findings.iter().map(|f| f.id.as_str()).collect()).collect();
+        let ids = grouped_ids(&fs);
         assert_eq!(ids, vec![vec!["a", "b", "c"], vec!["d"]]);
     }
 }

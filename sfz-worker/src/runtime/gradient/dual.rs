@@ -10,7 +10,7 @@ use super::super::checks::{first_line, Failure};
 use super::super::executor::Executor;
 use super::super::ffi;
 use super::numeric::Direction;
-use super::{is_real_floating, objective, Probe};
+use super::{objective, Probe};
 use sfz_wire::errors::{classify, ErrorKind};
 use sfz_wire::outcome::Outcome;
 use sfz_wire::variant::{CheckOutcome, GradientKind, GradientMismatch, Tolerance};
@@ -118,19 +118,7 @@ impl Executor {
         let Some(level) = Level::enter() else {
             return Ok(Err(Verdict::Unsupported("a forward-AD level could not be entered".into())));
         };
-        let mut floating = 0;
-        let inputs = probe.inputs.map(|_, t| {
-            if !is_real_floating(t) {
-                return Ok(t.shallow_clone());
-            }
-            floating += 1;
-            let plain = if probe.mutates { objective::copy_of(t)? } else { t.f_detach()? };
-            if floating - 1 == leaf {
-                Tensor::f_internal_make_dual(&plain, tangent, level.0)
-            } else {
-                Ok(plain)
-            }
-        })?;
+        let inputs = probe.with_leaf(leaf, |plain| Tensor::f_internal_make_dual(&plain, tangent, level.0))?;
         let called = self.invoke(probe.case.op, &probe.case, &inputs, &[], true).map_err(Failure::from)?;
         if let Outcome::Raised { class, message, .. } = &called.outcome {
             return Ok(Err(match classify(*class, message) {

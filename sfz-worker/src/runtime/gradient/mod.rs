@@ -100,10 +100,10 @@ impl Executor {
                 false => Err(Failure::Skip("finite differences do not judge a BLAS or LAPACK operator's gradient, and forward mode could not run".into())),
             };
         }
-        let first = self.sampled(&probe, eps, samples, tol, case_seed(case), &forward, &why_not)?;
+        let seed = case_seed(case);
+        let first = self.sampled(&probe, eps, samples, tol, seed, &forward, &why_not)?;
         // Second order where first order agrees, on one leaf of one case in `SECOND_ORDER_EVERY`
         // (each costs six calls with backward): a campaign still sees it on every operator.
-        let seed = case_seed(case);
         if matches!(first, CheckOutcome::Agree { .. }) && seed % SECOND_ORDER_EVERY == 0 {
             let leaf = ((seed / SECOND_ORDER_EVERY) % probe.leaves.len() as u64) as usize;
             if let Ok(Some(found)) = self.second_order(&probe, leaf, eps, tol) {
@@ -341,6 +341,26 @@ fn status(mode: &str, message: String) -> Result<CheckOutcome, Failure> {
     match classify(ErrorClass::C10, &message) {
         ErrorKind::Internal { .. } | ErrorKind::Unchecked { .. } => Ok(CheckOutcome::Raised { class: ErrorClass::C10, message: format!("{mode}: {message}") }),
         _ => Err(Failure::Skip(format!("{mode} raised: {}", first_line(&message)))),
+    }
+}
+
+impl Probe {
+    /// The probe's inputs with real floating ones detached (copied where the operator writes
+    /// into its inputs) and leaf `leaf`'s passed through `replace` (a dual tensor, a moved leaf).
+    fn with_leaf(&self, leaf: usize, mut replace: impl FnMut(Tensor) -> Result<Tensor, tch::TchError>) -> Result<Inputs, tch::TchError> {
+        let mut floating = 0;
+        self.inputs.map(|_, t| {
+            if !is_real_floating(t) {
+                return Ok(t.shallow_clone());
+            }
+            floating += 1;
+            let plain = if self.mutates { objective::copy_of(t)? } else { t.f_detach()? };
+            if floating - 1 == leaf {
+                replace(plain)
+            } else {
+                Ok(plain)
+            }
+        })
     }
 }
 

@@ -9,7 +9,7 @@ use tch::{Kind, Tensor};
 use super::super::checks::Failure;
 use super::super::executor::Executor;
 use super::numeric::{slope, Differences, Estimate, GOLDEN, LARGEST, SMALLEST};
-use super::{fresh, is_real_floating, objective, status, Probe, MODERATE};
+use super::{fresh, objective, status, Probe, MODERATE};
 use sfz_wire::outcome::Outcome;
 use sfz_wire::variant::{CheckOutcome, GradientKind, GradientMismatch, Tolerance};
 
@@ -94,18 +94,7 @@ impl Executor {
     /// objective does not depend on the leaf, or backward failed (first order judges those).
     fn gradient_at(&mut self, probe: &Probe, leaf: usize, at: &Tensor, create_graph: bool) -> Result<Option<GradientAt>, Failure> {
         let x = objective::copy_of(&at.f_detach()?)?.set_requires_grad(true);
-        let mut floating = 0;
-        let inputs = probe.inputs.map(|_, t| {
-            if !is_real_floating(t) {
-                return Ok(t.shallow_clone());
-            }
-            floating += 1;
-            if floating - 1 == leaf {
-                Ok(x.shallow_clone())
-            } else {
-                t.f_detach()
-            }
-        })?;
+        let inputs = probe.with_leaf(leaf, |_| Ok(x.shallow_clone()))?;
         let called = tch::with_grad(|| -> Result<_, Failure> {
             let given = fresh(&inputs, probe.mutates)?;
             self.invoke(probe.case.op, &probe.case, &given, &[], true).map_err(Failure::from)
