@@ -371,6 +371,15 @@ fn verify_runs_each_reproducer_under_pip_torch_and_marks_those_that_reproduce() 
     assert_eq!(again["not_reproduced"], j["not_reproduced"]);
     let (_, table, _) = run(sfz().arg("report").arg(&out));
     assert!(table.contains("1 finding whose reproducer did not reproduce when verified, not listed: out-"), "{table}");
+    // A record that cannot be read is a warning, and the report goes on without it.
+    let record = out.join("verified.json");
+    let kept = std::fs::read_to_string(&record).expect("verified.json");
+    std::fs::write(&record, "{ not json").expect("write");
+    let (code, stdout, stderr) = run(sfz().args(["report", "--json"]).arg(&out));
+    assert_eq!(code, 0, "{stderr}");
+    insta::assert_snapshot!(stderr.replace(&out.display().to_string(), "<out>"));
+    assert_eq!(json(&stdout)["not_reproduced"].as_array().map(Vec::len), Some(0));
+    std::fs::write(&record, kept).expect("write");
     // A script that dies by a signal instead of failing as recorded shows a bug in another form:
     // not reproduced, but said apart.
     let log = j["findings"].as_array().expect("findings").iter().find(|f| f["api"] == "torch.log").expect("the log finding").clone();

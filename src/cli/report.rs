@@ -117,7 +117,10 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     if !args.verify {
         // The last `--verify`'s verdicts, for the reproducers it ran as they are now.
         verified = findings::verified::load(&dir, &unique).unwrap_or_else(|why| {
-            eprintln!("warning: {why}");
+            let d = Diagnostic::new(codes::W0104, format!("{} is not a record of verifications", dir.join(findings::verified::FILE).display()))
+                .with_note(why)
+                .with_help("`sfz report --verify` runs the reproducers again and writes it anew");
+            eprint!("{}", diag::render(&SourceMap::default(), &d, RenderConfig { color: color.stderr() }));
             HashMap::new()
         });
     } else {

@@ -96,6 +96,7 @@ registry! {
     W0101 Warning "oracle does not apply";
     W0102 Warning "unreadable finding skipped";
     W0103 Warning "merged folders from different versions or specs";
+    W0104 Warning "unreadable verification record";
     W0007 Warning "language model unavailable";
     W0008 Warning "solver failure";
 }

@@ -43,7 +43,8 @@ pub fn save(dir: &Path, findings: &[&Finding], verified: &HashMap<String, Verifi
 }
 
 /// The recorded verifications of `findings` whose reproducers are the scripts that ran. A
-/// record that cannot be read is Err with why (the caller warns and goes on without it).
+/// record that cannot be read is Err with the parser's words (the caller warns, W0104, and goes
+/// on without it).
 pub fn load(dir: &Path, findings: &[&Finding]) -> Result<HashMap<String, Verification>, String> {
     let Some(entries) = read(dir) else { return Ok(HashMap::new()) };
     let entries = entries?;
@@ -59,7 +60,7 @@ pub fn load(dir: &Path, findings: &[&Finding]) -> Result<HashMap<String, Verific
 /// The file's entries; None where there is no file.
 fn read(dir: &Path) -> Option<Result<HashMap<String, Entry>, String>> {
     let text = std::fs::read_to_string(dir.join(FILE)).ok()?;
-    Some(serde_json::from_str(&text).map_err(|e| format!("{} is not a record of verifications ({e}); `sfz report --verify` writes it anew", dir.join(FILE).display())))
+    Some(serde_json::from_str(&text).map_err(|e| e.to_string()))
 }
 
 /// Whether a finding is one to list: its reproducer reproduced (or died otherwise), or was not
