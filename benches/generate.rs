@@ -86,7 +86,7 @@ fn campaign(plans: &[ApiPlan], gen: GenConfig, seconds: u64) -> (Summary, f64) {
         started: None,
         baseline: None,
     };
-    let summary = fuzz::run(plans, pools, skipped, &store, &config, &Quiet).expect("campaign runs");
+    let summary = fuzz::run(plans, fuzz::Pools::Solved(pools), skipped, &store, &config, &Quiet).expect("campaign runs");
     (summary, solve)
 }
 

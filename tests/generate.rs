@@ -83,7 +83,7 @@ fn violating_cases_break_exactly_the_constraint_they_name() {
         let api = &apis[case.api];
         let Some(v) = case.violated else { continue };
         violating += 1;
-        let v = &generator.violations(case.api)[v];
+        let v = &generator.violations(case.api, index)[v];
         *by_category.entry(v.category).or_insert(0) += 1;
         constraints.insert((case.api, v.text.clone()));
         let plan = GenPlan::new(api);
@@ -119,7 +119,7 @@ fn enum_violations_use_values_outside_the_set() {
     for index in 0..400 {
         let case = generator.case(index).expect("models");
         if let Some(v) = case.violated {
-            if generator.violations(0)[v].category == Category::Enum {
+            if generator.violations(0, index)[v].category == Category::Enum {
                 enum_cases += 1;
                 let Arg::Str(s) = &case.args[2] else { panic!("reduction is a string: {:?}", case.args) };
                 assert!(!["none", "mean", "sum"].contains(&s.as_str()), "{s}");
@@ -240,7 +240,7 @@ fn string_parameters_take_the_values_their_constraints_name() {
     let generator = Generator::new(vec![api.clone()], vec![gen::solve_api(&api, &config, 0).expect("solvable")], config);
     let broken = (0..400)
         .filter_map(|i| generator.case(i))
-        .filter(|c| c.violated.is_some_and(|v| generator.violations(0)[v].category == Category::Enum))
+        .filter(|c| c.violated.is_some_and(|v| generator.violations(0, 0)[v].category == Category::Enum))
         .inspect(|c| assert!(matches!(&c.args[1], Arg::Str(s) if !["reduced", "r", "complete"].contains(&s.as_str())), "{:?}", c.args))
         .count();
     assert!(broken > 20, "{broken}");
@@ -323,4 +323,56 @@ fn value_bounds_reach_the_elements_of_tensor_lists() {
         }
         assert!(conforming > 150, "`{bound}`: {conforming} of 200 cases conform");
     }
+}
+
+/// Streamed solving hands each API's ordinary pool over first and its whole pools once complete,
+/// the same pools `solve_all` solves (each job has its own seed). An API joins the generator from
+/// a case index on, and its whole pools from a later one: a case below it never sees them, and a
+/// case made again after later joins is the same case.
+#[test]
+fn apis_join_as_they_are_solved_and_earlier_cases_stay_the_same() {
+    let apis: Vec<ApiSpec> = spec_apis().into_iter().take(6).collect();
+    let config = GenConfig { seed: 9, pool_size: 8, ..Default::default() };
+    assert!(config.mutation.huge > 0.0, "the default mutation has huge models: two stages");
+    let refs: Vec<&ApiSpec> = apis.iter().collect();
+    let handed: std::sync::Mutex<Vec<(usize, ApiPools, bool)>> = Default::default();
+    let heard = gen::solve_streaming(&refs, &config, &gen::SolveBudget::default(), &|i, p, complete| {
+        handed.lock().unwrap().push((i, p.unwrap_or_else(|e| panic!("{e}")), complete));
+    });
+    assert!(heard.iter().all(|&h| h), "{heard:?}");
+    let handed = handed.into_inner().unwrap();
+    let batch = pools(&apis, &config);
+    let (mut first, mut whole) = (Vec::new(), Vec::new());
+    for (i, api) in apis.iter().enumerate() {
+        let mine: Vec<&(usize, ApiPools, bool)> = handed.iter().filter(|h| h.0 == i).collect();
+        let shown: Vec<bool> = mine.iter().map(|h| h.2).collect();
+        assert_eq!(shown, [false, true], "{}: its ordinary pool, then the whole", api.name);
+        assert!(mine[0].1.huge.is_empty() && !mine[0].1.models.is_empty(), "{}", api.name);
+        assert_eq!(format!("{:?}", mine[1].1.models), format!("{:?}", batch[i].models), "{}", api.name);
+        assert_eq!(format!("{:?}", mine[1].1.huge), format!("{:?}", batch[i].huge), "{}", api.name);
+        first.push(mine[0].1.clone());
+        whole.push(mine[1].1.clone());
+    }
+
+    let generator = Generator::waiting(apis.clone(), config.clone());
+    assert!(generator.case(0).is_none(), "no API has joined");
+    let mut first = first.into_iter().enumerate();
+    let (a, pools_a) = first.next().unwrap();
+    generator.join(a, generator.prepare(a, pools_a), 0);
+    let before: Vec<String> = (0..100).map(|i| format!("{:?}", generator.case(i).unwrap().args)).collect();
+    for (api, pools) in first {
+        generator.join(api, generator.prepare(api, pools), 100);
+    }
+    for (api, pools) in whole.into_iter().enumerate() {
+        assert!(!generator.join(api, generator.prepare(api, pools), 200), "a second join is an upgrade");
+    }
+    assert_eq!(generator.joined(), apis.len());
+    for (i, shown) in before.iter().enumerate() {
+        let case = generator.case(i as u64).unwrap();
+        assert_eq!(case.api, a, "case {i} chose an API that joined after it");
+        assert_eq!(&format!("{:?}", case.args), shown, "case {i} changed");
+    }
+    let later: HashSet<usize> = (100..400).map(|i| generator.case(i).unwrap().api).collect();
+    assert!(later.len() > 1, "later cases choose the APIs that joined: {later:?}");
+    assert!(generator.pools(a).is_some_and(|p| !p.huge.is_empty()), "the whole pools replace the ordinary ones");
 }

@@ -205,8 +205,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-/// The share of `--time` (of what is left once the specs are checked) solving may take before
-/// the first case; the APIs not solved by then are skipped (`plan::NOT_SOLVED_IN_TIME`).
+/// The share of `--time` (of what is left once the specs are checked) after which no solving job
+/// starts: an API solved later would get few cases. The APIs not solved by then are skipped
+/// (`plan::NOT_SOLVED_IN_TIME`).
 const SOLVE_SHARE: f64 = 0.4;
 
 /// How long after the first stop signal the process ends whatever it is doing (its workers
@@ -225,6 +226,8 @@ struct Bar {
     phase: std::sync::Mutex<fuzz::Phase>,
     /// The last counts, to redraw on a change of phase.
     counts: std::sync::Mutex<(u64, u64, Duration)>,
+    /// Solving's jobs done, of all, and the APIs, while it runs.
+    solving: std::sync::Mutex<Option<(usize, usize, usize)>>,
 }
 
 impl Bar {
@@ -233,10 +236,23 @@ impl Bar {
         self.deadline.map_or(String::new(), |d| format!("  {:.0} s left", d.saturating_duration_since(Instant::now()).as_secs_f64()))
     }
 
+    /// Solving has done `done` of `all` jobs for `apis` APIs.
+    fn solving(&self, done: usize, all: usize, apis: usize) {
+        *self.solving.lock().expect("bar lock") = (done < all).then_some((done, all, apis));
+        self.redraw();
+    }
+
     fn redraw(&self) {
         let (executions, findings, elapsed) = *self.counts.lock().expect("bar lock");
         let rate = executions as f64 / elapsed.as_secs_f64().max(1e-9);
+        let solving = *self.solving.lock().expect("bar lock");
+        let jobs = solving.map_or(String::new(), |(done, all, apis)| format!("solving {done} of {all} jobs ({apis} APIs)"));
         let phase = match *self.phase.lock().expect("bar lock") {
+            fuzz::Phase::Solving => {
+                self.bar.set_message(format!("{jobs}{}", self.left()));
+                return;
+            }
+            fuzz::Phase::Fuzzing if solving.is_some() => format!("fuzzing, {jobs}"),
             fuzz::Phase::Fuzzing => "fuzzing".to_string(),
             fuzz::Phase::Triage { waiting } => format!("confirming and shrinking ({waiting} waiting)"),
         };
@@ -474,40 +490,62 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
     let bar = if args.json { ProgressBar::hidden() } else { ProgressBar::new_spinner() };
     bar.set_style(ProgressStyle::with_template("{spinner} {elapsed_precise} {pos:>10} execs {msg}").unwrap_or_else(|_| ProgressStyle::default_spinner()));
     bar.enable_steady_tick(Duration::from_millis(200));
-    // Solving takes at most its share of the time; every core solves, every API's ordinary
-    // pool first.
+    let observer =
+        Bar { bar: bar.clone(), quiet: args.json, deadline, phase: std::sync::Mutex::new(fuzz::Phase::Solving), counts: Default::default(), solving: Default::default() };
+    // Every core solves. Under --time, solving runs beside the campaign, which fuzzes each API
+    // as soon as it is solved; without, every API is solved first, so that case `i` is the same
+    // on any machine.
     let solve_start = Instant::now();
     let stop = || fuzz::INTERRUPTED.load(Ordering::Relaxed);
-    let apis_planned = plans.len();
-    let shown = |done: usize, all: usize| {
-        let left = deadline.map_or(String::new(), |d| format!("  {:.0} s left", d.saturating_duration_since(Instant::now()).as_secs_f64()));
-        bar.set_message(format!("solving: {done} of {all} jobs ({apis_planned} APIs){left}"));
-    };
-    // Its share of the time left once the specs are checked and planned.
-    let solve_deadline = deadline.map(|d| solve_start + d.saturating_duration_since(solve_start).mul_f64(SOLVE_SHARE));
+    let shown = |done: usize, all: usize| observer.solving(done, all, plans.len());
     let cache = if args.no_solve_cache { None } else { crate::gen::cache::SolveCache::open() };
-    let budget = crate::gen::SolveBudget { deadline: solve_deadline, stop: Some(&stop), progress: Some(&shown), cache: cache.as_ref() };
-    let (pools, pool_diags, pool_skips) =
-        if triage_only { (vec![Default::default(); plans.len()], Vec::new(), Vec::new()) } else { plan::solve_pools_until(&plans, &gen_config, &budget) };
-    let solve_seconds = solve_start.elapsed().as_secs_f64();
-    bar.suspend(|| eprint!("{}", diag::render_all(&checked.map, &pool_diags, render)));
-    let unsolved = pool_skips.iter().filter(|s| s.reason == plan::NOT_SOLVED_IN_TIME).count() as u64;
-    skipped.extend(pool_skips);
-    if stop() {
-        bar.finish_and_clear();
-        eprintln!("sfz: stopped while solving; nothing ran (`sfz fuzz --resume {}` starts it again)", args.out.display());
-        let _ = Progress { elapsed_s: progress.elapsed_s + command_start.elapsed().as_secs_f64(), ..progress }.write(&args.out);
-        return Ok(stopped_status());
-    }
-    if unsolved > 0 && pools.iter().all(|p| p.models.is_empty()) {
-        bar.finish_and_clear();
+    // Under --time: no job starts in the last part of it, where an API's few cases would not
+    // pay for its solving.
+    let solve_deadline = deadline.map(|d| solve_start + d.saturating_duration_since(solve_start).mul_f64(SOLVE_SHARE));
+    let solve_end: std::sync::Mutex<Option<f64>> = Default::default();
+    let streamed_skips: std::sync::Mutex<Vec<Skipped>> = Default::default();
+    let streamed = |ready: &(dyn Fn(usize, crate::gen::ApiPools) + Sync), ended: &(dyn Fn() -> bool + Sync)| {
+        let stop = || stop() || ended();
+        let budget = crate::gen::SolveBudget { deadline: solve_deadline, stop: Some(&stop), progress: Some(&shown), cache: cache.as_ref() };
+        let failed = |d: Option<Diagnostic>, s: Skipped| {
+            if let Some(d) = d {
+                bar.suspend(|| eprint!("{}", diag::render_all(&checked.map, &[d], render)));
+            }
+            streamed_skips.lock().expect("skips lock").push(s);
+        };
+        let unsolved = plan::solve_pools_streaming(&plans, &gen_config, &budget, ready, &failed);
+        streamed_skips.lock().expect("skips lock").extend(unsolved);
+        *solve_end.lock().expect("solve lock") = Some(solve_start.elapsed().as_secs_f64());
+    };
+    let too_short = || {
         let asked = args.time.as_deref().unwrap_or("");
-        let d = Diagnostic::new(codes::E0110, format!("--time {asked} is too short to solve any API's inputs"))
-            .with_note(format!("solving may take {:.0}% of the time left; in {solve_seconds:.1} s it solved none of the {} APIs", 100.0 * SOLVE_SHARE, plans.len()))
-            .with_help("give a longer --time, or fewer APIs (--api NAME, --shard K/N)");
-        eprint!("{}", diag::render(&diag::SourceMap::default(), &d, render));
+        Diagnostic::new(codes::E0110, format!("--time {asked} is too short to solve any API's inputs"))
+            .with_note(format!("no solving starts after {:.0}% of the time, and by then it had finished none of the {} APIs", 100.0 * SOLVE_SHARE, plans.len()))
+            .with_help("give a longer --time, or fewer APIs (--api NAME, --shard K/N)")
+    };
+    if !triage_only && solve_deadline.is_some_and(|d| d <= Instant::now()) {
+        bar.finish_and_clear();
+        eprint!("{}", diag::render(&diag::SourceMap::default(), &too_short(), render));
         return Ok(ExitCode::from(1));
     }
+    let pools = if triage_only {
+        fuzz::Pools::Solved(vec![Default::default(); plans.len()])
+    } else if deadline.is_some() {
+        fuzz::Pools::Streamed(&streamed)
+    } else {
+        let budget = crate::gen::SolveBudget { deadline: None, stop: Some(&stop), progress: Some(&shown), cache: cache.as_ref() };
+        let (pools, pool_diags, pool_skips) = plan::solve_pools_until(&plans, &gen_config, &budget);
+        *solve_end.lock().expect("solve lock") = Some(solve_start.elapsed().as_secs_f64());
+        bar.suspend(|| eprint!("{}", diag::render_all(&checked.map, &pool_diags, render)));
+        skipped.extend(pool_skips);
+        if stop() {
+            bar.finish_and_clear();
+            eprintln!("sfz: stopped while solving; nothing ran (`sfz fuzz --resume {}` starts it again)", args.out.display());
+            let _ = Progress { elapsed_s: progress.elapsed_s + command_start.elapsed().as_secs_f64(), ..progress }.write(&args.out);
+            return Ok(stopped_status());
+        }
+        fuzz::Pools::Solved(pools)
+    };
 
     let workers = args.workers.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
     if progress.next_case > 0 {
@@ -527,7 +565,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
             check_share: args.check_share.budget(),
             ..PoolConfig::default()
         },
-        gen: gen_config,
+        gen: gen_config.clone(),
         minimize: (args.minimize > 0).then_some(args.minimize),
         locations: plans.iter().map(|p| location(&checked.map, p.api.span)).collect(),
         quarantine: (args.quarantine > 0).then_some(args.quarantine),
@@ -537,14 +575,29 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         deadline,
         started: Some(command_start),
     };
-    let observer = Bar { bar: bar.clone(), quiet: args.json, deadline, phase: std::sync::Mutex::new(fuzz::Phase::Fuzzing), counts: Default::default() };
-    let summary = match fuzz::run(&plans, pools, skipped, &store, &config, &observer) {
+    let result = fuzz::run(&plans, pools, skipped, &store, &config, &observer);
+    let streamed_skips = streamed_skips.into_inner().expect("skips lock");
+    let unsolved = streamed_skips.iter().filter(|s| s.reason == plan::NOT_SOLVED_IN_TIME).count() as u64;
+    let summary = match result {
         Ok(mut s) => {
-            s.solve_seconds = solve_seconds;
+            s.solve_seconds = solve_end.into_inner().expect("solve lock").unwrap_or(0.0);
+            s.solved_beside = !triage_only && deadline.is_some();
             s.shard = shard.map(|s| s.to_string());
             s.unsolved = unsolved;
+            s.skipped.extend(streamed_skips);
             s.wall_seconds = command_start.elapsed().as_secs_f64();
             s
+        }
+        Err(fuzz::FuzzError::NothingToFuzz) if fuzz::INTERRUPTED.load(Ordering::Relaxed) => {
+            bar.finish_and_clear();
+            eprintln!("sfz: stopped while solving; nothing ran (`sfz fuzz --resume {}` starts it again)", args.out.display());
+            let _ = Progress { elapsed_s: progress.elapsed_s + command_start.elapsed().as_secs_f64(), ..progress }.write(&args.out);
+            return Ok(stopped_status());
+        }
+        Err(fuzz::FuzzError::NothingToFuzz) if unsolved > 0 => {
+            bar.finish_and_clear();
+            eprint!("{}", diag::render(&diag::SourceMap::default(), &too_short(), render));
+            return Ok(ExitCode::from(1));
         }
         Err(fuzz::FuzzError::NothingToFuzz) => {
             bar.finish_and_clear();
@@ -717,12 +770,13 @@ pub fn table(s: &Summary) -> String {
     let mut out = String::new();
     let pct = |part: u64, whole: u64| if whole == 0 { 0.0 } else { 100.0 * part as f64 / whole as f64 };
     out.push_str(&format!(
-        "\n  executions  {} in {:.1} s ({} execs/s, {} worker{}; pools solved in {:.1} s)\n",
+        "\n  executions  {} in {:.1} s ({} execs/s, {} worker{}; pools solved{} in {:.1} s)\n",
         thousands(s.executions),
         s.seconds,
         thousands(s.execs_per_second.round() as u64),
         s.workers,
         if s.workers == 1 { "" } else { "s" },
+        if s.solved_beside { " beside the cases" } else { "" },
         s.solve_seconds
     ));
     let first = s.first_case_seconds.map_or("no case ran".to_string(), |t| format!("first case after {t:.1} s"));

@@ -119,7 +119,7 @@ fn campaign(plans: &[crate::plan::ApiPlan], v: &Validation) -> anyhow::Result<Op
         started: None,
         baseline: None,
     };
-    let summary = match fuzz::run(plans, pools, Vec::new(), &store, &config, &Quiet) {
+    let summary = match fuzz::run(plans, fuzz::Pools::Solved(pools), Vec::new(), &store, &config, &Quiet) {
         Ok(s) => s,
         Err(fuzz::FuzzError::NothingToFuzz) => return Ok(None),
         Err(e) => return Err(e.into()),

@@ -83,14 +83,35 @@ pub fn triage_reserve(waiting: usize, total: Duration) -> Duration {
     (TRIAGE_PER_FINDING * waiting as u32).min(total.mul_f64(TRIAGE_SHARE)) + END_MARGIN
 }
 
+/// Where a campaign's pools come from.
+pub enum Pools<'a> {
+    /// Solved before it, parallel to the plans: every API from the first case (`--iterations`:
+    /// case `i` is then the same on any machine).
+    Solved(Vec<ApiPools>),
+    /// Solved while it runs (`--time`): the first cases come as soon as one API is solved.
+    Streamed(&'a Solver<'a>),
+}
+
+/// Solving beside a campaign: called once, on a thread of its own, with where each API's pools
+/// go and whether the campaign has ended (solving stops then); returns when solving is over.
+pub type Solver<'a> = dyn Fn(&(dyn Fn(usize, ApiPools) + Sync), &(dyn Fn() -> bool + Sync)) + Sync + 'a;
+
 /// The campaign's phase, for a progress display.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Phase {
+    /// No API solved yet: no case can run.
+    Solving,
     /// Cases running.
     Fuzzing,
     /// New cases stopped; `waiting` findings queued for confirming and shrinking.
     Triage { waiting: usize },
 }
+
+/// Cases per second while solving runs beside the campaign: enough to start at once and show
+/// what the first APIs do, little enough to leave the solver the cores. Measured on 2 cores
+/// (`sfz fuzz specs/ --time 2m`, a cold cache), cases at full speed beside the solver halved the
+/// APIs solved in the solving share, and with them the findings.
+const CASES_WHILE_SOLVING: u32 = 50;
 
 /// The default quarantine threshold.
 pub const QUARANTINE_AFTER: u64 = 32;
@@ -164,21 +185,23 @@ impl Pending {
     }
 }
 
-/// Runs the campaign. `plans` and `pools` are parallel.
-pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store: &Store, config: &FuzzConfig, observer: &dyn Observer) -> Result<Summary, FuzzError> {
+/// Runs the campaign over `plans`.
+pub fn run(plans: &[ApiPlan], pools: Pools, skipped: Vec<Skipped>, store: &Store, config: &FuzzConfig, observer: &dyn Observer) -> Result<Summary, FuzzError> {
     // A resumed campaign may have findings to triage and no case left to run.
     let to_triage = if config.minimize.is_some() { store.pending() } else { Vec::new() };
-    if pools.iter().all(|p| p.models.is_empty()) && to_triage.is_empty() {
+    let nothing_solved = |pools: &[ApiPools]| pools.iter().all(|p| p.models.is_empty());
+    if matches!(&pools, Pools::Solved(p) if nothing_solved(p)) && to_triage.is_empty() {
         return Err(FuzzError::NothingToFuzz);
     }
     let names: Vec<String> = plans.iter().map(|p| p.api.name.clone()).collect();
     let gen_config = GenConfig { seed: config.seed, ..config.gen.clone() };
     // Under the naive strategy an API whose constraints the solver could not meet is still
     // skipped: its pool holds the one model that proved them satisfiable.
-    let unbreakable: Vec<_> = pools.iter().map(|p| p.unbreakable.clone()).collect();
-    let possible_dtypes: Vec<_> = pools.iter().map(|p| p.dtypes.clone()).collect();
-    let skipped_apis: Vec<bool> = pools.iter().map(|p| p.models.is_empty()).collect();
-    let generator = Generator::new(plans.iter().map(|p| p.api.clone()).collect(), pools, gen_config.clone());
+    let generator = Generator::waiting(plans.iter().map(|p| p.api.clone()).collect(), gen_config.clone());
+    let (solved, solver) = match pools {
+        Pools::Solved(p) => (p, None),
+        Pools::Streamed(s) => (Vec::new(), Some(s)),
+    };
     let counters = stats::Counters::new(plans.len());
     let coverage: Vec<Coverage> = plans.iter().map(|p| Coverage::new(&p.api)).collect();
     let spec_store = SpecStore::new(store.dir());
@@ -194,6 +217,7 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
     let queue = worklist::Queue::default();
     crate::triage::STOP.store(false, Ordering::Relaxed);
     // Findings an earlier run of this folder left pending go first.
+    let to_triage_count = to_triage.len();
     for f in to_triage {
         queue.push(worklist::Job::New(f, Vec::new()), true);
     }
@@ -227,19 +251,52 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
         // Best effort: without it a resumed campaign repeats more cases, and loses nothing.
         let _ = p.write(store.dir());
     };
-    let live = skipped_apis.iter().filter(|s| !**s).count() as u64;
+    // An API joins from the next case index: none below it was made without it and is made
+    // again with it (`Generator::join`).
+    let join = |api: usize, pools: ApiPools| {
+        let prepared = generator.prepare(api, pools);
+        let _guard = dispatch.lock().expect("dispatch lock");
+        generator.join(api, prepared, next_index.load(Ordering::Relaxed));
+    };
+    for (api, pools) in solved.into_iter().enumerate() {
+        join(api, pools);
+    }
+    let solving = AtomicBool::new(solver.is_some());
+    // When the last case while solving was dispatched.
+    let last_while_solving: Mutex<Option<Instant>> = Mutex::new(None);
     let quarantined = AtomicU64::new(0);
-    let generate = |index: u64| -> Option<Generated> { generator.case(index).filter(|g| !skipped_apis[g.api]) };
+    let generate = |index: u64| -> Option<Generated> { generator.case(index) };
     let next = || -> Option<(u64, Case)> {
-        // A finding that could not be written stops the campaign: the next ones would be lost too.
-        let unwritable = counters.unwritten.load(Ordering::Relaxed) > 0;
-        let out_of_time = deadline.is_some_and(|d| Instant::now() + triage_reserve(queue.len(), total) >= d);
-        if INTERRUPTED.load(Ordering::Relaxed) || unwritable || out_of_time {
-            return None;
-        }
         let (index, generated) = loop {
-            if quarantined.load(Ordering::Relaxed) >= live {
+            // A finding that could not be written stops the campaign: the next ones would be
+            // lost too.
+            let unwritable = counters.unwritten.load(Ordering::Relaxed) > 0;
+            let out_of_time = deadline.is_some_and(|d| Instant::now() + triage_reserve(queue.len(), total) >= d);
+            if INTERRUPTED.load(Ordering::Relaxed) || unwritable || out_of_time {
                 return None;
+            }
+            let solving_now = solving.load(Ordering::Relaxed);
+            // Every API so far quarantined: wait for the next to be solved.
+            let all_quarantined = quarantined.load(Ordering::Relaxed) >= generator.joined() as u64;
+            if all_quarantined && !solving_now {
+                return None;
+            }
+            if all_quarantined {
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            }
+            // While solving runs, cases trickle (`CASES_WHILE_SOLVING`): the solver keeps the
+            // cores, and the campaign's breadth, the APIs it reaches, comes from it.
+            if solving_now {
+                let mut last = last_while_solving.lock().expect("solving lock");
+                let due = last.map_or(Instant::now(), |t| t + Duration::from_secs(1) / CASES_WHILE_SOLVING);
+                let now = Instant::now();
+                if now < due {
+                    drop(last);
+                    std::thread::sleep(due - now);
+                    continue;
+                }
+                *last = Some(now);
             }
             let index = reserve();
             if config.iterations.is_some_and(|n| index >= n) {
@@ -264,19 +321,8 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
         first_case.get_or_init(Instant::now);
         Some((index, Case { op: generated.api as u32, args: generated.args, forward: generated.forward }))
     };
-    let triage = worklist::Triage {
-        plans,
-        checks: &checks,
-        store,
-        counters: &counters,
-        observer,
-        config,
-        generator: &generator,
-        skipped: &skipped_apis,
-        minimizer: minimizer_config,
-        torch_version,
-        start,
-    };
+    let triage =
+        worklist::Triage { plans, checks: &checks, store, counters: &counters, observer, config, generator: &generator, minimizer: minimizer_config, torch_version, start };
     let judge = |index: u64, case: &Case, exec: Execution| {
         let api_index = case.op as usize;
         let Some(plan) = plans.get(api_index) else { return };
@@ -284,7 +330,7 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
         // case `index` is a function of the seed and the index. The entry leaves only once
         // the case's findings are on disk, so the progress file never passes a case in work.
         let meta = pending.peek(index).unwrap_or_else(|| triage.meta_of(index));
-        let violation = meta.violated.and_then(|v| generator.violations(api_index).get(v));
+        let violation = meta.violated.and_then(|v| generator.violations(api_index, index).get(v));
         let verdict = oracle::judge(&plan.api, &checks[api_index], case, &exec);
         counters.count(api_index, verdict.status, true);
         counters.implausible(&verdict.implausible);
@@ -393,7 +439,15 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
     let mut seconds = 0.0;
     let ended = AtomicBool::new(false);
     let fuzzing = AtomicBool::new(true);
+    // Whether any API has joined before the first case (solving may still be at it).
+    let started = AtomicBool::new(generator.joined() > 0);
     std::thread::scope(|scope| {
+        if let Some(solve) = solver {
+            scope.spawn(|| {
+                solve(&join, &|| !fuzzing.load(Ordering::Relaxed));
+                solving.store(false, Ordering::Relaxed);
+            });
+        }
         // The clock: the triage stops `END_MARGIN` before the deadline, or `SIGNAL_GRACE` after
         // the first stop signal; the display hears of the phase.
         scope.spawn(|| {
@@ -410,7 +464,11 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
                 if late {
                     crate::triage::STOP.store(true, Ordering::Relaxed);
                 }
-                let phase = if fuzzing.load(Ordering::Relaxed) { Phase::Fuzzing } else { Phase::Triage { waiting: queue.len() } };
+                let phase = match (started.load(Ordering::Relaxed), fuzzing.load(Ordering::Relaxed)) {
+                    (false, true) => Phase::Solving,
+                    (true, true) => Phase::Fuzzing,
+                    (_, false) => Phase::Triage { waiting: queue.len() },
+                };
                 // Once a second regardless, so that the time left moves.
                 if shown != Some(phase) || ticks % 50 == 0 {
                     observer.phase(phase);
@@ -437,8 +495,19 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
                 triage.run(p, &mut suspects, job);
             }
         });
+        // No case before the first API joins; none at all if solving ends without one.
+        while !started.load(Ordering::Relaxed) {
+            let late = INTERRUPTED.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() + END_MARGIN >= d);
+            if generator.joined() > 0 {
+                started.store(true, Ordering::Relaxed);
+            } else if late || !solving.load(Ordering::Relaxed) {
+                break;
+            } else {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
         // The pool's own troubles (deaths outside any case, a worker given up), said once each.
-        let stats = pool.run(&next, &sink);
+        let stats = if started.load(Ordering::Relaxed) { pool.run(&next, &sink) } else { Default::default() };
         let mut troubles: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
         for e in &stats.errors {
             *troubles.entry(e.as_str()).or_insert(0) += 1;
@@ -479,8 +548,12 @@ pub fn run(plans: &[ApiPlan], pools: Vec<ApiPools>, skipped: Vec<Skipped>, store
     };
     for (i, a) in summary.apis.iter_mut().enumerate() {
         let api = &plans[i].api;
-        a.coverage = Some(coverage[i].report(api, &possible_dtypes[i]));
-        a.unbreakable = unbreakable[i].iter().filter_map(|(k, why)| api.requires.get(*k).map(|c| (c.text.clone(), why.clone()))).collect();
+        let Some(pools) = generator.pools(i) else { continue };
+        a.coverage = Some(coverage[i].report(api, &pools.dtypes));
+        a.unbreakable = pools.unbreakable.iter().filter_map(|(k, why)| api.requires.get(*k).map(|c| (c.text.clone(), why.clone()))).collect();
+    }
+    if !started.load(Ordering::Relaxed) && generator.joined() == 0 && to_triage_count == 0 {
+        return Err(FuzzError::NothingToFuzz);
     }
     Ok(summary)
 }

@@ -309,8 +309,11 @@ pub struct Summary {
     /// solver or naive.
     pub generator: String,
     pub mutation: Mutation,
-    /// Seconds spent solving pools before the campaign started (set by the caller).
+    /// Seconds spent solving pools (set by the caller): before the first case, or beside the
+    /// cases (`solved_beside`).
     pub solve_seconds: f64,
+    /// Whether APIs were solved while cases ran (`--time`), each fuzzed from when it was.
+    pub solved_beside: bool,
     pub executions: u64,
     pub seconds: f64,
     pub execs_per_second: f64,
@@ -413,6 +416,7 @@ impl Counters {
             generator: String::new(),
             mutation: Mutation::none(),
             solve_seconds: 0.0,
+            solved_beside: false,
             conform_valid_rate: rate(conform - conform_rejected.min(conform), conform),
             violate_rejected_rate: rate(violate_rejected, violate),
             violate_matched_rate: rate(violate_matched, violate),

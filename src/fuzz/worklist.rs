@@ -30,8 +30,6 @@ pub(super) struct Triage<'a> {
     pub observer: &'a dyn Observer,
     pub config: &'a FuzzConfig,
     pub generator: &'a Generator,
-    /// APIs the campaign does not run (their pools are empty).
-    pub skipped: &'a [bool],
     /// The pool configuration of the work beside the campaign (one worker, at nice 10).
     pub minimizer: PoolConfig,
     pub torch_version: String,
@@ -183,13 +181,13 @@ impl Triage<'_> {
     /// What generation knew about case `index`, generated again (case `i` is a function of the
     /// seed and `i`).
     pub fn meta_of(&self, index: u64) -> Meta {
-        self.generator.case(index).filter(|g| !self.skipped[g.api]).map_or(Meta { conforms: false, violated: None }, |g| Meta { conforms: g.conforms, violated: g.violated })
+        self.generator.case(index).map_or(Meta { conforms: false, violated: None }, |g| Meta { conforms: g.conforms, violated: g.violated })
     }
 
     /// A finding of case `index`, as the campaign records it.
     pub fn finding(&self, api_index: usize, index: u64, case: &Case, d: oracle::Detection, meta: Meta) -> Finding {
         let plan = &self.plans[api_index];
-        let violation = meta.violated.and_then(|v| self.generator.violations(api_index).get(v));
+        let violation = meta.violated.and_then(|v| self.generator.violations(api_index, index).get(v));
         let id = finding_id(&Key { api: plan.api.name.clone(), oracle: d.oracle, cause: d.cause.clone() });
         Finding {
             id: id.clone(),

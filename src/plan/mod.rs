@@ -146,36 +146,59 @@ pub fn solve_pools_until(plans: &[ApiPlan], config: &GenConfig, budget: &gen::So
     let mut skipped = unsolved;
     for (i, e) in failed.into_iter().enumerate() {
         let Some(e) = e else { continue };
-        let api = &plans[i].api;
-        match e {
-            SolveError::Unsat { core } => {
-                let mut d = Diagnostic::new(codes::E0009, format!("the constraints of `{}` cannot all hold", api.name))
-                    .with_label(api.span, "no input satisfies this API's constraints; it is skipped");
-                for c in core.iter().filter_map(|&k| api.requires.get(k)) {
-                    d = d.with_secondary(c.span, "conflicts");
-                }
-                diags.push(d.with_help("relax or remove one of the conflicting constraints"));
-                skipped.push(Skipped { api: api.name.clone(), reason: "unsatisfiable constraints".into() });
-            }
-            SolveError::Timeout(ms) => {
-                let (d, s) = gave_up(api, &format!("after {ms} ms"), format!("solver timeout ({ms} ms)"), "--solver-timeout");
-                diags.push(d);
-                skipped.push(s);
-            }
-            SolveError::ResourceLimit(r) => {
-                let (d, s) = gave_up(api, &format!("at its resource limit ({r})"), format!("solver resource limit ({r})"), "--solver-rlimit");
-                diags.push(d);
-                skipped.push(s);
-            }
-            SolveError::Internal(message) => {
-                let (d, s) = solver_failure(api, &message);
-                diags.push(d);
-                skipped.push(s);
-            }
-            e => skipped.push(Skipped { api: api.name.clone(), reason: e.to_string() }),
-        }
+        let (d, s) = failure(&plans[i].api, e);
+        diags.extend(d);
+        skipped.push(s);
     }
     (pools, diags, skipped)
+}
+
+/// `solve_pools_until` streamed (`gen::solve_streaming`): each API's pools go to `ready` as soon
+/// as they are solved (its ordinary pool, then all of them, in a second call), each failure (a diagnostic where one is due, and the skip) to `failed`.
+/// Returns the APIs whose ordinary pool was not solved in time.
+pub fn solve_pools_streaming(
+    plans: &[ApiPlan],
+    config: &GenConfig,
+    budget: &gen::SolveBudget,
+    ready: &(dyn Fn(usize, ApiPools) + Sync),
+    failed: &(dyn Fn(Option<Diagnostic>, Skipped) + Sync),
+) -> Vec<Skipped> {
+    let apis: Vec<&ApiSpec> = plans.iter().map(|p| &p.api).collect();
+    let heard = gen::solve_streaming(&apis, config, budget, &|i, solved, _complete| match solved {
+        Ok(pools) => ready(i, pools),
+        Err(e) => {
+            let (d, s) = failure(&plans[i].api, e);
+            failed(d, s);
+        }
+    });
+    heard.iter().zip(plans).filter(|(h, _)| !**h).map(|(_, p)| Skipped { api: p.api.name.clone(), reason: NOT_SOLVED_IN_TIME.into() }).collect()
+}
+
+/// Why `api` is skipped when solving it failed with `e`, and the diagnostic that says so.
+fn failure(api: &ApiSpec, e: SolveError) -> (Option<Diagnostic>, Skipped) {
+    match e {
+        SolveError::Unsat { core } => {
+            let mut d = Diagnostic::new(codes::E0009, format!("the constraints of `{}` cannot all hold", api.name))
+                .with_label(api.span, "no input satisfies this API's constraints; it is skipped");
+            for c in core.iter().filter_map(|&k| api.requires.get(k)) {
+                d = d.with_secondary(c.span, "conflicts");
+            }
+            (Some(d.with_help("relax or remove one of the conflicting constraints")), Skipped { api: api.name.clone(), reason: "unsatisfiable constraints".into() })
+        }
+        SolveError::Timeout(ms) => {
+            let (d, s) = gave_up(api, &format!("after {ms} ms"), format!("solver timeout ({ms} ms)"), "--solver-timeout");
+            (Some(d), s)
+        }
+        SolveError::ResourceLimit(r) => {
+            let (d, s) = gave_up(api, &format!("at its resource limit ({r})"), format!("solver resource limit ({r})"), "--solver-rlimit");
+            (Some(d), s)
+        }
+        SolveError::Internal(message) => {
+            let (d, s) = solver_failure(api, &message);
+            (Some(d), s)
+        }
+        e => (None, Skipped { api: api.name.clone(), reason: e.to_string() }),
+    }
 }
 
 /// W0008 and the skip of an API whose solving panicked with `message` (`SolveError::Internal`).
