@@ -346,12 +346,18 @@ fn apis_join_as_they_are_solved_and_earlier_cases_stay_the_same() {
     for (i, api) in apis.iter().enumerate() {
         let mine: Vec<&(usize, ApiPools, bool)> = handed.iter().filter(|h| h.0 == i).collect();
         let shown: Vec<bool> = mine.iter().map(|h| h.2).collect();
-        assert_eq!(shown, [false, true], "{}: its ordinary pool, then the whole", api.name);
-        assert!(mine[0].1.huge.is_empty() && !mine[0].1.models.is_empty(), "{}", api.name);
-        assert_eq!(format!("{:?}", mine[1].1.models), format!("{:?}", batch[i].models), "{}", api.name);
-        assert_eq!(format!("{:?}", mine[1].1.huge), format!("{:?}", batch[i].huge), "{}", api.name);
+        // Its ordinary pool, then the whole; or the whole at once, where its huge models were
+        // solved before its ordinary pool (on another thread).
+        assert!(shown == [false, true] || shown == [true], "{}: {shown:?}", api.name);
+        let last = mine[mine.len() - 1];
+        assert!(!mine[0].1.models.is_empty(), "{}", api.name);
+        if shown.len() == 2 {
+            assert!(mine[0].1.huge.is_empty(), "{}: the ordinary pool alone first", api.name);
+        }
+        assert_eq!(format!("{:?}", last.1.models), format!("{:?}", batch[i].models), "{}", api.name);
+        assert_eq!(format!("{:?}", last.1.huge), format!("{:?}", batch[i].huge), "{}", api.name);
         first.push(mine[0].1.clone());
-        whole.push(mine[1].1.clone());
+        whole.push(last.1.clone());
     }
 
     let generator = Generator::waiting(apis.clone(), config.clone());

@@ -114,6 +114,68 @@ fn reseeded(c: &Case, seed: u64) -> Case {
     c
 }
 
+/// `fuzz::run` over the workload's APIs (their specs, solved pools, no mutation, no checks, no
+/// triage) for `seconds`, then the pool alone on as many made cases, 2 workers x 16 in flight
+/// each; the parent's CPU per case of each.
+fn campaign_beside_pool(worker_exe: &Path, ops: &[OpBinding], cases: u64, seconds: u64) {
+    use sfz::fuzz::{self, FuzzConfig, Observer};
+    use sfz::gen::{GenConfig, Mutation};
+    struct Quiet;
+    impl Observer for Quiet {
+        fn progress(&self, _: u64, _: u64, _: Duration) {}
+        fn finding(&self, _: &sfz::findings::Finding) {}
+        fn trouble(&self, message: &str) {
+            eprintln!("sfz: {message}");
+        }
+    }
+    let checked = sfz::check::check_paths(&[Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs")]);
+    let catalog = Catalog::from_schemas(runtime::catalog_schemas());
+    let (mut plans, _) = sfz::plan::plan(&checked.spec, &catalog);
+    let names: Vec<&str> = workload(0).iter().map(|(n, _)| *n).collect();
+    plans.retain(|p| names.contains(&p.api.name.as_str()));
+    plans.dedup_by(|a, b| a.api.name == b.api.name);
+    plans.iter_mut().for_each(|p| p.checks.clear());
+    let gen = GenConfig { seed: 5, pool_size: 16, mutation: Mutation::none(), ..GenConfig::default() };
+    let (pools, _, skipped) = sfz::plan::solve_pools(&plans, &gen);
+    let out = tempfile::tempdir().expect("tempdir");
+    let store = sfz::findings::Store::open(out.path()).expect("store");
+    let config = FuzzConfig {
+        seed: 5,
+        iterations: None,
+        time: Some(Duration::from_secs(seconds)),
+        pool: PoolConfig { worker_exe: worker_exe.to_path_buf(), workers: 2, in_flight: 16, check_share: None, ..PoolConfig::default() },
+        gen,
+        minimize: None,
+        locations: Vec::new(),
+        quarantine: None,
+        first_case: 0,
+        elapsed_before: 0.0,
+        baseline: None,
+        deadline: None,
+        started: None,
+    };
+    let cpu = || {
+        let mut u = unsafe { std::mem::zeroed::<libc::rusage>() };
+        unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+        let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 * 1e-6;
+        t(u.ru_utime) + t(u.ru_stime)
+    };
+    let before = cpu();
+    let summary = fuzz::run(&plans, fuzz::Pools::Solved(pools), skipped, &store, &config, &Quiet).expect("campaign runs");
+    let campaign_cpu = (cpu() - before) / summary.executions.max(1) as f64;
+    println!("campaign (fuzz::run), 2 x 16, crash-only {:>9.0}/s  ({} APIs, {:.1} µs parent CPU per case)", summary.execs_per_second, plans.len(), campaign_cpu * 1e6);
+    let pool = Pool::start(PoolConfig { worker_exe: worker_exe.to_path_buf(), workers: 2, in_flight: 16, ops: ops.to_vec(), ..PoolConfig::default() }).expect("pool starts");
+    let templates: Vec<Case> = workload(1).into_iter().enumerate().map(|(k, (_, args))| Case { op: k as u32, args, forward: None }).collect();
+    let next_id = AtomicU64::new(0);
+    let next = || {
+        let id = next_id.fetch_add(1, Ordering::Relaxed);
+        (id < cases).then(|| (id, reseeded(&templates[(id % 20) as usize], id)))
+    };
+    let before = cpu();
+    let stats = pool.run(&next, &|_, _, _| {});
+    println!("pool beside it, 2 x 16, made cases        {}  ({:.1} µs parent CPU per case)", rate(stats.cases, stats.elapsed), (cpu() - before) / stats.cases.max(1) as f64 * 1e6);
+}
+
 fn rate(n: u64, d: Duration) -> String {
     format!("{:>9.0}/s", n as f64 / d.as_secs_f64())
 }
@@ -241,6 +303,10 @@ fn main() {
             assert_eq!(not_returned, 0, "every benchmark case returns");
         }
     }
+
+    // 4b. The whole campaign (`fuzz::run`, crash-only: no checks, no triage) on the same 20
+    // ops' specs, beside the pool that replays made cases: what the parent costs per case.
+    campaign_beside_pool(&worker_exe, &ops, scale(100_000), if full { 10 } else { 1 });
 
     // 5. Respawn: every case kills its worker, with and without the fork server.
     let crash = OpBinding {

@@ -67,6 +67,9 @@ pub struct FuzzConfig {
 /// and progress written).
 pub const END_MARGIN: Duration = Duration::from_millis(400);
 
+/// Cases end this long before the triage's last margin: those in flight finish, the pool stops.
+const LAST_CASES: Duration = Duration::from_secs(1);
+
 /// The triage's time after the first SIGINT or SIGTERM (a second one ends the process at once).
 pub const SIGNAL_GRACE: Duration = Duration::from_secs(3);
 
@@ -76,9 +79,10 @@ const TRIAGE_PER_FINDING: Duration = Duration::from_secs(3);
 /// The share of a campaign's time that the triage's reserve may take at most.
 const TRIAGE_SHARE: f64 = 0.3;
 
-/// How long before `deadline` new cases stop: the findings waiting for triage at
+/// How long before `deadline` new cases pause: the findings waiting for triage at
 /// `TRIAGE_PER_FINDING` each, at most `TRIAGE_SHARE` of `total`, plus `END_MARGIN`. It grows
-/// with the findings, so a campaign that finds much triages much.
+/// with the findings, so a campaign that finds much triages much; cases go on once the triage
+/// has caught up.
 pub fn triage_reserve(waiting: usize, total: Duration) -> Duration {
     (TRIAGE_PER_FINDING * waiting as u32).min(total.mul_f64(TRIAGE_SHARE)) + END_MARGIN
 }
@@ -111,7 +115,7 @@ pub enum Phase {
 /// what the first APIs do, little enough to leave the solver the cores. Measured on 2 cores
 /// (`sfz fuzz specs/ --time 2m`, a cold cache), cases at full speed beside the solver halved the
 /// APIs solved in the solving share, and with them the findings.
-const CASES_WHILE_SOLVING: u32 = 50;
+const CASES_WHILE_SOLVING: u32 = 20;
 
 /// The default quarantine threshold.
 pub const QUARANTINE_AFTER: u64 = 32;
@@ -262,6 +266,8 @@ pub fn run(plans: &[ApiPlan], pools: Pools, skipped: Vec<Skipped>, store: &Store
         join(api, pools);
     }
     let solving = AtomicBool::new(solver.is_some());
+    // Cases wait for the triage (`triage_reserve`).
+    let paused = AtomicBool::new(false);
     // When the last case while solving was dispatched.
     let last_while_solving: Mutex<Option<Instant>> = Mutex::new(None);
     let quarantined = AtomicU64::new(0);
@@ -271,9 +277,18 @@ pub fn run(plans: &[ApiPlan], pools: Pools, skipped: Vec<Skipped>, store: &Store
             // A finding that could not be written stops the campaign: the next ones would be
             // lost too.
             let unwritable = counters.unwritten.load(Ordering::Relaxed) > 0;
-            let out_of_time = deadline.is_some_and(|d| Instant::now() + triage_reserve(queue.len(), total) >= d);
-            if INTERRUPTED.load(Ordering::Relaxed) || unwritable || out_of_time {
+            let now = Instant::now();
+            let over = deadline.is_some_and(|d| now + triage_reserve(0, total) + LAST_CASES >= d);
+            if INTERRUPTED.load(Ordering::Relaxed) || unwritable || over {
                 return None;
+            }
+            // Cases pause while the findings waiting need the time left, and go on if the
+            // triage is done with them first: the campaign takes all of its time.
+            let reserved = deadline.is_some_and(|d| now + triage_reserve(queue.len(), total) >= d);
+            paused.store(reserved, Ordering::Relaxed);
+            if reserved {
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
             }
             let solving_now = solving.load(Ordering::Relaxed);
             // Every API so far quarantined: wait for the next to be solved.
@@ -466,8 +481,8 @@ pub fn run(plans: &[ApiPlan], pools: Pools, skipped: Vec<Skipped>, store: &Store
                 }
                 let phase = match (started.load(Ordering::Relaxed), fuzzing.load(Ordering::Relaxed)) {
                     (false, true) => Phase::Solving,
-                    (true, true) => Phase::Fuzzing,
-                    (_, false) => Phase::Triage { waiting: queue.len() },
+                    (true, true) if !paused.load(Ordering::Relaxed) => Phase::Fuzzing,
+                    _ => Phase::Triage { waiting: queue.len() },
                 };
                 // Once a second regardless, so that the time left moves.
                 if shown != Some(phase) || ticks % 50 == 0 {
@@ -481,6 +496,10 @@ pub fn run(plans: &[ApiPlan], pools: Pools, skipped: Vec<Skipped>, store: &Store
         let minimizer = scope.spawn(|| {
             let mut pool: Option<Pool> = None;
             let mut suspects = HashMap::new();
+            // The findings wait for solving to end: it has the cores until then.
+            while solving.load(Ordering::Relaxed) && fuzzing.load(Ordering::Relaxed) && !crate::triage::STOP.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
             while let Some(job) = queue.pop() {
                 if pool.is_none() {
                     match Pool::start(triage.minimizer.clone()) {

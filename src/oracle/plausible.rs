@@ -255,9 +255,12 @@ fn mean_square(t: &TensorRecipe) -> f64 {
 /// Whether a true result `expected` of dtype `dtype` is comfortably representable.
 pub fn result(expected: f64, dtype: Option<DType>) -> Option<Implausible> {
     let (max, tiny) = dtype.and_then(DType::limits).map_or((f64::MAX, 0.0), |l| (l.0, l.1));
-    // The same headroom at the bottom of the range as at its top: complex64 silu near -88 is
-    // 1e-37, 9x above float32's smallest normal value, where exp(88) has already overflowed.
-    let near_tiny = expected != 0.0 && expected.abs() < tiny * RESULT_HEADROOM;
+    // At the bottom, the input's limit (`small_limit`, at least 16x the smallest normal): a
+    // result that small comes through intermediates at one end of the range or the other
+    // (complex64 silu at -88 is 1e-36, 100x above float32's smallest normal, where exp(88) is
+    // half of float32's largest value), and no maintainer acts on its last digits.
+    let bottom = dtype.and_then(small_limit).unwrap_or(0.0).max(tiny * RESULT_HEADROOM);
+    let near_tiny = expected != 0.0 && expected.abs() < bottom;
     (!expected.is_finite() || expected.abs() > max / RESULT_HEADROOM || near_tiny).then_some(Implausible::ResultNearLimit)
 }
 
@@ -365,7 +368,14 @@ mod tests {
         assert_eq!(result(4.6e306, Some(DType::Float64)), None);
         assert_eq!(result(-4.5e-40, Some(DType::Float32)), Some(Implausible::ResultNearLimit));
         assert_eq!(result(-1.05e-37, Some(DType::Float32)), Some(Implausible::ResultNearLimit));
-        assert_eq!(result(1e-35, Some(DType::Float32)), None);
+        // At the bottom, the inputs' limit: complex64 silu_backward at -88 (1e-36); float16's
+        // limit is 16x its smallest normal.
+        assert_eq!(result(1e-36, Some(DType::Float32)), Some(Implausible::ResultNearLimit));
+        assert_eq!(result(1e-29, Some(DType::Float32)), Some(Implausible::ResultNearLimit));
+        assert_eq!(result(1e-25, Some(DType::Float32)), None);
+        assert_eq!(result(5e-4, Some(DType::Float16)), Some(Implausible::ResultNearLimit));
+        assert_eq!(result(2e-3, Some(DType::Float16)), None);
+        assert_eq!(result(1e-200, Some(DType::Float64)), None);
         assert_eq!(result(0.0, Some(DType::Float32)), None);
     }
 
