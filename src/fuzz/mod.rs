@@ -496,10 +496,6 @@ pub fn run(plans: &[ApiPlan], pools: Pools, skipped: Vec<Skipped>, store: &Store
         let minimizer = scope.spawn(|| {
             let mut pool: Option<Pool> = None;
             let mut suspects = HashMap::new();
-            // The findings wait for solving to end: it has the cores until then.
-            while solving.load(Ordering::Relaxed) && fuzzing.load(Ordering::Relaxed) && !crate::triage::STOP.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(50));
-            }
             while let Some(job) = queue.pop() {
                 if pool.is_none() {
                     match Pool::start(triage.minimizer.clone()) {
