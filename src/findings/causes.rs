@@ -228,9 +228,6 @@ mod tests {
         assert_eq!(groups.iter().map(|g| g.severity).collect::<Vec<_>>(), [Severity::MemoryCorruption, Severity::SilentWrong, Severity::SilentWrong, Severity::Error]);
     }
 
-    /// A wrong derivative of one family is one cause whichever input's and whichever reference
-    /// showed it (a forward's `input` against forward mode, its backward's `grad_output` against
-    /// finite differences); a NaN derivative is another cause.
     #[test]
     fn memory_errors_of_one_kernel_in_every_rank_are_one_cause() {
         assert_eq!(super::undimensioned("conv1d"), "conv");
@@ -249,6 +246,9 @@ mod tests {
         assert_eq!(ids, vec![vec!["a", "b"], vec!["c"], vec!["d"]]);
     }
 
+    /// A wrong derivative of one family is one cause whichever input's and whichever reference
+    /// showed it (a forward's `input` against forward mode, its backward's `grad_output` against
+    /// finite differences); a NaN derivative is another cause.
     #[test]
     fn wrong_derivatives_of_one_family_are_one_cause() {
         let fs = [

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use crate::findings::{self, finding_id, Finding, Key, SpecLocation, Store};
 use crate::gen::coverage::Coverage;
-use crate::gen::{ApiPools, GenConfig, Generated, Generator, Strategy};
+use crate::gen::{ApiPools, GenConfig, Generator, Strategy};
 use crate::oracle::{self, Status};
 use crate::plan::ApiPlan;
 pub use crate::plan::Skipped;
@@ -193,14 +193,11 @@ impl Pending {
 pub fn run(plans: &[ApiPlan], pools: Pools, skipped: Vec<Skipped>, store: &Store, config: &FuzzConfig, observer: &dyn Observer) -> Result<Summary, FuzzError> {
     // A resumed campaign may have findings to triage and no case left to run.
     let to_triage = if config.minimize.is_some() { store.pending() } else { Vec::new() };
-    let nothing_solved = |pools: &[ApiPools]| pools.iter().all(|p| p.models.is_empty());
-    if matches!(&pools, Pools::Solved(p) if nothing_solved(p)) && to_triage.is_empty() {
+    if matches!(&pools, Pools::Solved(p) if p.iter().all(|p| p.models.is_empty())) && to_triage.is_empty() {
         return Err(FuzzError::NothingToFuzz);
     }
     let names: Vec<String> = plans.iter().map(|p| p.api.name.clone()).collect();
     let gen_config = GenConfig { seed: config.seed, ..config.gen.clone() };
-    // Under the naive strategy an API whose constraints the solver could not meet is still
-    // skipped: its pool holds the one model that proved them satisfiable.
     let generator = Generator::waiting(plans.iter().map(|p| p.api.clone()).collect(), gen_config.clone());
     let (solved, solver) = match pools {
         Pools::Solved(p) => (p, None),
@@ -256,8 +253,12 @@ pub fn run(plans: &[ApiPlan], pools: Pools, skipped: Vec<Skipped>, store: &Store
         let _ = p.write(store.dir());
     };
     // An API joins from the next case index: none below it was made without it and is made
-    // again with it (`Generator::join`).
+    // again with it (`Generator::join`). One without models is skipped, under the naive
+    // strategy too: its pool holds the one model that proved its constraints satisfiable.
     let join = |api: usize, pools: ApiPools| {
+        if pools.models.is_empty() {
+            return;
+        }
         let prepared = generator.prepare(api, pools);
         let _guard = dispatch.lock().expect("dispatch lock");
         generator.join(api, prepared, next_index.load(Ordering::Relaxed));
@@ -271,7 +272,6 @@ pub fn run(plans: &[ApiPlan], pools: Pools, skipped: Vec<Skipped>, store: &Store
     // When the last case while solving was dispatched.
     let last_while_solving: Mutex<Option<Instant>> = Mutex::new(None);
     let quarantined = AtomicU64::new(0);
-    let generate = |index: u64| -> Option<Generated> { generator.case(index) };
     let next = || -> Option<(u64, Case)> {
         let (index, generated) = loop {
             // A finding that could not be written stops the campaign: the next ones would be
@@ -318,7 +318,7 @@ pub fn run(plans: &[ApiPlan], pools: Pools, skipped: Vec<Skipped>, store: &Store
                 pending.take(index);
                 return None;
             }
-            let Some(generated) = generate(index) else {
+            let Some(generated) = generator.case(index) else {
                 pending.take(index);
                 return None;
             };
@@ -454,8 +454,8 @@ pub fn run(plans: &[ApiPlan], pools: Pools, skipped: Vec<Skipped>, store: &Store
     let mut seconds = 0.0;
     let ended = AtomicBool::new(false);
     let fuzzing = AtomicBool::new(true);
-    // Whether any API has joined before the first case (solving may still be at it).
-    let started = AtomicBool::new(generator.joined() > 0);
+    // Whether any API has joined (solving may still be at it): no case runs before.
+    let started = || generator.joined() > 0;
     std::thread::scope(|scope| {
         if let Some(solve) = solver {
             scope.spawn(|| {
@@ -479,7 +479,7 @@ pub fn run(plans: &[ApiPlan], pools: Pools, skipped: Vec<Skipped>, store: &Store
                 if late {
                     crate::triage::STOP.store(true, Ordering::Relaxed);
                 }
-                let phase = match (started.load(Ordering::Relaxed), fuzzing.load(Ordering::Relaxed)) {
+                let phase = match (started(), fuzzing.load(Ordering::Relaxed)) {
                     (false, true) => Phase::Solving,
                     (true, true) if !paused.load(Ordering::Relaxed) => Phase::Fuzzing,
                     _ => Phase::Triage { waiting: queue.len() },
@@ -511,18 +511,15 @@ pub fn run(plans: &[ApiPlan], pools: Pools, skipped: Vec<Skipped>, store: &Store
             }
         });
         // No case before the first API joins; none at all if solving ends without one.
-        while !started.load(Ordering::Relaxed) {
+        while !started() {
             let late = INTERRUPTED.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() + END_MARGIN >= d);
-            if generator.joined() > 0 {
-                started.store(true, Ordering::Relaxed);
-            } else if late || !solving.load(Ordering::Relaxed) {
+            if late || !solving.load(Ordering::Relaxed) {
                 break;
-            } else {
-                std::thread::sleep(Duration::from_millis(10));
             }
+            std::thread::sleep(Duration::from_millis(10));
         }
         // The pool's own troubles (deaths outside any case, a worker given up), said once each.
-        let stats = if started.load(Ordering::Relaxed) { pool.run(&next, &sink) } else { Default::default() };
+        let stats = if started() { pool.run(&next, &sink) } else { Default::default() };
         let mut troubles: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
         for e in &stats.errors {
             *troubles.entry(e.as_str()).or_insert(0) += 1;
@@ -567,7 +564,7 @@ pub fn run(plans: &[ApiPlan], pools: Pools, skipped: Vec<Skipped>, store: &Store
         a.coverage = Some(coverage[i].report(api, &pools.dtypes));
         a.unbreakable = pools.unbreakable.iter().filter_map(|(k, why)| api.requires.get(*k).map(|c| (c.text.clone(), why.clone()))).collect();
     }
-    if !started.load(Ordering::Relaxed) && generator.joined() == 0 && to_triage_count == 0 {
+    if !started() && to_triage_count == 0 {
         return Err(FuzzError::NothingToFuzz);
     }
     Ok(summary)
