@@ -108,6 +108,29 @@ fn an_ill_conditioned_determinant_is_not_a_finding() {
     assert!(differed > 0, "no case differed from the float64 reference beyond 1e-5");
 }
 
+/// A matrix whose rows are all equal is exactly singular: its determinant's sign is 0 to one
+/// LU and -1 or 1 to another, as rounding falls. Four probes may all keep the reference's sign
+/// (one time in sixteen); where the log of the magnitude already shows the input ill-posed,
+/// more probes do not.
+#[test]
+fn the_sign_of_a_singular_matrixs_determinant_is_not_judged() {
+    let _rng = common::rng_lock();
+    let mut backward = executor("api torch.linalg.slogdet(A: Tensor) -> (sign: Tensor, logabsdet: Tensor) {}", Accuracy::Backward);
+    let mut differed = 0;
+    for seed in 0..48 {
+        let recipe = TensorRecipe { layout: Layout::Expanded, ..f32s(&[5, 5], 0.0, 20.0, seed) };
+        let input = runtime::materialize(&recipe).unwrap();
+        let (low, wide) = (input.slogdet().0, input.to_kind(tch::Kind::Double).slogdet().0);
+        if low.to_kind(tch::Kind::Double).not_equal_tensor(&wide).any().int64_value(&[]) != 0 {
+            differed += 1;
+            let case = Case { op: 0, args: vec![Arg::Tensor(recipe)], forward: None };
+            let b = verdict(&mut backward, &case);
+            assert!(!matches!(b, CheckOutcome::Values(_)), "seed {seed}: {b:?}");
+        }
+    }
+    assert!(differed > 0, "no sign differed from the float64 reference's");
+}
+
 #[test]
 fn a_sum_of_squares_that_overflows_stays_a_premature_overflow() {
     let _rng = common::rng_lock();

@@ -25,6 +25,11 @@ pub enum CauseKey {
     /// A cause that names one defect wherever it shows (an assert's location, the native frame
     /// a worker died in): one cause through any operators.
     Specific { text: String },
+    /// Deaths of one operator family on an input with an empty tensor, in one place (the call,
+    /// a check): a kernel that does not guard the empty case, whatever it then dies of (a division
+    /// by the zero size, a read past an empty buffer) and wherever (`pdist`'s backward dies with
+    /// SIGFPE in two frames and with SIGSEGV on `[0, n]` inputs).
+    EmptyInputDeaths { family: String, oracle: Oracle },
     /// Anything else: one operator family, one oracle, one cause.
     Family { family: String, oracle: Oracle, text: String },
 }
@@ -51,6 +56,7 @@ impl CauseGroup<'_> {
             CauseKey::MemoryErrors { family } => format!("memory corruption in {family}"),
             CauseKey::SquaresOverflow { dtype } => format!("premature overflow: {} {dtype}", crate::oracle::cause::SQUARES_OVERFLOW),
             CauseKey::Specific { text } => text.clone(),
+            CauseKey::EmptyInputDeaths { family, oracle } => format!("{family}: {oracle}: the worker dies on an empty tensor"),
             CauseKey::Family { family, oracle, text } => format!("{family}: {oracle}: {text}"),
         }
     }
@@ -123,6 +129,9 @@ fn undimensioned(family: &str) -> String {
 
 /// The cause a finding belongs to.
 pub fn key(f: &Finding) -> CauseKey {
+    if matches!(f.cause, Cause::Died { .. }) && f.case.args.iter().flat_map(|a| a.tensors()).any(|r| r.numel() == 0) {
+        return CauseKey::EmptyInputDeaths { family: family(&f.api), oracle: f.oracle };
+    }
     if f.cause.is_memory_error() {
         return CauseKey::MemoryErrors { family: undimensioned(&family(&f.api)) };
     }
@@ -259,6 +268,28 @@ mod tests {
         ];
         let ids = grouped_ids(&fs);
         assert_eq!(ids, vec![vec!["a", "b"], vec!["c"], vec!["d"]]);
+    }
+
+    /// A family's deaths on an empty tensor are one cause whatever signal and frame they end
+    /// in; the same deaths on a non-empty input, or in another family, stay apart.
+    #[test]
+    fn deaths_of_one_family_on_an_empty_tensor_are_one_cause() {
+        use crate::wire::case::{Arg, DType, Fill, Layout, TensorRecipe};
+        let shaped = |id: &str, api: &str, signature: &str, shape: &[i64]| {
+            let mut f = finding(id, api, "gradient", signature);
+            f.case.args =
+                vec![Arg::Tensor(TensorRecipe { dtype: DType::Float32, shape: shape.to_vec(), fill: Fill::Constant(0.0), seed: 0, layout: Layout::Contiguous, specials: vec![] })];
+            f
+        };
+        let fs = [
+            shaped("a", "torch.pdist", "gradient check: SIGFPE in at::native::Dist::run_backward_parallel_pdist", &[0, 5]),
+            shaped("b", "torch.pdist", "gradient check: memory error", &[0, 3]),
+            shaped("c", "torch.pdist", "gradient check: SIGFPE in at::native::pdist_backward_kernel_impl", &[0, 8]),
+            shaped("d", "torch.pdist", "gradient check: SIGFPE in at::native::pdist_backward_kernel_impl", &[2, 8]),
+            shaped("e", "torch.cdist", "gradient check: SIGFPE in at::native::cdist_backward", &[0, 8]),
+        ];
+        let ids = grouped_ids(&fs);
+        assert_eq!(ids, vec![vec!["b", "a", "c"], vec!["d"], vec!["e"]]);
     }
 
     /// An out= variant that does not resize its output shows as another shape or as one of
