@@ -182,8 +182,9 @@ fn scripts_that_cannot_be_hunted_say_why() {
     let (code, _, stderr) = hunt(&plain, &out, &["--color=never"]);
     assert_eq!(code, 2);
     insta::assert_snapshot!(stderr.replace(&dir.path().display().to_string(), "<tmp>"));
-    // Nothing it calls can be replayed (a string argument has no place in a program yet).
-    let opaque = write(dir.path(), "opaque.py", "import torch\nx = torch.rand(4, 3)\ny = torch.div(x, 2, rounding_mode='floor')\n");
+    // Nothing it calls can be replayed (an operator outside the aten namespace is in no
+    // worker's registry).
+    let opaque = write(dir.path(), "opaque.py", "import torch\nx = torch.rand(4, 3)\ny = torch.ops.prims.convert_element_type(x, torch.float64)\n");
     let (code, _, stderr) = hunt(&opaque, &out, &["--color=never"]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("error[E0107]") && stderr.contains("none of its 2 traced calls is an operation sfz can replay"), "{stderr}");
@@ -196,10 +197,15 @@ fn scripts_that_cannot_be_hunted_say_why() {
     // A call the program cannot replay is listed, and the chain after it is hunted from its output.
     // Seeded, with enough rows that the cut value is seen as both 0 and 1 (a value seen as one
     // constant stays that constant: with 4 unseeded rows, all 1 one run in sixteen).
-    let cut = write(dir.path(), "cut.py", "import torch\ntorch.manual_seed(0)\nx = torch.rand(64, 3)\ny = torch.div(x[:, 0], 0.5, rounding_mode='floor')\nz = torch.log(y)\n");
+    let cut = write(
+        dir.path(),
+        "cut.py",
+        "import torch\ntorch.manual_seed(0)\nx = torch.rand(64, 3)\ny = torch.ops.prims.convert_element_type(x[:, 0], torch.float64)\nz = torch.log(torch.div(y, 0.5, rounding_mode='floor'))\n",
+    );
     let (code, reports, stderr) = hunt(&cut, &out, &[]);
-    assert!(stderr.contains("cut.py:4 torch.div") && stderr.contains("a string argument `rounding_mode`"), "{stderr}");
+    assert!(stderr.contains("cut.py:4 torch.ops.prims.convert_element_type") && stderr.contains("an operator outside the aten namespace"), "{stderr}");
     assert!(!stderr.contains("__getitem__"), "indexing replays as the ATen operators it ran: {stderr}");
+    assert!(!stderr.contains("cut.py:5 torch.div") && !stderr.contains("a string argument"), "a string argument replays: {stderr}");
     assert_eq!((code, reports[0]["op"].as_str()), (1, Some("torch.log")), "{stderr}");
 }
 

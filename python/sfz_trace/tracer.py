@@ -204,10 +204,8 @@ class Recorder:
                 why = why or f"no value for `{a.name}`"
                 given.append(None)
                 continue
-            # What a program cannot hold: a string, or a device/layout where None would not do.
-            if isinstance(v, str):
-                why = why or f"a string argument `{a.name}`"
-            elif isinstance(v, (torch.device, torch.layout, torch.memory_format)) and not isinstance(a.type, torch.OptionalType):
+            # What a program cannot hold: a device/layout where None would not do.
+            if isinstance(v, (torch.device, torch.layout, torch.memory_format)) and not isinstance(a.type, torch.OptionalType):
                 why = why or f"a {type(v).__name__} argument `{a.name}`"
             given.append(self._arg(v))
         # Trailing defaults are left to the operator.
@@ -246,7 +244,9 @@ class Recorder:
             raise _Stop()
         name = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
         module = getattr(func, "__module__", None) or ""
-        if name.startswith("_VariableFunctionsClass.") or (module.startswith("torch._C") and not name.startswith("TensorBase.")):
+        if isinstance(func, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+            name = "torch.ops." + str(func)  # `torch.ops.prims.convert_element_type`
+        elif name.startswith("_VariableFunctionsClass.") or (module.startswith("torch._C") and not name.startswith("TensorBase.")):
             name = "torch." + name.split(".")[-1]
         elif name.startswith("TensorBase.") or name.startswith("_TensorBase."):
             name = "Tensor." + name.split(".")[-1]

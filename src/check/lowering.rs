@@ -102,7 +102,7 @@ impl<'a> Lowerer<'a> {
             Operand::Dtype(_) => Shape::DtypeLike,
             Operand::None => Shape::NoneLike,
             Operand::Ints(_) => Shape::IntsLike,
-            Operand::Tensors(_) => Shape::Other,
+            Operand::Tensors(_) | Operand::Str(_) => Shape::Other,
         }
     }
 
@@ -129,6 +129,7 @@ impl<'a> Lowerer<'a> {
             ExprKind::Float { value, .. } => Some(Operand::Float(*value)),
             ExprKind::Bool(b) => Some(Operand::Bool(*b)),
             ExprKind::None => Some(Operand::None),
+            ExprKind::Str(s) => Some(Operand::Str(s.clone())),
             ExprKind::Paren(inner) => self.expr(inner),
             ExprKind::Name(n) => {
                 if let Some((_, v)) = self.lets.iter().rev().find(|(l, _)| l == n) {
@@ -149,9 +150,11 @@ impl<'a> Lowerer<'a> {
                 for i in items {
                     match self.expr(i)? {
                         Operand::Int(v) if tensors.is_empty() => ints.push(v),
-                        Operand::Value(v) if ints.is_empty() && self.shape_of(&Operand::Value(v)) == Shape::Tensor => tensors.push(v),
+                        Operand::Value(v) if ints.is_empty() && self.shape_of(&Operand::Value(v)) == Shape::Tensor => tensors.push(Some(v)),
+                        // `Tensor?[]`: `index`'s `[None, i]` for `x[:, i]`.
+                        Operand::None if ints.is_empty() => tensors.push(None),
                         _ => {
-                            self.error(i.span, "a list in a program holds int literals or tensors", "write dimensions as literals: `dim = [0, 1]`");
+                            self.error(i.span, "a list in a program holds int literals, or tensors and None", "write dimensions as literals: `dim = [0, 1]`");
                             return None;
                         }
                     }
@@ -227,7 +230,7 @@ impl<'a> Lowerer<'a> {
             }
             out.push(self.expr(&a.value)?);
         }
-        if !out.iter().any(|o| matches!(o, Operand::Tensors(_)) || self.shape_of(o) == Shape::Tensor) {
+        if !out.iter().any(|o| matches!(o, Operand::Tensors(vs) if vs.iter().any(Option::is_some)) || self.shape_of(o) == Shape::Tensor) {
             self.error(e.span, "an ATen call in a program needs a tensor argument", "a factory's values are parameters of the program");
             return None;
         }
@@ -375,14 +378,21 @@ mod tests {
 
     #[test]
     fn aten_calls_lower_by_name_overload_and_output_and_misuse_is_e0020() {
-        let text = "program p(x: Tensor, y: Tensor) {\n    x.dtype == float32;\n    let m = torch.ops.aten.max.dim(x, 1)[1];\n    let c = torch.ops.aten.cat.default([x, y], 0);\n    let o = torch.ops.aten.ones_like.default(x, dtype = None);\n}\n";
+        let text = "program p(x: Tensor, y: Tensor) {\n    x.dtype == float32;\n    let m = torch.ops.aten.max.dim(x, 1)[1];\n    let c = torch.ops.aten.cat.default([x, y], 0);\n    let o = torch.ops.aten.ones_like.default(x, dtype = None);\n    let d = torch.ops.aten.div.Tensor_mode(x, y, rounding_mode = \"floor\");\n    let i = torch.ops.aten.index.Tensor(x, [None, y]);\n}\n";
         let c = check_text(std::path::Path::new("p.sfz"), text);
         assert!(!c.has_errors(), "{:?}", c.diags);
         let steps = &c.spec.programs[0].ir.steps;
         let calls: Vec<(&str, &str, u32, usize)> =
             steps.iter().filter_map(|s| s.aten.as_ref().map(|a| (a.name.as_str(), a.overload.as_str(), a.output, a.keywords.len()))).collect();
-        assert_eq!(calls, [("aten::max", "dim", 1, 0), ("aten::cat", "", 0, 0), ("aten::ones_like", "", 0, 1)]);
-        assert_eq!(steps[1].args[0], crate::wire::program::ir::Operand::Tensors(vec![0, 1]));
+        assert_eq!(
+            calls,
+            [("aten::max", "dim", 1, 0), ("aten::cat", "", 0, 0), ("aten::ones_like", "", 0, 1), ("aten::div", "Tensor_mode", 0, 1), ("aten::index", "Tensor", 0, 0)]
+        );
+        use crate::wire::program::ir::Operand;
+        assert_eq!(steps[1].args[0], Operand::Tensors(vec![Some(0), Some(1)]));
+        // A string (`rounding_mode`) and a `Tensor?[]` holding None are operands too.
+        assert_eq!(steps[3].args[2], Operand::Str("floor".into()));
+        assert_eq!(steps[4].args[1], Operand::Tensors(vec![None, Some(1)]));
         for (bad, says) in [
             ("torch.ops.aten.add(x, x)", "with its overload"),
             ("torch.ops.aten.ones_like.default(dtype = None, x)", "positional argument after a keyword"),

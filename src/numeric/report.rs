@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::driver::{Outcome, Status};
-use crate::findings::repro::py_float;
+use crate::findings::repro::{py_float, py_str};
 use crate::spec::ProgramSpec;
 use crate::wire::case::Arg;
 use crate::wire::program::hunt::{Fired, InputValues, PathPoint, Strategy};
@@ -230,7 +230,8 @@ fn py_operand(ir: &ProgramIr, o: &Operand) -> String {
         Operand::Dtype(d) => format!("torch.{}", d.name()),
         Operand::None => "None".into(),
         Operand::Ints(xs) => format!("[{}]", xs.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")),
-        Operand::Tensors(vs) => format!("[{}]", vs.iter().map(|v| py_name(ir, *v)).collect::<Vec<_>>().join(", ")),
+        Operand::Tensors(vs) => format!("[{}]", vs.iter().map(|v| v.map_or_else(|| "None".to_string(), |v| py_name(ir, v))).collect::<Vec<_>>().join(", ")),
+        Operand::Str(s) => py_str(s),
     }
 }
 

@@ -18,8 +18,11 @@ pub enum Operand {
     Dtype(DType),
     None,
     Ints(Vec<i64>),
-    /// A list of tensors (`Tensor[]` of an ATen operator: `cat`, `stack`).
-    Tensors(Vec<u32>),
+    /// A list of tensors (`Tensor[]` of an ATen operator: `cat`, `stack`), with None where a
+    /// `Tensor?[]` holds one (`index` of `x[:, i]`).
+    Tensors(Vec<Option<u32>>),
+    /// A string (`div`'s `rounding_mode`, `gelu`'s `approximate`).
+    Str(String),
 }
 
 /// An ATen operator a step calls through the dispatcher, as `sfz fuzz` calls it: any operator
@@ -114,13 +117,13 @@ impl ProgramIr {
 
     /// The value indices a step reads.
     pub fn reads(step: &Step) -> impl Iterator<Item = u32> + '_ {
-        step.args
-            .iter()
-            .flat_map(|a| match a {
-                Operand::Value(v) => std::slice::from_ref(v),
-                Operand::Tensors(vs) => vs.as_slice(),
-                _ => &[],
-            })
-            .copied()
+        step.args.iter().flat_map(|a| {
+            let (one, list): (Option<u32>, &[Option<u32>]) = match a {
+                Operand::Value(v) => (Some(*v), &[]),
+                Operand::Tensors(vs) => (None, vs),
+                _ => (None, &[]),
+            };
+            one.into_iter().chain(list.iter().flatten().copied())
+        })
     }
 }

@@ -33,7 +33,7 @@ use std::fmt::Write as _;
 
 pub use call::call;
 pub use inputs::{inputs, tensor_lines, vars};
-pub use python::{promoted, py_float};
+pub use python::{promoted, py_float, py_str};
 
 use crate::ops::binding::{ArgSource, OpBinding};
 use crate::ops::schema::{self, SchemaType};
@@ -41,7 +41,6 @@ use crate::oracle::{Disagreement, Evidence};
 use crate::spec::ApiSpec;
 use crate::wire::case::{Arg, Case, TensorRecipe};
 use crate::wire::variant::{Check, Variant};
-use python::py_str;
 
 /// Everything a reproducer is made from.
 pub struct Reproducer<'a> {

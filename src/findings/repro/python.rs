@@ -124,7 +124,7 @@ pub(super) fn py_ints(xs: &[i64]) -> String {
     format!("[{}]", xs.iter().map(i64::to_string).collect::<Vec<_>>().join(", "))
 }
 
-pub(super) fn py_str(s: &str) -> String {
+pub fn py_str(s: &str) -> String {
     // A JSON string literal is a valid Python string literal.
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
 }

@@ -354,7 +354,12 @@ impl Lowering<'_> {
         if let Some(xs) = a.get("list").and_then(Json::as_array) {
             let mut names = Vec::new();
             for x in xs {
-                let v = x.get("t").and_then(Json::as_u64).ok_or("a list that holds other than tensors")?;
+                // None in a `Tensor?[]` (`index` of `x[:, i]`).
+                if x.is_null() {
+                    names.push("None".to_string());
+                    continue;
+                }
+                let v = x.get("t").and_then(Json::as_u64).ok_or("a list that holds other than tensors and None")?;
                 names.push(self.tensor(v as u32)?);
             }
             return Ok(format!("[{}]", names.join(", ")));
@@ -366,6 +371,7 @@ impl Lowering<'_> {
             Json::Null => Ok("None".into()),
             Json::Bool(b) => Ok(b.to_string()),
             Json::Number(n) => number(n).ok_or_else(|| "a non-finite number".into()),
+            Json::String(s) => Ok(string_literal(s)),
             // A device, layout or memory format where None means the same (CPU, strided).
             _ if a.get("other").is_some() => Ok("None".into()),
             _ => Err("an argument a program cannot hold".into()),
@@ -597,6 +603,23 @@ fn constraints(name: &str, dtype: DType, v: &TracedValue) -> String {
         }
     }
     s
+}
+
+/// `s` as a string literal of the spec language (its escapes: `\\`, `\"`, `\n`, `\t`).
+fn string_literal(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 #[cfg(test)]

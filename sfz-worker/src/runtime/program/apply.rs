@@ -17,8 +17,9 @@ pub(super) enum V {
     D(DType),
     N,
     L(Vec<i64>),
-    /// A list of tensors (an ATen operator's `Tensor[]`).
-    Ts(Vec<Tensor>),
+    /// A list of tensors (an ATen operator's `Tensor[]`; None in a `Tensor?[]`).
+    Ts(Vec<Option<Tensor>>),
+    S(String),
 }
 
 impl V {
@@ -38,7 +39,8 @@ impl V {
             V::D(d) => V::D(*d),
             V::N => V::N,
             V::L(v) => V::L(v.clone()),
-            V::Ts(ts) => V::Ts(ts.iter().map(Tensor::shallow_clone).collect()),
+            V::Ts(ts) => V::Ts(ts.iter().map(|t| t.as_ref().map(Tensor::shallow_clone)).collect()),
+            V::S(s) => V::S(s.clone()),
         }
     }
 }
@@ -54,7 +56,8 @@ pub(super) fn operand(vals: &[V], o: &Operand) -> V {
         Operand::Dtype(d) => V::D(*d),
         Operand::None => V::N,
         Operand::Ints(v) => V::L(v.clone()),
-        Operand::Tensors(vs) => V::Ts(vs.iter().filter_map(|v| vals[*v as usize].tensor().map(Tensor::shallow_clone)).collect()),
+        Operand::Tensors(vs) => V::Ts(vs.iter().map(|v| v.and_then(|v| vals[v as usize].tensor().map(Tensor::shallow_clone))).collect()),
+        Operand::Str(s) => V::S(s.clone()),
     }
 }
 

@@ -112,7 +112,19 @@ fn push(c: *mut std::os::raw::c_void, v: &V, ty: &SchemaType) {
             V::D(d) => ffi::sfz_push_scalar_type(c, DType::aten_id(*d)),
             V::L(xs) => push_int_list(c, xs, ty),
             V::T(t) => ffi::sfz_push_tensor(c, t.as_ptr()),
-            V::Ts(ts) => push_tensor_list(c, ts, ty),
+            V::Ts(ts) => match ts.iter().map(Option::as_ref).collect::<Option<Vec<&Tensor>>>() {
+                Some(all) => push_tensor_list(c, &all.into_iter().map(Tensor::shallow_clone).collect::<Vec<_>>(), ty),
+                // A `Tensor?[]` holding None: null entries.
+                None => {
+                    let ptrs: Vec<_> = ts.iter().map(|t| t.as_ref().map_or(std::ptr::null(), |t| t.as_ptr() as *const _)).collect();
+                    ffi::sfz_push_opt_tensor_list(c, ptrs.as_ptr(), ptrs.len() as i64)
+                }
+            },
+            // A NUL byte cannot come from a program's string literal.
+            V::S(s) => match std::ffi::CString::new(s.as_str()) {
+                Ok(s) => ffi::sfz_push_str(c, s.as_ptr()),
+                Err(_) => ffi::sfz_push_none(c),
+            },
         }
     }
 }
