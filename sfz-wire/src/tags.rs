@@ -71,6 +71,13 @@ pub fn interpolates(name: &str) -> bool {
     name.contains("upsample_") || name.starts_with("grid_sampler") || name.starts_with("_grid_sampler")
 }
 
+/// Whether operator `name` reads its input's strides by definition (`as_strided_scatter`
+/// writes through `input.as_strided(size, stride)`): the same values in another memory layout
+/// are another input, for its values and its derivatives.
+pub fn reads_strides(name: &str) -> bool {
+    name.strip_prefix("aten::").unwrap_or(name).contains("as_strided")
+}
+
 /// Which tensor input of operator `name` (counted among its tensor arguments) has the gamma
 /// function's poles at the non-positive integers: there the value is infinite or undefined, and
 /// past 2^52 every float64 is an integer whose reflection formula (`pi / tan(pi x)`) rounds to

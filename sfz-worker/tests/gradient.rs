@@ -211,3 +211,24 @@ fn right_second_derivatives_agree() {
         }
     }
 }
+
+/// The gradient through a transposed, strided or offset input is compared with the gradient
+/// through contiguous copies of the same values: correct backward kernels agree in every
+/// layout, for the relaid input and for the others (a normalization's weight and bias).
+#[test]
+fn gradients_through_non_contiguous_inputs_agree_with_contiguous_ones() {
+    let _rng = common::rng_lock();
+    let mut mm = executor("api torch.matmul(input: Tensor, other: Tensor) -> Tensor {}");
+    let mut gn = executor("api torch.nn.functional.group_norm(input: Tensor, num_groups: int, weight: Tensor?, bias: Tensor?, eps: float) -> Tensor {}");
+    let mut cs = executor("api torch.cumsum(input: Tensor, dim: int) -> Tensor {}");
+    for (k, layout) in [Layout::Transposed, Layout::Strided, Layout::Sliced].into_iter().enumerate() {
+        let relaid = |shape: &[i64], seed| Arg::Tensor(TensorRecipe { layout, ..tensor(DType::Float32, shape, Fill::Uniform { lo: -2.0, hi: 2.0 }, seed) });
+        let seed = 10 * k as u64;
+        let got = verdict(&mut mm, vec![relaid(&[3, 4], seed + 1), uniform(DType::Float32, &[4, 2], -2.0, 2.0, seed + 2)]);
+        assert!(matches!(got, CheckOutcome::Agree { .. }), "matmul, {layout:?}: {got:?}");
+        let got = verdict(&mut gn, vec![relaid(&[2, 4, 5], seed + 3), Arg::Int(2), relaid(&[4], seed + 4), uniform(DType::Float32, &[4], -1.0, 1.0, seed + 5), Arg::Float(1e-5)]);
+        assert!(!is_finding(&got), "group_norm, {layout:?}: {got:?}");
+        let got = verdict(&mut cs, vec![relaid(&[3, 5], seed + 6), Arg::Int(1)]);
+        assert!(matches!(got, CheckOutcome::Agree { .. }), "cumsum, {layout:?}: {got:?}");
+    }
+}

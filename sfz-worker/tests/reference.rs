@@ -131,6 +131,19 @@ fn the_sign_of_a_singular_matrixs_determinant_is_not_judged() {
     assert!(differed > 0, "no sign differed from the float64 reference's");
 }
 
+/// A polynomial's recurrence follows its solution to the size of the result: a shifted
+/// Chebyshev polynomial of degree 255 just outside its interval is 8e11 in float32, and its
+/// roundings there are relative to that (the call at |x| is inside and small).
+#[test]
+fn a_long_recurrences_rounding_is_relative_to_its_result() {
+    let _rng = common::rng_lock();
+    let mut ex = executor("api torch.special.shifted_chebyshev_polynomial_w(input: Tensor, n: Tensor) -> Tensor {}", Accuracy::Forward);
+    let x = TensorRecipe { fill: Fill::Constant(-0.0030), ..f32s(&[1], 0.0, 1.0, 1) };
+    let n = TensorRecipe { dtype: DType::UInt8, fill: Fill::Constant(255.0), ..f32s(&[], 0.0, 1.0, 1) };
+    let got = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(x), Arg::Tensor(n)], forward: None });
+    assert!(matches!(got, CheckOutcome::Agree { .. }), "{got:?}");
+}
+
 #[test]
 fn a_sum_of_squares_that_overflows_stays_a_premature_overflow() {
     let _rng = common::rng_lock();
@@ -140,6 +153,20 @@ fn a_sum_of_squares_that_overflows_stays_a_premature_overflow() {
     match verdict(&mut ex, &case) {
         // And the worker names that cause, which `layer_norm`'s zeros and `std`'s inf share.
         CheckOutcome::Values(m) => assert!(m.premature.is_some() && m.squares_overflow == Some(DType::Float32), "{m:?}"),
+        other => panic!("{other:?}"),
+    }
+    // A normalization whose variance overflowed returns its bias alone: no inf, NaN or 0, but
+    // the same cause (bfloat16 batch_norm at -2.5e19..-6e18, bias 1).
+    let mut ex = executor("api torch.batch_norm(input: Tensor, weight: Tensor?, bias: Tensor?, running_mean: Tensor?, running_var: Tensor?, training: bool, momentum: float, eps: float, cudnn_enabled: bool) -> Tensor {}", Accuracy::Backward);
+    let x = TensorRecipe { dtype: DType::BFloat16, ..f32s(&[4, 1, 2, 2], -2.501580145914915e19, -6.253950364787287e18, 3443216177073776) };
+    let bias = TensorRecipe { dtype: DType::BFloat16, fill: Fill::Constant(1.0), ..f32s(&[1], 0.0, 1.0, 1) };
+    let case = Case {
+        op: 0,
+        args: vec![Arg::Tensor(x), Arg::None, Arg::Tensor(bias), Arg::None, Arg::None, Arg::Bool(true), Arg::Float(0.0), Arg::Float(2.4e-4), Arg::Bool(false)],
+        forward: None,
+    };
+    match verdict(&mut ex, &case) {
+        CheckOutcome::Values(m) => assert!(m.premature.is_none() && m.squares_overflow == Some(DType::Float32), "{m:?}"),
         other => panic!("{other:?}"),
     }
     // A pointwise premature overflow is another cause: float32 i0 forms exp(x) first, inf above

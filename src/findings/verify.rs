@@ -86,6 +86,7 @@ fn gradient_assertion(kind: GradientKind) -> &'static str {
         GradientKind::Forward => "reverse and forward mode disagree",
         GradientKind::NonFinite => "the gradient is not finite",
         GradientKind::Second => "double backward disagrees with differences of the gradient",
+        GradientKind::Layout => "backward differs through a non-contiguous input",
     }
 }
 

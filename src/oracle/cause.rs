@@ -137,8 +137,14 @@ pub enum Cause {
     Premature { output: usize, what: String, squares: Option<DType> },
     /// A metamorphic relation does not hold.
     Relation { name: String, squares: Option<DType> },
-    /// Values differ from a reference or another path of the operator.
-    Values { output: usize },
+    /// Values differ from a reference or another path of the operator; `squares`: the dtype an
+    /// unscaled sum of squares left, where the worker saw it (a normalization at 1e19 whose
+    /// variance overflows returns its bias, no inf).
+    Values {
+        output: usize,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        squares: Option<DType>,
+    },
     /// An output differs in dtype, shape or kind.
     Structure { output: usize, what: String },
     /// A parameter's gradient (named as the message does) disagrees with another way of
@@ -218,6 +224,7 @@ impl Cause {
             // wrong derivative formula of one operator family is one report, its inputs listed.
             Cause::Gradient { against: GradientKind::NonFinite, .. } => "a derivative is NaN or inf where the function is smooth".to_string(),
             Cause::Gradient { against: GradientKind::Second, .. } => "a second derivative (double backward) is wrong".to_string(),
+            Cause::Gradient { against: GradientKind::Layout, .. } => "a derivative is wrong for a non-contiguous input".to_string(),
             Cause::Gradient { .. } => "a derivative is wrong".to_string(),
             // Which shapes (ranks, sizes) a wrong-shaped output had is the input's, not the defect's.
             Cause::Structure { what, .. } if what.starts_with("shape ") => "an output: another shape".to_string(),
@@ -239,7 +246,7 @@ impl Cause {
     /// The dtype an unscaled sum of squares left, for the causes that name it.
     pub fn squares(&self) -> Option<DType> {
         match self {
-            Cause::Premature { squares, .. } | Cause::Relation { squares, .. } => *squares,
+            Cause::Premature { squares, .. } | Cause::Relation { squares, .. } | Cause::Values { squares, .. } => *squares,
             _ => None,
         }
     }
@@ -255,6 +262,7 @@ impl Cause {
             (Cause::Died { place: p, death: Death::Signal(a), .. }, Cause::Died { place: q, death: Death::Signal(b), .. }) => p == q && a == b,
             (Cause::Relation { name: a, squares: None }, Cause::Relation { name: b, .. }) => a == b,
             (Cause::Premature { output: a, what: x, squares: None }, Cause::Premature { output: b, what: y, .. }) => a == b && x == y,
+            (Cause::Values { output: a, squares: None }, Cause::Values { output: b, .. }) => a == b,
             _ => self == later,
         }
     }
@@ -311,7 +319,7 @@ impl fmt::Display for Cause {
             Cause::Ensures { clause } => write!(f, "ensures {clause}"),
             Cause::Premature { output, what, squares: s } => write!(f, "premature {what} in output {output}{}", squares(s)),
             Cause::Relation { name, squares: s } => write!(f, "relation {name} does not hold{}", squares(s)),
-            Cause::Values { output } => write!(f, "values differ in output {output}"),
+            Cause::Values { output, squares: s } => write!(f, "values differ in output {output}{}", squares(s)),
             Cause::Structure { output, what } => write!(f, "output {output}: {what}"),
             Cause::Gradient { param, against } => write!(f, "gradient of {param} {}", against.describe()),
             Cause::OnlyVariantRaises { check, message } => write!(f, "only the {check} raises: {message}"),
@@ -426,8 +434,9 @@ mod legacy {
             let (head, squares) = squared(rest);
             return Some(Cause::Relation { name: head.strip_suffix(" does not hold")?.to_string(), squares });
         }
-        if let Some(out) = text.strip_prefix("values differ in output ") {
-            return Some(Cause::Values { output: output(out)? });
+        if let Some(rest) = text.strip_prefix("values differ in output ") {
+            let (out, squares) = squared(rest);
+            return Some(Cause::Values { output: output(&out)?, squares });
         }
         if let Some(clause) = text.strip_prefix("ensures ") {
             return Some(Cause::Ensures { clause: clause.to_string() });
@@ -485,7 +494,8 @@ mod tests {
             (Oracle::Overflow, None, Cause::Premature { output: 0, what: "0".into(), squares: None }),
             (Oracle::Relation, None, Cause::Relation { name: "odd".into(), squares: None }),
             (Oracle::Relation, None, Cause::Relation { name: "positively_homogeneous".into(), squares: Some(DType::Float32) }),
-            (Oracle::Precision, None, Cause::Values { output: 2 }),
+            (Oracle::Precision, None, Cause::Values { output: 2, squares: None }),
+            (Oracle::Precision, None, Cause::Values { output: 0, squares: Some(DType::Float32) }),
             (Oracle::Out, None, Cause::Structure { output: 0, what: "dtype float32 vs float64".into() }),
             (Oracle::Gradient, None, Cause::Gradient { param: "`input`".into(), against: GradientKind::Numeric }),
             (Oracle::Gradient, None, Cause::Gradient { param: "`other`".into(), against: GradientKind::Forward }),

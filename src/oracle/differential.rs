@@ -201,7 +201,7 @@ fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outc
             let dtype = m.dtype.map_or("scalar".to_string(), |d| d.to_string());
             Some(Detection {
                 oracle: Oracle::Layout,
-                cause: Cause::Values { output: m.output },
+                cause: Cause::Values { output: m.output, squares: None },
                 message: format!(
                     "output {} ({dtype}) is wrong for a strided input: element {} is {} where the float64 reference (rounded) is {}, and the same call on contiguous copies of the inputs agrees with the reference; {} of {} elements differ beyond rtol={} atol={}",
                     m.output, m.index, m.actual, m.expected, m.mismatched, m.total, m.tolerance.rtol, m.tolerance.atol
@@ -264,10 +264,11 @@ fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outc
             };
             // The dtype stays in the message, not the signature: one cause seen in float32 and
             // float64 is one finding.
+            let why = squares_clause(m);
             detection(
-                Cause::Values { output: m.output },
+                Cause::Values { output: m.output, squares: m.squares_overflow },
                 format!(
-                    "output {} ({dtype}) differs from the {what}: element {} is {} in {actual} and {} in {expected}; {} of {} elements differ beyond rtol={} atol={} (largest difference {})",
+                    "output {} ({dtype}) differs from the {what}: element {} is {} in {actual} and {} in {expected}; {} of {} elements differ beyond rtol={} atol={} (largest difference {}){why}",
                     m.output, m.index, m.actual, m.expected, m.mismatched, m.total, m.tolerance.rtol, m.tolerance.atol, m.max_abs
                 ),
                 Disagreement::Values { output: m.output, dtype: m.dtype, tolerance: m.tolerance },
@@ -299,6 +300,10 @@ fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outc
                 GradientKind::Second => format!(
                     "the second derivative t·H·u of sum(w * outputs) in {param} ({dtype} input, in float64; u projects the gradient, t is a fixed tangent) is {} by double backward but {} by central differences of the gradient",
                     g.analytic, g.numeric
+                ),
+                GradientKind::Layout => format!(
+                    "d/d{param}[{}] ({dtype} input, in float64) of sum(w * outputs) is {} by backward through the case's non-contiguous inputs but {} through contiguous copies of the same values",
+                    g.index, g.analytic, g.numeric
                 ),
             };
             detection(

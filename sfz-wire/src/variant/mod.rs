@@ -277,6 +277,9 @@ pub enum GradientKind {
     /// Double backward (`t · H u`, the derivative of the projected gradient along a tangent)
     /// against central differences of the gradient: `analytic` and `numeric` are those two.
     Second,
+    /// Reverse mode through the case's non-contiguous inputs (transposed, strided, offset)
+    /// against reverse mode through contiguous copies: `analytic` and `numeric` are those two.
+    Layout,
 }
 
 impl GradientKind {
@@ -287,10 +290,11 @@ impl GradientKind {
             GradientKind::Forward => "differs between reverse and forward mode",
             GradientKind::NonFinite => "is not finite where finite differences are",
             GradientKind::Second => "has a derivative (double backward) that differs from finite differences",
+            GradientKind::Layout => "differs between a non-contiguous input and its contiguous copy",
         }
     }
 
-    pub const ALL: [GradientKind; 4] = [GradientKind::Numeric, GradientKind::Forward, GradientKind::NonFinite, GradientKind::Second];
+    pub const ALL: [GradientKind; 5] = [GradientKind::Numeric, GradientKind::Forward, GradientKind::NonFinite, GradientKind::Second, GradientKind::Layout];
 }
 
 /// The report of one check, in the order of the request's checks.

@@ -8,7 +8,7 @@ use super::call::call;
 use super::python::{py_float, tol_args};
 use super::Writer;
 use crate::oracle::GradientAt;
-use crate::wire::case::{Arg, TensorRecipe};
+use crate::wire::case::{Arg, Layout, TensorRecipe};
 use crate::wire::variant::{promote_dtype_args, GradientKind, Tolerance};
 
 /// `f(*xs)` over the floating inputs and `x`, their float64 values.
@@ -18,6 +18,8 @@ struct Differentiable {
     inputs: Vec<String>,
     /// Per case argument, how many floating inputs come before it.
     before: Vec<usize>,
+    /// The floating inputs' memory layouts in the case.
+    layouts: Vec<Layout>,
 }
 
 const WEIGHTED: &str = "\
@@ -41,12 +43,39 @@ def weighted_difference(a, b=None):
 
 ";
 
+/// The worker's layouts (`materialize`) as differentiable views of a contiguous leaf.
+const RELAID: &str = "\
+def relaid(t, layout):
+    \"\"\"t's values in the case's memory layout, as a view autograd differentiates through.\"\"\"
+    if layout == \"transposed\" and t.dim() >= 2:
+        return t.transpose(-1, -2).contiguous().transpose(-1, -2)
+    if layout == \"strided\" and t.dim() >= 1:
+        return torch.stack([t, torch.zeros_like(t)], -1).flatten(-2)[..., ::2]
+    if layout == \"sliced\" and t.dim() >= 1:
+        return torch.nn.functional.pad(t, [1, 0] * t.dim())[(slice(1, None),) * t.dim()]
+    return t
+
+
+";
+
+/// How `RELAID` names a layout (an expanded input stays contiguous: its gradient sums the
+/// repeated slices).
+fn layout_name(layout: Layout) -> &'static str {
+    match layout {
+        Layout::Transposed => "transposed",
+        Layout::Strided => "strided",
+        Layout::Sliced => "sliced",
+        Layout::Contiguous | Layout::Expanded => "contiguous",
+    }
+}
+
 impl Writer<'_> {
     fn differentiable(&self) -> Differentiable {
         let r = self.r;
         let case = promote_dtype_args(r.case);
         let floating = |rec: &TensorRecipe| rec.dtype.is_floating() && !rec.dtype.is_complex();
         let mut inputs = Vec::new();
+        let mut layouts = Vec::new();
         let mut before = Vec::new();
         let mut lists = Vec::new();
         let mut vars = self.vars.clone();
@@ -56,6 +85,7 @@ impl Writer<'_> {
                 Arg::Tensor(rec) if floating(rec) => {
                     vars[i] = format!("xs[{}]", inputs.len());
                     inputs.push(self.vars[i].clone());
+                    layouts.push(rec.layout);
                 }
                 Arg::TensorList(rs) => {
                     let list = self.vars[i].clone();
@@ -66,6 +96,7 @@ impl Writer<'_> {
                             let element = format!("{}_{k}", self.vars[i]);
                             if floating(rec) {
                                 inputs.push(element);
+                                layouts.push(rec.layout);
                                 format!("xs[{}]", inputs.len() - 1)
                             } else {
                                 element
@@ -82,7 +113,7 @@ impl Writer<'_> {
         }
         let body = call(r.api, r.binding, &case, &vars);
         // Copies: an operator that writes into its input (`sin_`) may not write into a leaf.
-        Differentiable { def: format!("def f(*xs):\n    xs = [x.clone() for x in xs]\n{}    return {body}\n\n\n", lists.concat()), inputs, before }
+        Differentiable { def: format!("def f(*xs):\n    xs = [x.clone() for x in xs]\n{}    return {body}\n\n\n", lists.concat()), inputs, before, layouts }
     }
 
     /// The legacy script: `torch.autograd.gradcheck` over the floating inputs.
@@ -152,6 +183,28 @@ impl Writer<'_> {
                      print(\"second derivative in {name}: double backward\", double_backward, \"differences of the gradient\", numeric)\n\
                      assert math.isclose(double_backward, numeric, rel_tol={rtol}, abs_tol={atol}), \"double backward disagrees with differences of the gradient\"\n",
                     eps = py_float(eps),
+                ));
+            }
+            GradientKind::Layout => {
+                let layouts: Vec<&str> = d.layouts.iter().map(|l| layout_name(*l)).collect();
+                out.push_str(RELAID);
+                // `f` copies its inputs, and a copy of a strided view is contiguous: the views
+                // are made after the copies.
+                out.push_str(&d.def.replacen(
+                    "def f(*xs):\n    xs = [x.clone() for x in xs]\n",
+                    "def f_relaid(*xs):\n    xs = [relaid(x.clone(), l) for x, l in zip(xs, layouts)]\n",
+                    1,
+                ));
+                out.push_str(&format!(
+                    "layouts = [{}]\n\
+                     relaid_leaves = [t.detach().requires_grad_() for t in x]\n\
+                     relaid_grad = torch.autograd.grad(weighted_difference(f_relaid(*relaid_leaves)), relaid_leaves, allow_unused=True)[i]\n\
+                     relaid_grad = torch.zeros_like(x[i]) if relaid_grad is None else relaid_grad\n\
+                     print(\"d/d{name}[{index}]: backward through the non-contiguous inputs\", relaid_grad.reshape(-1)[{index}].item(), \"through contiguous copies\", grad.reshape(-1)[{index}].item())\n\
+                     atol = max({atol}, 1e-12 * grad.abs().nan_to_num(0.0, 0.0, 0.0).max().item())\n\
+                     torch.testing.assert_close(relaid_grad, grad, rtol={rtol}, atol=atol, equal_nan=True, msg=\"backward differs through a non-contiguous input\")\n",
+                    layouts.iter().map(|l| format!("\"{l}\"")).collect::<Vec<_>>().join(", "),
+                    index = at.index,
                 ));
             }
             GradientKind::Numeric | GradientKind::NonFinite => {

@@ -433,6 +433,13 @@ mod tests {
             insta::assert_snapshot!(name, script(&mm, &case2, Evidence::Differential { check: 0, what: Disagreement::Derivative(at) }, Some(&gradient), None));
         }
         insta::assert_snapshot!("gradient_fails", script(&mm, &case2, Evidence::Differential { check: 0, what: Disagreement::VariantFails }, Some(&gradient), None));
+        // Through a transposed `input`: the views are made after `f`'s copies.
+        let mut relaid = case2.clone();
+        if let Arg::Tensor(r) = &mut relaid.args[0] {
+            r.layout = Layout::Transposed;
+        }
+        let at = crate::oracle::GradientAt { kind: GradientKind::Layout, arg: 1, tensor: 0, index: 2 };
+        insta::assert_snapshot!("gradient_layout", script(&mm, &relaid, Evidence::Differential { check: 0, what: Disagreement::Derivative(at) }, Some(&gradient), None));
         let cuda = check(Oracle::Cuda, Variant::Cuda);
         insta::assert_snapshot!("cuda", script(&mm, &case2, values(0), Some(&cuda), None));
     }

@@ -9,11 +9,13 @@
 //! What is a finding, most certain first: backward (or forward mode) failing with an internal
 //! error where the call returned; reverse and forward mode disagreeing where finite differences
 //! along the tangent side with one of them; a NaN or inf gradient element where the outputs
-//! and finite differences are finite and moderate; a gradient element that differs from
-//! trusted finite differences.
+//! and finite differences are finite and moderate; a gradient through the case's own
+//! non-contiguous inputs that differs from the contiguous one (`relaid`); a gradient element
+//! that differs from trusted finite differences.
 mod dual;
 mod numeric;
 mod objective;
+mod relaid;
 mod second;
 
 use tch::{Kind, Tensor};
@@ -89,6 +91,11 @@ impl Executor {
             }
         }
         if let Some(found) = self.non_finite(&probe, eps, tol, &forward)? {
+            return Ok(found);
+        }
+        // The same derivative through the case's non-contiguous inputs. A failure to call or
+        // differentiate there is the `layout` check's to judge.
+        if let Ok(Some(found)) = self.relaid_gradient(case, &probe, tol) {
             return Ok(found);
         }
         // A factorization's or solver's gradient is as ill-conditioned as the matrix (a rank
