@@ -342,6 +342,19 @@ fn a_relation_on_complex_results_compares_their_imaginary_parts_too() {
     assert!(matches!(v, CheckOutcome::Values(_)), "{v:?}");
 }
 
+/// An odd function on its branch cut: atanh(-z) is -atanh(z) when negation flips the sign of
+/// z's zero imaginary part, as IEEE negation does and torch's complex `neg` does not.
+#[test]
+fn a_complex_input_negated_for_a_relation_keeps_ieee_signed_zeros() {
+    let _rng = common::rng_lock();
+    let decl = "api torch.atanh(input: Tensor) -> Tensor {\n    relation odd: self(input = -input) == -result;\n}\n";
+    let mut ex = checking_relation(decl, Accuracy::Forward);
+    // Real values beyond 1, on the cut, as complex numbers with +0 imaginary parts.
+    let cut = Arg::Tensor(TensorRecipe { dtype: DType::Complex128, fill: Fill::Int { lo: -8, hi: -1 }, ..f32s(&[8], 0.0, 1.0, 7) });
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![cut], forward: None });
+    assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
+}
+
 /// Cases whose reference computes another function than the call: no verdict either way.
 #[test]
 fn inputs_the_call_cannot_hold_or_writes_apart_from_its_reference_are_not_judged() {

@@ -120,19 +120,50 @@ pub fn verdict_inputs(oracle: Oracle, cause: &super::Cause, api: &str, names: &[
     if !judges_numbers(oracle) {
         return None;
     }
-    inputs_named(names, case, scale, spread_asked(api, cause)).or_else(|| nan_input(cause, case)).or_else(|| zero_variance(api, case))
+    inputs_named(names, case, scale, spread_asked(api, cause)).or_else(|| nan_input(cause, case)).or_else(|| zero_variance(api, names, case))
 }
 
 /// Why a numerical verdict on a normalization layer's case is degenerate: its first floating
-/// input (the data it normalizes) is one constant (`Implausible::ZeroVariance`).
-pub fn zero_variance(api: &str, case: &Case) -> Option<Implausible> {
+/// input (the data it normalizes) is one constant, or each group it normalizes holds one
+/// element (`Implausible::ZeroVariance`). Either way the variance is 0 and the output is the
+/// bias, reached through `(x - mean) / sqrt(eps)`, whose rounding `eps` amplifies.
+pub fn zero_variance(api: &str, names: &[&str], case: &Case) -> Option<Implausible> {
     // A backward's sums over its gradient (`native_group_norm_backward`'s bias gradient) do
     // not divide by the deviation: they are judged on constant inputs too.
     if !normalizes(api) || api.contains("backward") {
         return None;
     }
     let data = case.args.iter().flat_map(Arg::tensors).find(|t| t.dtype.is_floating() || t.dtype.is_complex())?;
-    (matches!(data.fill, Fill::Constant(_)) && data.specials.is_empty() && data.numel() > 0).then_some(Implausible::ZeroVariance)
+    let constant = matches!(data.fill, Fill::Constant(_)) && data.specials.is_empty();
+    (data.numel() > 0 && (constant || group_size(api, names, case, &data.shape) == Some(1))).then_some(Implausible::ZeroVariance)
+}
+
+/// How many elements each group a normalization layer normalizes holds, where the API says:
+/// `group_norm` (channels per group times the spatial size), `layer_norm` (the normalized
+/// shape), `instance_norm` (the spatial size). `rms_norm` divides by no deviation, and
+/// `batch_norm` raises for one value per channel in training.
+fn group_size(api: &str, names: &[&str], case: &Case, shape: &[i64]) -> Option<i64> {
+    let arg = |name: &str| names.iter().position(|n| *n == name).and_then(|k| case.args.get(k));
+    let int = |name: &str| match arg(name) {
+        Some(Arg::Int(v)) => Some(*v),
+        _ => None,
+    };
+    let spatial: i64 = shape.iter().skip(2).product();
+    if api.contains("group_norm") {
+        // `native_group_norm(input, weight, bias, N, C, HxW, group, eps)` names its sizes.
+        if let (Some(c), Some(hxw), Some(g)) = (int("C"), int("HxW"), int("group")) {
+            return (g > 0).then(|| c / g * hxw);
+        }
+        let g = int("num_groups")?;
+        return (g > 0).then(|| shape.get(1).copied().unwrap_or(0) / g * spatial);
+    }
+    if api.contains("layer_norm") && !api.contains("rms") {
+        return match arg("normalized_shape") {
+            Some(Arg::IntList(dims)) => Some(dims.iter().product()),
+            _ => None,
+        };
+    }
+    (api.contains("instance_norm") && shape.len() > 2).then_some(spatial)
 }
 
 /// Whether `api` is a normalization layer (it divides by a standard deviation it computes).
@@ -254,6 +285,11 @@ fn mean_square(t: &TensorRecipe) -> f64 {
 
 /// Whether a true result `expected` of dtype `dtype` is comfortably representable.
 pub fn result(expected: f64, dtype: Option<DType>) -> Option<Implausible> {
+    result_through(expected, dtype, 1.0)
+}
+
+/// `result` for a computation whose honest intermediates are up to `factor` times its result.
+fn result_through(expected: f64, dtype: Option<DType>, factor: f64) -> Option<Implausible> {
     let (max, tiny) = dtype.and_then(DType::limits).map_or((f64::MAX, 0.0), |l| (l.0, l.1));
     // At the bottom, the input's limit (`small_limit`, at least 16x the smallest normal): a
     // result that small comes through intermediates at one end of the range or the other
@@ -261,7 +297,30 @@ pub fn result(expected: f64, dtype: Option<DType>) -> Option<Implausible> {
     // half of float32's largest value), and no maintainer acts on its last digits.
     let bottom = dtype.and_then(small_limit).unwrap_or(0.0).max(tiny * RESULT_HEADROOM);
     let near_tiny = expected != 0.0 && expected.abs() < bottom;
-    (!expected.is_finite() || expected.abs() > max / RESULT_HEADROOM || near_tiny).then_some(Implausible::ResultNearLimit)
+    (!expected.is_finite() || expected.abs() * factor > max / RESULT_HEADROOM || near_tiny).then_some(Implausible::ResultNearLimit)
+}
+
+/// How many times its true result the intermediates of an honest computation may be: a
+/// polynomial's three-term recurrence (`hermite_polynomial_h(x, n)`: `H_{k+1} = 2x H_k - 2k
+/// H_{k-1}`) adds terms up to about `2n` times the value they cancel to; otherwise 1.
+fn intermediates_factor(api: &str, names: &[&str], case: &Case) -> f64 {
+    if !api.contains("_polynomial_") {
+        return 1.0;
+    }
+    let degree = names.iter().position(|n| *n == "n").and_then(|k| case.args.get(k)).map_or(0.0, |a| match a {
+        Arg::Int(v) => (*v as f64).abs(),
+        Arg::Float(v) => v.abs(),
+        Arg::Tensor(t) => {
+            let v = crate::eval::TensorVal::of_recipe(t);
+            v.min.abs().max(v.max.abs())
+        }
+        _ => 0.0,
+    });
+    if degree.is_finite() {
+        (2.0 * degree).max(1.0)
+    } else {
+        1.0
+    }
 }
 
 /// Why detection `d` of a case is implausible, or None: its inputs (scaled by its relation's
@@ -283,12 +342,13 @@ pub fn detection(api: &ApiSpec, checks: &[Check], case: &Case, reports: &[CheckR
     if !judges_numbers(d.oracle) {
         return None;
     }
+    let factor = intermediates_factor(&api.name, &names, case);
     match k.and_then(|k| reports.get(k)).map(|r| &r.outcome) {
         Some(CheckOutcome::Values(m)) => match &m.premature {
-            Some(p) => result(p.expected, m.dtype),
+            Some(p) => result_through(p.expected, m.dtype, factor),
             // A gradient's reference is finite differences: its size says nothing of the result.
             None if matches!(check.map(|c| &c.variant), Some(Variant::Gradient { .. })) => None,
-            None => result(m.expected, m.dtype),
+            None => result_through(m.expected, m.dtype, factor),
         },
         _ => None,
     }
@@ -379,6 +439,24 @@ mod tests {
         assert_eq!(result(0.0, Some(DType::Float32)), None);
     }
 
+    /// A polynomial's recurrence forms terms up to 2n times its value: float32
+    /// hermite_polynomial_h of degree 40 at -5.6e36 (60x below the top) is no comfortable
+    /// result, while degree 2 at 100x below is, and other operators keep the plain headroom.
+    #[test]
+    fn a_recurrences_result_needs_headroom_for_its_terms() {
+        use super::{intermediates_factor, result_through};
+        let names = ["input", "n"];
+        let with_degree = |n: Arg| Case { op: 0, args: vec![tensor(DType::Float32, Fill::Constant(3.0), vec![]), n], forward: None };
+        let degrees = Arg::Tensor(TensorRecipe { dtype: DType::Int16, shape: vec![4], fill: Fill::Int { lo: 21, hi: 41 }, seed: 1, layout: Default::default(), specials: vec![] });
+        let factor = intermediates_factor("torch.special.hermite_polynomial_h", &names, &with_degree(degrees));
+        assert_eq!(factor, 80.0);
+        assert_eq!(result_through(-5.6e36, Some(DType::Float32), factor), Some(Implausible::ResultNearLimit));
+        // 100x below the top: too close for degree 40, enough for degree 2.
+        assert_eq!(result_through(-3.4e36, Some(DType::Float32), factor), Some(Implausible::ResultNearLimit));
+        assert_eq!(result_through(-3.4e36, Some(DType::Float32), intermediates_factor("torch.special.hermite_polynomial_h", &names, &with_degree(Arg::Int(2)))), None);
+        assert_eq!(intermediates_factor("torch.special.i0", &["input"], &with_degree(Arg::Int(40))), 1.0);
+    }
+
     #[test]
     fn a_normalization_of_one_constant_is_degenerate_but_its_backward_sums_are_not() {
         let constant = Case {
@@ -386,9 +464,10 @@ mod tests {
             args: vec![Arg::Tensor(TensorRecipe { dtype: DType::Float32, shape: vec![1, 2], fill: Fill::Constant(1.0), seed: 0, layout: Default::default(), specials: vec![] })],
             forward: None,
         };
-        assert_eq!(zero_variance("torch.group_norm", &constant), Some(Implausible::ZeroVariance));
-        assert_eq!(zero_variance("torch.native_group_norm_backward", &constant), None);
-        assert_eq!(zero_variance("torch.exp", &constant), None);
+        let names = ["input", "num_groups"];
+        assert_eq!(zero_variance("torch.group_norm", &names, &constant), Some(Implausible::ZeroVariance));
+        assert_eq!(zero_variance("torch.native_group_norm_backward", &names, &constant), None);
+        assert_eq!(zero_variance("torch.exp", &names, &constant), None);
         let spread = Case {
             op: 0,
             args: vec![Arg::Tensor(TensorRecipe {
@@ -401,7 +480,23 @@ mod tests {
             })],
             forward: None,
         };
-        assert_eq!(zero_variance("torch.group_norm", &spread), None);
+        assert_eq!(zero_variance("torch.group_norm", &names, &spread), None);
+        // Four groups of one channel and no spatial extent: one element each, whatever values.
+        let data = |shape: Vec<i64>| {
+            Arg::Tensor(TensorRecipe { dtype: DType::Float32, shape, fill: Fill::Uniform { lo: -10.0, hi: 10.0 }, seed: 0, layout: Default::default(), specials: vec![] })
+        };
+        let singles = Case { op: 0, args: vec![data(vec![3, 4, 1]), Arg::Int(4)], forward: None };
+        assert_eq!(zero_variance("torch.group_norm", &names, &singles), Some(Implausible::ZeroVariance));
+        let pairs = Case { op: 0, args: vec![data(vec![3, 4, 1]), Arg::Int(2)], forward: None };
+        assert_eq!(zero_variance("torch.group_norm", &names, &pairs), None);
+        let native = ["input", "weight", "bias", "N", "C", "HxW", "group", "eps"];
+        let native_singles =
+            Case { op: 0, args: vec![data(vec![3, 4, 1]), Arg::None, Arg::None, Arg::Int(3), Arg::Int(4), Arg::Int(1), Arg::Int(4), Arg::Float(1e-5)], forward: None };
+        assert_eq!(zero_variance("torch.native_group_norm", &native, &native_singles), Some(Implausible::ZeroVariance));
+        let layer = Case { op: 0, args: vec![data(vec![3, 4, 1]), Arg::IntList(vec![1])], forward: None };
+        assert_eq!(zero_variance("torch.layer_norm", &["input", "normalized_shape"], &layer), Some(Implausible::ZeroVariance));
+        assert_eq!(zero_variance("torch.instance_norm", &["input"], &Case { op: 0, args: vec![data(vec![2, 3, 1])], forward: None }), Some(Implausible::ZeroVariance));
+        assert_eq!(zero_variance("torch.rms_norm", &["input", "normalized_shape"], &layer), None);
     }
 
     #[test]

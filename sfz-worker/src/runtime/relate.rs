@@ -400,6 +400,10 @@ fn unary(f: RelFn, v: Val) -> Result<Val, Failure> {
     }
     let Val::T(t) = v else { unreachable!("numbers returned above") };
     Ok(Val::T(match f {
+        // torch's complex `neg` keeps a zero part's sign (-(-5+0j) is 5+0j), so an odd function
+        // would meet its branch cut from the wrong side; a product with -1 flips it, as IEEE
+        // negation does (5-0j). Real tensors are the same either way.
+        RelFn::Neg if t.is_complex() => t.f_mul_scalar(-1.0)?,
         RelFn::Neg => t.f_neg()?,
         RelFn::Abs => t.f_abs()?,
         RelFn::Log => t.f_log()?,

@@ -50,7 +50,8 @@ impl Writer<'_> {
             RelExpr::Unary(f, a) => {
                 let a = self.rel(a, s);
                 match f {
-                    RelFn::Neg => format!("(-{a})"),
+                    // As the worker negates: a complex zero part changes sign (see `relate`).
+                    RelFn::Neg => format!("({a} * -1)"),
                     RelFn::Not => format!("torch.logical_not(torch.as_tensor({a}))"),
                     RelFn::Finite => format!("torch.isfinite(torch.as_tensor({a}))"),
                     // On a number the worker computes in float64.
