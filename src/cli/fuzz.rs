@@ -539,10 +539,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         bar.suspend(|| eprint!("{}", diag::render_all(&checked.map, &pool_diags, render)));
         skipped.extend(pool_skips);
         if stop() {
-            bar.finish_and_clear();
-            eprintln!("sfz: stopped while solving; nothing ran (`sfz fuzz --resume {}` starts it again)", args.out.display());
-            let _ = Progress { elapsed_s: progress.elapsed_s + command_start.elapsed().as_secs_f64(), ..progress }.write(&args.out);
-            return Ok(stopped_status());
+            return Ok(stopped_while_solving(&bar, &args.out, progress, command_start));
         }
         fuzz::Pools::Solved(pools)
     };
@@ -589,10 +586,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
             s
         }
         Err(fuzz::FuzzError::NothingToFuzz) if fuzz::INTERRUPTED.load(Ordering::Relaxed) => {
-            bar.finish_and_clear();
-            eprintln!("sfz: stopped while solving; nothing ran (`sfz fuzz --resume {}` starts it again)", args.out.display());
-            let _ = Progress { elapsed_s: progress.elapsed_s + command_start.elapsed().as_secs_f64(), ..progress }.write(&args.out);
-            return Ok(stopped_status());
+            return Ok(stopped_while_solving(&bar, &args.out, progress, command_start));
         }
         Err(fuzz::FuzzError::NothingToFuzz) if unsolved > 0 => {
             bar.finish_and_clear();
@@ -642,6 +636,14 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
 
 /// The exit status of a campaign a signal stopped: 128 + the signal (130 for SIGINT, 143 for
 /// SIGTERM), as a shell reports a process the signal killed.
+/// A campaign stopped by a signal before any case ran: said so, its clock kept for `--resume`.
+fn stopped_while_solving(bar: &ProgressBar, out: &Path, progress: Progress, command_start: Instant) -> ExitCode {
+    bar.finish_and_clear();
+    eprintln!("sfz: stopped while solving; nothing ran (`sfz fuzz --resume {}` starts it again)", out.display());
+    let _ = Progress { elapsed_s: progress.elapsed_s + command_start.elapsed().as_secs_f64(), ..progress }.write(out);
+    stopped_status()
+}
+
 fn stopped_status() -> ExitCode {
     match fuzz::SIGNAL.load(Ordering::Relaxed) {
         0 => ExitCode::from(130),
