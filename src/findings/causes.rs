@@ -79,7 +79,8 @@ impl CauseGroup<'_> {
 }
 
 /// The operator family of an API: its canonical name (an alias names the API it stands for)
-/// without namespace, overload, in-place or out= suffix, leading underscores, or `_backward`:
+/// without namespace, overload, in-place or out= suffix, leading underscores, `_backward`, or
+/// `_interface`:
 /// `torch.ops.aten.max_pool2d_with_indices_backward.grad_input` and `torch.max_pool2d` are
 /// `max_pool2d_with_indices` and `max_pool2d`.
 pub fn family(api: &str) -> String {
@@ -99,8 +100,9 @@ pub fn family(api: &str) -> String {
         name = name.split('.').next().unwrap_or(name);
     }
     let mut name = name.trim_start_matches('_').to_string();
-    // `max_pool2d` is `max_pool2d_with_indices` without its second output, one kernel.
-    for suffix in ["_backward", "_out", "_", "_with_indices"] {
+    // `max_pool2d` is `max_pool2d_with_indices` without its second output, one kernel; the
+    // public `_weight_norm` is `_weight_norm_interface` with autograd around it.
+    for suffix in ["_backward", "_out", "_", "_with_indices", "_interface"] {
         if let Some(rest) = name.strip_suffix(suffix) {
             name = rest.to_string();
         }
@@ -212,6 +214,8 @@ mod tests {
         assert_eq!(family("torch.divide"), family("torch.div"), "an alias is its API");
         assert_eq!(family("torch.arctan2_"), family("torch.atan2"), "and an alias's in-place form too");
         assert_eq!(family("torch.max_pool2d_with_indices_backward"), family("torch.max_pool2d"), "one kernel with or without its indices");
+        assert_eq!(family("torch.ops.aten._weight_norm_interface.default"), family("torch._weight_norm"), "the kernel behind the public op");
+        assert_eq!(family("torch._weight_norm_interface_backward"), "weight_norm");
     }
 
     /// One operator's heap damage found by its call and by two checks is one cause, ranked
