@@ -461,7 +461,7 @@ impl<'a> Printer<'a> {
                 if src.len() >= 2 && src.starts_with('"') && src.ends_with('"') {
                     text(src)
                 } else {
-                    text(quote(s))
+                    text(crate::syntax::quote(s))
                 }
             }
             ExprKind::Bool(b) => text(b.to_string()),
@@ -574,7 +574,7 @@ fn lit(l: &Lit) -> String {
     match l {
         Lit::Int(v) => v.to_string(),
         Lit::Float { text, .. } => text.clone(),
-        Lit::Str(s) => quote(s),
+        Lit::Str(s) => crate::syntax::quote(s),
         Lit::Bool(b) => b.to_string(),
         Lit::Ident(s) => s.clone(),
     }
@@ -591,26 +591,9 @@ pub fn type_text(t: &Type) -> String {
         TypeKind::List(elem, len) => format!("{}[{}]", type_text(elem), len.map(|n| n.to_string()).unwrap_or_default()),
         TypeKind::Tuple(elems) => format!("({})", elems.iter().map(type_text).collect::<Vec<_>>().join(", ")),
         TypeKind::Union(parts) => parts.iter().map(type_text).collect::<Vec<_>>().join(" | "),
-        TypeKind::StrLit(s) => quote(s),
+        TypeKind::StrLit(s) => crate::syntax::quote(s),
         TypeKind::Optional(inner) => format!("{}?", type_text(inner)),
     }
-}
-
-/// A string literal that reads back as `s`.
-fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]

@@ -27,6 +27,23 @@ pub const MAX_SYNTAX_ERRORS: usize = 100;
 /// constraint has a few dozen.
 pub const MAX_OPERATORS: usize = 1024;
 
+/// A string literal that reads back as `s` (the escapes `parse` reads: `\"`, `\\`, `\n`, `\t`).
+pub fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 /// Parses one file.
 pub fn parse(file: FileId, text: &str) -> (Module, Vec<Diagnostic>) {
     let mut module = Module { items: Vec::new(), comments: lexical::comments(file, text) };

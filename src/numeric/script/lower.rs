@@ -371,7 +371,7 @@ impl Lowering<'_> {
             Json::Null => Ok("None".into()),
             Json::Bool(b) => Ok(b.to_string()),
             Json::Number(n) => number(n).ok_or_else(|| "a non-finite number".into()),
-            Json::String(s) => Ok(string_literal(s)),
+            Json::String(s) => Ok(crate::syntax::quote(s)),
             // A device, layout or memory format where None means the same (CPU, strided).
             _ if a.get("other").is_some() => Ok("None".into()),
             _ => Err("an argument a program cannot hold".into()),
@@ -603,23 +603,6 @@ fn constraints(name: &str, dtype: DType, v: &TracedValue) -> String {
         }
     }
     s
-}
-
-/// `s` as a string literal of the spec language (its escapes: `\\`, `\"`, `\n`, `\t`).
-fn string_literal(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]
