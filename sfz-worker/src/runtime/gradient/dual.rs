@@ -91,6 +91,11 @@ impl Executor {
         if !reverse.value.is_finite() && !forward.value.is_finite() {
             return Ok(agree);
         }
+        // An element tied with another input (`clip_(x, max=m)` at x == m) has a derivative by
+        // convention, which the two modes may choose apart, and the tangent moves every element.
+        if self.ties(probe, leaf)?.is_some_and(|tied| tied.contains(&true)) {
+            return Ok(agree);
+        }
         let Some(numeric) = self.difference(probe, leaf, Direction::Along(&tangent), eps)? else {
             return Ok(agree);
         };

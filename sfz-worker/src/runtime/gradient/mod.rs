@@ -300,7 +300,7 @@ impl Executor {
     /// derivative is a convention, not a limit (maximum's split in halves, nextafter's 0 at
     /// `self == other`), which finite differences, smooth across it, do not judge. None where
     /// no other input broadcasts with the leaf.
-    fn ties(&self, probe: &Probe, leaf: usize) -> Result<Option<Vec<bool>>, Failure> {
+    pub(super) fn ties(&self, probe: &Probe, leaf: usize) -> Result<Option<Vec<bool>>, Failure> {
         let (arg, within, x) = &probe.leaves[leaf];
         let own = probe.inputs.ranges.get(*arg).map(|&(start, _)| start + within);
         let mut tied: Option<Tensor> = None;
