@@ -919,3 +919,42 @@ fn a_disagreement_only_strided_inputs_have_is_the_layouts() {
     let v = verdict(&mut ex, &case(Layout::Contiguous));
     assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
 }
+
+/// An output the kernel never writes is compared with garbage by any check: `multi_margin_loss`
+/// summing an empty batch returns `empty()` memory (a finding: the sum of nothing is 0), and
+/// `_batch_norm_impl_index` in eval mode returns uninitialised saved statistics for an empty
+/// input only, where non-empty inputs get none (not judged).
+#[test]
+fn an_output_left_unwritten_is_named_as_such_or_not_judged_where_ordinary_inputs_lack_it() {
+    let _rng = common::rng_lock();
+    let mut loss = executor(
+        "api torch.ops.aten.multi_margin_loss(self: Tensor, target: Tensor, p: int = 1, margin: float = 1.0, weight: Tensor? = None, reduction: int = 1) -> Tensor {}",
+        Accuracy::Forward,
+    );
+    let target = TensorRecipe { dtype: DType::Int64, shape: vec![0], fill: Fill::Int { lo: 0, hi: 2 }, seed: 2, layout: Layout::Contiguous, specials: vec![] };
+    let args = vec![Arg::Tensor(f32s(&[0, 2], -10.0, 10.0, 1)), Arg::Tensor(target), Arg::Int(1), Arg::Float(1.3), Arg::Tensor(f32s(&[2], 0.5, 2.0, 3)), Arg::Int(2)];
+    let got = verdict(&mut loss, &Case { op: 0, args, forward: None });
+    assert!(matches!(&got, CheckOutcome::Values(m) if m.undetermined && m.output == 0), "{got:?}");
+
+    let mut norm = executor(
+        "api torch.ops.aten._batch_norm_impl_index(input: Tensor, weight: Tensor?, bias: Tensor?, running_mean: Tensor?, running_var: Tensor?, training: bool, momentum: float, eps: float, cudnn_enabled: bool) -> (Tensor, Tensor, Tensor, Tensor, int) {}",
+        Accuracy::Forward,
+    );
+    let args = |shape: &[i64]| {
+        vec![
+            Arg::Tensor(f32s(shape, -10.0, 10.0, 4)),
+            Arg::None,
+            Arg::None,
+            Arg::Tensor(f32s(&[8], -10.0, 10.0, 5)),
+            Arg::Tensor(f32s(&[8], 0.01, 10.0, 6)),
+            Arg::Bool(false),
+            Arg::Float(0.3),
+            Arg::Float(1e-3),
+            Arg::Bool(false),
+        ]
+    };
+    let got = verdict(&mut norm, &Case { op: 0, args: args(&[5, 8, 0, 0]), forward: None });
+    assert!(matches!(&got, CheckOutcome::Skipped(why) if why.contains("left unwritten")), "{got:?}");
+    let got = verdict(&mut norm, &Case { op: 0, args: args(&[5, 8, 2, 2]), forward: None });
+    assert!(matches!(got, CheckOutcome::Agree { .. }), "{got:?}");
+}

@@ -26,7 +26,7 @@ use crate::oracle::{Cause, Death};
 use crate::wire::oracle::Oracle;
 
 /// The cause kinds an entry's `cause` may name.
-pub const KINDS: [&str; 17] = [
+pub const KINDS: [&str; 18] = [
     "memory_error",
     "died",
     "hang",
@@ -39,6 +39,7 @@ pub const KINDS: [&str; 17] = [
     "relation",
     "values",
     "structure",
+    "uninitialised",
     "gradient",
     "only_variant_raises",
     "only_original_raises",
@@ -61,6 +62,7 @@ pub fn kind(cause: &Cause) -> &'static str {
         Cause::Relation { .. } => "relation",
         Cause::Values { .. } => "values",
         Cause::Structure { .. } => "structure",
+        Cause::Uninitialised { .. } => "uninitialised",
         Cause::Gradient { .. } => "gradient",
         Cause::OnlyVariantRaises { .. } => "only_variant_raises",
         Cause::OnlyOriginalRaises { .. } => "only_original_raises",

@@ -30,6 +30,9 @@ pub enum CauseKey {
     /// by the zero size, a read past an empty buffer) and wherever (`pdist`'s backward dies with
     /// SIGFPE in two frames and with SIGSEGV on `[0, n]` inputs).
     EmptyInputDeaths { family: String, oracle: Oracle },
+    /// Outputs one operator family leaves unwritten, whichever check compared them (the out=
+    /// form and another layout both disagree with garbage).
+    Uninitialised { family: String },
     /// Anything else: one operator family, one oracle, one cause.
     Family { family: String, oracle: Oracle, text: String },
 }
@@ -57,6 +60,7 @@ impl CauseGroup<'_> {
             CauseKey::SquaresOverflow { dtype } => format!("premature overflow: {} {dtype}", crate::oracle::cause::SQUARES_OVERFLOW),
             CauseKey::Specific { text } => text.clone(),
             CauseKey::EmptyInputDeaths { family, oracle } => format!("{family}: {oracle}: the worker dies on an empty tensor"),
+            CauseKey::Uninitialised { family } => format!("{family}: an output holds uninitialised memory"),
             CauseKey::Family { family, oracle, text } => format!("{family}: {oracle}: {text}"),
         }
     }
@@ -133,6 +137,9 @@ fn undimensioned(family: &str) -> String {
 pub fn key(f: &Finding) -> CauseKey {
     if matches!(f.cause, Cause::Died { .. }) && f.case.args.iter().flat_map(|a| a.tensors()).any(|r| r.numel() == 0) {
         return CauseKey::EmptyInputDeaths { family: family(&f.api), oracle: f.oracle };
+    }
+    if matches!(f.cause, Cause::Uninitialised { .. }) {
+        return CauseKey::Uninitialised { family: family(&f.api) };
     }
     if f.cause.is_memory_error() {
         return CauseKey::MemoryErrors { family: undimensioned(&family(&f.api)) };
@@ -239,6 +246,24 @@ mod tests {
         assert_eq!(ids, vec![vec!["c", "d", "e"], vec!["a", "b"], vec!["f"], vec!["g", "h"]], "{groups:#?}");
         assert_eq!(groups[0].key, CauseKey::MemoryErrors { family: "max_pool".into() });
         assert_eq!(groups.iter().map(|g| g.severity).collect::<Vec<_>>(), [Severity::MemoryCorruption, Severity::SilentWrong, Severity::SilentWrong, Severity::Error]);
+    }
+
+    /// Garbage an operator returns disagrees with its out= form and its other layout alike: one
+    /// cause; another operator's is another.
+    #[test]
+    fn outputs_left_unwritten_are_one_cause_whichever_check_compared_them() {
+        let unwritten = |id: &str, api: &str, oracle: &str| Finding { cause: crate::oracle::Cause::Uninitialised { output: 0 }, ..finding(id, api, oracle, "") };
+        let fs = [
+            unwritten("a", "torch.multi_margin_loss", "out"),
+            unwritten("b", "torch.ops.aten.multi_margin_loss.default", "layout"),
+            finding("c", "torch.multi_margin_loss", "layout", "values differ in output 0"),
+            unwritten("d", "torch.nll_loss", "out"),
+        ];
+        let refs: Vec<&Finding> = fs.iter().collect();
+        let groups = group(&refs, None);
+        let ids: Vec<Vec<&str>> = groups.iter().map(|g| g.findings.iter().map(|f| f.id.as_str()).collect()).collect();
+        assert_eq!(ids, vec![vec!["a", "b"], vec!["c"], vec!["d"]], "{groups:#?}");
+        assert_eq!(groups[0].title(), "multi_margin_loss: an output holds uninitialised memory");
     }
 
     #[test]

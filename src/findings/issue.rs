@@ -63,6 +63,7 @@ fn expected(cause: &Cause) -> &'static str {
         Cause::Premature { .. } => "the representable true value (the float64 reference), not a premature inf, NaN or 0",
         Cause::NonFinite { .. } | Cause::Ensures { .. } => "a finite result where the function is defined",
         Cause::Relation { .. } => "the relation to hold within the dtype's tolerance",
+        Cause::Uninitialised { .. } => "every element of every output computed, the same on every call (an empty sum is 0)",
         Cause::Values { .. } | Cause::Structure { .. } | Cause::Gradient { .. } => "the same result as the reference (float64, the other layout, the out= or in-place form)",
         Cause::OnlyVariantRaises { .. } | Cause::OnlyOriginalRaises { .. } => "the same behaviour from both forms of the call",
         Cause::Rejected { .. } | Cause::Other { .. } => "the behaviour the spec states",

@@ -79,7 +79,13 @@ pub fn of(f: &Finding) -> Severity {
         // An overflowing sum of squares is a matter of large magnitudes, whichever oracle saw it.
         Cause::Premature { .. } => wrong(false),
         c if c.squares().is_some() => wrong(false),
-        Cause::NonFinite { .. } | Cause::Ensures { .. } | Cause::Relation { .. } | Cause::Values { .. } | Cause::Structure { .. } | Cause::Gradient { .. } => wrong(ordinary(f)),
+        Cause::NonFinite { .. }
+        | Cause::Ensures { .. }
+        | Cause::Relation { .. }
+        | Cause::Values { .. }
+        | Cause::Structure { .. }
+        | Cause::Uninitialised { .. }
+        | Cause::Gradient { .. } => wrong(ordinary(f)),
         Cause::Other { .. } => Severity::Error,
     }
 }

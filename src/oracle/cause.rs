@@ -147,6 +147,8 @@ pub enum Cause {
     },
     /// An output differs in dtype, shape or kind.
     Structure { output: usize, what: String },
+    /// An output holds memory the kernel never wrote: two calls on the same inputs differ.
+    Uninitialised { output: usize },
     /// A parameter's gradient (named as the message does) disagrees with another way of
     /// computing it, or is not finite.
     Gradient {
@@ -229,6 +231,7 @@ impl Cause {
             // Which shapes (ranks, sizes) a wrong-shaped output had is the input's, not the defect's.
             Cause::Structure { what, .. } if what.starts_with("shape ") => "an output: another shape".to_string(),
             Cause::Structure { what, .. } => format!("an output: {what}"),
+            Cause::Uninitialised { .. } => "an output holds uninitialised memory".to_string(),
             // The ranks a message names (`[N, N, N]`) are the input's, not the defect's.
             // An out= variant that refuses a shape the original returns mishandles the output's
             // shape, as one that returns another shape does: one cause, however libtorch words it.
@@ -321,6 +324,7 @@ impl fmt::Display for Cause {
             Cause::Relation { name, squares: s } => write!(f, "relation {name} does not hold{}", squares(s)),
             Cause::Values { output, squares: s } => write!(f, "values differ in output {output}{}", squares(s)),
             Cause::Structure { output, what } => write!(f, "output {output}: {what}"),
+            Cause::Uninitialised { output } => write!(f, "output {output} holds uninitialised memory"),
             Cause::Gradient { param, against } => write!(f, "gradient of {param} {}", against.describe()),
             Cause::OnlyVariantRaises { check, message } => write!(f, "only the {check} raises: {message}"),
             Cause::OnlyOriginalRaises { message } => write!(f, "only the original raises: {message}"),

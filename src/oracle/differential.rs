@@ -190,6 +190,21 @@ fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outc
     let detection = |cause: Cause, message: String, how: Disagreement| {
         Some(Detection { oracle: oracle_name(check), cause, message, signal: None, exit: None, evidence: Evidence::Differential { check: k, what: how } })
     };
+    // What the original left unwritten: one cause whichever check compared it (`nan_inf`'s
+    // float64 reference too, on a garbage NaN).
+    if let CheckOutcome::Values(m) = report {
+        if m.undetermined {
+            let dtype = m.dtype.map_or("scalar".to_string(), |d| d.to_string());
+            return detection(
+                Cause::Uninitialised { output: m.output },
+                format!(
+                    "output {} ({dtype}) holds uninitialised memory: the call returns other values for it each time it runs on the same inputs (element {} was {}; the {what} gave {})",
+                    m.output, m.index, m.actual, m.expected
+                ),
+                Disagreement::Uninitialised { output: m.output },
+            );
+        }
+    }
     if check.variant == Variant::Defined {
         return None;
     }

@@ -128,6 +128,9 @@ pub enum Disagreement {
     /// Output `output` (float64) is infinite where the same call just below the input, along
     /// `t · x`, extrapolates to a representable value (`sfz-worker/src/runtime/ray.rs`).
     Extrapolated { output: usize },
+    /// Output `output` differs between two calls of the original on the same inputs: memory
+    /// the kernel never wrote.
+    Uninitialised { output: usize },
 }
 
 /// Where a gradient finding is: which mode disagrees, the floating input (case argument and
@@ -165,7 +168,7 @@ pub fn judge(api: &ApiSpec, checks: &[Check], case: &Case, exec: &Execution) -> 
             // as for `nan_inf` (a class weight of -1.7e38 where the spec's are in 0.5..2.0);
             // layout, out= and in-place twins must agree with the call everywhere.
             if judged.iter().any(|d| judges_truth(d.oracle)) && !within_bounds(api, case) {
-                judged.retain(|d| !judges_truth(d.oracle));
+                judged.retain(|d| !judges_truth(d.oracle) || matches!(d.cause, Cause::Uninitialised { .. }));
             }
             v.detections.extend(judged);
             v.set_aside_implausible(api, checks, case, reports);
@@ -588,6 +591,7 @@ mod tests {
             premature: Some(premature),
             squares_overflow: None,
             strided: false,
+            undetermined: false,
         };
         let exec = Execution::Checked { outcome: Outcome::Returned { outputs: vec![inf], micros: 1 }, checks: vec![CheckReport { outcome: CheckOutcome::Values(m), micros: 0 }] };
         let judged = |text: &str| {
@@ -633,9 +637,11 @@ mod tests {
             premature: None,
             squares_overflow: None,
             strided: false,
+            undetermined: false,
         };
-        let outcome =
-            Outcome::Returned { outputs: vec![Output::Tensor(TensorInfo { dtype: Some(DType::Float32), shape: vec![1], nan: 0, inf: 0, min: None, max: None })], micros: 1 };
+        let exec_outcome =
+            || Outcome::Returned { outputs: vec![Output::Tensor(TensorInfo { dtype: Some(DType::Float32), shape: vec![1], nan: 0, inf: 0, min: None, max: None })], micros: 1 };
+        let outcome = exec_outcome();
         let strided = ValueMismatch { strided: true, ..m.clone() };
         let exec = Execution::Checked {
             outcome: outcome.clone(),
@@ -654,6 +660,16 @@ mod tests {
             checks: vec![CheckReport { outcome: CheckOutcome::Values(strided), micros: 0 }, CheckReport { outcome: CheckOutcome::Agree { max_abs: 0.0, max_rel: 0.0 }, micros: 0 }],
         };
         assert_eq!(judged(1.0, &exec), vec![Oracle::Layout]);
+        // Garbage the original returns is no number to hold to plausibility: found wherever.
+        let garbage = ValueMismatch { undetermined: true, ..m.clone() };
+        let exec = Execution::Checked {
+            outcome: exec_outcome(),
+            checks: vec![CheckReport { outcome: CheckOutcome::Values(garbage.clone()), micros: 0 }, CheckReport { outcome: CheckOutcome::Values(garbage), micros: 0 }],
+        };
+        assert_eq!(judged(-1.7e38, &exec), vec![Oracle::Precision, Oracle::Layout]);
+        let x = Arg::Tensor(TensorRecipe { dtype: DType::Float32, shape: vec![1], fill: Fill::Constant(5.0), seed: 0, layout: Default::default(), specials: Vec::new() });
+        let causes: Vec<super::Cause> = super::judge(api, &checks, &Case { op: 0, args: vec![x], forward: None }, &exec).detections.into_iter().map(|d| d.cause).collect();
+        assert_eq!(causes, vec![super::Cause::Uninitialised { output: 0 }; 2]);
     }
 
     #[test]

@@ -335,6 +335,10 @@ pub fn detection(api: &ApiSpec, checks: &[Check], case: &Case, reports: &[CheckR
         Some(Variant::Relation(r)) => r.scalar_for(crate::wire::variant::relation::case_seed(case)).unwrap_or(1.0),
         _ => 1.0,
     };
+    // Garbage is no number: the inputs' magnitudes do not excuse it.
+    if matches!(d.cause, super::Cause::Uninitialised { .. }) {
+        return None;
+    }
     let names: Vec<&str> = api.params.iter().map(|p| p.name.as_str()).collect();
     if let Some(why) = verdict_inputs(d.oracle, &d.cause, &api.name, &names, case, scale) {
         return Some(why);

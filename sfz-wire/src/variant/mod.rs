@@ -201,6 +201,11 @@ pub struct ValueMismatch {
     /// that reads a strided bias as contiguous): a `layout` finding, whatever check saw it.
     #[serde(default)]
     pub strided: bool,
+    /// The original call gives this output other values when called again on the same inputs:
+    /// it holds memory the kernel never wrote (`multi_margin_loss` summing an empty batch), and
+    /// what the check compared it with says nothing.
+    #[serde(default)]
+    pub undetermined: bool,
 }
 
 /// A result that overflowed (or underflowed) before its true value did: the original's

@@ -14,6 +14,7 @@ use super::conditioning;
 use super::executor::{Called, Executor, Inputs, Rejected};
 use super::materialize::{kind, materialize};
 use super::representable;
+use super::undetermined::Written;
 use sfz_wire::binding::ArgSource;
 use sfz_wire::case::{Arg, Case, DType, Layout};
 use sfz_wire::errors::{classify, ErrorKind};
@@ -122,6 +123,18 @@ impl Executor {
             Failure::Skip(why) => CheckOutcome::Skipped(why),
             Failure::Torch(e) => CheckOutcome::Skipped(format!("preparing the variant failed: {e}")),
         });
+        // An output the original leaves unwritten disagrees with anything by chance: it is a
+        // finding of its own, whichever check compared it, or none where ordinary inputs of the
+        // call do not compute it (see `undetermined`).
+        if let CheckOutcome::Values(m) = &mut outcome {
+            match self.written(case, main, m.output) {
+                Ok(Written::Garbage) => m.undetermined = true,
+                Ok(Written::NotComputed) => {
+                    return CheckOutcome::Skipped(format!("output {} is left unwritten, and the call does not compute it for non-empty inputs", m.output));
+                }
+                Ok(Written::Determined) | Err(_) => {}
+            }
+        }
         // A disagreement that contiguous copies of the strided inputs do not have is the
         // layout's (see `strided`).
         if matches!(check.variant, Variant::Promote)
@@ -705,6 +718,7 @@ fn scalar_mismatch(output: usize, actual: f64, expected: f64, tolerance: Toleran
         premature: None,
         squares_overflow: None,
         strided: false,
+        undetermined: false,
     })
 }
 

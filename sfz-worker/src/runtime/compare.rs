@@ -41,6 +41,7 @@ impl Comparison {
             premature: self.premature.clone(),
             squares_overflow: None,
             strided: false,
+            undetermined: false,
         })
     }
 }

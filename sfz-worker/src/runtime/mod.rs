@@ -16,6 +16,7 @@ mod relate;
 mod representable;
 mod strided;
 mod twins;
+mod undetermined;
 
 use std::ffi::CStr;
 

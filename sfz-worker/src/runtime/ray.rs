@@ -152,6 +152,7 @@ impl Executor {
                     premature: Some(p),
                     squares_overflow: None,
                     strided: false,
+                    undetermined: false,
                 }));
             }
         }

@@ -22,6 +22,9 @@ impl Writer<'_> {
         if let (Variant::Relation(r), Disagreement::Values { tolerance, .. }) = (&check.variant, what) {
             return self.relation(r, *tolerance);
         }
+        if let Disagreement::Uninitialised { output } = what {
+            return self.uninitialised(original, *output);
+        }
         let v = self.variant_call(check, what);
         let mut out = String::new();
         let mut setup = v.setup.iter().map(|l| format!("{l}\n")).collect::<String>();
@@ -74,6 +77,7 @@ impl Writer<'_> {
                 let _ = writeln!(out, "    raise AssertionError({}) from e", py_str(&format!("{api} raises but its {describe} returns")));
             }
             Disagreement::Extrapolated { output } => out.push_str(&self.extrapolated(original, *output)),
+            Disagreement::Uninitialised { output } => out.push_str(&self.uninitialised(original, *output)),
             Disagreement::VariantFails | Disagreement::Gradient | Disagreement::Derivative(_) => {
                 let _ = writeln!(
                     out,
@@ -83,6 +87,33 @@ impl Writer<'_> {
                 let _ = writeln!(out, "{}  # fails", v.call);
             }
         }
+        out
+    }
+
+    /// The original called twice on the same inputs, memory of the output's size written and
+    /// freed in between (as the worker does), and the output compared bit for bit.
+    fn uninitialised(&self, original: &str, output: usize) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "result = {original}");
+        let _ = writeln!(out, "first = {}.clone()", self.output("result", output));
+        // Built again from their seeds, so that a sampler starts from the same generator state.
+        out.push_str(&super::inputs::inputs(self.r.case, self.r.binding, &self.vars));
+        out.push_str(
+            "# memory the next call may be given, written and freed: an output the kernel never writes shows it
+",
+        );
+        out.push_str(
+            "scratch = [torch.full_like(first, 7) for _ in range(8)]
+del scratch
+",
+        );
+        let _ = writeln!(out, "again = {original}");
+        let _ = writeln!(
+            out,
+            "torch.testing.assert_close({}, first, rtol=0, atol=0, equal_nan=True, msg=lambda m: {} + m)",
+            self.output("again", output),
+            py_str(&format!("output {output} differs between two calls on the same inputs: it holds uninitialised memory\n"))
+        );
         out
     }
 

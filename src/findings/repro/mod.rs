@@ -525,6 +525,16 @@ mod tests {
     }
 
     #[test]
+    fn an_output_left_unwritten_is_shown_by_calling_twice() {
+        let a = api("api torch.ops.aten.multi_margin_loss(self: Tensor, target: Tensor, p: int = 1, margin: float = 1.0, weight: Tensor? = None, reduction: int = 1) -> Tensor {}");
+        let target = TensorRecipe { dtype: DType::Int64, shape: vec![0], fill: Fill::Int { lo: 0, hi: 2 }, ..recipe() };
+        let args = vec![Arg::Tensor(TensorRecipe { shape: vec![0, 2], ..recipe() }), Arg::Tensor(target), Arg::Int(1), Arg::Float(1.5), Arg::None, Arg::Int(2)];
+        let case = Case { op: 0, args, forward: None };
+        let what = Evidence::Differential { check: 0, what: Disagreement::Uninitialised { output: 0 } };
+        insta::assert_snapshot!("uninitialised", script(&a, &case, what, Some(&check(Oracle::Layout, Variant::Layout)), None));
+    }
+
+    #[test]
     fn postconditions_become_assertions() {
         let a = api("api torch.nn.functional.softmax(input: Tensor, dim: int) -> Tensor { ensures result.shape == input.shape; ensures result.values in 0.0..=1.0; ensures input.numel > 0 => finite(result); }");
         let case = Case { op: 0, args: vec![Arg::Tensor(recipe()), Arg::Int(1)], forward: None };
