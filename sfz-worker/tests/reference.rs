@@ -498,6 +498,10 @@ fn a_documented_dtype_epsilon_default_reaches_the_reference() {
     let small = tensor(DType::Float16, &[4, 3], Fill::Constant(-0.0005739458062940753), 1, vec![]);
     let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(small), Arg::IntList(vec![4, 3]), Arg::Omitted, Arg::Omitted], forward: None });
     assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
+    // complex64 computes in float32's parts: its epsilon too (c37f, inputs of 1e-8).
+    let tiny = tensor(DType::Complex64, &[1, 8], Fill::Uniform { lo: -1e-8, hi: 1e-8 }, 2, vec![]);
+    let v = verdict(&mut ex, &Case { op: 0, args: vec![Arg::Tensor(tiny), Arg::IntList(vec![8]), Arg::Omitted, Arg::Omitted], forward: None });
+    assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
 }
 
 /// A special polynomial of float64 whose true value is beyond the range (He_10(1.8e308) is about

@@ -252,9 +252,9 @@ impl Executor {
         let Some(position) = loaded.schema.args.iter().position(|a| a.name == "eps") else { return Ok(case) };
         let Some(ArgSource::Param { index, .. }) = loaded.binding.args.get(position) else { return Ok(case) };
         // The epsilon of the computation (opmath) type: float32's for float16, bfloat16 and
-        // float32 inputs (torch.nn.RMSNorm's documentation).
+        // float32 inputs (torch.nn.RMSNorm's documentation), and complex64's parts.
         let eps = match inputs.tensors.first().map(Tensor::f_kind).transpose()? {
-            Some(Kind::Half | Kind::BFloat16 | Kind::Float) => f64::from(f32::EPSILON),
+            Some(Kind::Half | Kind::BFloat16 | Kind::Float | Kind::ComplexHalf | Kind::ComplexFloat) => f64::from(f32::EPSILON),
             _ => return Ok(case),
         };
         if let Some(arg @ (Arg::Omitted | Arg::None)) = case.args.get_mut(*index) {
