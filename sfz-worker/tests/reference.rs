@@ -169,6 +169,23 @@ fn a_sum_of_squares_that_overflows_stays_a_premature_overflow() {
         CheckOutcome::Values(m) => assert!(m.premature.is_none() && m.squares_overflow == Some(DType::Float32), "{m:?}"),
         other => panic!("{other:?}"),
     }
+    // A p-norm of p above 2 sums |x|^p: p = 3 at 1e18 leaves float32 (renorm of complex64 -1e18
+    // to a maximal norm of 3 is 0), while the sum of squares stays in it; and p = 16 at 1e-3
+    // in float16 underflows every term (the norm is 0).
+    let mut ex = executor("api torch.renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor {}", Accuracy::Backward);
+    let x = TensorRecipe { dtype: DType::Complex64, fill: Fill::Constant(-1e18), ..f32s(&[2, 1], 0.0, 1.0, 1) };
+    let case = Case { op: 0, args: vec![Arg::Tensor(x), Arg::Float(3.0), Arg::Int(1), Arg::Float(3.0)], forward: None };
+    match verdict(&mut ex, &case) {
+        CheckOutcome::Values(m) => assert!(m.squares_overflow.is_none() && m.powers_overflow == Some(DType::Float32), "{m:?}"),
+        other => panic!("{other:?}"),
+    }
+    let mut ex = executor("api torch.norm_except_dim(v: Tensor, pow: int = 2, dim: int = 0) -> Tensor {}", Accuracy::Backward);
+    let x = TensorRecipe { dtype: DType::Float16, ..f32s(&[3, 4], 1e-3, 1.1e-3, 5) };
+    let case = Case { op: 0, args: vec![Arg::Tensor(x), Arg::Int(16), Arg::Int(0)], forward: None };
+    match verdict(&mut ex, &case) {
+        CheckOutcome::Values(m) => assert!(m.powers_overflow == Some(DType::Float32), "{m:?}"),
+        other => panic!("{other:?}"),
+    }
     // A pointwise premature overflow is another cause: float32 i0 forms exp(x) first, inf above
     // 88.7, where i0 itself is about 5e37.
     let mut ex = executor("api torch.special.i0(input: Tensor) -> Tensor {}", Accuracy::Forward);

@@ -22,6 +22,8 @@ pub enum CauseKey {
     /// An unscaled sum of squares left this dtype: one defect class across operators, relations
     /// and the two oracles that see it (`overflow`, `relation`).
     SquaresOverflow { dtype: DType },
+    /// A p-norm's unscaled sum of |x|^p (p above 2) left this dtype's range: as `SquaresOverflow`.
+    PowersOverflow { dtype: DType },
     /// A cause that names one defect wherever it shows (an assert's location, the native frame
     /// a worker died in): one cause through any operators.
     Specific { text: String },
@@ -58,6 +60,7 @@ impl CauseGroup<'_> {
         match &self.key {
             CauseKey::MemoryErrors { family } => format!("memory corruption in {family}"),
             CauseKey::SquaresOverflow { dtype } => format!("premature overflow: {} {dtype}", crate::oracle::cause::SQUARES_OVERFLOW),
+            CauseKey::PowersOverflow { dtype } => format!("premature overflow: {} {dtype}", crate::oracle::cause::POWERS_OVERFLOW),
             CauseKey::Specific { text } => text.clone(),
             CauseKey::EmptyInputDeaths { family, oracle } => format!("{family}: {oracle}: the worker dies on an empty tensor"),
             CauseKey::Uninitialised { family } => format!("{family}: an output holds uninitialised memory"),
@@ -146,6 +149,9 @@ pub fn key(f: &Finding) -> CauseKey {
     }
     if let Some(dtype) = f.cause.squares() {
         return CauseKey::SquaresOverflow { dtype };
+    }
+    if let Some(dtype) = f.cause.powers() {
+        return CauseKey::PowersOverflow { dtype };
     }
     // A death keyed by its frame or a specific message is one defect through any operator, in
     // the call or a check (the place is left out).
@@ -264,6 +270,27 @@ mod tests {
         let ids: Vec<Vec<&str>> = groups.iter().map(|g| g.findings.iter().map(|f| f.id.as_str()).collect()).collect();
         assert_eq!(ids, vec![vec!["a", "b"], vec!["c"], vec!["d"]], "{groups:#?}");
         assert_eq!(groups[0].title(), "multi_margin_loss: an output holds uninitialised memory");
+    }
+
+    /// A p-norm's sum of |x|^p leaving float32 is one cause across operators and oracles, apart
+    /// from the sum of squares.
+    #[test]
+    fn power_sums_that_leave_the_range_are_one_cause_apart_from_squares() {
+        use crate::oracle::Cause;
+        use crate::wire::case::DType;
+        let with = |id: &str, api: &str, oracle: &str, cause: Cause| Finding { cause, ..finding(id, api, oracle, "") };
+        let powers = Some(DType::Float32);
+        let fs = [
+            with("a", "torch.renorm", "precision", Cause::Values { output: 0, squares: None, powers }),
+            with("b", "torch.embedding_renorm_", "overflow", Cause::Premature { output: 0, what: "inf".into(), squares: None, powers }),
+            with("c", "torch.linalg.vector_norm", "overflow", Cause::Premature { output: 0, what: "inf".into(), squares: powers, powers: None }),
+        ];
+        let refs: Vec<&Finding> = fs.iter().collect();
+        let groups = group(&refs, None);
+        let ids: Vec<Vec<&str>> = groups.iter().map(|g| g.findings.iter().map(|f| f.id.as_str()).collect()).collect();
+        assert_eq!(ids, vec![vec!["a", "b"], vec!["c"]], "{groups:#?}");
+        assert_eq!(groups[0].title(), "premature overflow: an unscaled sum of p-th powers leaves the range of float32");
+        assert_eq!(fs[0].cause.to_string(), "values differ in output 0: an unscaled sum of p-th powers leaves the range of float32");
     }
 
     #[test]

@@ -76,9 +76,10 @@ pub fn of(f: &Finding) -> Severity {
         Cause::Died { death: Death::Memory, .. } => Severity::MemoryCorruption,
         Cause::Died { .. } | Cause::Hang | Cause::Killed => Severity::Crash,
         Cause::Internal { .. } | Cause::OutOfMemory { .. } | Cause::OnlyVariantRaises { .. } | Cause::OnlyOriginalRaises { .. } | Cause::Rejected { .. } => Severity::Error,
-        // An overflowing sum of squares is a matter of large magnitudes, whichever oracle saw it.
+        // An overflowing sum of squares (or of p-th powers) is a matter of large magnitudes,
+        // whichever oracle saw it.
         Cause::Premature { .. } => wrong(false),
-        c if c.squares().is_some() => wrong(false),
+        c if c.squares().is_some() || c.powers().is_some() => wrong(false),
         Cause::NonFinite { .. }
         | Cause::Ensures { .. }
         | Cause::Relation { .. }

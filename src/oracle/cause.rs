@@ -133,10 +133,22 @@ pub enum Cause {
     /// An `ensures` clause does not hold (a value domain's NaN included), by its text.
     Ensures { clause: String },
     /// A premature inf, NaN or 0 where the true value is representable; `squares`: the dtype an
-    /// unscaled sum of squares left, where the worker saw it.
-    Premature { output: usize, what: String, squares: Option<DType> },
+    /// unscaled sum of squares left, where the worker saw it; `powers`: the dtype a p-norm's sum
+    /// of |x|^p (p above 2) left.
+    Premature {
+        output: usize,
+        what: String,
+        squares: Option<DType>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        powers: Option<DType>,
+    },
     /// A metamorphic relation does not hold.
-    Relation { name: String, squares: Option<DType> },
+    Relation {
+        name: String,
+        squares: Option<DType>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        powers: Option<DType>,
+    },
     /// Values differ from a reference or another path of the operator; `squares`: the dtype an
     /// unscaled sum of squares left, where the worker saw it (a normalization at 1e19 whose
     /// variance overflows returns its bias, no inf).
@@ -144,6 +156,8 @@ pub enum Cause {
         output: usize,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         squares: Option<DType>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        powers: Option<DType>,
     },
     /// An output differs in dtype, shape or kind.
     Structure { output: usize, what: String },
@@ -201,6 +215,9 @@ pub const MEMORY_ERROR: &str = "memory error";
 /// operators, relations and the two oracles (`findings::group`).
 pub const SQUARES_OVERFLOW: &str = "an unscaled sum of squares overflows";
 
+/// The text a p-norm's unscaled sum of |x|^p (p above 2) names its cause by, as `SQUARES_OVERFLOW`.
+pub const POWERS_OVERFLOW: &str = "an unscaled sum of p-th powers leaves the range of";
+
 impl Cause {
     /// Whether this is a memory error, in the call or in a check.
     pub fn is_memory_error(&self) -> bool {
@@ -220,7 +237,9 @@ impl Cause {
     pub fn class_text(&self) -> String {
         match self {
             Cause::NonFinite { values, .. } => format!("{} in an output", values.text()),
-            Cause::Premature { what, squares, .. } => Cause::Premature { output: 0, what: what.clone(), squares: *squares }.to_string().replace(" in output 0", " in an output"),
+            Cause::Premature { what, squares, powers, .. } => {
+                Cause::Premature { output: 0, what: what.clone(), squares: *squares, powers: *powers }.to_string().replace(" in output 0", " in an output")
+            }
             Cause::Values { .. } => "values differ".to_string(),
             // Which input's derivative and which reference showed it are how it was seen: a
             // wrong derivative formula of one operator family is one report, its inputs listed.
@@ -254,6 +273,14 @@ impl Cause {
         }
     }
 
+    /// The dtype a p-norm's unscaled sum of |x|^p left, for the causes that name it.
+    pub fn powers(&self) -> Option<DType> {
+        match self {
+            Cause::Premature { powers, .. } | Cause::Relation { powers, .. } | Cause::Values { powers, .. } => *powers,
+            _ => None,
+        }
+    }
+
     /// Whether a detection with cause `later` shows this cause again. The same cause; or for a
     /// death, the same place and the same kind of death (a memory error whatever frame and words
     /// it ended with, else the same signal): what a dying process last printed and where it died
@@ -263,9 +290,9 @@ impl Cause {
         match (self, later) {
             (Cause::Died { place: p, death: Death::Memory, .. }, Cause::Died { place: q, death: Death::Memory, .. }) => p == q,
             (Cause::Died { place: p, death: Death::Signal(a), .. }, Cause::Died { place: q, death: Death::Signal(b), .. }) => p == q && a == b,
-            (Cause::Relation { name: a, squares: None }, Cause::Relation { name: b, .. }) => a == b,
-            (Cause::Premature { output: a, what: x, squares: None }, Cause::Premature { output: b, what: y, .. }) => a == b && x == y,
-            (Cause::Values { output: a, squares: None }, Cause::Values { output: b, .. }) => a == b,
+            (Cause::Relation { name: a, squares: None, powers: None }, Cause::Relation { name: b, .. }) => a == b,
+            (Cause::Premature { output: a, what: x, squares: None, powers: None }, Cause::Premature { output: b, what: y, .. }) => a == b && x == y,
+            (Cause::Values { output: a, squares: None, powers: None }, Cause::Values { output: b, .. }) => a == b,
             _ => self == later,
         }
     }
@@ -297,7 +324,11 @@ impl fmt::Display for Cause {
             Place::Call | Place::Forward(_) => String::new(),
             Place::Check(what) => format!("{what}: "),
         };
-        let squares = |s: &Option<DType>| s.map_or(String::new(), |d| format!(": {SQUARES_OVERFLOW} {d}"));
+        let squares = |s: &Option<DType>, p: &Option<DType>| match (s, p) {
+            (Some(d), _) => format!(": {SQUARES_OVERFLOW} {d}"),
+            (None, Some(d)) => format!(": {POWERS_OVERFLOW} {d}"),
+            (None, None) => String::new(),
+        };
         match self {
             Cause::Died { place: p, death, site, words } => {
                 let what = match death {
@@ -320,9 +351,9 @@ impl fmt::Display for Cause {
             Cause::Internal { place: p, what } => write!(f, "{}{what}", place(p)),
             Cause::NonFinite { output, values } => write!(f, "{} in output {output}", values.text()),
             Cause::Ensures { clause } => write!(f, "ensures {clause}"),
-            Cause::Premature { output, what, squares: s } => write!(f, "premature {what} in output {output}{}", squares(s)),
-            Cause::Relation { name, squares: s } => write!(f, "relation {name} does not hold{}", squares(s)),
-            Cause::Values { output, squares: s } => write!(f, "values differ in output {output}{}", squares(s)),
+            Cause::Premature { output, what, squares: s, powers: p } => write!(f, "premature {what} in output {output}{}", squares(s, p)),
+            Cause::Relation { name, squares: s, powers: p } => write!(f, "relation {name} does not hold{}", squares(s, p)),
+            Cause::Values { output, squares: s, powers: p } => write!(f, "values differ in output {output}{}", squares(s, p)),
             Cause::Structure { output, what } => write!(f, "output {output}: {what}"),
             Cause::Uninitialised { output } => write!(f, "output {output} holds uninitialised memory"),
             Cause::Gradient { param, against } => write!(f, "gradient of {param} {}", against.describe()),
@@ -432,15 +463,15 @@ mod legacy {
         if let Some(rest) = text.strip_prefix("premature ") {
             let (head, squares) = squared(rest);
             let (what, out) = head.split_once(" in output ")?;
-            return Some(Cause::Premature { output: output(out)?, what: what.to_string(), squares });
+            return Some(Cause::Premature { output: output(out)?, what: what.to_string(), squares, powers: None });
         }
         if let Some(rest) = text.strip_prefix("relation ") {
             let (head, squares) = squared(rest);
-            return Some(Cause::Relation { name: head.strip_suffix(" does not hold")?.to_string(), squares });
+            return Some(Cause::Relation { name: head.strip_suffix(" does not hold")?.to_string(), squares, powers: None });
         }
         if let Some(rest) = text.strip_prefix("values differ in output ") {
             let (out, squares) = squared(rest);
-            return Some(Cause::Values { output: output(&out)?, squares });
+            return Some(Cause::Values { output: output(&out)?, squares, powers: None });
         }
         if let Some(clause) = text.strip_prefix("ensures ") {
             return Some(Cause::Ensures { clause: clause.to_string() });
@@ -494,12 +525,12 @@ mod tests {
             (Oracle::Out, None, Cause::Internal { place: Place::Check("out= variant".into()), what: "INTERNAL ASSERT a.cpp:1".into() }),
             (Oracle::NanInf, None, Cause::NonFinite { output: 1, values: NonFinite::NanAndInf }),
             (Oracle::NanInf, None, Cause::Ensures { clause: "x > 0 => no_nan(result)".into() }),
-            (Oracle::Overflow, None, Cause::Premature { output: 0, what: "inf".into(), squares: Some(DType::Float32) }),
-            (Oracle::Overflow, None, Cause::Premature { output: 0, what: "0".into(), squares: None }),
-            (Oracle::Relation, None, Cause::Relation { name: "odd".into(), squares: None }),
-            (Oracle::Relation, None, Cause::Relation { name: "positively_homogeneous".into(), squares: Some(DType::Float32) }),
-            (Oracle::Precision, None, Cause::Values { output: 2, squares: None }),
-            (Oracle::Precision, None, Cause::Values { output: 0, squares: Some(DType::Float32) }),
+            (Oracle::Overflow, None, Cause::Premature { output: 0, what: "inf".into(), squares: Some(DType::Float32), powers: None }),
+            (Oracle::Overflow, None, Cause::Premature { output: 0, what: "0".into(), squares: None, powers: None }),
+            (Oracle::Relation, None, Cause::Relation { name: "odd".into(), squares: None, powers: None }),
+            (Oracle::Relation, None, Cause::Relation { name: "positively_homogeneous".into(), squares: Some(DType::Float32), powers: None }),
+            (Oracle::Precision, None, Cause::Values { output: 2, squares: None, powers: None }),
+            (Oracle::Precision, None, Cause::Values { output: 0, squares: Some(DType::Float32), powers: None }),
             (Oracle::Out, None, Cause::Structure { output: 0, what: "dtype float32 vs float64".into() }),
             (Oracle::Gradient, None, Cause::Gradient { param: "`input`".into(), against: GradientKind::Numeric }),
             (Oracle::Gradient, None, Cause::Gradient { param: "`other`".into(), against: GradientKind::Forward }),
@@ -532,9 +563,9 @@ mod tests {
         let fpe = died(Place::Call, Death::Signal(Signal(libc::SIGFPE)), None);
         assert!(!memory.shown_by(&fpe) && !fpe.shown_by(&memory));
         assert!(fpe.shown_by(&died(Place::Call, Death::Signal(Signal(libc::SIGFPE)), Some("x"))));
-        let unnamed = Cause::Relation { name: "odd".into(), squares: None };
-        assert!(unnamed.shown_by(&Cause::Relation { name: "odd".into(), squares: Some(DType::Float32) }));
-        assert!(!unnamed.shown_by(&Cause::Relation { name: "even".into(), squares: Some(DType::Float32) }));
+        let unnamed = Cause::Relation { name: "odd".into(), squares: None, powers: None };
+        assert!(unnamed.shown_by(&Cause::Relation { name: "odd".into(), squares: Some(DType::Float32), powers: None }));
+        assert!(!unnamed.shown_by(&Cause::Relation { name: "even".into(), squares: Some(DType::Float32), powers: None }));
     }
 
     #[test]

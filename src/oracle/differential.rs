@@ -182,7 +182,11 @@ pub fn judge_reports(api: &ApiSpec, checks: &[Check], case: &Case, outcome: &Out
 /// squares (scaled by the relation's `s`, for a relation) leave the dtype the operator accumulates
 /// in while their sums did not (`ValueMismatch::squares_overflow`): a cause many operators share.
 fn squares_clause(m: &crate::wire::variant::ValueMismatch) -> String {
-    m.squares_overflow.map_or(String::new(), |acc| format!("; the inputs' sum of squares leaves {acc}, which the operator accumulates in without rescaling"))
+    match (m.squares_overflow, m.powers_overflow) {
+        (Some(acc), _) => format!("; the inputs' sum of squares leaves {acc}, which the operator accumulates in without rescaling"),
+        (None, Some(acc)) => format!("; the inputs' sum of |x|^p leaves the range of {acc}, which the operator accumulates in without rescaling"),
+        (None, None) => String::new(),
+    }
 }
 
 fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outcome, report: &CheckOutcome) -> Option<Detection> {
@@ -216,7 +220,7 @@ fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outc
             let dtype = m.dtype.map_or("scalar".to_string(), |d| d.to_string());
             Some(Detection {
                 oracle: Oracle::Layout,
-                cause: Cause::Values { output: m.output, squares: None },
+                cause: Cause::Values { output: m.output, squares: None, powers: None },
                 message: format!(
                     "output {} ({dtype}) is wrong for a strided input: element {} is {} where the float64 reference (rounded) is {}, and the same call on contiguous copies of the inputs agrees with the reference; {} of {} elements differ beyond rtol={} atol={}",
                     m.output, m.index, m.actual, m.expected, m.mismatched, m.total, m.tolerance.rtol, m.tolerance.atol
@@ -242,7 +246,7 @@ fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outc
             Some(Detection {
                 oracle: Oracle::Overflow,
                 // No dtype: one cause seen in float16 and float32 is one finding.
-                cause: Cause::Premature { output: m.output, what: what.to_string(), squares: m.squares_overflow },
+                cause: Cause::Premature { output: m.output, what: what.to_string(), squares: m.squares_overflow, powers: m.powers_overflow },
                 message: format!(
                     "output {} ({dtype}) is {what} at element {} where {reference} {} (representable in {dtype}): {} of {} elements are such; an intermediate of the computation left the dtype's range{why}",
                     m.output, p.index, p.expected, p.count, m.total
@@ -262,7 +266,7 @@ fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outc
             let s = r.scalar_for(crate::wire::variant::relation::case_seed(case)).map_or(String::new(), |s| format!(" with s = {s}"));
             let why = squares_clause(m);
             detection(
-                Cause::Relation { name: r.name.clone(), squares: m.squares_overflow },
+                Cause::Relation { name: r.name.clone(), squares: m.squares_overflow, powers: m.powers_overflow },
                 format!(
                     "`{}` does not hold{s}: element {} is {} on the left ({dtype}) and {} on the right; {} of {} elements differ beyond rtol={} atol={}{why}",
                     r.text, m.index, m.actual, m.expected, m.mismatched, m.total, m.tolerance.rtol, m.tolerance.atol
@@ -281,7 +285,7 @@ fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outc
             // float64 is one finding.
             let why = squares_clause(m);
             detection(
-                Cause::Values { output: m.output, squares: m.squares_overflow },
+                Cause::Values { output: m.output, squares: m.squares_overflow, powers: m.powers_overflow },
                 format!(
                     "output {} ({dtype}) differs from the {what}: element {} is {} in {actual} and {} in {expected}; {} of {} elements differ beyond rtol={} atol={} (largest difference {}){why}",
                     m.output, m.index, m.actual, m.expected, m.mismatched, m.total, m.tolerance.rtol, m.tolerance.atol, m.max_abs

@@ -590,6 +590,7 @@ mod tests {
             tolerance,
             premature: Some(premature),
             squares_overflow: None,
+            powers_overflow: None,
             strided: false,
             undetermined: false,
         };
@@ -636,6 +637,7 @@ mod tests {
             tolerance,
             premature: None,
             squares_overflow: None,
+            powers_overflow: None,
             strided: false,
             undetermined: false,
         };

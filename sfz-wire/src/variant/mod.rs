@@ -196,6 +196,11 @@ pub struct ValueMismatch {
     /// variance, `linalg.norm` returns inf), a cause many operators share.
     #[serde(default)]
     pub squares_overflow: Option<DType>,
+    /// As `squares_overflow`, for a p-norm of p above 2 (`vector_norm(ord=3)`, `renorm(p=3)`):
+    /// the dtype the inputs' sum of |x|^p leaves (above its largest value, or below its smallest
+    /// where every term underflows) while their plain sums stay in it.
+    #[serde(default)]
+    pub powers_overflow: Option<DType>,
     /// The float64 reference's check only: the call agrees with the reference on contiguous
     /// copies of its strided inputs, so the strides, not the arithmetic, went wrong (a kernel
     /// that reads a strided bias as contiguous): a `layout` finding, whatever check saw it.

@@ -154,6 +154,9 @@ impl Executor {
             let expected = m.premature.as_ref().map(|p| p.expected).or(reference.then_some(m.expected));
             if let Some(expected) = expected.filter(|_| tags::class(self.op_name(case.op)) != tags::OpClass::Pointwise) {
                 m.squares_overflow = conditioning::squares_overflow(&inputs.tensors, 1.0, expected).ok().flatten();
+                if let Some(p) = self.norm_order(case).filter(|_| m.squares_overflow.is_none()) {
+                    m.powers_overflow = conditioning::power_sum_overflow(&inputs.tensors, p, 1.0, expected).ok().flatten();
+                }
             }
         }
         outcome
@@ -231,6 +234,20 @@ impl Executor {
             any = true;
         }
         Ok(any)
+    }
+
+    /// The order p of a p-norm the operator takes, where it is finite and above 2 (`ord`, `p`,
+    /// `pow`, `norm_type` given as a number): its sum of |x|^p may leave the range first.
+    fn norm_order(&self, case: &Case) -> Option<f64> {
+        case.args.iter().enumerate().find_map(|(i, a)| {
+            let p = match a {
+                Arg::Float(v) => *v,
+                Arg::Int(v) => *v as f64,
+                _ => return None,
+            };
+            let named = matches!(self.schema_arg_name(case.op, i), Some("ord" | "p" | "pow" | "norm_type"));
+            (named && p.is_finite() && p > 2.0).then_some(p)
+        })
     }
 
     /// Whether an argument the operator writes to (`Tensor(a!)`) is built expanded (stride 0).
@@ -717,6 +734,7 @@ fn scalar_mismatch(output: usize, actual: f64, expected: f64, tolerance: Toleran
         tolerance,
         premature: None,
         squares_overflow: None,
+        powers_overflow: None,
         strided: false,
         undetermined: false,
     })

@@ -40,6 +40,7 @@ impl Comparison {
             tolerance,
             premature: self.premature.clone(),
             squares_overflow: None,
+            powers_overflow: None,
             strided: false,
             undetermined: false,
         })

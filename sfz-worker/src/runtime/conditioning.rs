@@ -226,6 +226,13 @@ pub(super) fn beyond_safe_range_of(tensors: &[Tensor], factor: f64) -> Result<Op
 /// the magnitude the reference or the relation's right side holds) within a factor 16 of the
 /// range: a product with a small constant overflows there (`hardswish`'s `x * relu6(x + 3)`).
 pub(super) fn squares_overflow<'a>(tensors: impl IntoIterator<Item = &'a Tensor>, factor: f64, result: f64) -> Result<Option<DType>, tch::TchError> {
+    power_sum_overflow(tensors, 2.0, factor, result)
+}
+
+/// `squares_overflow` for the sum of |x|^p of a p-norm (p >= 2): `n · largest^p` beyond the
+/// accumulator's range; for p above 2 also below its smallest subnormal, where every term
+/// underflows and the norm is 0 (`norm_except_dim` with pow 16 of 1e-3 in float16).
+pub(super) fn power_sum_overflow<'a>(tensors: impl IntoIterator<Item = &'a Tensor>, p: f64, factor: f64, result: f64) -> Result<Option<DType>, tch::TchError> {
     for t in tensors {
         let Some(dtype) = floating(t.f_kind()?) else { continue };
         let Some((max, _, _)) = dtype.limits() else { continue };
@@ -236,9 +243,14 @@ pub(super) fn squares_overflow<'a>(tensors: impl IntoIterator<Item = &'a Tensor>
         let n = t.numel() as f64;
         // Twice the magnitude: a distance squares differences (`pdist`).
         let largest = 2.0 * finite_magnitudes(t)?.f_max()?.double_value(&[]) * factor;
-        // `n · largest²` beyond the range (written so that the square cannot overflow float64),
-        // `n · largest` within it.
-        if largest > (range / n).sqrt() && largest * n <= range && result.abs() * 16.0 <= range {
+        // `n · largest^p` beyond the range (in logarithms, so that the power cannot overflow
+        // float64), `n · largest` within it.
+        if largest > 0.0 && p * largest.ln() + n.ln() > range.ln() && largest * n <= range && result.abs() * 16.0 <= range {
+            return Ok(Some(accumulates));
+        }
+        let smallest = if accumulates == DType::Float64 { 5e-324 } else { 1.4e-45 };
+        // Every term below it: the largest itself, not a distance's twice.
+        if p > 2.0 && largest > 0.0 && p * (largest / 2.0).ln() + n.ln() < f64::ln(smallest) && result != 0.0 {
             return Ok(Some(accumulates));
         }
     }

@@ -151,6 +151,7 @@ impl Executor {
                     tolerance: Tolerance::EXACT,
                     premature: Some(p),
                     squares_overflow: None,
+                    powers_overflow: None,
                     strided: false,
                     undetermined: false,
                 }));
