@@ -94,9 +94,13 @@ pub fn gamma_poles(name: &str) -> Option<usize> {
 /// Whether operator `name` evaluates an orthogonal polynomial of degree `n` (its second
 /// argument) by the three-term recurrence: each step rounds, and the recurrence amplifies
 /// earlier roundings, so an honest result holds about `n^2` roundings of its terms, not the
-/// few of a pointwise function.
+/// few of a pointwise function. `name` is an ATen name (`aten::special_hermite_polynomial_h`,
+/// `torch.ops.aten.special_...`) or the Python one (`torch.special.hermite_polynomial_h`).
 pub fn degree_recurrence(name: &str) -> bool {
-    let name = name.strip_prefix("aten::").unwrap_or(name);
+    if let Some(python) = name.strip_prefix("torch.special.") {
+        return python.contains("_polynomial_");
+    }
+    let name = name.strip_prefix("aten::").or_else(|| name.strip_prefix("torch.ops.aten.")).unwrap_or(name);
     name.starts_with("special_") && name.contains("_polynomial_")
 }
 
@@ -126,6 +130,18 @@ mod tests {
         assert_eq!(super::gamma_poles("aten::polygamma"), Some(0));
         assert_eq!(super::gamma_poles("special_zeta"), Some(1));
         assert_eq!(super::gamma_poles("exp"), None);
+    }
+
+    #[test]
+    fn a_polynomials_recurrence_is_known_by_its_aten_and_its_python_name() {
+        use super::degree_recurrence;
+        for name in ["aten::special_hermite_polynomial_h", "special_legendre_polynomial_p", "torch.ops.aten.special_laguerre_polynomial_l", "torch.special.chebyshev_polynomial_t"]
+        {
+            assert!(degree_recurrence(name), "{name}");
+        }
+        for name in ["aten::sin", "torch.special.i0", "torch.polynomial_thing", "torch.special.erf"] {
+            assert!(!degree_recurrence(name), "{name}");
+        }
     }
 
     #[test]

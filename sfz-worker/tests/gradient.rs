@@ -239,3 +239,41 @@ fn gradients_through_non_contiguous_inputs_agree_with_contiguous_ones() {
         assert!(matches!(got, CheckOutcome::Agree { .. }), "cumsum, {layout:?}: {got:?}");
     }
 }
+
+/// An executor for `decl`'s API with the gradient check, whose in-place twin (for the `inplace`
+/// check, and the gradient through it) is `twin`'s API writing into argument `arg`.
+fn with_twin(decl: &str, twin: &str, arg: usize) -> Executor {
+    let resolve = |d: &str| {
+        let checked = sfz::check::check_text(Path::new("t.sfz"), d);
+        assert!(!checked.has_errors(), "{d}: {:?}", checked.diags);
+        registry::resolve(&checked.spec.apis[0], catalog()).unwrap()
+    };
+    let mut ex = Executor::new();
+    assert_eq!(ex.load(&[resolve(decl), resolve(twin)]), vec![None, None]);
+    let tolerances = Tolerances::uniform(Tolerance { rtol: 1e-3, atol: 1e-5 });
+    let gradient = Check { oracle: Oracle::Gradient, variant: Variant::Gradient { eps: 1e-6, samples: 4 }, tolerances, accuracy: Accuracy::Backward };
+    let in_place = Check { oracle: Oracle::Inplace, variant: Variant::InPlace { op: 1, arg }, tolerances, accuracy: Accuracy::Backward };
+    ex.set_checks(vec![vec![gradient, in_place], vec![]]);
+    ex
+}
+
+/// The gradient through an in-place twin agrees with the out-of-place one for correct pairs;
+/// a twin with the same values and another derivative is found: `clamp_min_` gives a tie's
+/// gradient wholly to its input where `maximum` splits it (forward mode and finite differences
+/// skip ties, so only the twin's gradient tells them apart).
+#[test]
+fn the_in_place_twins_gradient_agrees_with_the_out_of_place_one() {
+    let _rng = common::rng_lock();
+    let mut sigmoid = with_twin("api torch.sigmoid(input: Tensor) -> Tensor {}", "api torch.sigmoid_(input: Tensor) -> Tensor {}", 0);
+    let got = verdict(&mut sigmoid, vec![uniform(DType::Float32, &[3, 4], -3.0, 3.0, 1)]);
+    assert!(matches!(got, CheckOutcome::Agree { .. }), "{got:?}");
+    let lerp = "api torch.lerp(input: Tensor, end: Tensor, weight: Tensor) -> Tensor {}";
+    let mut ex = with_twin(lerp, "api torch.lerp_(input: Tensor, end: Tensor, weight: Tensor) -> Tensor {}", 0);
+    let got = verdict(&mut ex, vec![uniform(DType::Float64, &[5], -2.0, 2.0, 2), uniform(DType::Float64, &[5], -2.0, 2.0, 3), uniform(DType::Float64, &[5], 0.0, 1.0, 4)]);
+    assert!(matches!(got, CheckOutcome::Agree { .. }), "{got:?}");
+
+    let mut ex = with_twin("api torch.maximum(input: Tensor, other: Tensor) -> Tensor {}", "api torch.clamp_min_(input: Tensor, min: Tensor) -> Tensor {}", 0);
+    let x = tensor(DType::Float64, &[4], Fill::Constant(1.0), 5);
+    let got = verdict(&mut ex, vec![Arg::Tensor(x.clone()), Arg::Tensor(x)]);
+    assert!(matches!(&got, CheckOutcome::Gradient(g) if g.kind == GradientKind::InPlace && (g.analytic - 2.0 * g.numeric).abs() < 1e-9), "{got:?}");
+}

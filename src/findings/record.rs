@@ -3,10 +3,10 @@
 use crate::findings::pinned::pinned_spec;
 use crate::findings::repro::Reproducer;
 use crate::findings::Finding;
-use crate::oracle::Evidence;
+use crate::oracle::{Disagreement, Evidence};
 use crate::plan::ApiPlan;
 use crate::wire::oracle::Oracle;
-use crate::wire::variant::Check;
+use crate::wire::variant::{Check, GradientKind, Variant};
 
 /// The reproducer of a finding's current case.
 pub fn reproducer(plan: &ApiPlan, finding: &Finding) -> String {
@@ -53,10 +53,15 @@ pub fn pinned(plan: &ApiPlan, finding: &Finding) -> String {
 
 /// The check (as recorded) and the twin operator it calls, for a differential finding.
 fn check_of<'a>(plan: &'a ApiPlan, finding: &Finding) -> (Option<Check>, Option<&'a crate::ops::binding::OpBinding>) {
-    match finding.evidence {
-        Evidence::Differential { check, .. } => {
-            let planned = plan.checks.get(check);
-            (finding.check.clone().or_else(|| planned.map(|p| p.check.clone())), planned.and_then(crate::oracle::differential::PlannedCheck::twin))
+    match &finding.evidence {
+        Evidence::Differential { check, what } => {
+            let planned = plan.checks.get(*check);
+            // A gradient through the in-place form calls the `inplace` check's twin.
+            let twin = match what {
+                Disagreement::Derivative(at) if at.kind == GradientKind::InPlace => plan.checks.iter().find(|p| matches!(p.check.variant, Variant::InPlace { .. })),
+                _ => planned,
+            };
+            (finding.check.clone().or_else(|| planned.map(|p| p.check.clone())), twin.and_then(crate::oracle::differential::PlannedCheck::twin))
         }
         _ => (None, None),
     }

@@ -87,6 +87,7 @@ fn gradient_assertion(kind: GradientKind) -> &'static str {
         GradientKind::NonFinite => "the gradient is not finite",
         GradientKind::Second => "double backward disagrees with differences of the gradient",
         GradientKind::Layout => "backward differs through a non-contiguous input",
+        GradientKind::InPlace => "backward differs through the in-place form",
     }
 }
 

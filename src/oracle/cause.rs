@@ -246,6 +246,7 @@ impl Cause {
             Cause::Gradient { against: GradientKind::NonFinite, .. } => "a derivative is NaN or inf where the function is smooth".to_string(),
             Cause::Gradient { against: GradientKind::Second, .. } => "a second derivative (double backward) is wrong".to_string(),
             Cause::Gradient { against: GradientKind::Layout, .. } => "a derivative is wrong for a non-contiguous input".to_string(),
+            Cause::Gradient { against: GradientKind::InPlace, .. } => "the in-place form's derivative differs from the out-of-place one's".to_string(),
             Cause::Gradient { .. } => "a derivative is wrong".to_string(),
             // Which shapes (ranks, sizes) a wrong-shaped output had is the input's, not the defect's.
             Cause::Structure { what, .. } if what.starts_with("shape ") => "an output: another shape".to_string(),

@@ -324,6 +324,10 @@ fn judge_one(api: &ApiSpec, k: usize, check: &Check, case: &Case, outcome: &Outc
                     "d/d{param}[{}] ({dtype} input, in float64) of sum(w * outputs) is {} by backward through the case's non-contiguous inputs but {} through contiguous copies of the same values",
                     g.index, g.analytic, g.numeric
                 ),
+                GradientKind::InPlace => format!(
+                    "d/d{param}[{}] ({dtype} input, in float64) of sum(w * output) is {} by backward through the in-place form but {} through the out-of-place one",
+                    g.index, g.analytic, g.numeric
+                ),
             };
             detection(
                 Cause::Gradient { param: param.clone(), against: g.kind },

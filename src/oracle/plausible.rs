@@ -304,7 +304,7 @@ fn result_through(expected: f64, dtype: Option<DType>, factor: f64) -> Option<Im
 /// polynomial's three-term recurrence (`hermite_polynomial_h(x, n)`: `H_{k+1} = 2x H_k - 2k
 /// H_{k-1}`) adds terms up to about `2n` times the value they cancel to; otherwise 1.
 fn intermediates_factor(api: &str, names: &[&str], case: &Case) -> f64 {
-    if !api.contains("_polynomial_") {
+    if !crate::wire::tags::degree_recurrence(api) {
         return 1.0;
     }
     let degree = names.iter().position(|n| *n == "n").and_then(|k| case.args.get(k)).map_or(0.0, |a| match a {

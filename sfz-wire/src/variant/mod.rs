@@ -290,6 +290,9 @@ pub enum GradientKind {
     /// Reverse mode through the case's non-contiguous inputs (transposed, strided, offset)
     /// against reverse mode through contiguous copies: `analytic` and `numeric` are those two.
     Layout,
+    /// Reverse mode through the operator's in-place twin (on a copy of its input) against
+    /// reverse mode through the out-of-place operator: `analytic` and `numeric` are those two.
+    InPlace,
 }
 
 impl GradientKind {
@@ -301,10 +304,11 @@ impl GradientKind {
             GradientKind::NonFinite => "is not finite where finite differences are",
             GradientKind::Second => "has a derivative (double backward) that differs from finite differences",
             GradientKind::Layout => "differs between a non-contiguous input and its contiguous copy",
+            GradientKind::InPlace => "differs between the in-place form and the out-of-place one",
         }
     }
 
-    pub const ALL: [GradientKind; 5] = [GradientKind::Numeric, GradientKind::Forward, GradientKind::NonFinite, GradientKind::Second, GradientKind::Layout];
+    pub const ALL: [GradientKind; 6] = [GradientKind::Numeric, GradientKind::Forward, GradientKind::NonFinite, GradientKind::Second, GradientKind::Layout, GradientKind::InPlace];
 }
 
 /// The report of one check, in the order of the request's checks.

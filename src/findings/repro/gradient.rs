@@ -4,7 +4,7 @@
 //! A finding written before the gradient's kinds were stored gets `torch.autograd.gradcheck`.
 use std::fmt::Write as _;
 
-use super::call::call;
+use super::call::{call, ops_call};
 use super::python::{py_float, tol_args};
 use super::Writer;
 use crate::oracle::GradientAt;
@@ -14,6 +14,8 @@ use crate::wire::variant::{promote_dtype_args, GradientKind, Tolerance};
 /// `f(*xs)` over the floating inputs and `x`, their float64 values.
 struct Differentiable {
     def: String,
+    /// `f_in_place(*xs)`, the same through the operator's in-place twin, where the script has it.
+    def_in_place: Option<String>,
     /// The floating inputs' expressions (`input`, `tensors_1`).
     inputs: Vec<String>,
     /// Per case argument, how many floating inputs come before it.
@@ -113,7 +115,12 @@ impl Writer<'_> {
         }
         let body = call(r.api, r.binding, &case, &vars);
         // Copies: an operator that writes into its input (`sin_`) may not write into a leaf.
-        Differentiable { def: format!("def f(*xs):\n    xs = [x.clone() for x in xs]\n{}    return {body}\n\n\n", lists.concat()), inputs, before, layouts }
+        let lists = lists.concat();
+        let def = format!("def f(*xs):\n    xs = [x.clone() for x in xs]\n{lists}    return {body}\n\n\n");
+        // The in-place twin the worker differentiated too, on the same copies.
+        let twin = r.twin.map(|twin| ops_call(twin, &case, &vars, &[]));
+        let def_in_place = twin.map(|body| format!("def f_in_place(*xs):\n    xs = [x.clone() for x in xs]\n{lists}    return {body}\n\n\n"));
+        Differentiable { def, def_in_place, inputs, before, layouts }
     }
 
     /// The legacy script: `torch.autograd.gradcheck` over the floating inputs.
@@ -204,6 +211,18 @@ impl Writer<'_> {
                      atol = max({atol}, 1e-12 * grad.abs().nan_to_num(0.0, 0.0, 0.0).max().item())\n\
                      torch.testing.assert_close(relaid_grad, grad, rtol={rtol}, atol=atol, equal_nan=True, msg=\"backward differs through a non-contiguous input\")\n",
                     layouts.iter().map(|l| format!("\"{l}\"")).collect::<Vec<_>>().join(", "),
+                    index = at.index,
+                ));
+            }
+            GradientKind::InPlace => {
+                out.push_str(d.def_in_place.as_deref().unwrap_or("f_in_place = f  # the in-place twin is unknown to this script\n\n\n"));
+                out.push_str(&format!(
+                    "in_place_leaves = [t.detach().requires_grad_() for t in x]\n\
+                     in_place_grad = torch.autograd.grad(weighted_difference(f_in_place(*in_place_leaves)), in_place_leaves, allow_unused=True)[i]\n\
+                     in_place_grad = torch.zeros_like(x[i]) if in_place_grad is None else in_place_grad\n\
+                     print(\"d/d{name}[{index}]: backward through the in-place form\", in_place_grad.reshape(-1)[{index}].item(), \"through the out-of-place one\", grad.reshape(-1)[{index}].item())\n\
+                     atol = max({atol}, 1e-12 * grad.abs().nan_to_num(0.0, 0.0, 0.0).max().item())\n\
+                     torch.testing.assert_close(in_place_grad, grad, rtol={rtol}, atol=atol, equal_nan=True, msg=\"backward differs through the in-place form\")\n",
                     index = at.index,
                 ));
             }

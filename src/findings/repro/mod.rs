@@ -442,6 +442,13 @@ mod tests {
         insta::assert_snapshot!("gradient_layout", script(&mm, &relaid, Evidence::Differential { check: 0, what: Disagreement::Derivative(at) }, Some(&gradient), None));
         let cuda = check(Oracle::Cuda, Variant::Cuda);
         insta::assert_snapshot!("cuda", script(&mm, &case2, values(0), Some(&cuda), None));
+        // Through the in-place twin, on the same copies.
+        let lerp = api("api torch.lerp(input: Tensor, end: Tensor, weight: Tensor) -> Tensor {}");
+        let (twin, _) = crate::ops::twins::inplace_binding(&bind(&lerp), &catalog()).unwrap();
+        let case3 =
+            Case { op: 0, args: vec![Arg::Tensor(recipe()), Arg::Tensor(TensorRecipe { seed: 7, ..recipe() }), Arg::Tensor(TensorRecipe { seed: 8, ..recipe() })], forward: None };
+        let at = crate::oracle::GradientAt { kind: GradientKind::InPlace, arg: 2, tensor: 0, index: 1 };
+        insta::assert_snapshot!("gradient_in_place", script(&lerp, &case3, Evidence::Differential { check: 0, what: Disagreement::Derivative(at) }, Some(&gradient), Some(&twin)));
     }
 
     #[test]

@@ -10,9 +10,11 @@
 //! error where the call returned; reverse and forward mode disagreeing where finite differences
 //! along the tangent side with one of them; a NaN or inf gradient element where the outputs
 //! and finite differences are finite and moderate; a gradient through the case's own
-//! non-contiguous inputs that differs from the contiguous one (`relaid`); a gradient element
+//! non-contiguous inputs that differs from the contiguous one (`relaid`), or through the
+//! operator's in-place twin from the out-of-place one (`in_place`); a gradient element
 //! that differs from trusted finite differences.
 mod dual;
+mod in_place;
 mod numeric;
 mod objective;
 mod relaid;
@@ -96,6 +98,10 @@ impl Executor {
         // The same derivative through the case's non-contiguous inputs. A failure to call or
         // differentiate there is the `layout` check's to judge.
         if let Ok(Some(found)) = self.relaid_gradient(case, &probe, tol) {
+            return Ok(found);
+        }
+        // The same derivative through the in-place twin, where the operator has one.
+        if let Ok(Some(found)) = self.in_place_gradient(case, &probe, tol) {
             return Ok(found);
         }
         // A factorization's or solver's gradient is as ill-conditioned as the matrix (a rank

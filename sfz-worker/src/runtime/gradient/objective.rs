@@ -2,6 +2,8 @@
 //! fixed tangents, detached copies, and the seeded choice of elements.
 use tch::{Device, Kind, Tensor};
 
+use sfz_wire::variant::Tolerance;
+
 /// A fixed weight per element of every floating output, in [0.5, 1.5): `sum(w * out)` depends
 /// on every element, with no two weights of a small output alike.
 pub(super) fn weights(outputs: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>, tch::TchError> {
@@ -57,6 +59,34 @@ pub(super) fn objective_of(outputs: &[Option<Tensor>], weights: &[Option<Tensor>
         });
     }
     Ok(total)
+}
+
+/// The first leaf and element where two reverse-mode gradients of the same objective differ
+/// beyond `tol` (plus float64 rounding of the largest element: another path may sum in another
+/// order): (leaf, flat index, the two values, elements compared). Leaves undefined on a side
+/// are passed over.
+pub(super) fn first_difference(grads: &[Tensor], reference: &[Tensor], tol: Tolerance) -> Result<Option<(usize, u64, f64, f64, u32)>, tch::TchError> {
+    for (leaf, (other, expected)) in grads.iter().zip(reference).enumerate() {
+        if !other.defined() || !expected.defined() {
+            continue;
+        }
+        let (a, b) = (other.f_to_kind(Kind::Double)?.f_flatten(0, -1)?, expected.f_to_kind(Kind::Double)?.f_flatten(0, -1)?);
+        if a.size() != b.size() {
+            continue;
+        }
+        let scale = b.f_abs()?.f_nan_to_num(0.0, 0.0, 0.0)?.f_max()?.f_double_value(&[])?;
+        let allowed = b.f_abs()?.f_mul_scalar(tol.rtol)?.f_add_scalar(tol.atol.max(1e-12 * scale))?;
+        let apart = a.f_sub(&b)?.f_abs()?.f_gt_tensor(&allowed)?;
+        // NaN on one side only differs; NaN on both does not.
+        let one_nan = a.f_isnan()?.f_logical_xor(&b.f_isnan()?)?;
+        let differs = apart.f_logical_or(&one_nan)?;
+        if differs.f_any()?.f_int64_value(&[])? == 0 {
+            continue;
+        }
+        let index = differs.f_to_kind(Kind::Int64)?.f_argmax(0, false)?.f_int64_value(&[])?;
+        return Ok(Some((leaf, index as u64, a.f_double_value(&[index])?, b.f_double_value(&[index])?, a.numel() as u32)));
+    }
+    Ok(None)
 }
 
 /// Up to `samples` (leaf, element) pairs: every element when there are few, else a seeded

@@ -8,9 +8,10 @@
 //! expanded input is left contiguous: its gradient sums over the repeated slices, which is
 //! another function of the leaf. Where the forward values already differ between the layouts,
 //! the `layout` check has the finding.
-use tch::{Kind, Tensor};
+use tch::Tensor;
 
-use super::{is_real_floating, mismatch, objective, Probe};
+use super::objective::{self, first_difference};
+use super::{is_real_floating, mismatch, Probe};
 use crate::runtime::checks::Failure;
 use crate::runtime::executor::Executor;
 use sfz_wire::case::{Case, Layout};
@@ -94,32 +95,9 @@ impl Executor {
         let Ok(grads) = Tensor::f_run_backward(&[&loss], &wrt, false, false) else {
             return Err(Failure::Skip("backward raised with the inputs relaid".into()));
         };
-        for (leaf, (relaid, contiguous)) in grads.iter().zip(&probe.grads).enumerate() {
-            // Every leaf: a relaid input changes the others' gradients too (a strided `v` and
-            // `g`'s gradient in `_weight_norm_interface`).
-            if !relaid.defined() || !contiguous.defined() {
-                continue;
-            }
-            let (a, b) = (relaid.f_to_kind(Kind::Double)?.f_flatten(0, -1)?, contiguous.f_to_kind(Kind::Double)?.f_flatten(0, -1)?);
-            if a.size() != b.size() {
-                continue;
-            }
-            // Another layout may sum in another order: float64 rounding, relative to the
-            // gradient's largest element.
-            let scale = b.f_abs()?.f_nan_to_num(0.0, 0.0, 0.0)?.f_max()?.f_double_value(&[])?;
-            let allowed = b.f_abs()?.f_mul_scalar(tol.rtol)?.f_add_scalar(tol.atol.max(1e-12 * scale))?;
-            let apart = a.f_sub(&b)?.f_abs()?.f_gt_tensor(&allowed)?;
-            // NaN on one side only differs; NaN on both does not.
-            let one_nan = a.f_isnan()?.f_logical_xor(&b.f_isnan()?)?;
-            let differs = apart.f_logical_or(&one_nan)?;
-            if differs.f_any()?.f_int64_value(&[])? == 0 {
-                continue;
-            }
-            let index = differs.f_to_kind(Kind::Int64)?.f_argmax(0, false)?.f_int64_value(&[])?;
-            let (x, y) = (a.f_double_value(&[index])?, b.f_double_value(&[index])?);
-            return Ok(Some(mismatch(probe, GradientKind::Layout, leaf, index as u64, x, y, a.numel() as u32, 0)));
-        }
-        Ok(None)
+        // Every leaf: a relaid input changes the others' gradients too (a strided `v` and `g`'s
+        // gradient in `_weight_norm_interface`).
+        Ok(first_difference(&grads, &probe.grads, tol)?.map(|(leaf, index, x, y, n)| mismatch(probe, GradientKind::Layout, leaf, index, x, y, n, 0)))
     }
 }
 
