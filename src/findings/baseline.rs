@@ -9,6 +9,7 @@
 //! cause = "premature"                  # the cause's kind (optional; see KINDS)
 //! text = "sum of squares overflows"    # a part of the cause's text (optional)
 //! ops = ["torch.linalg.vector_norm"]   # these operators' families (optional)
+//! dtypes = ["float16", "bfloat16"]     # the first floating input's dtype (optional)
 //! issue = "https://github.com/pytorch/pytorch/issues/NNN"
 //! note = "float32 norms square their inputs without rescaling"
 //! ```
@@ -23,6 +24,7 @@ use toml::Spanned;
 use super::causes::family;
 use super::Finding;
 use crate::oracle::{Cause, Death};
+use crate::wire::case::DType;
 use crate::wire::oracle::Oracle;
 
 /// The cause kinds an entry's `cause` may name.
@@ -81,6 +83,9 @@ pub struct Entry {
     pub text: Option<String>,
     /// Operator families.
     pub ops: Vec<String>,
+    /// The dtypes of the case's first floating input (the data, where a normalization's
+    /// statistics may be float32) the cause shows in.
+    pub dtypes: Vec<DType>,
     pub issue: Option<String>,
     pub note: Option<String>,
 }
@@ -91,7 +96,13 @@ impl Entry {
             && self.cause.as_deref().is_none_or(|k| k == kind(&f.cause))
             && self.text.as_deref().is_none_or(|t| f.cause.to_string().contains(t))
             && (self.ops.is_empty() || self.ops.contains(&family(&f.api)))
+            && (self.dtypes.is_empty() || data_dtype(f).is_some_and(|d| self.dtypes.contains(&d)))
     }
+}
+
+/// The dtype of a finding's first floating input tensor.
+fn data_dtype(f: &Finding) -> Option<DType> {
+    f.case.args.iter().flat_map(|a| a.tensors()).map(|t| t.dtype).find(|d| d.is_floating())
 }
 
 /// The entries of a baseline file, in order.
@@ -131,8 +142,19 @@ impl Baseline {
                     problems.push(Problem::at(c, format!("unknown cause kind `{}`", c.get_ref()), help));
                 }
             }
-            if raw.oracles.as_ref().is_none_or(Vec::is_empty) && raw.cause.is_none() && raw.text.is_none() && raw.ops.as_ref().is_none_or(Vec::is_empty) {
-                problems.push(Problem::at(&raw.name, format!("entry `{}` would match every finding", raw.name.get_ref()), "give at least one of oracles, cause, text, ops".into()));
+            let mut dtypes = Vec::new();
+            for d in raw.dtypes.iter().flatten() {
+                match DType::from_name(d.get_ref()) {
+                    Some(dtype) => dtypes.push(dtype),
+                    None => problems.push(Problem::at(d, format!("unknown dtype `{}`", d.get_ref()), "dtypes are named as in torch: float16, bfloat16, float32, ...".into())),
+                }
+            }
+            if raw.oracles.as_ref().is_none_or(Vec::is_empty) && raw.cause.is_none() && raw.text.is_none() && raw.ops.as_ref().is_none_or(Vec::is_empty) && dtypes.is_empty() {
+                problems.push(Problem::at(
+                    &raw.name,
+                    format!("entry `{}` would match every finding", raw.name.get_ref()),
+                    "give at least one of oracles, cause, text, ops, dtypes".into(),
+                ));
             }
             if !names.insert(raw.name.get_ref().clone()) {
                 problems.push(Problem::at(&raw.name, format!("two entries are named `{}`", raw.name.get_ref()), "give each known cause its own name".into()));
@@ -143,6 +165,7 @@ impl Baseline {
                 cause: raw.cause.map(Spanned::into_inner),
                 text: raw.text,
                 ops: raw.ops.unwrap_or_default().iter().map(|o| family(o)).collect(),
+                dtypes,
                 issue: raw.issue,
                 note: raw.note,
             });
@@ -197,6 +220,7 @@ struct RawEntry {
     cause: Option<Spanned<String>>,
     text: Option<String>,
     ops: Option<Vec<String>>,
+    dtypes: Option<Vec<Spanned<String>>>,
     issue: Option<String>,
     note: Option<String>,
 }
@@ -219,14 +243,45 @@ mod tests {
         assert_eq!(b.matching(&finding("overflow", "premature inf in output 0: an unscaled sum of squares overflows float32")).map(|e| e.name.as_str()), Some("sq"));
         assert!(b.matching(&finding("overflow", "premature inf in output 0")).is_none());
         assert!(b.matching(&finding("precision", "values differ in output 0")).is_none());
+        // By the data's dtype: a bfloat16 input with float32 statistics is bfloat16.
+        let low = Baseline::parse("[[known]]\nname = \"low\"\noracles = [\"precision\"]\ndtypes = [\"bfloat16\", \"float16\"]\n").unwrap();
+        let with_inputs = |dtypes: &[&str]| {
+            let mut f = finding("precision", "values differ in output 0");
+            f.case.args = dtypes
+                .iter()
+                .map(|d| {
+                    let dtype = crate::wire::case::DType::from_name(d).unwrap();
+                    crate::wire::case::Arg::Tensor(crate::wire::case::TensorRecipe {
+                        dtype,
+                        shape: vec![2],
+                        fill: crate::wire::case::Fill::Constant(1.0),
+                        seed: 0,
+                        layout: Default::default(),
+                        specials: vec![],
+                    })
+                })
+                .collect();
+            f
+        };
+        assert!(low.matching(&with_inputs(&["int64", "bfloat16", "float32"])).is_some());
+        assert!(low.matching(&with_inputs(&["float32", "bfloat16"])).is_none());
     }
 
     #[test]
     fn problems_point_at_what_is_wrong() {
-        let text = "[[known]]\nname = \"a\"\ncause = \"premture\"\n\n[[known]]\nname = \"b\"\noracles = [\"crahs\"]\n\n[[known]]\nname = \"c\"\n";
+        let text = "[[known]]\nname = \"a\"\ncause = \"premture\"\n\n[[known]]\nname = \"b\"\noracles = [\"crahs\"]\n\n[[known]]\nname = \"c\"\n\n[[known]]\nname = \"d\"\ndtypes = [\"half16\"]\n";
         let problems = Baseline::parse(text).unwrap_err();
         let shown: Vec<(&str, &str)> = problems.iter().map(|p| (&text[p.span.clone()], p.message.as_str())).collect();
-        assert_eq!(shown, [("\"premture\"", "unknown cause kind `premture`"), ("\"crahs\"", "unknown oracle `crahs`"), ("\"c\"", "entry `c` would match every finding")]);
+        assert_eq!(
+            shown,
+            [
+                ("\"premture\"", "unknown cause kind `premture`"),
+                ("\"crahs\"", "unknown oracle `crahs`"),
+                ("\"c\"", "entry `c` would match every finding"),
+                ("\"half16\"", "unknown dtype `half16`"),
+                ("\"d\"", "entry `d` would match every finding")
+            ]
+        );
         assert_eq!(problems[0].help.as_deref(), Some("did you mean `premature`?"));
         let malformed = Baseline::parse("[[known]]\nname = 3\n").unwrap_err();
         assert_eq!(malformed.len(), 1);

@@ -27,11 +27,12 @@ pub enum CauseKey {
     /// A cause that names one defect wherever it shows (an assert's location, the native frame
     /// a worker died in): one cause through any operators.
     Specific { text: String },
-    /// Deaths of one operator family on an input with an empty tensor, in one place (the call,
-    /// a check): a kernel that does not guard the empty case, whatever it then dies of (a division
-    /// by the zero size, a read past an empty buffer) and wherever (`pdist`'s backward dies with
-    /// SIGFPE in two frames and with SIGSEGV on `[0, n]` inputs).
-    EmptyInputDeaths { family: String, oracle: Oracle },
+    /// Deaths of one operator family (of any rank, as `MemoryErrors`) on an input with an empty
+    /// tensor: a kernel that does not guard the empty case, whatever it then dies of (a division
+    /// by the zero size, a read past an empty buffer), wherever (`pdist`'s backward dies with
+    /// SIGFPE in two frames and with SIGSEGV on `[0, n]` inputs) and in whichever check's call
+    /// (`max_pool3d_with_indices_backward` in the call and in its float64 reference).
+    EmptyInputDeaths { family: String },
     /// Outputs one operator family leaves unwritten, whichever check compared them (the out=
     /// form and another layout both disagree with garbage).
     Uninitialised { family: String },
@@ -62,7 +63,7 @@ impl CauseGroup<'_> {
             CauseKey::SquaresOverflow { dtype } => format!("premature overflow: {} {dtype}", crate::oracle::cause::SQUARES_OVERFLOW),
             CauseKey::PowersOverflow { dtype } => format!("premature overflow: {} {dtype}", crate::oracle::cause::POWERS_OVERFLOW),
             CauseKey::Specific { text } => text.clone(),
-            CauseKey::EmptyInputDeaths { family, oracle } => format!("{family}: {oracle}: the worker dies on an empty tensor"),
+            CauseKey::EmptyInputDeaths { family } => format!("{family}: the worker dies on an empty tensor"),
             CauseKey::Uninitialised { family } => format!("{family}: an output holds uninitialised memory"),
             CauseKey::Family { family, oracle, text } => format!("{family}: {oracle}: {text}"),
         }
@@ -139,7 +140,7 @@ fn undimensioned(family: &str) -> String {
 /// The cause a finding belongs to.
 pub fn key(f: &Finding) -> CauseKey {
     if matches!(f.cause, Cause::Died { .. }) && f.case.args.iter().flat_map(|a| a.tensors()).any(|r| r.numel() == 0) {
-        return CauseKey::EmptyInputDeaths { family: family(&f.api), oracle: f.oracle };
+        return CauseKey::EmptyInputDeaths { family: undimensioned(&family(&f.api)) };
     }
     if matches!(f.cause, Cause::Uninitialised { .. }) {
         return CauseKey::Uninitialised { family: family(&f.api) };
@@ -343,9 +344,17 @@ mod tests {
             shaped("c", "torch.pdist", "gradient check: SIGFPE in at::native::pdist_backward_kernel_impl", &[0, 8]),
             shaped("d", "torch.pdist", "gradient check: SIGFPE in at::native::pdist_backward_kernel_impl", &[2, 8]),
             shaped("e", "torch.cdist", "gradient check: SIGFPE in at::native::cdist_backward", &[0, 8]),
+            // Another rank of one kernel template, and a check's own call of the operator.
+            shaped("f", "torch.max_pool3d_with_indices_backward", "memory error", &[0, 1, 2, 2, 2]),
+            shaped("g", "torch.max_pool2d_with_indices_backward", "memory error", &[0, 1, 2, 2]),
+            {
+                let mut f = shaped("h", "torch.max_pool3d_with_indices_backward", "float64 reference: memory error", &[0, 1, 2, 2, 2]);
+                f.oracle = crate::wire::oracle::Oracle::Precision;
+                f
+            },
         ];
         let ids = grouped_ids(&fs);
-        assert_eq!(ids, vec![vec!["b", "a", "c"], vec!["d"], vec!["e"]]);
+        assert_eq!(ids, vec![vec!["b", "a", "c"], vec!["f", "g", "h"], vec!["d"], vec!["e"]]);
     }
 
     /// An out= variant that does not resize its output shows as another shape or as one of
