@@ -87,8 +87,9 @@ impl CauseGroup<'_> {
 }
 
 /// The operator family of an API: its canonical name (an alias names the API it stands for)
-/// without namespace, overload, in-place or out= suffix, leading underscores, `_backward`, or
-/// `_interface`:
+/// without namespace, overload, in-place or out= suffix, leading underscores, `_backward`,
+/// `_interface`, or the marks of ATen's internal entry points (`native_`, `_legit`,
+/// `_impl_index`, `_with_update`, `_functional`, ...):
 /// `torch.ops.aten.max_pool2d_with_indices_backward.grad_input` and `torch.max_pool2d` are
 /// `max_pool2d_with_indices` and `max_pool2d`.
 pub fn family(api: &str) -> String {
@@ -108,9 +109,15 @@ pub fn family(api: &str) -> String {
         name = name.split('.').next().unwrap_or(name);
     }
     let mut name = name.trim_start_matches('_').to_string();
+    // ATen's own entry points to a public kernel: `native_batch_norm`,
+    // `_native_batch_norm_legit_no_training`, `_batch_norm_impl_index`,
+    // `_batch_norm_with_update_functional` all run `batch_norm`'s CPU kernel.
+    if let Some(rest) = name.strip_prefix("native_") {
+        name = rest.to_string();
+    }
     // `max_pool2d` is `max_pool2d_with_indices` without its second output, one kernel; the
     // public `_weight_norm` is `_weight_norm_interface` with autograd around it.
-    for suffix in ["_backward", "_out", "_", "_with_indices", "_interface"] {
+    for suffix in ["_backward", "_out", "_", "_with_indices", "_interface", "_functional", "_no_training", "_legit", "_impl_index", "_with_update", "_no_update"] {
         if let Some(rest) = name.strip_suffix(suffix) {
             name = rest.to_string();
         }
@@ -230,6 +237,17 @@ mod tests {
         assert_eq!(family("torch.max_pool2d_with_indices_backward"), family("torch.max_pool2d"), "one kernel with or without its indices");
         assert_eq!(family("torch.ops.aten._weight_norm_interface.default"), family("torch._weight_norm"), "the kernel behind the public op");
         assert_eq!(family("torch._weight_norm_interface_backward"), "weight_norm");
+        for internal in [
+            "torch.native_batch_norm",
+            "torch._native_batch_norm_legit_no_training",
+            "torch._batch_norm_impl_index_backward",
+            "torch._batch_norm_with_update_functional",
+            "torch._batch_norm_no_update",
+        ] {
+            assert_eq!(family(internal), "batch_norm", "{internal}");
+        }
+        assert_eq!(family("torch.native_layer_norm_backward"), "layer_norm");
+        assert_eq!(family("torch.batch_norm_update_stats"), "batch_norm_update_stats", "another operator");
     }
 
     /// One operator's heap damage found by its call and by two checks is one cause, ranked
