@@ -282,6 +282,16 @@ impl Arg {
         list.iter()
     }
 
+    /// Tensors reachable from this argument, to change in place.
+    pub fn tensors_mut(&mut self) -> impl Iterator<Item = &mut TensorRecipe> {
+        let list: &mut [TensorRecipe] = match self {
+            Arg::Tensor(t) => std::slice::from_mut(t),
+            Arg::TensorList(ts) => ts,
+            _ => &mut [],
+        };
+        list.iter_mut()
+    }
+
     pub fn is_finite(&self) -> bool {
         match self {
             Arg::Float(v) => v.is_finite(),

@@ -471,6 +471,17 @@ void sfz_cuda_strict() {
   }
 }
 
+// Uninitialised memory poisoned (NaN, or an integer type's largest value) in every `empty`
+// and `resize_` ATen makes, as `torch.use_deterministic_algorithms(True, warn_only=True)` does:
+// an output a kernel leaves unwritten shows as poison. Off again with false.
+void sfz_poison_uninitialised(bool on) {
+  try {
+    at::globalContext().setDeterministicAlgorithms(on, /*warn_only=*/true);
+    at::globalContext().setDeterministicFillUninitializedMemory(true);
+  } catch (...) {
+  }
+}
+
 int64_t sfz_op_count() { return static_cast<int64_t>(all_ops().size()); }
 
 // The schema of the i-th operator as text, e.g. "aten::add.Tensor(Tensor self, ...) -> Tensor".

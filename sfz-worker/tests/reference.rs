@@ -117,8 +117,10 @@ fn the_sign_of_a_singular_matrixs_determinant_is_not_judged() {
     let _rng = common::rng_lock();
     let mut backward = executor("api torch.linalg.slogdet(A: Tensor) -> (sign: Tensor, logabsdet: Tensor) {}", Accuracy::Backward);
     let mut differed = 0;
-    for seed in 0..48 {
-        let recipe = TensorRecipe { layout: Layout::Expanded, ..f32s(&[5, 5], 0.0, 20.0, seed) };
+    // Which size rounds to another sign depends on the CPU's LU kernels (5 on one machine, 2 on
+    // another): both are tried.
+    for (n, seed) in [2, 5].into_iter().flat_map(|n| (0..48).map(move |seed| (n, seed))) {
+        let recipe = TensorRecipe { layout: Layout::Expanded, ..f32s(&[n, n], 0.0, 20.0, seed) };
         let input = runtime::materialize(&recipe).unwrap();
         let (low, wide) = (input.slogdet().0, input.to_kind(tch::Kind::Double).slogdet().0);
         if low.to_kind(tch::Kind::Double).not_equal_tensor(&wide).any().int64_value(&[]) != 0 {
@@ -941,6 +943,12 @@ fn a_disagreement_only_strided_inputs_have_is_the_layouts() {
     assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
 }
 
+/// Freed memory of 7s, of another size for each `i`: what the next call's unwritten output is
+/// given (a thread's fresh memory is zeros, the head of a freed chunk the allocator's pointers).
+fn sevens(i: usize) {
+    drop((0..=i).map(|k| tch::Tensor::full([4 << (k % 10)], 7.0, (tch::Kind::Float, tch::Device::Cpu))).collect::<Vec<_>>());
+}
+
 /// An output the kernel never writes is compared with garbage by any check: `multi_margin_loss`
 /// summing an empty batch returns `empty()` memory (a finding: the sum of nothing is 0), and
 /// `_batch_norm_impl_index` in eval mode returns uninitialised saved statistics for an empty
@@ -954,8 +962,19 @@ fn an_output_left_unwritten_is_named_as_such_or_not_judged_where_ordinary_inputs
     );
     let target = TensorRecipe { dtype: DType::Int64, shape: vec![0], fill: Fill::Int { lo: 0, hi: 2 }, seed: 2, layout: Layout::Contiguous, specials: vec![] };
     let args = vec![Arg::Tensor(f32s(&[0, 2], -10.0, 10.0, 1)), Arg::Tensor(target), Arg::Int(1), Arg::Float(1.3), Arg::Tensor(f32s(&[2], 0.5, 2.0, 3)), Arg::Int(2)];
-    let got = verdict(&mut loss, &Case { op: 0, args, forward: None });
-    assert!(matches!(&got, CheckOutcome::Values(m) if m.undetermined && m.output == 0), "{got:?}");
+    // Garbage may happen to lie within the tolerance of 0 (the allocator's own words in freed
+    // memory): it agrees then, and is named whenever it does not.
+    let mut named = 0;
+    for i in 0..32 {
+        let got = verdict(&mut loss, &Case { op: 0, args: args.clone(), forward: None });
+        match &got {
+            CheckOutcome::Values(m) if m.undetermined && m.output == 0 => named += 1,
+            CheckOutcome::Agree { .. } => {}
+            _ => panic!("{got:?}"),
+        }
+        sevens(i);
+    }
+    assert!(named > 0, "no call returned garbage outside the tolerance");
 
     let mut norm = executor(
         "api torch.ops.aten._batch_norm_impl_index(input: Tensor, weight: Tensor?, bias: Tensor?, running_mean: Tensor?, running_var: Tensor?, training: bool, momentum: float, eps: float, cudnn_enabled: bool) -> (Tensor, Tensor, Tensor, Tensor, int) {}",
@@ -974,8 +993,18 @@ fn an_output_left_unwritten_is_named_as_such_or_not_judged_where_ordinary_inputs
             Arg::Bool(false),
         ]
     };
-    let got = verdict(&mut norm, &Case { op: 0, args: args(&[5, 8, 0, 0]), forward: None });
-    assert!(matches!(&got, CheckOutcome::Skipped(why) if why.contains("left unwritten")), "{got:?}");
+    let mut skipped = 0;
+    for i in 0..32 {
+        let got = verdict(&mut norm, &Case { op: 0, args: args(&[5, 8, 0, 0]), forward: None });
+        match &got {
+            CheckOutcome::Skipped(why) if why.contains("left unwritten") => skipped += 1,
+            // Garbage beyond what float32 holds is not compared at all.
+            CheckOutcome::Agree { .. } => {}
+            _ => panic!("{got:?}"),
+        }
+        sevens(i);
+    }
+    assert!(skipped > 0, "no call returned garbage that was compared");
     let got = verdict(&mut norm, &Case { op: 0, args: args(&[5, 8, 2, 2]), forward: None });
     assert!(matches!(got, CheckOutcome::Agree { .. }), "{got:?}");
 }

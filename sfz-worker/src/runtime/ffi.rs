@@ -25,6 +25,7 @@ pub struct SfzTensorInfo {
 extern "C" {
     pub fn sfz_init(threads: i32);
     pub fn sfz_cuda_strict();
+    pub fn sfz_poison_uninitialised(on: bool);
     pub fn sfz_op_count() -> i64;
     pub fn sfz_op_schema(i: i64) -> *mut c_char;
     pub fn sfz_free(p: *mut c_char);

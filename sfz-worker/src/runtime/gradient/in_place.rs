@@ -58,6 +58,6 @@ impl Executor {
         // A backward of the twin that raises where the out-of-place one did not: the twin's
         // derivative is not implemented, a documented limit.
         let Ok(grads) = Tensor::f_run_backward(&[&loss], &wrt, false, false) else { return Ok(None) };
-        Ok(first_difference(&grads, &probe.grads, tol)?.map(|(leaf, index, x, y, n)| mismatch(probe, GradientKind::InPlace, leaf, index, x, y, n, 0)))
+        Ok(first_difference(&grads, &probe.grads, tol)?.map(|d| mismatch(probe, GradientKind::InPlace, d.leaf, d.index, d.got, d.expected, d.compared, 0)))
     }
 }

@@ -61,11 +61,21 @@ pub(super) fn objective_of(outputs: &[Option<Tensor>], weights: &[Option<Tensor>
     Ok(total)
 }
 
+/// Where two reverse-mode gradients of the same objective differ first.
+pub(super) struct Difference {
+    pub leaf: usize,
+    /// The flat index of the element in the leaf.
+    pub index: u64,
+    pub got: f64,
+    pub expected: f64,
+    /// How many elements of the leaf were compared.
+    pub compared: u32,
+}
+
 /// The first leaf and element where two reverse-mode gradients of the same objective differ
 /// beyond `tol` (plus float64 rounding of the largest element: another path may sum in another
-/// order): (leaf, flat index, the two values, elements compared). Leaves undefined on a side
-/// are passed over.
-pub(super) fn first_difference(grads: &[Tensor], reference: &[Tensor], tol: Tolerance) -> Result<Option<(usize, u64, f64, f64, u32)>, tch::TchError> {
+/// order). Leaves undefined on a side are passed over.
+pub(super) fn first_difference(grads: &[Tensor], reference: &[Tensor], tol: Tolerance) -> Result<Option<Difference>, tch::TchError> {
     for (leaf, (other, expected)) in grads.iter().zip(reference).enumerate() {
         if !other.defined() || !expected.defined() {
             continue;
@@ -84,7 +94,8 @@ pub(super) fn first_difference(grads: &[Tensor], reference: &[Tensor], tol: Tole
             continue;
         }
         let index = differs.f_to_kind(Kind::Int64)?.f_argmax(0, false)?.f_int64_value(&[])?;
-        return Ok(Some((leaf, index as u64, a.f_double_value(&[index])?, b.f_double_value(&[index])?, a.numel() as u32)));
+        let (got, expected) = (a.f_double_value(&[index])?, b.f_double_value(&[index])?);
+        return Ok(Some(Difference { leaf, index: index as u64, got, expected, compared: a.numel() as u32 }));
     }
     Ok(None)
 }

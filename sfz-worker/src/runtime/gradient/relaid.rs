@@ -97,7 +97,7 @@ impl Executor {
         };
         // Every leaf: a relaid input changes the others' gradients too (a strided `v` and `g`'s
         // gradient in `_weight_norm_interface`).
-        Ok(first_difference(&grads, &probe.grads, tol)?.map(|(leaf, index, x, y, n)| mismatch(probe, GradientKind::Layout, leaf, index, x, y, n, 0)))
+        Ok(first_difference(&grads, &probe.grads, tol)?.map(|d| mismatch(probe, GradientKind::Layout, d.leaf, d.index, d.got, d.expected, d.compared, 0)))
     }
 }
 
