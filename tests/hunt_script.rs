@@ -209,6 +209,29 @@ fn scripts_that_cannot_be_hunted_say_why() {
     assert_eq!((code, reports[0]["op"].as_str()), (1, Some("torch.log")), "{stderr}");
 }
 
+/// `--fix x`: data the user holds keeps its range and is never moved, so a log that needs `x`
+/// moved to 0 is clean; a name no input has is a coded error listing the names there are.
+#[test]
+fn an_input_held_as_data_is_not_searched() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out");
+    let script = write(
+        dir.path(),
+        "held.py",
+        "import torch, sfz_trace\nx = torch.rand(8) + 0.5\nw = torch.ones(8, requires_grad=True)\nsfz_trace.start()\ny = torch.log(x) * w\nsfz_trace.end()\n",
+    );
+    let (code, reports, stderr) = hunt(&script, &out, &[]);
+    assert_eq!((code, reports[0]["op"].as_str()), (1, Some("torch.log")), "x is searched down to 0: {stderr}");
+    let (code, _, stderr) = hunt(&script, &out, &["--fix", "x"]);
+    assert_eq!(code, 0, "x held in [0.5, 1.5]: {stderr}");
+    let text = std::fs::read_to_string(out.join("traced_held.sfz")).expect("program");
+    assert!(text.contains("// Held as data (--fix): x0 (x)"), "{text}");
+    let (code, _, stderr) = hunt(&script, &out, &["--fix", "X", "--color=never"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("error[E0107]: cannot hunt") && stderr.contains("--fix names `X`, which no input of the hunt is called"), "{stderr}");
+    assert!(stderr.contains("`w`") && stderr.contains("`x`"), "the names there are: {stderr}");
+}
+
 #[test]
 fn programs_are_spread_over_workers() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -111,6 +111,19 @@ class Recorder:
                             return f"{var}.{path}"
         return None
 
+    def _made_from_nothing(self, op):
+        """Whether value-producing call `op` took no tensor (a factory, a sampler)."""
+        if op is None or op >= len(self.ops):
+            return False
+
+        def tensor(a):
+            if isinstance(a, dict):
+                return "t" in a or any(tensor(x) for x in a.get("list", []))
+            return False
+
+        entry = self.ops[op]
+        return not any(tensor(a) for a in list(entry["args"]) + list(entry["kwargs"].values()))
+
     def _value(self, t, produced=None, sub=False):
         key = self._key(t)
         # Below autograd a view has its own version counter and autograd re-wraps it: within
@@ -122,14 +135,19 @@ class Recorder:
                 idx = self.current.get(loose)
             if idx is not None:
                 self.ids[key] = idx
-                if t.requires_grad and t.is_leaf and not self.values[idx].get("trainable"):
-                    self.values[idx]["trainable"] = True
-                    self.values[idx]["name"] = self._name(t)
+                v = self.values[idx]
+                if t.requires_grad and t.is_leaf and not v.get("trainable"):
+                    v["trainable"] = True
+                    v["name"] = self._name(t)
+                elif produced is None and not sub and "name" not in v and self._made_from_nothing(v["op"]):
+                    # A factory's or sampler's output is bound to its name by the time a call
+                    # uses it (`x = torch.rand(4)`; `f(x)`): `sfz hunt --fix x` names it.
+                    v["name"] = self._name(t)
                 return idx
         idx = len(self.values)
         s = _stats(t)
         s["op"] = produced  # None: an input of the trace
-        if s.get("trainable"):
+        if s.get("trainable") or (produced is None and not sub):
             s["name"] = self._name(t)
         self.values.append(s)
         self.ids[key] = idx

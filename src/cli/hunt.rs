@@ -1,7 +1,7 @@
 //! `sfz hunt`: run the `program` items of spec files in workers and search for inputs that make
 //! an intermediate NaN or INF (random mutation or gradient-guided, with soft assertions);
 //! a report per program and a Python reproducer per bug go to --out as they are found.
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -89,6 +89,11 @@ pub struct Args {
     /// on a script it is off by default: its float16 and float32 rounding is usually by design.
     #[arg(long)]
     pub wider: bool,
+    /// An input of the scripts to hold as data, by the name the script gives it (`x`, `labels`,
+    /// `model.fc.weight`): it keeps the range of values the script gave it and the search never
+    /// moves it. Repeat for several.
+    #[arg(long, value_name = "NAME")]
+    pub fix: Vec<String>,
     /// Print the reports as one JSON array on stdout.
     #[arg(long)]
     pub json: bool,
@@ -149,6 +154,11 @@ pub fn tally(outcomes: &[(&ProgramSpec, Outcome)]) -> Tally {
     }
 }
 
+/// The program's parameters held as data, by position.
+fn fixed_params(program: &ProgramSpec, lowered: &Lowered) -> Vec<u32> {
+    program.inputs.params.iter().enumerate().filter(|(_, p)| lowered.origins.get(&p.name).is_some_and(|o| o.fixed)).map(|(i, _)| i as u32).collect()
+}
+
 /// How much of the traced scripts the hunt could search: calls replayed, calls whose values it
 /// chooses (factories, samplers), calls it cannot replay. None without scripts.
 fn replayed(targets: &[Target]) -> Option<String> {
@@ -195,7 +205,12 @@ fn trace_script(script: &Path, args: &Args, worker: &mut Option<HuntWorker>, col
     }
     let stem: String = script.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let name = format!("traced_{}", stem.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect::<String>());
-    let lowered = lower::lower(&trace, &name);
+    let fixed: BTreeSet<String> = args.fix.iter().cloned().collect();
+    let lowered = lower::lower(&trace, &name, &fixed);
+    if let Some(d) = unknown_fixed(script, &fixed, &lowered) {
+        eprint!("{}", diag::render(&diag::SourceMap::default(), &d, RenderConfig { color: color.stderr() }));
+        return Ok(None);
+    }
     let inputs = lowered.skipped.iter().filter(|s| s.input).count();
     if inputs > 0 {
         eprintln!("note: {}: {inputs} traced calls are factories or samplers; the hunt chooses their values", script.display());
@@ -242,11 +257,32 @@ fn trace_script(script: &Path, args: &Args, worker: &mut Option<HuntWorker>, col
             Some((value, reason)) if cut.len() < MAX_CUTS && !cut.contains_key(&value) => {
                 eprintln!("note: {}: libtorch rejects a replayed call, {reason}; its outputs become inputs of the hunt", script.display());
                 cut.insert(value, format!("libtorch rejects it as replayed: {reason}"));
-                lowered = lower::lower_cutting(&trace, &name, &cut);
+                lowered = lower::lower_cutting(&trace, &name, &cut, &fixed);
             }
             _ => return Ok(Some(Target { program, script: Some(Traced { script: script.to_path_buf(), sfz, lowered }) })),
         }
     }
+}
+
+/// E0107 when a `--fix` name holds no input of the script's hunt: a typo would otherwise hunt
+/// the data the user meant to hold. Its help lists the names the inputs have.
+fn unknown_fixed(script: &Path, fixed: &BTreeSet<String>, lowered: &Lowered) -> Option<Diagnostic> {
+    let names: BTreeSet<&str> = lowered.origins.values().filter_map(|o| o.name.as_deref()).collect();
+    let unknown: Vec<&str> = fixed.iter().map(String::as_str).filter(|n| !names.contains(n)).collect();
+    if unknown.is_empty() {
+        return None;
+    }
+    let quoted = |ns: &mut dyn Iterator<Item = &str>| ns.map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+    let help = if names.is_empty() {
+        "no input of this hunt has a name in the script; only a tensor a variable or a module's parameter holds when a traced call uses it can be held".to_string()
+    } else {
+        format!("the inputs of this hunt that have names: {}", quoted(&mut names.iter().copied()))
+    };
+    Some(
+        Diagnostic::new(codes::E0107, format!("cannot hunt {}", script.display()))
+            .with_note(format!("--fix names {}, which no input of the hunt is called", quoted(&mut unknown.iter().copied())))
+            .with_help(help),
+    )
 }
 
 /// Replayed ATen calls a script's program may have cut before it is hunted as it is.
@@ -289,6 +325,9 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         }
     }
     drop(preflight);
+    if !args.fix.is_empty() && !specs.is_empty() {
+        eprintln!("note: --fix holds inputs of traced scripts only; `program` items are hunted as their constraints say");
+    }
     if !specs.is_empty() {
         let Some(programs) = programs(&specs, &args.program, color)? else { return Ok(ExitCode::from(2)) };
         if programs.is_empty() {
@@ -344,6 +383,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
                         if let Some(s) = &t.script {
                             config.max_numel = s.lowered.max_numel.max(config.max_numel);
                             config.max_dim = s.lowered.max_dim.max(config.max_dim);
+                            config.fixed = fixed_params(&t.program, &s.lowered);
                         }
                         let _ = tx.send((i, hunt_program(&mut worker, &t.program, &config)));
                     }

@@ -102,6 +102,7 @@ pub fn run(args: Args, color: Color) -> anyhow::Result<ExitCode> {
         max_dim: 8,
         deadline: None,
         wider: true,
+        fixed: Vec::new(),
     };
     let mut records = Vec::new();
     for p in &programs {

@@ -39,6 +39,8 @@ pub struct HuntConfig {
     pub deadline: Option<Instant>,
     /// Whether the wider-float oracle runs.
     pub wider: bool,
+    /// Parameters held as data (`sfz hunt --fix`): the search never moves them.
+    pub fixed: Vec<u32>,
 }
 
 impl Default for HuntConfig {
@@ -55,6 +57,7 @@ impl Default for HuntConfig {
             max_dim: 8,
             deadline: None,
             wider: true,
+            fixed: Vec::new(),
         }
     }
 }
@@ -191,6 +194,7 @@ pub fn hunt_program(worker: &mut HuntWorker, program: &ProgramSpec, config: &Hun
             collect: config.collect,
             random_targets: config.random_targets,
             wider: config.wider,
+            fixed: config.fixed.clone(),
         };
         out.episodes += 1;
         out.inputs = inputs;

@@ -211,6 +211,9 @@ pub fn inputs_named(names: &[&str], case: &Case, scale: f64, spread: bool) -> Op
             return Some(why);
         }
     }
+    if case.args.iter().flat_map(Arg::tensors).any(integer_near_limit) {
+        return Some(Implausible::InputNearLimit);
+    }
     // A float argument computes in the case's widest floating dtype (float32 without one).
     let dtype = tensors.iter().map(|t| t.dtype).max_by(|a, b| limit_of(*a).total_cmp(&limit_of(*b))).unwrap_or(DType::Float32);
     let limit = input_limit(dtype).unwrap_or(f64::MAX);
@@ -227,6 +230,16 @@ pub fn inputs_named(names: &[&str], case: &Case, scale: f64, spread: bool) -> Op
         }
     }
     None
+}
+
+/// Whether an integer tensor of 16 bits or more holds a value beyond half its dtype's range
+/// (int64's 9.2e18, int16's -32768): arithmetic on it wraps, and its quotients leave what any
+/// floating dtype resolves (floor(9.2e18 / 3) in float64 is itself). An 8-bit type's whole
+/// range is ordinary data (a pixel of 255).
+fn integer_near_limit(t: &TensorRecipe) -> bool {
+    let Some((lo, hi)) = t.dtype.int_bounds().filter(|_| t.dtype.size() >= 2) else { return false };
+    let v = crate::eval::TensorVal::of_recipe(t);
+    t.numel() > 0 && (v.min <= lo as f64 / 2.0 || v.max >= hi as f64 / 2.0)
 }
 
 fn limit_of(dtype: DType) -> f64 {
@@ -413,6 +426,13 @@ mod tests {
         let ordinary = tensor(DType::Float32, uniform(-1.0, 1.0), vec![]);
         assert_eq!(judged(vec![ordinary.clone(), Arg::IntList(vec![4]), Arg::Float(-0.0)], 1.0), Some(Implausible::GuardOff));
         assert_eq!(judged(vec![ordinary, Arg::IntList(vec![4]), Arg::Float(1e-5)], 1.0), None);
+        // Integers beyond half their range (int64's 9.2e18: remainder's gradient -floor(self /
+        // other) is then self / other in float64); an 8-bit 255 is an ordinary pixel.
+        let ints = |dtype, special: f64| tensor(dtype, Fill::Int { lo: -10, hi: 11 }, vec![(0, Special::Value(special))]);
+        assert_eq!(judged(vec![ints(DType::Int64, 9.223372036854775e18)], 1.0), Some(Implausible::InputNearLimit));
+        assert_eq!(judged(vec![ints(DType::Int16, -32768.0)], 1.0), Some(Implausible::InputNearLimit));
+        assert_eq!(judged(vec![ints(DType::Int16, 1000.0)], 1.0), None);
+        assert_eq!(judged(vec![tensor(DType::UInt8, Fill::Int { lo: 0, hi: 256 }, vec![])], 1.0), None);
     }
 
     #[test]

@@ -52,6 +52,9 @@ pub struct HuntRequest {
     /// Whether the wider-float oracle runs (off for traced scripts unless asked: their float16
     /// and float32 rounding is usually by design, and their fixes address NaN/INF).
     pub wider: bool,
+    /// Parameters held as the user's data (`sfz hunt --fix`): never moved by the search.
+    #[serde(default)]
+    pub fixed: Vec<u32>,
 }
 
 /// Statistics of one tensor, cheap to compute and enough for soft assertions.

@@ -5,7 +5,7 @@
 //! and shape seen and a value range around the one seen (a weight: the range training can give
 //! it), so that the rest of the chain is hunted without that call. The text is written
 //! beside the findings and checked like any spec, so the user can edit it and re-run it.
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use serde::Serialize;
@@ -91,6 +91,8 @@ pub struct Origin {
     pub name: Option<String>,
     /// The largest magnitude the script showed.
     pub seen: f64,
+    /// Held as data (`--fix`): the range the script showed, not searched.
+    pub fixed: bool,
 }
 
 fn site(op: &TracedOp) -> Site {
@@ -153,16 +155,19 @@ fn harmless(name: &str, v: &Json) -> bool {
 
 /// Lowers a trace. Never fails: a trace with no expressible call gives a program without
 /// `let`s, which the caller reports.
-pub fn lower(trace: &Trace, name: &str) -> Lowered {
-    lower_cutting(trace, name, &BTreeMap::new())
+/// Inputs named in `fixed` (the script's names, `sfz hunt --fix`) are held as data: to the
+/// values' range the script gave them, never widened, never moved by the search.
+pub fn lower(trace: &Trace, name: &str, fixed: &BTreeSet<String>) -> Lowered {
+    lower_cutting(trace, name, &BTreeMap::new(), fixed)
 }
 
 /// `lower`, where the ATen operators that made the values in `cut` are not replayed (libtorch
 /// rejected them as replayed; the reason is the value's): their outputs are parameters.
-pub fn lower_cutting(trace: &Trace, name: &str, cut: &BTreeMap<u32, String>) -> Lowered {
+pub fn lower_cutting(trace: &Trace, name: &str, cut: &BTreeMap<u32, String>, fixed: &BTreeSet<String>) -> Lowered {
     let mut l = Lowering {
         trace,
         cut,
+        fixed,
         lets: BTreeMap::new(),
         params: BTreeMap::new(),
         param_text: String::new(),
@@ -190,6 +195,10 @@ pub fn lower_cutting(trace: &Trace, name: &str, cut: &BTreeMap<u32, String>) -> 
             let _ = writeln!(text, "//   {}:{} {} ({})", s.site.file, s.site.line, s.site.func, s.reason);
         }
     }
+    let held: Vec<String> = l.order.iter().filter(|p| l.origins[*p].fixed).map(|p| format!("{p} ({})", l.origins[p].name.as_deref().unwrap_or("?"))).collect();
+    if !held.is_empty() {
+        let _ = writeln!(text, "// Held as data (--fix): {}; the hunt never moves them.", held.join(", "));
+    }
     let _ = writeln!(text, "program {name}({}) {{", params.join(", "));
     text.push_str(&l.param_text);
     text.push_str(&l.body);
@@ -210,6 +219,7 @@ pub fn lower_cutting(trace: &Trace, name: &str, cut: &BTreeMap<u32, String>) -> 
 struct Lowering<'a> {
     trace: &'a Trace,
     cut: &'a BTreeMap<u32, String>,
+    fixed: &'a BTreeSet<String>,
     lets: BTreeMap<String, Site>,
     params: BTreeMap<String, Option<Site>>,
     param_text: String,
@@ -233,12 +243,13 @@ impl Lowering<'_> {
         let dtype = DType::from_name(&value.dtype).ok_or_else(|| format!("a {} tensor", value.dtype))?;
         let name = format!("x{v}");
         let made_by = value.op.and_then(|k| self.trace.ops.get(k as usize)).map(site);
-        self.param_text.push_str(&constraints(&name, dtype, value));
+        let fixed = value.name.as_ref().is_some_and(|n| self.fixed.contains(n));
+        self.param_text.push_str(&constraints(&name, dtype, value, fixed));
         self.max_numel = self.max_numel.max(value.shape.iter().product::<i64>().max(1));
         self.max_dim = self.max_dim.max(value.shape.iter().copied().max().unwrap_or(1));
         self.params.insert(name.clone(), made_by);
         let seen = value.min.unwrap_or(0.0).abs().max(value.max.unwrap_or(0.0).abs());
-        self.origins.insert(name.clone(), Origin { weight: value.trainable, name: value.name.clone(), seen });
+        self.origins.insert(name.clone(), Origin { weight: value.trainable, name: value.name.clone(), seen, fixed });
         self.order.push(name.clone());
         self.bound.insert(v, name.clone());
         Ok(name)
@@ -572,7 +583,7 @@ fn short(file: &str) -> &str {
 }
 
 /// A parameter's constraints: dtype and shape as seen, values around those seen.
-fn constraints(name: &str, dtype: DType, v: &TracedValue) -> String {
+fn constraints(name: &str, dtype: DType, v: &TracedValue, fixed: bool) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "    {name}.dtype == {};", dtype.name());
     let _ = writeln!(s, "    {name}.ndim == {};", v.shape.len());
@@ -584,8 +595,11 @@ fn constraints(name: &str, dtype: DType, v: &TracedValue) -> String {
             // A weight is what training moves: any sign, up to WIDEN times its initial scale
             // (at least ±WIDEN: a zero-initialised bias grows too). A tensor of one value is
             // otherwise a constant of the script (a mask value, an eps), not data; values seen
-            // within [0, 1] (probabilities, masks, uniform samples) keep that domain.
-            let (lo, hi) = if v.trainable {
+            // within [0, 1] (probabilities, masks, uniform samples) keep that domain. Data the
+            // user holds keeps the range seen.
+            let (lo, hi) = if fixed {
+                (lo, hi)
+            } else if v.trainable {
                 let m = (lo.abs().max(hi.abs()).max(1.0) * WIDEN).ceil().min(finite_max(dtype));
                 (-m, m)
             } else if lo == hi && v.nan == 0 && v.inf == 0 {
@@ -623,7 +637,7 @@ mod tests {
         {"dtype": "float32", "shape": [6], "min": 0.0, "max": 1.0, "op": 4},
         {"dtype": "float32", "shape": [], "min": 2.0, "max": 2.0, "op": 5},
         {"dtype": "float16", "shape": [2], "min": -65504.0, "max": -65504.0, "op": null},
-        {"dtype": "float16", "shape": [2], "min": -30000.0, "max": 100.0, "op": null},
+        {"dtype": "float16", "shape": [2], "min": -30000.0, "max": 100.0, "op": null, "name": "s"},
         {"dtype": "float16", "shape": [2], "min": -65504.0, "max": -29900.0, "op": 6}
       ],
       "ops": [
@@ -637,10 +651,23 @@ mod tests {
       ]
     }"#;
 
+    /// `--fix s`: the input the script calls `s` keeps the range it had, and says so.
+    #[test]
+    fn an_input_held_as_data_keeps_the_range_the_script_gave_it() {
+        let trace: Trace = serde_json::from_str(TRACE).unwrap();
+        let free = lower(&trace, "traced_s", &BTreeSet::new());
+        let held = lower(&trace, "traced_s", &BTreeSet::from(["s".to_string()]));
+        let range = |l: &Lowered| l.text.lines().find(|t| t.contains("x8.values")).unwrap().trim().to_string();
+        assert_eq!(range(&held), "x8.values in (-30000.0)..100.0;");
+        assert_ne!(range(&free), range(&held), "searched inputs are widened");
+        assert!(held.origins["x8"].fixed && !free.origins["x8"].fixed);
+        assert!(held.text.contains("// Held as data (--fix): x8 (s)"), "{}", held.text);
+    }
+
     #[test]
     fn a_trace_lowers_to_a_program_that_checks() {
         let trace: Trace = serde_json::from_str(TRACE).unwrap();
-        let lowered = lower(&trace, "traced_s");
+        let lowered = lower(&trace, "traced_s", &BTreeSet::new());
         insta::assert_snapshot!(lowered.text);
         assert_eq!(lowered.skipped.len(), 1, "only the indexing is cut");
         assert_eq!(lowered.lets["v5"].line, 8);
@@ -691,13 +718,13 @@ mod tests {
     #[test]
     fn calls_outside_the_table_replay_as_their_aten_operators_and_weights_are_variables() {
         let trace: Trace = serde_json::from_str(TRAINING).unwrap();
-        let lowered = lower(&trace, "traced_t");
+        let lowered = lower(&trace, "traced_t", &BTreeSet::new());
         insta::assert_snapshot!(lowered.text);
         assert!(lowered.text.contains("x2.values in (-10.0)..10.0;"), "a zero-initialised bias is a variable of the hunt");
         assert!(lowered.text.contains("torch.ops.aten.nll_loss_forward.default(v5, x4, None, 1, (-100))[0]"), "autograd's detach is read through");
         assert_eq!(lowered.skipped.len(), 1, "only the sampler is cut: {:?}", lowered.skipped);
         assert!(lowered.skipped[0].input, "a sampler's values are the hunt's to choose, not a gap");
-        assert_eq!(lowered.origins["x2"], Origin { weight: true, name: None, seen: 0.0 });
+        assert_eq!(lowered.origins["x2"], Origin { weight: true, name: None, seen: 0.0, fixed: false });
         assert!(!lowered.origins["x0"].weight);
         let checked = crate::check::check_text(std::path::Path::new("traced.sfz"), &lowered.text);
         assert!(!checked.has_errors(), "{:?}", checked.diags);
@@ -710,7 +737,7 @@ mod tests {
     fn an_aten_call_libtorch_rejects_is_cut_and_its_output_becomes_a_parameter() {
         let trace: Trace = serde_json::from_str(TRAINING).unwrap();
         let cut = BTreeMap::from([(5u32, "libtorch rejects it as replayed: no".to_string())]);
-        let lowered = lower_cutting(&trace, "traced_t", &cut);
+        let lowered = lower_cutting(&trace, "traced_t", &cut, &BTreeSet::new());
         assert!(!lowered.text.contains("torch.ops.aten._log_softmax"), "{}", lowered.text);
         assert!(lowered.text.contains("x5: Tensor") && lowered.text.contains("nll_loss_forward.default(x5,"), "{}", lowered.text);
         let why: Vec<&str> = lowered.skipped.iter().filter(|s| !s.input).map(|s| s.reason.as_str()).collect();

@@ -353,8 +353,9 @@ impl Inputs {
         self.vals.iter().map(V::shallow).collect()
     }
 
-    fn tensor_params(&self) -> Vec<usize> {
-        (0..self.vals.len()).filter(|&i| matches!(&self.vals[i], V::T(t) if t.is_floating_point())).collect()
+    /// The floating tensors the search moves: all but those held as data.
+    fn tensor_params(&self, fixed: &[u32]) -> Vec<usize> {
+        (0..self.vals.len()).filter(|&i| matches!(&self.vals[i], V::T(t) if t.is_floating_point()) && !fixed.contains(&(i as u32))).collect()
     }
 
     fn bound(&self, i: usize) -> (f64, f64) {
@@ -486,7 +487,7 @@ impl Episode<'_> {
     }
 
     fn random(&mut self, mut inputs: Inputs) -> R<()> {
-        let params = inputs.tensor_params();
+        let params = inputs.tensor_params(&self.req.fixed);
         while !self.done() && !params.is_empty() {
             let i = params[self.rng.random_range(0..params.len())];
             let (lo, hi) = inputs.bound(i);
@@ -553,7 +554,7 @@ impl Episode<'_> {
     fn gradient(&mut self, mut inputs: Inputs) -> R<()> {
         let ir = &self.req.program;
         let candidates = risky(ir);
-        let params = inputs.tensor_params();
+        let params = inputs.tensor_params(&self.req.fixed);
         if candidates.is_empty() || params.is_empty() {
             return self.random(inputs);
         }
