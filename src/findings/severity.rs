@@ -66,7 +66,11 @@ pub fn of(f: &Finding) -> Severity {
     let outside_spec = matches!(f.mode.as_deref(), Some("violate" | "nonconforming"));
     // What a backward's forward fills stands for its output, not for an empty tensor.
     let fed = |k: usize| f.case.forward.as_ref().is_some_and(|fw| fw.binds.iter().any(|b| b.param == k));
-    let empty = f.case.args.iter().enumerate().filter(|(k, _)| !fed(*k)).flat_map(|(_, a)| a.tensors()).any(|t| t.numel() == 0);
+    // A list with other, non-empty tensors (a fused optimizer's parameters) is judged on those.
+    let empty = f.case.args.iter().enumerate().filter(|(k, _)| !fed(*k)).any(|(_, a)| {
+        let mut ts = a.tensors().peekable();
+        ts.peek().is_some() && ts.all(|t| t.numel() == 0)
+    });
     let wrong = |ordinary: bool| match (outside_spec || empty, ordinary) {
         (true, _) => Severity::Degenerate,
         (false, true) => Severity::SilentWrong,
@@ -105,4 +109,28 @@ fn ordinary(f: &Finding) -> bool {
         Arg::Float(x) => x.abs() <= ORDINARY,
         _ => true,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{of, Severity};
+    use crate::findings::store::older_finding;
+    use crate::oracle::Cause;
+    use crate::wire::case::{Arg, DType, Fill, TensorRecipe};
+
+    /// A wrong value is degenerate where an input is an empty tensor, not where a list holds
+    /// an empty tensor beside non-empty ones (a fused optimizer's parameters).
+    #[test]
+    fn an_empty_tensor_makes_a_wrong_value_degenerate_unless_others_of_its_list_are_not() {
+        let t = |shape: Vec<i64>| TensorRecipe { dtype: DType::Float64, shape, fill: Fill::Uniform { lo: -2.0, hi: 2.0 }, seed: 1, layout: Default::default(), specials: vec![] };
+        let wrong = |args: Vec<Arg>| {
+            let mut f = older_finding("layout-x-1", "torch.x", "layout", "");
+            f.cause = Cause::Values { output: 0, squares: None, powers: None };
+            f.case.args = args;
+            of(&f)
+        };
+        assert_eq!(wrong(vec![Arg::Tensor(t(vec![3, 0]))]), Severity::Degenerate);
+        assert_eq!(wrong(vec![Arg::TensorList(vec![t(vec![0]), t(vec![1, 0])])]), Severity::Degenerate);
+        assert_eq!(wrong(vec![Arg::TensorList(vec![t(vec![3, 6]), t(vec![1, 0])])]), Severity::SilentWrong);
+    }
 }
