@@ -122,8 +122,17 @@ pub fn family(api: &str) -> String {
             name = rest.to_string();
         }
     }
+    // The fused optimizer steps are one kernel pattern (`_fused_adam`, `_fused_adamw`,
+    // `_fused_sgd`, `_fused_adagrad` walk parameter, gradient and state buffers alike): what
+    // one gets wrong (a non-dense parameter beside a contiguous gradient), all do.
+    if name.strip_prefix("fused_").is_some_and(|o| FUSED_OPTIMIZERS.contains(&o)) {
+        return "fused_optimizer_step".to_string();
+    }
     name
 }
+
+/// The optimizers ATen has a fused step for (`_fused_<name>`).
+const FUSED_OPTIMIZERS: &[&str] = &["adam", "adamw", "sgd", "adagrad"];
 
 /// A family without the dimensions it names (`conv1d`, `conv2d`, `conv3d` → `conv`): memory
 /// errors of one kernel template die in every rank of it (the three convolutions at oneDNN's
@@ -247,6 +256,10 @@ mod tests {
             assert_eq!(family(internal), "batch_norm", "{internal}");
         }
         assert_eq!(family("torch.native_layer_norm_backward"), "layer_norm");
+        for step in ["torch.ops.aten._fused_adam.default", "torch.ops.aten._fused_adamw_.default", "torch._fused_sgd", "torch._fused_adagrad_"] {
+            assert_eq!(family(step), "fused_optimizer_step", "{step}");
+        }
+        assert_eq!(family("torch._fused_moving_avg_obs_fq_helper"), "fused_moving_avg_obs_fq_helper", "not an optimizer");
         assert_eq!(family("torch.batch_norm_update_stats"), "batch_norm_update_stats", "another operator");
     }
 
