@@ -1008,3 +1008,48 @@ fn an_output_left_unwritten_is_named_as_such_or_not_judged_where_ordinary_inputs
     let got = verdict(&mut norm, &Case { op: 0, args: args(&[5, 8, 2, 2]), forward: None });
     assert!(matches!(got, CheckOutcome::Agree { .. }), "{got:?}");
 }
+
+/// A normalization evaluates `x · (w·rstd) + (b - mean·w·rstd)`: where |x| is large against its
+/// group's spread the two terms cancel in the dtype, though the function is well conditioned
+/// (c40f: float32 pairs near -88, 0.28 apart, 3e-4 off). That rounding is allowed for.
+#[test]
+fn a_normalizations_folded_form_may_round_at_large_offsets() {
+    let _rng = common::rng_lock();
+    let mut ln = executor(
+        "api torch.native_layer_norm(input: Tensor, normalized_shape: int[], weight: Tensor?, bias: Tensor?, eps: float) -> (Tensor, Tensor, Tensor) {}",
+        Accuracy::Backward,
+    );
+    let case = Case {
+        op: 0,
+        args: vec![
+            Arg::Tensor(f32s(&[6, 2, 2, 2], -90.49729583310972, -86.0611538805063, 7233677929968660)),
+            Arg::IntList(vec![2]),
+            Arg::Tensor(f32s(&[2], -10.0, 10.0, 7892906887161155)),
+            Arg::Tensor(f32s(&[2], -10.0, 10.0, 2938967914198288)),
+            Arg::Float(0.0005967997590467488),
+        ],
+        forward: None,
+    };
+    let got = verdict(&mut ln, &case);
+    assert!(matches!(got, CheckOutcome::Agree { .. }), "{got:?}");
+    let mut gn = executor(
+        "api torch.native_group_norm(input: Tensor, weight: Tensor?, bias: Tensor?, N: int, C: int, HxW: int, group: int, eps: float) -> (Tensor, Tensor, Tensor) {}",
+        Accuracy::Backward,
+    );
+    let case = Case {
+        op: 0,
+        args: vec![
+            Arg::Tensor(f32s(&[2, 2, 2], -90.49729583310972, -86.0611538805063, 1909469385653133)),
+            Arg::Tensor(f32s(&[2], -10.0, 10.0, 8532582735086706)),
+            Arg::None,
+            Arg::Int(2),
+            Arg::Int(2),
+            Arg::Int(2),
+            Arg::Int(2),
+            Arg::Float(0.00012671864431997663),
+        ],
+        forward: None,
+    };
+    let got = verdict(&mut gn, &case);
+    assert!(matches!(got, CheckOutcome::Agree { .. }), "{got:?}");
+}

@@ -10,6 +10,7 @@ pub mod ffi;
 pub mod forward;
 mod gradient;
 pub mod materialize;
+mod normalization;
 pub mod program;
 pub mod ray;
 mod relate;

@@ -527,7 +527,7 @@ fn in_double(lhs: &Tensor, rhs: &Tensor) -> Result<(Tensor, Tensor), tch::TchErr
     }
 }
 
-fn dtype_of(t: &Tensor) -> Option<DType> {
+pub(super) fn dtype_of(t: &Tensor) -> Option<DType> {
     let k = t.f_kind().ok()?;
     // complex32 (`chalf`) is no dtype of a case; its components are float16's, and so are its
     // range and rounding.
