@@ -1,7 +1,8 @@
 //! Whether an output the checks found wrong is one the call leaves unwritten: called again on
 //! fresh copies of the same inputs (the generator reseeded by the recipes), a kernel that writes
 //! every element returns the same bits; one that returns `empty()` memory returns poison where
-//! ATen poisons what it allocates, and otherwise whatever the allocator hands it. Asked only after a check disagreed, so it costs nothing on agreeing cases.
+//! ATen poisons what it allocates, and otherwise whatever the allocator hands it. Asked only
+//! after a check disagreed, so it costs nothing on agreeing cases.
 use tch::Tensor;
 
 use super::checks::Failure;
