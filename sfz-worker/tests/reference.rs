@@ -1053,3 +1053,25 @@ fn a_normalizations_folded_form_may_round_at_large_offsets() {
     let got = verdict(&mut gn, &case);
     assert!(matches!(got, CheckOutcome::Agree { .. }), "{got:?}");
 }
+
+/// The same folded form in batch and instance normalization, over the batch's statistics and
+/// each instance's (c37f: float32 `instance_norm` at 86–90).
+#[test]
+fn batch_and_instance_norms_fold_alike() {
+    let _rng = common::rng_lock();
+    let mut bn = executor("api torch.batch_norm(input: Tensor, weight: Tensor?, bias: Tensor?, running_mean: Tensor?, running_var: Tensor?, training: bool, momentum: float, eps: float, cudnn_enabled: bool) -> Tensor {}", Accuracy::Backward);
+    let mut inorm = executor("api torch.instance_norm(input: Tensor, weight: Tensor?, bias: Tensor?, running_mean: Tensor?, running_var: Tensor?, use_input_stats: bool, momentum: float, eps: float, cudnn_enabled: bool) -> Tensor {}", Accuracy::Backward);
+    for seed in 0..8 {
+        let near = |shape: &[i64], s: u64| Arg::Tensor(f32s(shape, -90.5, -86.0, s));
+        let weight = || Arg::Tensor(f32s(&[3], -10.0, 10.0, 100 + seed));
+        let tail = |flag: bool| vec![Arg::None, Arg::None, Arg::Bool(flag), Arg::Float(0.1), Arg::Float(1e-4), Arg::Bool(false)];
+        let mut args = vec![near(&[2, 3], seed), weight(), Arg::None];
+        args.extend(tail(true));
+        let got = verdict(&mut bn, &Case { op: 0, args, forward: None });
+        assert!(matches!(got, CheckOutcome::Agree { .. }), "batch_norm, seed {seed}: {got:?}");
+        let mut args = vec![near(&[1, 3, 2], seed), weight(), Arg::None];
+        args.extend(tail(true));
+        let got = verdict(&mut inorm, &Case { op: 0, args, forward: None });
+        assert!(matches!(got, CheckOutcome::Agree { .. }), "instance_norm, seed {seed}: {got:?}");
+    }
+}

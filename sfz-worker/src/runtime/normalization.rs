@@ -15,10 +15,10 @@ use sfz_wire::case::{Arg, Case};
 const ROUNDINGS: f64 = 4.0;
 
 impl Executor {
-    /// The allowance output 0 of a layer or group normalization gets for its folded form, in
-    /// float64 and of the output's shape, given the original dtype's unit roundoff `u` and the
-    /// float64 inputs `promoted`; None for other operators (and where the arguments are not as
-    /// the schema says).
+    /// The allowance output 0 of a layer, group, batch or instance normalization gets for its
+    /// folded form, in float64 and of the output's shape, given the unit roundoff `u` of the
+    /// dtype the kernel computes in and the float64 inputs `promoted`; None for other operators
+    /// (and where the arguments are not as the schema says).
     pub(super) fn folded_rounding(&self, case: &Case, promoted: &Inputs, u: f64) -> Result<Option<Tensor>, tch::TchError> {
         let Ok(op) = self.op(case.op) else { return Ok(None) };
         let name = op.schema.name.strip_prefix("aten::").unwrap_or(&op.schema.name).to_string();
@@ -63,6 +63,44 @@ impl Executor {
                 per_channel[1] = shape[1];
                 let weight = weight.map(|w| w.f_reshape(per_channel.as_slice())).transpose()?;
                 (back(mean)?, back(var.f_add_scalar(eps)?.f_rsqrt()?)?, weight)
+            }
+            "batch_norm"
+            | "native_batch_norm"
+            | "_batch_norm_impl_index"
+            | "_native_batch_norm_legit"
+            | "_native_batch_norm_legit_no_training"
+            | "_batch_norm_with_update"
+            | "_batch_norm_with_update_functional"
+            | "_batch_norm_no_update"
+            | "instance_norm" => {
+                if shape.len() < 2 {
+                    return Ok(None);
+                }
+                // The batch's (or, for an instance norm, each instance's) own statistics, or the
+                // running ones: by the flag, or by the entry point's name where it has none.
+                let own = match arg("training").or_else(|| arg("use_input_stats")).map(|i| &case.args[i]) {
+                    Some(Arg::Bool(b)) => *b,
+                    _ => name.contains("with_update"),
+                };
+                let mut per_channel = vec![1i64; shape.len()];
+                per_channel[1] = shape[1];
+                let channel = |t: &Tensor| t.f_reshape(per_channel.as_slice());
+                let (mean, var) = if own {
+                    // A batch norm's statistics span the batch and the spatial dimensions, an
+                    // instance norm's the spatial ones of each instance.
+                    let from = if name == "instance_norm" { 2 } else { 0 };
+                    let dims: Vec<i64> = (from..shape.len() as i64).filter(|&d| d != 1).collect();
+                    if dims.is_empty() {
+                        return Ok(None);
+                    }
+                    (x.f_mean_dim(dims.as_slice(), true, Kind::Double)?, x.f_var_correction(dims.as_slice(), 0, true)?)
+                } else {
+                    let running = |n: &str| arg(n).and_then(|i| promoted.of(i).first()).filter(|t| t.numel() as i64 == shape[1]);
+                    let (Some(m), Some(v)) = (running("running_mean"), running("running_var")) else { return Ok(None) };
+                    (channel(m)?, channel(v)?)
+                };
+                let weight = weight.filter(|w| w.numel() as i64 == shape[1]).map(channel).transpose()?;
+                (mean, var.f_add_scalar(eps)?.f_rsqrt()?, weight)
             }
             _ => return Ok(None),
         };
