@@ -2,47 +2,14 @@
 //! stability is not blamed for what its input's conditioning explains, and premature
 //! overflows of its intermediates stay findings.
 mod common;
+use common::reference::{catalog, executor, executor_checking, f32s, verdict};
 
 use std::path::Path;
 
-use sfz::ops::catalog::Catalog;
 use sfz::ops::registry;
 use sfz::wire::case::{Arg, Case, DType, Fill, Layout, Special, TensorRecipe};
 use sfz::wire::variant::{Accuracy, Check, CheckOutcome, Tolerance, Tolerances, Variant};
 use sfz_worker::runtime::{self, Executor};
-
-fn catalog() -> &'static Catalog {
-    static C: std::sync::OnceLock<Catalog> = std::sync::OnceLock::new();
-    C.get_or_init(|| {
-        runtime::init(1);
-        Catalog::from_schemas(runtime::catalog_schemas())
-    })
-}
-
-/// An executor for `api` (declared as `decl`) whose one check is the float64 reference.
-fn executor(decl: &str, accuracy: Accuracy) -> Executor {
-    let tolerances = Tolerances::uniform(Tolerance { rtol: 1e-5, atol: 1e-5 });
-    executor_checking(decl, Check { oracle: sfz::wire::oracle::Oracle::Precision, variant: Variant::Promote, tolerances, accuracy })
-}
-
-fn executor_checking(decl: &str, check: Check) -> Executor {
-    let checked = sfz::check::check_text(Path::new("t.sfz"), decl);
-    assert!(!checked.has_errors(), "{decl}");
-    let binding = registry::resolve(&checked.spec.apis[0], catalog()).unwrap();
-    let mut ex = Executor::new();
-    assert_eq!(ex.load(&[binding]), vec![None]);
-    ex.set_checks(vec![vec![check]]);
-    ex
-}
-
-fn f32s(shape: &[i64], lo: f64, hi: f64, seed: u64) -> TensorRecipe {
-    TensorRecipe { dtype: DType::Float32, shape: shape.to_vec(), fill: Fill::Uniform { lo, hi }, seed, layout: Layout::Contiguous, specials: vec![] }
-}
-
-fn verdict(ex: &mut Executor, case: &Case) -> CheckOutcome {
-    let (_, reports) = ex.run_checked(case, &mut |_| {});
-    reports[0].outcome.clone()
-}
 
 /// An executor whose one check is the first relation of the API `decl` declares.
 fn checking_relation(decl: &str, accuracy: Accuracy) -> Executor {
@@ -941,137 +908,4 @@ fn a_disagreement_only_strided_inputs_have_is_the_layouts() {
     assert!(matches!(&v, CheckOutcome::Values(m) if m.strided), "{v:?}");
     let v = verdict(&mut ex, &case(Layout::Contiguous));
     assert!(matches!(v, CheckOutcome::Agree { .. }), "{v:?}");
-}
-
-/// Freed memory of 7s, of another size for each `i`: what the next call's unwritten output is
-/// given (a thread's fresh memory is zeros, the head of a freed chunk the allocator's pointers).
-fn sevens(i: usize) {
-    drop((0..=i).map(|k| tch::Tensor::full([4 << (k % 10)], 7.0, (tch::Kind::Float, tch::Device::Cpu))).collect::<Vec<_>>());
-}
-
-/// An output the kernel never writes is compared with garbage by any check: `multi_margin_loss`
-/// summing an empty batch returns `empty()` memory (a finding: the sum of nothing is 0), and
-/// `_batch_norm_impl_index` in eval mode returns uninitialised saved statistics for an empty
-/// input only, where non-empty inputs get none (not judged).
-#[test]
-fn an_output_left_unwritten_is_named_as_such_or_not_judged_where_ordinary_inputs_lack_it() {
-    let _rng = common::rng_lock();
-    let mut loss = executor(
-        "api torch.ops.aten.multi_margin_loss(self: Tensor, target: Tensor, p: int = 1, margin: float = 1.0, weight: Tensor? = None, reduction: int = 1) -> Tensor {}",
-        Accuracy::Forward,
-    );
-    let target = TensorRecipe { dtype: DType::Int64, shape: vec![0], fill: Fill::Int { lo: 0, hi: 2 }, seed: 2, layout: Layout::Contiguous, specials: vec![] };
-    let args = vec![Arg::Tensor(f32s(&[0, 2], -10.0, 10.0, 1)), Arg::Tensor(target), Arg::Int(1), Arg::Float(1.3), Arg::Tensor(f32s(&[2], 0.5, 2.0, 3)), Arg::Int(2)];
-    // Garbage may happen to lie within the tolerance of 0 (the allocator's own words in freed
-    // memory): it agrees then, and is named whenever it does not.
-    let mut named = 0;
-    for i in 0..32 {
-        let got = verdict(&mut loss, &Case { op: 0, args: args.clone(), forward: None });
-        match &got {
-            CheckOutcome::Values(m) if m.undetermined && m.output == 0 => named += 1,
-            CheckOutcome::Agree { .. } => {}
-            _ => panic!("{got:?}"),
-        }
-        sevens(i);
-    }
-    assert!(named > 0, "no call returned garbage outside the tolerance");
-
-    let mut norm = executor(
-        "api torch.ops.aten._batch_norm_impl_index(input: Tensor, weight: Tensor?, bias: Tensor?, running_mean: Tensor?, running_var: Tensor?, training: bool, momentum: float, eps: float, cudnn_enabled: bool) -> (Tensor, Tensor, Tensor, Tensor, int) {}",
-        Accuracy::Forward,
-    );
-    let args = |shape: &[i64]| {
-        vec![
-            Arg::Tensor(f32s(shape, -10.0, 10.0, 4)),
-            Arg::None,
-            Arg::None,
-            Arg::Tensor(f32s(&[8], -10.0, 10.0, 5)),
-            Arg::Tensor(f32s(&[8], 0.01, 10.0, 6)),
-            Arg::Bool(false),
-            Arg::Float(0.3),
-            Arg::Float(1e-3),
-            Arg::Bool(false),
-        ]
-    };
-    let mut skipped = 0;
-    for i in 0..32 {
-        let got = verdict(&mut norm, &Case { op: 0, args: args(&[5, 8, 0, 0]), forward: None });
-        match &got {
-            CheckOutcome::Skipped(why) if why.contains("left unwritten") => skipped += 1,
-            // Garbage beyond what float32 holds is not compared at all.
-            CheckOutcome::Agree { .. } => {}
-            _ => panic!("{got:?}"),
-        }
-        sevens(i);
-    }
-    assert!(skipped > 0, "no call returned garbage that was compared");
-    let got = verdict(&mut norm, &Case { op: 0, args: args(&[5, 8, 2, 2]), forward: None });
-    assert!(matches!(got, CheckOutcome::Agree { .. }), "{got:?}");
-}
-
-/// A normalization evaluates `x · (w·rstd) + (b - mean·w·rstd)`: where |x| is large against its
-/// group's spread the two terms cancel in the dtype, though the function is well conditioned
-/// (c40f: float32 pairs near -88, 0.28 apart, 3e-4 off). That rounding is allowed for.
-#[test]
-fn a_normalizations_folded_form_may_round_at_large_offsets() {
-    let _rng = common::rng_lock();
-    let mut ln = executor(
-        "api torch.native_layer_norm(input: Tensor, normalized_shape: int[], weight: Tensor?, bias: Tensor?, eps: float) -> (Tensor, Tensor, Tensor) {}",
-        Accuracy::Backward,
-    );
-    let case = Case {
-        op: 0,
-        args: vec![
-            Arg::Tensor(f32s(&[6, 2, 2, 2], -90.49729583310972, -86.0611538805063, 7233677929968660)),
-            Arg::IntList(vec![2]),
-            Arg::Tensor(f32s(&[2], -10.0, 10.0, 7892906887161155)),
-            Arg::Tensor(f32s(&[2], -10.0, 10.0, 2938967914198288)),
-            Arg::Float(0.0005967997590467488),
-        ],
-        forward: None,
-    };
-    let got = verdict(&mut ln, &case);
-    assert!(matches!(got, CheckOutcome::Agree { .. }), "{got:?}");
-    let mut gn = executor(
-        "api torch.native_group_norm(input: Tensor, weight: Tensor?, bias: Tensor?, N: int, C: int, HxW: int, group: int, eps: float) -> (Tensor, Tensor, Tensor) {}",
-        Accuracy::Backward,
-    );
-    let case = Case {
-        op: 0,
-        args: vec![
-            Arg::Tensor(f32s(&[2, 2, 2], -90.49729583310972, -86.0611538805063, 1909469385653133)),
-            Arg::Tensor(f32s(&[2], -10.0, 10.0, 8532582735086706)),
-            Arg::None,
-            Arg::Int(2),
-            Arg::Int(2),
-            Arg::Int(2),
-            Arg::Int(2),
-            Arg::Float(0.00012671864431997663),
-        ],
-        forward: None,
-    };
-    let got = verdict(&mut gn, &case);
-    assert!(matches!(got, CheckOutcome::Agree { .. }), "{got:?}");
-}
-
-/// The same folded form in batch and instance normalization, over the batch's statistics and
-/// each instance's (c37f: float32 `instance_norm` at 86–90).
-#[test]
-fn batch_and_instance_norms_fold_alike() {
-    let _rng = common::rng_lock();
-    let mut bn = executor("api torch.batch_norm(input: Tensor, weight: Tensor?, bias: Tensor?, running_mean: Tensor?, running_var: Tensor?, training: bool, momentum: float, eps: float, cudnn_enabled: bool) -> Tensor {}", Accuracy::Backward);
-    let mut inorm = executor("api torch.instance_norm(input: Tensor, weight: Tensor?, bias: Tensor?, running_mean: Tensor?, running_var: Tensor?, use_input_stats: bool, momentum: float, eps: float, cudnn_enabled: bool) -> Tensor {}", Accuracy::Backward);
-    for seed in 0..8 {
-        let near = |shape: &[i64], s: u64| Arg::Tensor(f32s(shape, -90.5, -86.0, s));
-        let weight = || Arg::Tensor(f32s(&[3], -10.0, 10.0, 100 + seed));
-        let tail = |flag: bool| vec![Arg::None, Arg::None, Arg::Bool(flag), Arg::Float(0.1), Arg::Float(1e-4), Arg::Bool(false)];
-        let mut args = vec![near(&[2, 3], seed), weight(), Arg::None];
-        args.extend(tail(true));
-        let got = verdict(&mut bn, &Case { op: 0, args, forward: None });
-        assert!(matches!(got, CheckOutcome::Agree { .. }), "batch_norm, seed {seed}: {got:?}");
-        let mut args = vec![near(&[1, 3, 2], seed), weight(), Arg::None];
-        args.extend(tail(true));
-        let got = verdict(&mut inorm, &Case { op: 0, args, forward: None });
-        assert!(matches!(got, CheckOutcome::Agree { .. }), "instance_norm, seed {seed}: {got:?}");
-    }
 }
