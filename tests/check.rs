@@ -144,3 +144,21 @@ rule r for torch.mH {
     );
     assert!(c.diags.iter().any(|d| d.message.contains("has no outputs")), "{:?}", c.diags.iter().map(|d| &d.message).collect::<Vec<_>>());
 }
+
+/// A rule that gives an oracle its tolerances refines a bare use of it, whether the bare use
+/// comes from the body, a rule before it or a rule after it; of two uses with tolerances the
+/// first stands.
+#[test]
+fn a_rules_tolerances_refine_a_bare_oracle_in_any_order() {
+    let bare = "#[status(validated)] rule inferred for torch.special.i0 { oracles precision; }\n";
+    let tuned = "#[status(validated)] rule tuned for torch.special.i0 { oracles precision(float32 = [5e-4, 1e-4]); }\n";
+    let other = "#[status(validated)] rule other for torch.special.i0 { oracles precision(float32 = [1e-1, 1e-1]); }\n";
+    for rules in [format!("{bare}{tuned}"), format!("{tuned}{bare}"), format!("{tuned}{other}")] {
+        let c = check(&format!("api torch.special.i0(input: Tensor) -> Tensor {{ oracles crash, precision; }}\n{rules}"));
+        assert!(!c.has_errors(), "{:?}", c.diags);
+        let uses: Vec<_> = c.spec.apis[0].oracles.iter().filter(|o| o.name == "precision").collect();
+        assert_eq!(uses.len(), 1, "{rules}");
+        assert!(!uses[0].args.is_empty(), "the tolerances stand: {rules}");
+        assert!(format!("{:?}", uses[0].args).contains("0.0005"), "the first tolerances: {:?}", uses[0].args);
+    }
+}

@@ -482,6 +482,37 @@ fn a_hang_that_is_the_cost_of_a_huge_integer_is_explained_not_reported() {
     assert!(why.contains("grows with its integer arguments") && why.contains("at 2^40"), "{why}");
 }
 
+/// A hang whose confirmation (ten timeouts alone) would run past the campaign's clock is left
+/// pending, not marked triaged unconfirmed: it is listed apart until `--resume` confirms it,
+/// and then listed.
+#[test]
+fn a_hang_the_clock_leaves_unconfirmed_stays_pending_until_resume_confirms_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = write(
+        dir.path(),
+        "stuck.sfz",
+        "#[aten(\"sfz_test::stuck\")]\napi sfz_test.stuck(input: Tensor, n: int) -> Tensor {\n    input.dtype in [float32];\n    n in [-1099511627776];\n    oracles crash, hang, internal_error, oom;\n}\n",
+    );
+    let out = dir.path().join("out");
+    let args = ["fuzz", "--json", "--time", "3s", "--workers", "1", "--in-flight", "1", "--timeout", "300ms", "--seed", "1", "--mutate", "none"];
+    let (code, stdout, stderr) = run(sfz().args(args).arg(&spec).arg("--out").arg(&out));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(json(&stdout)["findings_by_oracle"]["hang"], 1, "{stdout}");
+    assert_eq!(json(&stdout)["triage_pending"], 1, "{stdout}");
+    let (code, stdout, stderr) = run(sfz().args(["report", "--json"]).arg(&out));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(json(&stdout)["unique"], 0, "not listed before it is confirmed: {stdout}");
+    let (code, stdout, stderr) = run(sfz().args(["fuzz", "--json", "--resume"]).arg(&out));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(json(&stdout)["triage_pending"], 0, "{stdout}");
+    let line = std::fs::read_to_string(out.join("findings.jsonl")).expect("findings written");
+    let finding: serde_json::Value = serde_json::from_str(line.lines().last().expect("a line")).expect("JSON line");
+    assert_eq!(finding["confirmed"], true, "{finding}");
+    let (code, stdout, stderr) = run(sfz().args(["report", "--json"]).arg(&out));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(json(&stdout)["unique"], 1, "listed once confirmed: {stdout}");
+}
+
 /// A reader that stops early (`sfz explain E0001 | head -1`) closes sfz's stdout: sfz ends as a
 /// program killed by SIGPIPE does (status 141), without a panic's message and backtrace.
 #[test]

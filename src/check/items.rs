@@ -301,7 +301,7 @@ impl Checker<'_> {
         }
         spec.oracles_written = saw_oracles;
         if !saw_oracles {
-            spec.oracles = DEFAULT_ORACLES.iter().map(|n| OracleUse { name: n.to_string(), span: api.path.span, args: Vec::new() }).collect();
+            spec.oracles = DEFAULT_ORACLES.iter().map(|n| OracleUse { name: n.to_string(), span: api.path.span, args: Vec::new(), written: false }).collect();
             let implied = self.implied_oracles(module, api.path.span);
             spec.oracles.extend(implied);
         }
@@ -419,7 +419,7 @@ impl Checker<'_> {
             }
         }
         let complete = self.complete_oracle_args(r, &decl_params, &args);
-        Some(OracleUse { name: r.name.name.clone(), span: r.span, args: complete })
+        Some(OracleUse { name: r.name.name.clone(), span: r.span, args: complete, written: !r.args.is_empty() })
     }
 
     /// Every parameter of an oracle gets a value: the argument, else the declared default.
@@ -453,7 +453,7 @@ impl Checker<'_> {
             let r = ast::OracleRef { name: ast::Ident { name: name.to_string(), span }, args: Vec::new(), span };
             let args = self.complete_oracle_args(&r, &decl_params, &[]);
             self.quiet -= 1;
-            uses.push(OracleUse { name: name.to_string(), span, args });
+            uses.push(OracleUse { name: name.to_string(), span, args, written: false });
         }
         uses
     }

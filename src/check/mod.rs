@@ -296,9 +296,14 @@ impl Checker<'_> {
                 // wait.
                 match r.meta.status {
                     crate::spec::RuleStatus::Validated => {
+                        // A rule that gives an oracle its tolerances refines the bare use
+                        // another rule made (`oracles_hold`'s inferred `precision`), in
+                        // whichever order the files come.
                         for u in oracles {
-                            if !apis[i].oracles.iter().any(|o| o.name == u.name) {
-                                apis[i].oracles.push(u);
+                            match apis[i].oracles.iter_mut().find(|o| o.name == u.name) {
+                                None => apis[i].oracles.push(u),
+                                Some(o) if !o.written && u.written => *o = u,
+                                Some(_) => {}
                             }
                         }
                         let ctx = relations::RelCtx::new(m, &[], None, &[], format!("`{}`", apis[i].name));

@@ -128,8 +128,20 @@ pub fn family(api: &str) -> String {
     if name.strip_prefix("fused_").is_some_and(|o| FUSED_OPTIMIZERS.contains(&o)) {
         return "fused_optimizer_step".to_string();
     }
+    // The anti-aliased resamplings are one separable kernel whose filter (bilinear, bicubic,
+    // Lanczos) is a parameter: what its index and weight computation gets wrong, all three do.
+    if name.starts_with("upsample_") && name.ends_with("_aa") {
+        return "upsample_aa".to_string();
+    }
+    if let Some((_, public)) = HELPERS.iter().find(|(helper, _)| *helper == name) {
+        return public.to_string();
+    }
     name
 }
+
+/// ATen helpers that are the whole kernel of one public operator, which calls nothing else
+/// (`fused_moving_avg_obs_fake_quant` returns the helper's first output).
+const HELPERS: &[(&str, &str)] = &[("fused_moving_avg_obs_fq_helper", "fused_moving_avg_obs_fake_quant")];
 
 /// The optimizers ATen has a fused step for (`_fused_<name>`).
 const FUSED_OPTIMIZERS: &[&str] = &["adam", "adamw", "sgd", "adagrad"];
@@ -259,7 +271,11 @@ mod tests {
         for step in ["torch.ops.aten._fused_adam.default", "torch.ops.aten._fused_adamw_.default", "torch._fused_sgd", "torch._fused_adagrad_"] {
             assert_eq!(family(step), "fused_optimizer_step", "{step}");
         }
-        assert_eq!(family("torch._fused_moving_avg_obs_fq_helper"), "fused_moving_avg_obs_fq_helper", "not an optimizer");
+        assert_eq!(family("torch._fused_moving_avg_obs_fq_helper"), "fused_moving_avg_obs_fake_quant", "not an optimizer: the public op's helper");
+        for resampling in ["torch._upsample_bilinear2d_aa_backward", "torch._upsample_bicubic2d_aa", "torch.ops.aten._upsample_lanczos2d_aa.out"] {
+            assert_eq!(family(resampling), "upsample_aa", "{resampling}");
+        }
+        assert_eq!(family("torch.upsample_bilinear2d"), "upsample_bilinear2d", "without antialiasing, its own kernel");
         assert_eq!(family("torch.batch_norm_update_stats"), "batch_norm_update_stats", "another operator");
     }
 
@@ -344,7 +360,7 @@ mod tests {
     }
 
     /// A wrong derivative of one family is one cause whichever input's and whichever reference
-    /// showed it (a forward's `input` against forward mode, its backward's `grad_output` against
+    /// showed it, and whichever filter of the anti-aliased resampling (a forward's `input` against forward mode, its backward's `grad_output` against
     /// finite differences); a NaN derivative is another cause.
     #[test]
     fn wrong_derivatives_of_one_family_are_one_cause() {
@@ -352,10 +368,12 @@ mod tests {
             finding("a", "torch._upsample_bicubic2d_aa", "gradient", "gradient of `input` differs between reverse and forward mode"),
             finding("b", "torch._upsample_bicubic2d_aa_backward", "gradient", "gradient of `grad_output` differs from finite differences"),
             finding("c", "torch._upsample_bicubic2d_aa", "gradient", "gradient of `input` is not finite where finite differences are"),
-            finding("d", "torch._upsample_lanczos2d_aa", "gradient", "gradient of `input` differs from finite differences"),
+            finding("d", "torch.upsample_bicubic2d", "gradient", "gradient of `input` differs from finite differences"),
+            finding("e", "torch._upsample_lanczos2d_aa", "gradient", "gradient of `input` differs from finite differences"),
         ];
         let ids = grouped_ids(&fs);
-        assert_eq!(ids, vec![vec!["a", "b"], vec!["c"], vec!["d"]]);
+        // Lanczos is the anti-aliased kernel with another filter; bicubic without it is not.
+        assert_eq!(ids, vec![vec!["a", "b", "e"], vec!["c"], vec!["d"]]);
     }
 
     /// A family's deaths on an empty tensor are one cause whatever signal and frame they end

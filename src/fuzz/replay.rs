@@ -92,7 +92,7 @@ pub fn plan_for(finding: &Finding, specs: &[PathBuf], catalog: &Catalog) -> Resu
         return Err(gone(format!("no API `{}` in {}", finding.api, shown.join(", ")), "the API was renamed or removed; pass the spec that declares it with --spec PATH"));
     };
     if !api.has_oracle(finding.oracle) {
-        api.oracles.push(OracleUse { name: finding.oracle.to_string(), span: api.span, args: Vec::new() });
+        api.oracles.push(OracleUse { name: finding.oracle.to_string(), span: api.span, args: Vec::new(), written: false });
     }
     let (mut plans, diags) = plan::plan(&Spec { apis: vec![api], rules: Vec::new(), programs: Vec::new() }, catalog);
     let Some(mut plan) = plans.pop() else {

@@ -147,8 +147,7 @@ impl Triage<'_> {
         match job {
             Job::New(finding, earlier) => {
                 let id = finding.id.clone();
-                self.work(p, suspects, finding, &earlier);
-                if !crate::triage::stopped() {
+                if self.work(p, suspects, finding, &earlier) && !crate::triage::stopped() {
                     self.triaged(&id);
                 }
             }
@@ -287,16 +286,17 @@ impl Triage<'_> {
     /// blames the case in flight; memory corrupted by an earlier case kills it just as well: a
     /// death is confirmed alone first, and one that is not is kept, marked, not shrunk, and the
     /// cases its worker ran before are searched for the culprit. Nor is a hang shrunk (a timeout
-    /// per candidate); a confirmed one may be the cost of its input.
-    pub fn work(&self, p: &Pool, suspects: &mut HashMap<u32, culprit::Place>, mut finding: Finding, earlier: &[(u64, Case)]) {
-        let Some(api_index) = self.plan_of(&finding) else { return };
+    /// per candidate); a confirmed one may be the cost of its input. False when a step that
+    /// would not fit before the deadline was left undone: the finding stays pending.
+    pub fn work(&self, p: &Pool, suspects: &mut HashMap<u32, culprit::Place>, mut finding: Finding, earlier: &[(u64, Case)]) -> bool {
+        let Some(api_index) = self.plan_of(&finding) else { return true };
         // The pool a death is confirmed in goes on to shrink it.
         let mut alone = None;
         if alone::died(&finding) {
             let config = alone::confirm_config(&self.minimizer, &finding);
             // A hang's confirmation lasts its whole timeout: past the deadline, it stays pending.
             if finding.oracle == Oracle::Hang && !crate::triage::fits(config.timeout) {
-                return;
+                return false;
             }
             let confirming = Pool::start(config);
             finding.calls = match &confirming {
@@ -305,7 +305,7 @@ impl Triage<'_> {
             };
             // Cut short by the clock: neither confirmed nor refuted; it stays pending as found.
             if crate::triage::stopped() {
-                return;
+                return false;
             }
             finding.confirmed = Some(finding.calls.is_some());
             alone = confirming.ok().filter(|_| finding.oracle != Oracle::Hang);
@@ -316,7 +316,7 @@ impl Triage<'_> {
                 // kills a fresh worker alone: that case stands for the finding from now on.
                 Some(blamed) if blamed.id == finding.id => {
                     self.stands_for_it(p, api_index, &blamed);
-                    return;
+                    return true;
                 }
                 blamed => finding.culprit = blamed.map(|b| b.id),
             }
@@ -325,15 +325,17 @@ impl Triage<'_> {
             // The probe's largest scale may run to the timeout; past the deadline the hang
             // stays pending, to be explained by `--resume`.
             if !crate::triage::fits(self.minimizer.timeout) {
-                return;
+                self.update(api_index, &finding);
+                return false;
             }
             finding.explained = cost::explain_hang(p, &finding.case, self.minimizer.timeout);
         }
         if finding.confirmed == Some(false) || finding.oracle == Oracle::Hang {
             self.update(api_index, &finding);
-            return;
+            return true;
         }
         self.shrink_and_follow(p, alone.as_ref(), api_index, &finding);
+        true
     }
 
     /// Shrinks a finding (see `shrink`), and follows the shrunk case into the operators that

@@ -514,7 +514,10 @@ pub struct OracleUse {
     /// As written: a spec may declare and name an oracle sfz does not implement (W0004).
     pub name: String,
     pub span: Span,
+    /// Every parameter's value: the arguments written, the declared defaults for the rest.
     pub args: Vec<(String, Value)>,
+    /// Whether any argument was written (a tolerance stated, not defaulted).
+    pub written: bool,
 }
 
 impl OracleUse {
