@@ -399,7 +399,7 @@ impl Executor {
     /// norm off by 9 ulps is its statistics' low precision, pytorch/pytorch#140112, not this).
     fn allow_folded_form(&self, case: &Case, promoted: &Inputs, main: &Called, allowance: &mut [Option<Allowance>]) -> Result<(), Failure> {
         let Some(Some(out)) = main.tensors.first() else { return Ok(()) };
-        let computed = match super::relate::dtype_of(out) {
+        let computed = match super::relate::rounding_dtype(out) {
             Some(DType::Float16 | DType::BFloat16) => Some(DType::Float32),
             d => d,
         };

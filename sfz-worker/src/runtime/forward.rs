@@ -6,13 +6,13 @@
 //! Everything here is repeated by the Python reproducer (`findings::repro`), step for step: the
 //! forward through `torch.ops`, `like` tensors rebuilt from recipes with the output's shape, a
 //! direct binding copied contiguous, and the breakage with the seed the case carries.
-use tch::{Device, Kind, Tensor};
+use tch::{Device, Tensor};
 
-use sfz_wire::case::{broken_shape, plane, Arg, Bind, Break, BreakKind, Case, DType, FwdArg, ShapePart, TensorRecipe};
+use sfz_wire::case::{broken_shape, plane, Arg, Bind, Break, BreakKind, Case, FwdArg, ShapePart, TensorRecipe};
 use sfz_wire::outcome::{ErrorClass, Outcome};
 
 use super::executor::{schema_error, Executor, Inputs, LoadedForward, Rejected};
-use super::materialize::kind;
+use super::materialize::dtype_of;
 
 impl Executor {
     /// The tensors of the bound arguments `bound`, from one call of `forward` on the case's
@@ -136,9 +136,4 @@ fn break_direct(t: Tensor, x: &Break, first: &[i64]) -> Result<Tensor, tch::TchE
     a.f_copy_(&b)?;
     to = to.f_contiguous()?;
     Ok(to)
-}
-
-fn dtype_of(t: &Tensor) -> Option<DType> {
-    let k = t.f_kind().ok()?;
-    DType::ALL.into_iter().find(|d| kind(*d) == k).filter(|_| k != Kind::ComplexHalf)
 }

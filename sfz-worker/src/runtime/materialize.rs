@@ -68,6 +68,12 @@ pub fn kind(dtype: DType) -> Kind {
     }
 }
 
+/// The dtype of a tensor, None for a kind no case holds (complex32, the quantized ones).
+pub fn dtype_of(t: &Tensor) -> Option<DType> {
+    let k = t.f_kind().ok()?;
+    DType::ALL.into_iter().find(|d| kind(*d) == k)
+}
+
 /// Builds the tensor a recipe describes. An error (a negative dimension, `lo > hi`, a NaN
 /// special in an integer tensor) is libtorch's message; Python raises the same.
 pub fn materialize(r: &TensorRecipe) -> Result<Tensor, tch::TchError> {

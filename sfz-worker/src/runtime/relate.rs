@@ -145,7 +145,7 @@ impl Executor {
     fn sides(&mut self, scope: &Scope, relation: &Relation, accuracy: Accuracy, judged_as: Option<Option<DType>>) -> Result<(Comparison, Option<DType>, Tolerance), Failure> {
         let lhs = self.eval(scope, &relation.lhs)?.tensor()?;
         let rhs = self.eval(scope, &relation.rhs)?.tensor()?;
-        let dtype = judged_as.unwrap_or_else(|| dtype_of(&lhs));
+        let dtype = judged_as.unwrap_or_else(|| rounding_dtype(&lhs));
         let tol = relation.tolerances.for_dtype(dtype);
         let complex = lhs.is_complex() || rhs.is_complex();
         let (mut lhs, mut rhs) = in_double(&lhs, &rhs)?;
@@ -265,7 +265,7 @@ impl Executor {
                     // A sum over the changed argument (an FFT's, a norm's) past its dtype's range
                     // overflows honestly on that side only.
                     let summed = tags::class(self.op_name(case.op)) != tags::OpClass::Pointwise;
-                    if let Some((max, ..)) = dtype_of(&t).and_then(DType::limits).filter(|_| summed) {
+                    if let Some((max, ..)) = rounding_dtype(&t).and_then(DType::limits).filter(|_| summed) {
                         if conditioning::finite_magnitude_sum(&t)? > max {
                             return Err(Failure::Skip("a changed argument's magnitudes sum beyond its dtype's range".into()));
                         }
@@ -307,7 +307,7 @@ impl Executor {
             let start = tensors.len();
             match values.iter().find(|(q, _)| *q == p).map(|(_, v)| v) {
                 Some(Val::T(t)) => {
-                    let dtype = dtype_of(t).unwrap_or(DType::Float64);
+                    let dtype = rounding_dtype(t).unwrap_or(DType::Float64);
                     *slot = Arg::Tensor(placeholder(dtype, t.size()));
                     tensors.push(t.shallow_clone());
                 }
@@ -483,7 +483,7 @@ fn binary(op: RelOp, a: Val, b: Val) -> Result<Val, Failure> {
 /// Whether a nonzero element of `before` is zero or subnormal in `after`: scaled down that far
 /// an argument has lost its digits, and is no longer the input scaled.
 fn underflowed(before: &Tensor, after: &Tensor) -> Result<bool, tch::TchError> {
-    let Some((_, normal, _)) = dtype_of(after).and_then(|d| d.limits()) else { return Ok(false) };
+    let Some((_, normal, _)) = rounding_dtype(after).and_then(|d| d.limits()) else { return Ok(false) };
     if before.size() != after.size() || (!after.f_is_floating_point()? && !after.f_is_complex()?) {
         return Ok(false);
     }
@@ -495,7 +495,7 @@ fn underflowed(before: &Tensor, after: &Tensor) -> Result<bool, tch::TchError> {
 /// normal.
 fn any_subnormal(tensors: &[Tensor]) -> Result<bool, tch::TchError> {
     for t in tensors {
-        let Some((_, normal, _)) = dtype_of(t).and_then(|d| d.limits()) else { continue };
+        let Some((_, normal, _)) = rounding_dtype(t).and_then(|d| d.limits()) else { continue };
         if !t.f_is_floating_point()? && !t.f_is_complex()? {
             continue;
         }
@@ -527,14 +527,10 @@ fn in_double(lhs: &Tensor, rhs: &Tensor) -> Result<(Tensor, Tensor), tch::TchErr
     }
 }
 
-pub(super) fn dtype_of(t: &Tensor) -> Option<DType> {
-    let k = t.f_kind().ok()?;
-    // complex32 (`chalf`) is no dtype of a case; its components are float16's, and so are its
-    // range and rounding.
-    if k == Kind::ComplexHalf {
-        return Some(DType::Float16);
-    }
-    DType::ALL.into_iter().find(|d| kind(*d) == k)
+/// The dtype whose range and rounding a tensor has: its own, or float16 for complex32 (`chalf`),
+/// no dtype of a case, whose components are float16's.
+pub(super) fn rounding_dtype(t: &Tensor) -> Option<DType> {
+    super::materialize::dtype_of(t).or_else(|| (t.f_kind().ok()? == Kind::ComplexHalf).then_some(DType::Float16))
 }
 
 /// A recipe standing for a computed tensor: the call reads the tensor, not the recipe.

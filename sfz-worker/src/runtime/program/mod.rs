@@ -11,7 +11,7 @@ mod apply;
 mod aten;
 
 use self::apply::{apply, apply_step, err, operand, R, V};
-use super::materialize::{kind, materialize};
+use super::materialize::{dtype_of, materialize};
 use sfz_wire::case::{Arg, DType};
 use sfz_wire::program::hunt::{
     self, Fired, Found, HuntRequest, HuntResult, InputValues, PathPoint, RangeFound, Record, RewriteFound, SoftSignal, Stats, StepObs, Strategy, WiderFound, MAX_PATH,
@@ -36,10 +36,6 @@ fn forward_in(ir: &ProgramIr, vals: &mut Vec<V>, widen: bool) -> R<()> {
         vals.push(V::T(if back { out.f_to_kind(Kind::Double)? } else { out }));
     }
     Ok(())
-}
-
-fn dtype_of(t: &Tensor) -> Option<DType> {
-    DType::ALL.into_iter().find(|d| kind(*d) == t.kind())
 }
 
 fn values(t: &Tensor) -> Vec<f64> {
