@@ -52,6 +52,14 @@ pub fn not_unique(name: &str) -> &'static [usize] {
     }
 }
 
+/// Whether operator `name`'s gradient is documented only where its input matrices have full
+/// rank in their first min(m, n) columns (`torch.linalg.qr`: "If this condition is not met, no
+/// error will be thrown, but the gradient produced will be incorrect"): no reference judges it
+/// at a rank-deficient matrix.
+pub fn full_rank_gradient(name: &str) -> bool {
+    matches!(name.strip_prefix("aten::").unwrap_or(name), "linalg_qr" | "qr")
+}
+
 /// Whether operator `name` sums its inputs with coefficients of every sign or phase, so that
 /// the same call on the inputs' magnitudes bounds its terms only at its largest element: the
 /// discrete Fourier transforms (`fft(|x|)` is `sum |x|` at frequency 0 and may vanish at the

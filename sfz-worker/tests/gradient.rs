@@ -156,6 +156,21 @@ fn kinks_fast_oscillations_infinite_inputs_and_surrogates_are_not_findings() {
     assert!(!is_finding(&got), "{got:?}");
 }
 
+/// QR's gradient is documented only where the leading min(m, n) columns have full rank: a
+/// 1×2 matrix whose first column is 0 (c41s: `randint(-8, 1)` entries) is not judged; a
+/// full-rank one is, and agrees.
+#[test]
+fn qrs_gradient_is_not_judged_where_it_is_documented_wrong() {
+    let _rng = common::rng_lock();
+    let mut qr = executor("api torch.linalg.qr(A: Tensor, mode: str = \"reduced\") -> (Q: Tensor, R: Tensor) {}");
+    let mut a = tensor(DType::Float64, &[3, 1, 2], Fill::Uniform { lo: -8.0, hi: -1.0 }, 4);
+    a.specials = vec![(2, Special::Value(0.0))];
+    let got = verdict(&mut qr, vec![Arg::Tensor(a), Arg::Str("complete".into())]);
+    assert!(matches!(&got, CheckOutcome::Skipped(why) if why.contains("full rank")), "{got:?}");
+    let got = verdict(&mut qr, vec![uniform(DType::Float64, &[3, 2, 2], -8.0, -1.0, 5), Arg::Str("complete".into())]);
+    assert!(!is_finding(&got) && !matches!(&got, CheckOutcome::Skipped(why) if why.contains("full rank")), "{got:?}");
+}
+
 #[test]
 fn a_derivative_computed_in_an_integer_dtype_is_found() {
     let _rng = common::rng_lock();

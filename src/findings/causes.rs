@@ -139,9 +139,10 @@ pub fn family(api: &str) -> String {
     name
 }
 
-/// ATen helpers that are the whole kernel of one public operator, which calls nothing else
-/// (`fused_moving_avg_obs_fake_quant` returns the helper's first output).
-const HELPERS: &[(&str, &str)] = &[("fused_moving_avg_obs_fq_helper", "fused_moving_avg_obs_fake_quant")];
+/// ATen helpers that are the whole kernel of one operator, which calls nothing else
+/// (`fused_moving_avg_obs_fake_quant` returns the helper's first output; `thnn_conv2d` is
+/// `_slow_conv2d_forward`'s first output, differentiated by `_slow_conv2d_backward`).
+const HELPERS: &[(&str, &str)] = &[("fused_moving_avg_obs_fq_helper", "fused_moving_avg_obs_fake_quant"), ("slow_conv2d_forward", "thnn_conv2d"), ("slow_conv2d", "thnn_conv2d")];
 
 /// The optimizers ATen has a fused step for (`_fused_<name>`).
 const FUSED_OPTIMIZERS: &[&str] = &["adam", "adamw", "sgd", "adagrad"];
@@ -276,6 +277,9 @@ mod tests {
             assert_eq!(family(resampling), "upsample_aa", "{resampling}");
         }
         assert_eq!(family("torch.upsample_bilinear2d"), "upsample_bilinear2d", "without antialiasing, its own kernel");
+        for conv in ["torch._slow_conv2d_forward", "torch._slow_conv2d_backward", "torch.thnn_conv2d"] {
+            assert_eq!(family(conv), "thnn_conv2d", "{conv}");
+        }
         assert_eq!(family("torch.batch_norm_update_stats"), "batch_norm_update_stats", "another operator");
     }
 

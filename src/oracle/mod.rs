@@ -310,7 +310,7 @@ fn judge_outcome(api: &ApiSpec, case: &Case, outcome: &Outcome) -> Verdict {
             // Values outside the spec's bounds (a cliff: `gen::cliff`) may rightly give inf or
             // break a postcondition; those bounds are what make a finite result expected.
             // Asked only when something fired: evaluating bounds costs more than the call.
-            if enabled(Oracle::NanInf) && case.inputs_finite() {
+            if enabled(Oracle::NanInf) && inputs_known_finite(case) && !maybe_singular(api, case) {
                 if let Some(d) = nonfinite(outputs).filter(|_| within_bounds(api, case)) {
                     detections.push(d);
                 }
@@ -360,6 +360,31 @@ fn nonfinite(outputs: &[Output]) -> Option<Detection> {
     })
 }
 
+/// Whether a BLAS or LAPACK operator's matrices may be exactly singular: drawn from integers or
+/// a constant, or holding placed special values (a 0 on a triangle's diagonal). There a solve or
+/// an inverse is inf or NaN by definition (`triangular_solve` of a lower triangle from
+/// `randint(-8, 1)`); from a continuous distribution, singularity has probability 0.
+fn maybe_singular(api: &ApiSpec, case: &Case) -> bool {
+    use crate::wire::case::Fill;
+    let lapack = crate::ops::registry::implied_op(&api.name).is_some_and(|op| crate::wire::tags::class(&op) == crate::wire::tags::OpClass::BlasLapack);
+    lapack
+        && case
+            .args
+            .iter()
+            .flat_map(crate::wire::case::Arg::tensors)
+            .any(|t| t.shape.len() >= 2 && (t.dtype.is_floating() || t.dtype.is_complex()) && (!matches!(t.fill, Fill::Uniform { .. }) || !t.specials.is_empty()))
+}
+
+/// Whether every input of the call is known finite. A copy of a forward's floating output
+/// (`_masked_softmax_backward`'s `output`) holds what the forward made, NaN included (a row
+/// masked whole), which its placeholder recipe does not say: a NaN there is the forward's.
+fn inputs_known_finite(case: &Case) -> bool {
+    let copies_floating = case.forward.as_ref().is_some_and(|f| {
+        f.binds.iter().any(|b| !b.like && matches!(case.args.get(b.param), Some(crate::wire::case::Arg::Tensor(r)) if r.dtype.is_floating() || r.dtype.is_complex()))
+    });
+    case.inputs_finite() && !copies_floating
+}
+
 /// A value domain: `ensures GUARD => no_nan(...)` (or `finite`), a NaN where the function is
 /// defined, which the `nan_inf` oracle names; for several outputs, a conjunction of those
 /// (`no_nan(result.0) and no_nan(result.1)`).
@@ -381,7 +406,7 @@ fn domain_applies(case: &Case, outputs: &[Output]) -> bool {
     let complex = tensors.iter().any(|t| t.dtype.is_complex())
         || outputs.iter().any(|o| matches!(o, Output::Tensor(t) if t.dtype.is_some_and(|d| d.is_complex())))
         || case.args.iter().any(|a| matches!(a, crate::wire::case::Arg::Dtype(d) if d.is_complex()));
-    if !case.inputs_finite() || complex || tensors.iter().any(|t| t.numel() == 0) {
+    if !inputs_known_finite(case) || complex || tensors.iter().any(|t| t.numel() == 0) {
         return false;
     }
     let largest = tensors.iter().map(|t| {
@@ -413,7 +438,7 @@ fn postconditions(api: &ApiSpec, case: &Case, outputs: &[Output]) -> Vec<Detecti
     let results: Vec<Val> = outputs.iter().map(Val::of_output).collect();
     let optional: Vec<bool> = api.params.iter().map(|p| p.optional).collect();
     let b = Bindings { params: &params, results: &results };
-    let finite = domain_applies(case, outputs);
+    let finite = domain_applies(case, outputs) && !maybe_singular(api, case);
     api.ensures
         .iter()
         .enumerate()
@@ -515,6 +540,39 @@ mod tests {
         assert!(!checked.has_errors(), "{:?}", checked.diags.iter().map(|d| &d.message).collect::<Vec<_>>());
         let domains: Vec<bool> = checked.spec.apis[0].ensures.iter().map(|c| super::is_domain(&c.expr)).collect();
         assert_eq!(domains, [true, true, false]);
+    }
+
+    /// A backward fed a copy of its forward's floating output does not know that input finite
+    /// (the forward may have made NaN of finite inputs); a fresh `like` tensor or an integer copy
+    /// (indices) is as its recipe says.
+    #[test]
+    fn a_copy_of_a_forwards_floating_output_is_not_known_finite() {
+        use crate::wire::case::{Bind, Forward};
+        let tensor = |dtype| Arg::Tensor(TensorRecipe { dtype, shape: vec![2], fill: Fill::Constant(0.0), seed: 0, layout: Default::default(), specials: Vec::new() });
+        let fed = |like: bool, dtype| Case {
+            op: 0,
+            args: vec![tensor(DType::Float32), tensor(dtype)],
+            forward: Some(Forward { binds: vec![Bind { param: 1, output: 0, like }], broken: None }),
+        };
+        assert!(super::inputs_known_finite(&Case { op: 0, args: vec![tensor(DType::Float32)], forward: None }));
+        assert!(!super::inputs_known_finite(&fed(false, DType::Float16)), "a copy of softmax's output");
+        assert!(super::inputs_known_finite(&fed(true, DType::Float16)), "a grad_output drawn from its recipe");
+        assert!(super::inputs_known_finite(&fed(false, DType::Int64)), "max_pool's indices");
+    }
+
+    /// A value domain of a solver is not judged on matrices that may be exactly singular
+    /// (integers, a constant, placed values); it is on a continuous draw, and on other operators.
+    #[test]
+    fn a_solvers_domain_is_not_judged_on_matrices_that_may_be_singular() {
+        let src = "api torch.triangular_solve(input: Tensor, A: Tensor) -> (solution: Tensor, cloned_coefficient: Tensor) {\n    ensures no_nan(solution);\n}\napi torch.exp(input: Tensor) -> Tensor {\n    ensures no_nan(result);\n}\n";
+        let checked = crate::check::check_text(std::path::Path::new("t.sfz"), src);
+        let matrix = |fill: Fill| Arg::Tensor(TensorRecipe { dtype: DType::Float64, shape: vec![3, 3], fill, seed: 1, layout: Default::default(), specials: Vec::new() });
+        let case = |fill: Fill| Case { op: 0, args: vec![matrix(Fill::Uniform { lo: 0.0, hi: 20.0 }), matrix(fill)], forward: None };
+        let (solve, exp) = (&checked.spec.apis[0], &checked.spec.apis[1]);
+        assert!(super::maybe_singular(solve, &case(Fill::Int { lo: -8, hi: 1 })));
+        assert!(super::maybe_singular(solve, &case(Fill::Constant(1.0))));
+        assert!(!super::maybe_singular(solve, &case(Fill::Uniform { lo: -10.0, hi: 10.0 })));
+        assert!(!super::maybe_singular(exp, &Case { op: 0, args: vec![matrix(Fill::Int { lo: -8, hi: 1 })], forward: None }), "not a solver");
     }
 
     #[test]
