@@ -336,6 +336,41 @@ fn intermediates_factor(api: &str, names: &[&str], case: &Case) -> f64 {
     }
 }
 
+/// Whether a Hermite polynomial's recurrence may form terms beyond `dtype` at the case's inputs,
+/// whatever its result: near a zero of `H_n` the value is far below the terms `2x H_k` and
+/// `2k H_{k-1}` that cancel to it (float32 `H_38(-7.17)` is -9.2e34 through terms of 8e38). Its
+/// terms are bounded by Cramér's envelope, `|H_k(x)| <= 1.086 sqrt(2^k k!) e^(x^2/2)` (and
+/// `sqrt(k!) e^(x^2/4)` for `He_k`), times `2(|x| + n)`; past `dtype`'s largest value a
+/// premature inf is the recurrence's own.
+fn envelope_beyond(api: &str, names: &[&str], case: &Case, dtype: Option<DType>) -> Option<Implausible> {
+    let physicists = match api.strip_prefix("torch.special.")? {
+        "hermite_polynomial_h" => true,
+        "hermite_polynomial_he" => false,
+        _ => return None,
+    };
+    let (max, ..) = dtype?.limits()?;
+    let largest = |name: &str| {
+        let arg = names.iter().position(|n| *n == name).and_then(|k| case.args.get(k))?;
+        Some(match arg {
+            Arg::Int(v) => (*v as f64).abs(),
+            Arg::Float(v) => v.abs(),
+            Arg::Tensor(t) => {
+                let v = crate::eval::TensorVal::of_recipe(t);
+                v.min.abs().max(v.max.abs())
+            }
+            _ => return None,
+        })
+    };
+    let (x, n) = (largest("x")?, largest("n")?.floor().min(1e4));
+    if !x.is_finite() || !n.is_finite() {
+        return None;
+    }
+    let ln_factorial: f64 = (2..=n as u64).map(|k| (k as f64).ln()).sum();
+    let ln_envelope = 1.086f64.ln() + if physicists { 0.5 * (n * std::f64::consts::LN_2 + ln_factorial) + x * x / 2.0 } else { 0.5 * ln_factorial + x * x / 4.0 };
+    let ln_terms = ln_envelope + (2.0 * (x + n)).max(1.0).ln();
+    (ln_terms > (max / RESULT_HEADROOM).ln()).then_some(Implausible::ResultNearLimit)
+}
+
 /// Why detection `d` of a case is implausible, or None: its inputs (scaled by its relation's
 /// factor), then the true result its check compared with. Only numerical oracles are judged.
 pub fn detection(api: &ApiSpec, checks: &[Check], case: &Case, reports: &[CheckReport], d: &super::Detection) -> Option<Implausible> {
@@ -362,7 +397,7 @@ pub fn detection(api: &ApiSpec, checks: &[Check], case: &Case, reports: &[CheckR
     let factor = intermediates_factor(&api.name, &names, case);
     match k.and_then(|k| reports.get(k)).map(|r| &r.outcome) {
         Some(CheckOutcome::Values(m)) => match &m.premature {
-            Some(p) => result_through(p.expected, m.dtype, factor),
+            Some(p) => result_through(p.expected, m.dtype, factor).or_else(|| envelope_beyond(&api.name, &names, case, m.dtype)),
             // A gradient's reference is finite differences: its size says nothing of the result.
             None if matches!(check.map(|c| &c.variant), Some(Variant::Gradient { .. })) => None,
             None => result_through(m.expected, m.dtype, factor),
@@ -479,6 +514,22 @@ mod tests {
         assert_eq!(result_through(-3.4e36, Some(DType::Float32), factor), Some(Implausible::ResultNearLimit));
         assert_eq!(result_through(-3.4e36, Some(DType::Float32), intermediates_factor("torch.special.hermite_polynomial_h", &names, &with_degree(Arg::Int(2)))), None);
         assert_eq!(intermediates_factor("torch.special.i0", &["input"], &with_degree(Arg::Int(40))), 1.0);
+    }
+
+    /// Hermite's recurrence near a zero of `H_n`: float32 `H_38` with x up to 7.2 forms terms
+    /// of 8e38 (c42f), which Cramér's envelope bounds; at x up to 2 and degree 10 its terms are
+    /// small, and a float64 case has all the room it needs.
+    #[test]
+    fn hermites_terms_are_bounded_by_its_envelope_not_its_value() {
+        use super::envelope_beyond;
+        let names = ["x", "n"];
+        let case = |x: f64, n: i64| Case { op: 0, args: vec![tensor(DType::Float32, Fill::Uniform { lo: -x, hi: x }, vec![]), Arg::Int(n)], forward: None };
+        let h = "torch.special.hermite_polynomial_h";
+        assert_eq!(envelope_beyond(h, &names, &case(7.2, 38), Some(DType::Float32)), Some(Implausible::ResultNearLimit));
+        assert_eq!(envelope_beyond(h, &names, &case(2.0, 10), Some(DType::Float32)), None);
+        assert_eq!(envelope_beyond(h, &names, &case(7.2, 38), Some(DType::Float64)), None);
+        assert_eq!(envelope_beyond("torch.special.hermite_polynomial_he", &names, &case(2.0, 10), Some(DType::Float32)), None);
+        assert_eq!(envelope_beyond("torch.special.laguerre_polynomial_l", &names, &case(7.2, 38), Some(DType::Float32)), None, "another envelope");
     }
 
     #[test]
