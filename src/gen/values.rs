@@ -244,7 +244,9 @@ pub fn eval_number(e: &TExpr, b: &Bindings) -> Option<f64> {
                 BinOp::Add => x + y,
                 BinOp::Sub => x - y,
                 BinOp::Mul => x * y,
-                BinOp::Div if y != 0.0 => (x / y).floor(),
+                // `/` on two ints is floor division; with a float on either side, true division.
+                BinOp::Div if y != 0.0 && integral(l, b) && integral(r, b) => (x / y).floor(),
+                BinOp::Div if y != 0.0 => x / y,
                 BinOp::Rem if y != 0.0 => x.rem_euclid(y),
                 _ => return None,
             }
@@ -270,6 +272,20 @@ pub fn eval_number(e: &TExpr, b: &Bindings) -> Option<f64> {
         },
         _ => return None,
     })
+}
+
+/// Whether a number `eval_number` reads is an int: literals and parameters by their kind, reads
+/// of shapes, sizes and int lists, and arithmetic on ints only.
+fn integral(e: &TExpr, b: &Bindings) -> bool {
+    use TExpr::*;
+    match e {
+        Lit(v) => !matches!(v, Value::Float(_)),
+        Param(i) => !matches!(b.params.get(*i), Some(Val::Float(_))),
+        Unary(_, inner) => integral(inner, b),
+        Binary(_, l, r) => integral(l, b) && integral(r, b),
+        Call(_, args) => args.iter().all(|a| integral(a, b)),
+        _ => true,
+    }
 }
 
 fn eval_tensor(e: &TExpr, b: &Bindings) -> Option<TensorVal> {
@@ -459,6 +475,18 @@ pub fn bounds_of_one(api: &ApiSpec, k: usize, p: usize, known: &[Val]) -> (Bound
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `/` in a bound is floor division on two ints and true division with a float on either
+    /// side, as the language says (`scales >= output_size[0] * 1.0 / input.shape[2]`: 7/15).
+    #[test]
+    fn a_bound_divides_as_its_operands_types_say() {
+        let api = crate::check::first_api("api torch.upsample_nearest1d(input: Tensor, output_size: int[1], scales: float? = None) -> Tensor {\n    scales >= output_size[0] * 1.0 / input.shape[2];\n    scales < (output_size[0] + 1) * 1.0 / input.shape[2];\n}\n");
+        let known = [Val::Tensor(unknown_values(DType::Float32, &[1, 1, 15])), Val::List(vec![Val::Int(7)]), Val::Unknown];
+        let b = bounds_of(&api, 2, &known, None);
+        assert_eq!((b.lo, b.hi), (Some(7.0 / 15.0), Some(8.0 / 15.0)));
+        let ints = crate::check::first_api("api torch.narrow(input: Tensor, length: int, start: float) -> Tensor {\n    start <= length / 2;\n}\n");
+        assert_eq!(bounds_of(&ints, 2, &[Val::Unknown, Val::Int(7), Val::Unknown], None).hi, Some(3.0), "floor division of two ints");
+    }
 
     /// A bound behind a guard bounds the drawn float once the known values decide the guard:
     /// an `if`'s branch, an `or`'s other side, an `=>`'s consequence; an undecided guard bounds
