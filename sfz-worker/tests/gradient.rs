@@ -234,6 +234,23 @@ fn right_second_derivatives_agree() {
     }
 }
 
+/// Where an element ties with another input (atan2 at the origin, c43s: double backward NaN,
+/// differences of the gradient finite) the first derivative is a convention and the second none:
+/// second order is not judged there.
+#[test]
+fn no_second_derivative_is_judged_where_the_gradient_is_not_finite() {
+    let _rng = common::rng_lock();
+    let mut ex = executor("api torch.atan2(input: Tensor, other: Tensor) -> Tensor {}");
+    for seed in 0..16 {
+        let mut y = tensor(DType::Float64, &[4], Fill::Constant(0.0), seed);
+        y.specials = vec![(1, Special::Value(1.0)), (2, Special::Value(2.0)), (3, Special::Value(-3.0))];
+        let mut x = tensor(DType::Int8, &[4], Fill::Constant(2.0), seed + 100);
+        x.specials = vec![(0, Special::Value(0.0))];
+        let got = verdict(&mut ex, vec![Arg::Tensor(y), Arg::Tensor(x)]);
+        assert!(!matches!(&got, CheckOutcome::Gradient(g) if g.kind == GradientKind::Second), "{seed}: {got:?}");
+    }
+}
+
 /// The gradient through a transposed, strided or offset input is compared with the gradient
 /// through contiguous copies of the same values: correct backward kernels agree in every
 /// layout, for the relaid input and for the others (a normalization's weight and bias).

@@ -35,19 +35,11 @@ pub(super) fn nonfinite(outputs: &[Output]) -> Option<Detection> {
     })
 }
 
-/// Whether a BLAS or LAPACK operator's matrices may be exactly singular: drawn from integers or
-/// a constant, or holding placed special values (a 0 on a triangle's diagonal). There a solve or
-/// an inverse is inf or NaN by definition (`triangular_solve` of a lower triangle from
-/// `randint(-8, 1)`); from a continuous distribution, singularity has probability 0.
+/// Whether a BLAS or LAPACK operator's matrices may be exactly singular (`plausible::
+/// maybe_singular`): there a solve or an inverse is inf or NaN by definition (`triangular_solve`
+/// of a lower triangle from `randint(-8, 1)`).
 pub(super) fn maybe_singular(api: &ApiSpec, case: &Case) -> bool {
-    use crate::wire::case::Fill;
-    let lapack = crate::ops::registry::implied_op(&api.name).is_some_and(|op| crate::wire::tags::class(&op) == crate::wire::tags::OpClass::BlasLapack);
-    lapack
-        && case
-            .args
-            .iter()
-            .flat_map(crate::wire::case::Arg::tensors)
-            .any(|t| t.shape.len() >= 2 && (t.dtype.is_floating() || t.dtype.is_complex()) && (!matches!(t.fill, Fill::Uniform { .. }) || !t.specials.is_empty()))
+    super::plausible::maybe_singular(&api.name, case)
 }
 
 /// Whether every input of the call is known finite. A copy of a forward's floating output

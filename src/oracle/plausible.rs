@@ -17,9 +17,9 @@ pub enum Implausible {
     /// A floating input (scaled by a relation's factor, for a relation) is larger in magnitude
     /// than `input_limit` of its dtype.
     InputNearLimit,
-    /// A floating input's mean square is above its dtype's largest value: the variance a
-    /// normalization needs, the second moment of the data, is not representable (values of
-    /// 1e25 in float32). Not asked of a cause that names an overflowing sum of squares, the
+    /// A floating input's mean square is above its dtype's largest value, or nonzero below its
+    /// smallest normal one: the variance a normalization needs, the second moment of the data,
+    /// is not representable (values of 1e25 in float32; 1e-26 in complex64). Not asked of a cause that names an overflowing sum of squares, the
     /// premature overflow a rescaling norm avoids.
     SpreadNearLimit,
     /// A floating input holds values at the dtype's smallest: every value of its fill (or a
@@ -38,6 +38,12 @@ pub enum Implausible {
     /// A float parameter named `eps` (or `epsilon`) is 0 or negative: the documented guard
     /// against division by zero is switched off.
     GuardOff,
+    /// A BLAS or LAPACK operator's matrix may be exactly singular (drawn from integers or a
+    /// constant, or holding placed values), and two paths or two precisions disagree on it: at a
+    /// singular matrix a determinant's logarithm, an inverse or a solve is the rounding of an LU
+    /// pivot that is 0 in exact arithmetic (`logdet` of an integer 3x3 is -inf in one layout and
+    /// -31.7 in the other). A gradient there is still judged: a determinant is a polynomial.
+    SingularMatrix,
     /// The true result (the float64 reference, the relation's other side, the value a premature
     /// inf should have been) is not finite, within a factor `RESULT_HEADROOM` of the largest
     /// value of the output's dtype, or subnormal in it.
@@ -54,6 +60,7 @@ impl Implausible {
             Implausible::ZeroVariance => "a normalization of one value throughout (zero variance)",
             Implausible::GuardOff => "eps switched off (<= 0)",
             Implausible::ResultNearLimit => "a true result near the dtype's limits",
+            Implausible::SingularMatrix => "a matrix that may be exactly singular (integer, constant or placed values)",
         }
     }
 }
@@ -114,13 +121,32 @@ pub fn paths_inputs_named(names: &[&str], case: &Case) -> Option<Implausible> {
 /// numerical verdict, the input limits, a NaN input, a normalization of one constant. What the
 /// campaign (`detection`) and `sfz report` (on older folders) both ask.
 pub fn verdict_inputs(oracle: Oracle, cause: &super::Cause, api: &str, names: &[&str], case: &Case, scale: f64) -> Option<Implausible> {
+    if (compares_paths(oracle, cause) || matches!(oracle, Oracle::Precision | Oracle::Relation)) && maybe_singular(api, case) {
+        return Some(Implausible::SingularMatrix);
+    }
     if compares_paths(oracle, cause) {
         return paths_inputs_named(names, case);
     }
     if !judges_numbers(oracle) {
         return None;
     }
-    inputs_named(names, case, scale, spread_asked(api, cause)).or_else(|| nan_input(cause, case)).or_else(|| zero_variance(api, names, case))
+    inputs_named(names, case, scale, spread_asked(api, cause))
+        .or_else(|| nan_input(cause, case))
+        .or_else(|| zero_variance(api, names, case))
+        .or_else(|| second_moment_underflows(api, case))
+}
+
+/// Whether a BLAS or LAPACK operator's matrices may be exactly singular: a matrix input drawn
+/// from integers or a constant, or holding placed special values (a 0 on a triangle's
+/// diagonal). From a continuous distribution, singularity has probability 0.
+pub fn maybe_singular(api: &str, case: &Case) -> bool {
+    let lapack = crate::ops::registry::implied_op(api).is_some_and(|op| crate::wire::tags::class(&op) == crate::wire::tags::OpClass::BlasLapack);
+    lapack
+        && case
+            .args
+            .iter()
+            .flat_map(Arg::tensors)
+            .any(|t| t.shape.len() >= 2 && (t.dtype.is_floating() || t.dtype.is_complex()) && (!matches!(t.fill, Fill::Uniform { .. }) || !t.specials.is_empty()))
 }
 
 /// Why a numerical verdict on a normalization layer's case is degenerate: its first floating
@@ -260,6 +286,27 @@ fn tensor(t: &TensorRecipe, scale: f64, spread: bool) -> Option<Implausible> {
     // A complex element's squared modulus sums its two parts' squares.
     let parts = if t.dtype.is_complex() { 2.0 } else { 1.0 };
     (spread && parts * mean_square(t) * scale * scale > max).then_some(Implausible::SpreadNearLimit)
+}
+
+/// The operators whose definition divides by a second moment of the data (a variance, a
+/// covariance), besides the normalization layers.
+const SECOND_MOMENT: &[&str] = &["corrcoef", "cov", "var", "std", "var_mean", "std_mean"];
+
+/// Why a verdict on an operator that divides by a second moment is implausible: a floating
+/// input's mean square is nonzero below its dtype's smallest normal value, so the variance
+/// underflows and 0/0 is NaN (`corrcoef` of complex64 values of 1e-26). Elsewhere values of
+/// 1e-20 are ordinary.
+fn second_moment_underflows(api: &str, case: &Case) -> Option<Implausible> {
+    let base = api.rsplit('.').next().unwrap_or(api);
+    if !normalizes(api) && !SECOND_MOMENT.contains(&base) {
+        return None;
+    }
+    case.args.iter().flat_map(Arg::tensors).filter(|t| t.dtype.is_floating() || t.dtype.is_complex()).find_map(|t| {
+        let (_, tiny, _) = t.dtype.limits()?;
+        let parts = if t.dtype.is_complex() { 2.0 } else { 1.0 };
+        let ms = parts * mean_square(t);
+        (ms > 0.0 && ms < tiny).then_some(Implausible::SpreadNearLimit)
+    })
 }
 
 /// Whether a recipe fills values at its dtype's smallest: a fill whose every value is below
@@ -458,6 +505,13 @@ mod tests {
         assert_eq!(judged(vec![tensor(DType::Float32, uniform(-2.5e19, -6.2e18), vec![])], 1.0), None);
         // Float64 values of 1e222: their mean square leaves float64 itself.
         assert_eq!(judged(vec![tensor(DType::Float64, uniform(-1e222, 1e222), vec![])], 1.0), Some(Implausible::SpreadNearLimit));
+        // A second moment below the smallest normal value: `corrcoef` of complex64 values of
+        // 1e-26; the same values elsewhere are ordinary.
+        let tiny = Case { op: 0, args: vec![tensor(DType::Complex64, uniform(-1e-26, 1e-26), vec![])], forward: None };
+        assert_eq!(super::second_moment_underflows("torch.corrcoef", &tiny), Some(Implausible::SpreadNearLimit));
+        assert_eq!(super::second_moment_underflows("torch.exp", &tiny), None);
+        let normal = Case { op: 0, args: vec![tensor(DType::Float32, uniform(-1e-15, 1e-15), vec![])], forward: None };
+        assert_eq!(super::second_moment_underflows("torch.var", &normal), None, "squares of 1e-30 are normal");
         let ordinary = tensor(DType::Float32, uniform(-1.0, 1.0), vec![]);
         assert_eq!(judged(vec![ordinary.clone(), Arg::IntList(vec![4]), Arg::Float(-0.0)], 1.0), Some(Implausible::GuardOff));
         assert_eq!(judged(vec![ordinary, Arg::IntList(vec![4]), Arg::Float(1e-5)], 1.0), None);
@@ -514,6 +568,33 @@ mod tests {
         assert_eq!(result_through(-3.4e36, Some(DType::Float32), factor), Some(Implausible::ResultNearLimit));
         assert_eq!(result_through(-3.4e36, Some(DType::Float32), intermediates_factor("torch.special.hermite_polynomial_h", &names, &with_degree(Arg::Int(2)))), None);
         assert_eq!(intermediates_factor("torch.special.i0", &["input"], &with_degree(Arg::Int(40))), 1.0);
+    }
+
+    /// Two layouts' (or float32's and float64's) determinant of an integer matrix that may be
+    /// singular is the rounding of a zero pivot: not judged. On a continuous draw it is, and a
+    /// gradient at a singular matrix is (a determinant is a polynomial); other operators too.
+    #[test]
+    fn a_lapack_disagreement_at_a_matrix_that_may_be_singular_is_implausible() {
+        use super::verdict_inputs;
+        use crate::oracle::Cause;
+        use crate::wire::oracle::Oracle;
+        use crate::wire::variant::GradientKind;
+        let matrix = |fill: Fill, specials: Vec<(u64, Special)>| Case {
+            op: 0,
+            args: vec![Arg::Tensor(TensorRecipe { dtype: DType::Float64, shape: vec![3, 3], fill, seed: 1, layout: Default::default(), specials })],
+            forward: None,
+        };
+        let values = Cause::Values { output: 0, squares: None, powers: None };
+        let integers = matrix(Fill::Int { lo: -8, hi: 1 }, vec![]);
+        assert_eq!(verdict_inputs(Oracle::Layout, &values, "torch.logdet", &["input"], &integers, 1.0), Some(Implausible::SingularMatrix));
+        assert_eq!(verdict_inputs(Oracle::Precision, &values, "torch.linalg.inv", &["A"], &integers, 1.0), Some(Implausible::SingularMatrix));
+        let placed = matrix(Fill::Uniform { lo: -10.0, hi: 10.0 }, vec![(0, Special::Value(0.0))]);
+        assert_eq!(verdict_inputs(Oracle::Layout, &values, "torch.logdet", &["input"], &placed, 1.0), Some(Implausible::SingularMatrix));
+        let drawn = matrix(Fill::Uniform { lo: -10.0, hi: 10.0 }, vec![]);
+        assert_eq!(verdict_inputs(Oracle::Layout, &values, "torch.logdet", &["input"], &drawn, 1.0), None);
+        let gradient = Cause::Gradient { param: "A".into(), against: GradientKind::Forward };
+        assert_eq!(verdict_inputs(Oracle::Gradient, &gradient, "torch.linalg.det", &["A"], &integers, 1.0), None);
+        assert_eq!(verdict_inputs(Oracle::Layout, &values, "torch.median", &["input"], &integers, 1.0), None, "not LAPACK");
     }
 
     /// Hermite's recurrence near a zero of `H_n`: float32 `H_38` with x up to 7.2 forms terms

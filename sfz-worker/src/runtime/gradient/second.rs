@@ -28,6 +28,12 @@ impl Executor {
         if x0.numel() == 0 {
             return Ok(None);
         }
+        // The tangent moves every element: one that ties with another input (atan2 at the
+        // origin, maximum's split) sits where the first derivative is a convention, and the
+        // second none at all.
+        if self.ties(probe, leaf)?.is_some_and(|t| t.contains(&true)) {
+            return Ok(None);
+        }
         let largest = x0.f_abs()?.f_max()?.f_double_value(&[])?;
         if !largest.is_finite() || largest > LARGEST {
             return Ok(None);
@@ -38,6 +44,11 @@ impl Executor {
         // A gradient that does not depend on the leaf (a linear operator) has no second
         // derivative to check.
         if !at.grad.requires_grad() {
+            return Ok(None);
+        }
+        // Where the gradient is already NaN or inf (atan2 at the origin) there is no second
+        // derivative to hold double backward to; a first-order NaN is `non_finite`'s to judge.
+        if at.grad.f_isfinite()?.f_all()?.f_int64_value(&[])? == 0 {
             return Ok(None);
         }
         // Under grad mode: the projection is part of the graph differentiated again.
