@@ -223,7 +223,10 @@ pub fn group<'a>(findings: &[&'a Finding], baseline: Option<&'a Baseline>) -> Ve
         .enumerate()
         .map(|(first, key)| {
             let mut fs = by_key.remove(&key).unwrap_or_default();
-            fs.sort_by_key(|f| (severity::of(f), f.case.input_elements()));
+            // A finding of the operator that failed stands for the cause before one whose
+            // backward only met its forward failing (named after the op that failed).
+            let through_forward = |f: &Finding| matches!(f.cause.place(), Some(crate::oracle::Place::Forward(_)));
+            fs.sort_by_key(|f| (severity::of(f), through_forward(f), f.case.input_elements()));
             let severity = fs.iter().map(|f| severity::of(f)).min().unwrap_or(Severity::Degenerate);
             let known = baseline.and_then(|b| fs.iter().find_map(|f| b.matching(f)));
             (first, CauseGroup { key, findings: fs, severity, known })
@@ -378,6 +381,19 @@ mod tests {
         let ids = grouped_ids(&fs);
         // Lanczos is the anti-aliased kernel with another filter; bicubic without it is not.
         assert_eq!(ids, vec![vec!["a", "b", "e"], vec!["c"], vec!["d"]]);
+    }
+
+    /// A backward whose forward raised and the forward's own finding of that error are one
+    /// cause, and the forward's finding stands for it: it names the operator that failed.
+    #[test]
+    fn the_operator_that_failed_stands_for_its_cause() {
+        use crate::oracle::{Cause, Place};
+        let mut through = finding("b", "torch.native_batch_norm_backward", "internal_error", "x");
+        through.cause = Cause::Internal { place: Place::Forward("torch.native_batch_norm".into()), what: "StdException: the forward `torch.native_batch_norm` raised: length_error".into() };
+        let mut own = finding("a", "torch.native_batch_norm", "internal_error", "x");
+        own.cause = Cause::Internal { place: Place::Call, what: "StdException: length_error".into() };
+        let ids = grouped_ids(&[through, own]);
+        assert_eq!(ids, vec![vec!["a", "b"]]);
     }
 
     /// A family's deaths on an empty tensor are one cause whatever signal and frame they end
