@@ -389,7 +389,8 @@ mod tests {
     fn the_operator_that_failed_stands_for_its_cause() {
         use crate::oracle::{Cause, Place};
         let mut through = finding("b", "torch.native_batch_norm_backward", "internal_error", "x");
-        through.cause = Cause::Internal { place: Place::Forward("torch.native_batch_norm".into()), what: "StdException: the forward `torch.native_batch_norm` raised: length_error".into() };
+        through.cause =
+            Cause::Internal { place: Place::Forward("torch.native_batch_norm".into()), what: "StdException: the forward `torch.native_batch_norm` raised: length_error".into() };
         let mut own = finding("a", "torch.native_batch_norm", "internal_error", "x");
         own.cause = Cause::Internal { place: Place::Call, what: "StdException: length_error".into() };
         let ids = grouped_ids(&[through, own]);
