@@ -367,20 +367,27 @@ fn intermediates_factor(api: &str, names: &[&str], case: &Case) -> f64 {
     if !crate::wire::tags::degree_recurrence(api) {
         return 1.0;
     }
-    let degree = names.iter().position(|n| *n == "n").and_then(|k| case.args.get(k)).map_or(0.0, |a| match a {
+    let degree = largest_named(names, case, "n").unwrap_or(0.0);
+    if degree.is_finite() {
+        (2.0 * degree).max(1.0)
+    } else {
+        1.0
+    }
+}
+
+/// The largest magnitude argument `name` of a case holds (an int, a float, a tensor's values);
+/// None where the API has no such argument or it is of another kind.
+fn largest_named(names: &[&str], case: &Case, name: &str) -> Option<f64> {
+    let arg = names.iter().position(|n| *n == name).and_then(|k| case.args.get(k))?;
+    Some(match arg {
         Arg::Int(v) => (*v as f64).abs(),
         Arg::Float(v) => v.abs(),
         Arg::Tensor(t) => {
             let v = crate::eval::TensorVal::of_recipe(t);
             v.min.abs().max(v.max.abs())
         }
-        _ => 0.0,
-    });
-    if degree.is_finite() {
-        (2.0 * degree).max(1.0)
-    } else {
-        1.0
-    }
+        _ => return None,
+    })
 }
 
 /// Whether a Hermite polynomial's recurrence may form terms beyond `dtype` at the case's inputs,
@@ -396,19 +403,7 @@ fn envelope_beyond(api: &str, names: &[&str], case: &Case, dtype: Option<DType>)
         _ => return None,
     };
     let (max, ..) = dtype?.limits()?;
-    let largest = |name: &str| {
-        let arg = names.iter().position(|n| *n == name).and_then(|k| case.args.get(k))?;
-        Some(match arg {
-            Arg::Int(v) => (*v as f64).abs(),
-            Arg::Float(v) => v.abs(),
-            Arg::Tensor(t) => {
-                let v = crate::eval::TensorVal::of_recipe(t);
-                v.min.abs().max(v.max.abs())
-            }
-            _ => return None,
-        })
-    };
-    let (x, n) = (largest("x")?, largest("n")?.floor().min(1e4));
+    let (x, n) = (largest_named(names, case, "x")?, largest_named(names, case, "n")?.floor().min(1e4));
     if !x.is_finite() || !n.is_finite() {
         return None;
     }
